@@ -1,0 +1,182 @@
+/* Floe: the host API (command line, Lua bindings, tests, embedding). */
+#ifndef FLOE_FLOE_H
+#define FLOE_FLOE_H
+
+#include <floe/module.h>
+#include <floe/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLOE_VERSION "0.1.0"
+
+/* ---- simulation ------------------------------------------------------- */
+
+typedef struct floe_sim_def {
+    int dim;                 /* 2 or 3 (0 = 3) */
+    float spacing;           /* particle spacing d (required) */
+    float support_factor;    /* H = factor * d (0 = 2) */
+    float gravity[3];
+    float domain_min[3], domain_max[3];
+    int threads;             /* 0 = all cores */
+} floe_sim_def;
+
+floe_sim_def floe_sim_default_def(void);
+floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen);
+void floe_ctx_destroy(floe_ctx *ctx);
+const char *floe_ctx_error(const floe_ctx *ctx);
+void floe_ctx_set_threads(floe_ctx *ctx, int threads);
+const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
+/* The api table handed to modules (also usable by hosts). */
+const floe_api *floe_core_api(void);
+
+/* ---- particle sets ---------------------------------------------------- */
+
+floe_set floe_set_create(floe_ctx *ctx, const char *name, floe_set_kind kind, float rest_density);
+floe_set floe_set_find(floe_ctx *ctx, const char *name);
+uint32_t floe_set_size(floe_ctx *ctx, floe_set set);
+int floe_set_is_valid(floe_ctx *ctx, floe_set set);
+/* Apply a permutation (new index k takes old particle perm[k]) to every
+ * attribute of the set. */
+int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm);
+void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
+int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
+/* Attribute enumeration (for writers): returns 0 past the end. */
+int floe_attr_at(floe_ctx *ctx, floe_set set, int index, const char **name, floe_type *type, void **data);
+
+/* ---- scene geometry --------------------------------------------------- */
+
+/* Fill [min,max] with particles on a lattice of the sim spacing (cell
+ * centred), mass = rest_density * d^dim; velocity v0. Returns count added. */
+long floe_fill_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], const float v0[3]);
+long floe_fill_sphere(floe_ctx *ctx, floe_set set, const float centre[3], float radius, const float v0[3]);
+
+enum { /* sides of a boundary box left open */
+    FLOE_OPEN_NONE = 0, FLOE_OPEN_TOP = 1
+};
+/* Sample the walls of the box [min,max] (inner faces) as `layers` layers of
+ * boundary particles outside it. `open` leaves the top (+y) face open. */
+long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], int layers, int open);
+/* Sample a solid box [min,max] filled with boundary particles (obstacle). */
+long floe_boundary_solid_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3]);
+/* Akinci et al. 2012 volumes V_b = 1 / sum_k W(x_b - x_k) over all boundary
+ * particles, into attribute "V" of every boundary set. */
+int floe_boundary_volumes(floe_ctx *ctx);
+
+/* ---- modules ---------------------------------------------------------- */
+
+/* Load a module by name into the context (idempotent). */
+int floe_module_load(floe_ctx *ctx, const char *name);
+/* Directories searched, in order, ':'-separated into buf. */
+void floe_module_search_path(char *buf, size_t len);
+
+typedef struct floe_module_listing {
+    const char *name, *version, *summary, *path;
+    const floe_module_desc *desc;
+} floe_module_listing;
+/* Describe every module found on the search path; calls fn for each. Errors
+ * of broken modules go to err_fn (may be NULL). */
+int floe_module_scan(void (*fn)(const floe_module_listing *m, void *u),
+                     void (*err_fn)(const char *path, const char *msg, void *u), void *u);
+
+/* ---- pipeline --------------------------------------------------------- */
+
+typedef struct floe_param_kv {
+    const char *name;
+    floe_param_type type;    /* what the caller supplies (FLOAT for numbers) */
+    floe_value value;
+} floe_param_kv;
+
+/* Append a stage instance ("wcsph.density", or a core stage "neighbours").
+ * Unknown stage, unknown parameter, wrong type and out-of-range values are
+ * errors (message in floe_ctx_error). */
+int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv);
+/* Append a host function as a stage (Lua stages). */
+int floe_pipeline_add_fn(floe_ctx *ctx, const char *name, floe_stage_fn fn, void *user);
+void floe_pipeline_clear(floe_ctx *ctx);
+int floe_pipeline_length(floe_ctx *ctx);
+const char *floe_pipeline_stage_name(floe_ctx *ctx, int i);
+/* Run every stage once (one step with the given dt); for tests and hosts
+ * that own their loop. */
+int floe_step(floe_ctx *ctx, double dt);
+/* Override a stage parameter by "stage.param" after the pipeline is built
+ * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
+int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
+
+/* ---- running ---------------------------------------------------------- */
+
+enum { FLOE_FMT_PLY = 1, FLOE_FMT_VTK = 2 };
+
+typedef struct floe_frame_stats {
+    int frame;
+    double time;
+    uint64_t steps;          /* steps in this frame */
+    double dt_min, dt_max;
+    uint32_t particles;
+    double max_speed;
+    double density_err_avg, density_err_max; /* compression (rho/rho0 - 1)+ */
+    double kinetic, potential;
+    double wall_s;
+} floe_frame_stats;
+
+typedef int (*floe_frame_fn)(floe_ctx *ctx, const floe_frame_stats *st, void *user);
+
+typedef struct floe_run_def {
+    int frames;              /* output frames after frame 0 */
+    double fps;              /* 0 = 30 */
+    double end_time;         /* > 0 overrides frames = end_time * fps */
+    double dt;               /* fixed step, 0 = adaptive */
+    double cfl;              /* adaptive: dt <= cfl * d / v_max (0 = 0.4) */
+    double dt_max;           /* adaptive upper bound (0 = 1/fps) */
+    const char *out_dir;     /* NULL = write nothing */
+    const char *name;        /* frame file base name (0 = set name) */
+    unsigned formats;        /* FLOE_FMT_* (0 = PLY) */
+    const char *const *attrs;/* attributes written besides x (NULL = v, rho, p) */
+    int nattrs;
+    int progress;            /* 1 bar/lines, 0 quiet */
+    int write_frames;        /* 0 = stats and record only (benchmarks) */
+    const char *scene_path;  /* for the run record */
+    const char *scene_hash;
+    floe_frame_fn on_frame;  /* after each frame is written; nonzero stops */
+    void *user;
+} floe_run_def;
+
+typedef struct floe_run_summary {
+    int frames;
+    uint64_t steps;
+    double sim_time, wall_s;
+    double particle_steps_per_s;
+    int nstages;
+    const char *stage_name[64];
+    double stage_ms[64];     /* total milliseconds per stage */
+    int status;
+} floe_run_summary;
+
+floe_run_def floe_run_default_def(void);
+int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum);
+/* Ask a running floe_run to stop after the current frame (signal-safe). */
+void floe_request_stop(void);
+
+/* ---- Lua -------------------------------------------------------------- */
+
+typedef struct floe_scene_opts {
+    const char *path;
+    int frames;              /* -1 = scene's */
+    const char *out_dir;     /* NULL = scene's */
+    int threads;             /* 0 = default */
+    int unsafe;              /* lift the sandbox */
+    int progress;            /* -1 auto */
+    int write_frames;        /* 0 = benchmark: no frame files */
+    const char *const *sets; /* "k=v" overrides */
+    int nsets;
+    floe_run_summary *summary; /* filled by the last sim:run */
+} floe_scene_opts;
+
+/* Run a scene script. Errors (with file:line) into err. */
+int floe_scene_run(const floe_scene_opts *opt, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

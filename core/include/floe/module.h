@@ -1,0 +1,203 @@
+/* Floe: the one header a module includes.
+ *
+ * A module is a shared library exporting one entry point named after it:
+ *
+ *     FLOE_MODULE(wcsph) { api = core; return &desc; }
+ *
+ * expands to `const floe_module_desc *floe_module_wcsph(const floe_api *core)`.
+ * The core hands its services over as the floe_api table, so a module links
+ * against no core symbol (it loads with RTLD_LOCAL). The descriptor it returns
+ * is const, append-only and size-stamped; the core checks abi_major/abi_minor
+ * and refuses a module built for another major or a newer minor.
+ * See docs/modules.md and modules/hello/ for a walk-through. */
+#ifndef FLOE_MODULE_H
+#define FLOE_MODULE_H
+
+#include <floe/kernel.h>
+#include <floe/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLOE_ABI_MAJOR 1
+#define FLOE_ABI_MINOR 0
+
+enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
+
+/* ---- parameters ------------------------------------------------------- */
+
+typedef enum floe_param_type {
+    FLOE_PARAM_FLOAT = 1,
+    FLOE_PARAM_INT,
+    FLOE_PARAM_BOOL,
+    FLOE_PARAM_STRING,
+    FLOE_PARAM_VEC3
+} floe_param_type;
+
+/* One parameter of a stage. Zero means default: min == max means no range;
+ * choices == NULL means any string. */
+typedef struct floe_param_desc {
+    uint32_t size;          /* sizeof(floe_param_desc) */
+    const char *name;
+    floe_param_type type;
+    double def;             /* default of FLOAT/INT/BOOL */
+    double min, max;        /* inclusive range of FLOAT/INT */
+    const char *def_str;    /* default of STRING */
+    const char *choices;    /* STRING: allowed values "a|b|c" */
+    const char *unit;       /* SI unit, "" when dimensionless */
+    const char *doc;
+    double def_vec[3];      /* default of VEC3 */
+} floe_param_desc;
+
+/* A resolved parameter value; strings are owned by the core. */
+typedef union floe_value {
+    double f;
+    int64_t i;
+    int b;
+    const char *s;
+    double v[3];
+} floe_value;
+
+/* ---- attributes ------------------------------------------------------- */
+
+enum { FLOE_READ = 1, FLOE_WRITE = 2 };
+
+/* An attribute a stage reads or writes on every set of a kind. Written
+ * attributes are created (zeroed) when the stage joins a pipeline; read
+ * attributes must exist or be written by some stage of the pipeline. */
+typedef struct floe_attr_desc {
+    uint32_t size;          /* sizeof(floe_attr_desc) */
+    floe_set_kind kind;
+    const char *name;
+    floe_type type;
+    unsigned access;        /* FLOE_READ | FLOE_WRITE */
+} floe_attr_desc;
+
+/* ---- stages and modules ----------------------------------------------- */
+
+typedef struct floe_stage_call {
+    floe_ctx *ctx;
+    const floe_value *param; /* in the order of the stage's params */
+    void *state;             /* the module's state from init() */
+    void *user;              /* host data (Lua stages) */
+    const char *name;        /* qualified stage name, "wcsph.density" */
+} floe_stage_call;
+
+typedef int (*floe_stage_fn)(const floe_stage_call *call);
+
+typedef struct floe_stage_desc {
+    uint32_t size;                 /* sizeof(floe_stage_desc) */
+    const char *name;              /* unqualified: "density" */
+    const char *doc;
+    floe_stage_fn run;             /* C reference path, required */
+    floe_stage_fn run_cl;          /* OpenCL path, optional (reserved) */
+    const floe_param_desc *params; /* terminated by an entry with name NULL */
+    const floe_attr_desc *attrs;   /* terminated by an entry with name NULL */
+} floe_stage_desc;
+
+typedef struct floe_module_desc {
+    uint32_t size;                 /* sizeof(floe_module_desc) */
+    uint16_t abi_major, abi_minor; /* FLOE_ABI_MAJOR, FLOE_ABI_MINOR */
+    const char *name;              /* must equal the entry point's suffix */
+    const char *version;           /* module version, "1.0.0" */
+    const char *summary;
+    const floe_stage_desc *stages; /* terminated by an entry with name NULL */
+    int (*init)(floe_ctx *ctx, void **state); /* optional */
+    void (*fini)(void *state);                /* optional */
+} floe_module_desc;
+
+/* ---- what the core offers --------------------------------------------- */
+
+typedef struct floe_sim_info {
+    int dim;                 /* 2 or 3 */
+    float spacing;           /* particle spacing d */
+    float support;           /* kernel support radius H (2 d by default) */
+    float gravity[3];
+    float domain_min[3], domain_max[3];
+    double time;             /* simulated time at the start of this step */
+    double dt;               /* this step's time step */
+    uint64_t step;
+    int threads;
+} floe_sim_info;
+
+typedef struct floe_set_info {
+    const char *name;
+    floe_set_kind kind;
+    uint32_t n;
+    float rest_density;      /* kg/m^3 (fluid) */
+    int is_static;           /* never moves (boundary walls) */
+} floe_set_info;
+
+/* Neighbours of each particle of a query set inside a target set, within the
+ * support radius, excluding the particle itself: for particle i,
+ * idx[i * stride + k] for k < count[i]. Valid until the next "neighbours". */
+typedef struct floe_nlist {
+    uint32_t n;
+    uint32_t stride;
+    const uint32_t *count;
+    const uint32_t *idx;
+} floe_nlist;
+
+typedef struct floe_grid_def {
+    uint32_t size;           /* sizeof(floe_grid_def) */
+    const char *name;
+    uint32_t n[3];           /* cells; n[2] = 1 in 2D */
+    float origin[3];         /* world position of cell (0,0,0)'s centre */
+    float cell;              /* cell edge length */
+    floe_type type;          /* FLOE_F32 or FLOE_VEC3 */
+} floe_grid_def;
+
+typedef struct floe_grid_info {
+    const char *name;
+    uint32_t n[3];
+    float origin[3];
+    float cell;
+    floe_type type;
+    void *data;              /* n[0]*n[1]*n[2] elements, x fastest */
+} floe_grid_info;
+
+typedef struct floe_api {
+    uint32_t size;                 /* sizeof(floe_api); grows append-only */
+    uint16_t abi_major, abi_minor;
+
+    void (*log)(floe_ctx *ctx, int level, const char *fmt, ...);
+    /* Record an error message for the current stage; returns status. */
+    int (*fail)(floe_ctx *ctx, int status, const char *fmt, ...);
+
+    const floe_sim_info *(*sim)(floe_ctx *ctx);
+    /* Upper bound for the next time step (CFL-type conditions). */
+    void (*dt_limit)(floe_ctx *ctx, double dt);
+    /* A per-step statistic (solver iterations, residual...): the run record
+     * keeps its mean and max per frame. */
+    void (*stat)(floe_ctx *ctx, const char *name, double value);
+
+    floe_set (*set_find)(floe_ctx *ctx, const char *name);
+    int (*set_list)(floe_ctx *ctx, floe_set_kind kind, floe_set *out, int max);
+    int (*set_info)(floe_ctx *ctx, floe_set set, floe_set_info *out);
+    int (*set_resize)(floe_ctx *ctx, floe_set set, uint32_t n);
+    int (*set_compact)(floe_ctx *ctx, floe_set set, const uint8_t *keep);
+
+    /* Pointer to an attribute's data, NULL if absent or of another type. */
+    void *(*attr)(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
+    int (*attr_add)(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
+
+    const floe_nlist *(*neighbours)(floe_ctx *ctx, floe_set query, floe_set target);
+
+    floe_grid (*grid_add)(floe_ctx *ctx, const floe_grid_def *def);
+    floe_grid (*grid_find)(floe_ctx *ctx, const char *name);
+    int (*grid_info)(floe_ctx *ctx, floe_grid grid, floe_grid_info *out);
+} floe_api;
+
+typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);
+
+#define FLOE_MODULE(name) \
+    FLOE_EXPORT const floe_module_desc *floe_module_##name(const floe_api *core); \
+    FLOE_EXPORT const floe_module_desc *floe_module_##name(const floe_api *core)
+
+#define FLOE_SIZED(T) .size = sizeof(T)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,42 @@
+/* Frame and record output (internal). Every file is written to a temporary
+ * name in the same folder and renamed into place, so a crash or Ctrl-C
+ * never leaves a half-written file under a final name. */
+#ifndef FLOE_IO_H
+#define FLOE_IO_H
+
+#include <floe/types.h>
+#include <stdio.h>
+
+/* One per-particle column written to a frame. */
+typedef struct io_column {
+    const char *name;      /* attribute name ("v", "rho") */
+    floe_type type;        /* FLOE_F32, FLOE_VEC3, FLOE_I32, FLOE_U32 */
+    const void *data;      /* n elements */
+} io_column;
+
+/* Atomic file writing: fopen a temp file next to `path`, then commit
+ * (fflush, fsync, fclose, rename) or abort (fclose, unlink). */
+typedef struct io_atomic {
+    FILE *f;
+    char path[1024];
+    char tmp[1100];
+} io_atomic;
+int io_atomic_open(io_atomic *a, const char *path);     /* 0 or -1 (errno set) */
+int io_atomic_commit(io_atomic *a);                      /* 0 or -1 */
+void io_atomic_abort(io_atomic *a);
+
+/* Create a directory and its parents (mkdir -p). 0 or -1. */
+int io_mkdirs(const char *path);
+
+/* Binary little-endian PLY: "x y z" then each column (vectors as
+ * name_x name_y name_z, e.g. v_x v_y v_z). Positions are cols' x (VEC3). */
+int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
+/* Legacy VTK (binary, big-endian) POLYDATA with VERTICES, columns as
+ * POINT_DATA SCALARS / VECTORS. ParaView opens it. */
+int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
+
+/* Read back a PLY written by io_write_ply (tests): fills n and a malloc'd
+ * copy of the float data of property `prop` ("x", "v_x", "rho"). */
+int io_read_ply_property(const char *path, const char *prop, uint32_t *n, float **out);
+
+#endif

@@ -1,0 +1,1 @@
+/* placeholder */ typedef int floe_placeholder_lua_sandbox;

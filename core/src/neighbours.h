@@ -1,0 +1,57 @@
+/* Cell-sorted neighbour search (internal).
+ *
+ * Counting sort of particles by linear cell key (the "sorted key" scheme of
+ * Kipfer & Westermann 2006), a cell start table, then fixed-stride neighbour
+ * lists gathered from the 3x3(x3) cell block. Cell coordinates are clamped
+ * into the grid, which keeps the search exact for particles outside it
+ * (clamping never separates two cells that were adjacent). */
+#ifndef FLOE_NEIGHBOURS_H
+#define FLOE_NEIGHBOURS_H
+
+#include <stdint.h>
+
+typedef struct nb_grid {
+    int dim;          /* 2 or 3 (2: n[2] == 1, z ignored) */
+    float origin[3];  /* lower corner of cell (0,0,0) */
+    float cell;       /* cell edge = search radius */
+    int n[3];         /* cells per axis */
+} nb_grid;
+
+/* Particles of one set sorted by cell key. Reusable across updates; memory
+ * grows but never shrinks (static once warmed up). */
+typedef struct nb_sorted {
+    uint32_t n, cap;
+    uint32_t *key;         /* key of particle i (unsorted order) */
+    uint32_t *order;       /* order[k] = particle at sorted slot k */
+    uint32_t *cell_start;  /* ncells + 1 entries: slots of cell c are [start[c], start[c+1]) */
+    uint32_t ncells;
+} nb_sorted;
+
+typedef struct nb_list {
+    uint32_t n, cap, stride;
+    uint32_t *count;       /* n */
+    uint32_t *idx;         /* n * stride */
+} nb_list;
+
+/* Set up a grid covering [lo, hi] with cells of edge `cell`. Fails (-1) if
+ * it would need more than max_cells cells. */
+int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], float cell, uint64_t max_cells);
+uint32_t nb_cell_key(const nb_grid *g, const float x[3]);
+
+/* Sort n particles (positions x, 3 floats each) by cell. Returns 0 or -1 (no memory). */
+int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n);
+
+/* For each of the nq query particles xq, the indices j of target particles
+ * xt with |xq_i - xt_j| < radius (radius <= g->cell), excluding j == i when
+ * exclude_self. Parallel over query particles, deterministic. Grows stride
+ * when a particle has more neighbours than fit. Returns 0 or -1. */
+int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
+             const nb_sorted *target, const float *xt, float radius, int exclude_self);
+
+/* Permutation that sorts particles by cell key (for locality reordering):
+ * perm[k] = old index now at k. Equal to s->order after nb_sort. */
+
+void nb_sorted_free(nb_sorted *s);
+void nb_list_free(nb_list *l);
+
+#endif

@@ -1,0 +1,57 @@
+/* Run record (internal): a YAML file next to the frames describing the run
+ * and every frame so far. Rewritten atomically after each frame, so it is
+ * always a complete, valid YAML document. Written with libyaml. */
+#ifndef FLOE_RECORD_H
+#define FLOE_RECORD_H
+
+#include <floe/floe.h>
+
+#define REC_MAX_STAGES 64
+#define REC_MAX_STATS 16
+
+typedef struct rec_module {
+    const char *name, *version, *path;
+} rec_module;
+
+typedef struct rec_stage {
+    const char *name;        /* "wcsph.density" */
+    int nparams;
+    const char *param_name[32];
+    char param_value[32][64];/* printed value */
+} rec_stage;
+
+typedef struct rec_stat {
+    const char *name;        /* "iisph.iterations" */
+    double mean, max;
+} rec_stat;
+
+typedef struct rec_frame {
+    floe_frame_stats st;
+    double stage_ms[REC_MAX_STAGES]; /* per stage, this frame, milliseconds */
+    int nstats;
+    rec_stat stats[REC_MAX_STATS];
+} rec_frame;
+
+typedef struct floe_record {
+    const char *floe_version;
+    const char *scene_path, *scene_hash;
+    const char *started;     /* ISO 8601 UTC */
+    const char *backend;     /* "cpu" */
+    int threads, dim;
+    double spacing, support;
+    double dt_fixed;         /* 0 = adaptive */
+    double cfl, fps;
+    int nmodules;
+    rec_module modules[32];
+    int nstages;
+    rec_stage stages[REC_MAX_STAGES];
+    int nframes;
+    const rec_frame *frames;
+    const char *status;      /* running | finished | interrupted | blowup | error */
+    const char *message;     /* error / blow-up message or NULL */
+} floe_record;
+
+/* Write the whole record to path (atomically). 0 or -1. */
+int rec_write(const char *path, const floe_record *r);
+
+#endif
