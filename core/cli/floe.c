@@ -1,1 +1,206 @@
-int main(void){return 0;}
+/* floe: the command line. run a scene, list modules, benchmark. */
+#include <floe/floe.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: floe <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run SCENE.lua [options]    run a scene script (headless)\n"
+    "  bench SCENE.lua [options]  run a scene without writing frames; print particle-steps/s\n"
+    "                             and milliseconds per step of every stage\n"
+    "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "                             neighbour search updates per second\n"
+    "  modules                    list modules on the search path, their stages and parameters\n"
+    "  --version                  print the version\n"
+    "  --help                     this text\n"
+    "\n"
+    "run/bench options:\n"
+    "  --frames N      number of output frames (overrides the scene)\n"
+    "  --out DIR       output folder (overrides the scene)\n"
+    "  --threads N     worker threads (default: all cores)\n"
+    "  --set K=V       scene parameter read by floe.param(K), or STAGE.PARAM=V for a stage\n"
+    "  --unsafe        lift the scene sandbox (os.execute, io.popen, writes anywhere)\n"
+    "  --quiet         no progress display\n"
+    "\n"
+    "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
+    "exit status: 0 done, 1 error, 2 usage, 3 blow-up, 130 interrupted\n";
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    floe_request_stop();
+    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends at once */
+}
+
+static const char *type_str(floe_param_type t)
+{
+    static const char *n[] = {"?", "float", "int", "bool", "string", "vec3"};
+    return t >= FLOE_PARAM_FLOAT && t <= FLOE_PARAM_VEC3 ? n[t] : "?";
+}
+
+static void print_default(const floe_param_desc *p)
+{
+    switch (p->type) {
+    case FLOE_PARAM_FLOAT: printf("%g", p->def); break;
+    case FLOE_PARAM_INT: printf("%lld", (long long)p->def); break;
+    case FLOE_PARAM_BOOL: printf("%s", p->def != 0 ? "true" : "false"); break;
+    case FLOE_PARAM_STRING: printf("\"%s\"", p->def_str ? p->def_str : ""); break;
+    case FLOE_PARAM_VEC3: printf("{%g, %g, %g}", p->def_vec[0], p->def_vec[1], p->def_vec[2]); break;
+    }
+}
+
+static void list_module(const floe_module_listing *m, void *u)
+{
+    (void)u;
+    printf("%s %s  (%s)\n  %s\n", m->name, m->version, m->path, m->summary ? m->summary : "");
+    for (const floe_stage_desc *s = m->desc->stages; s->name; s++) {
+        if (strcmp(m->name, "core") == 0)
+            printf("  stage %s\n", s->name);
+        else
+            printf("  stage %s.%s\n", m->name, s->name);
+        if (s->doc)
+            printf("      %s\n", s->doc);
+        for (const floe_param_desc *p = s->params; p && p->name; p++) {
+            printf("      %-18s %-6s default ", p->name, type_str(p->type));
+            print_default(p);
+            if ((p->type == FLOE_PARAM_FLOAT || p->type == FLOE_PARAM_INT) && p->min < p->max)
+                printf("  range [%g, %g]", p->min, p->max);
+            if (p->choices)
+                printf("  one of %s", p->choices);
+            if (p->unit && p->unit[0])
+                printf("  [%s]", p->unit);
+            printf("\n");
+            if (p->doc)
+                printf("          %s\n", p->doc);
+        }
+    }
+    printf("\n");
+}
+
+static void list_error(const char *path, const char *msg, void *u)
+{
+    (void)u;
+    fprintf(stderr, "floe: skipping %s: %s\n", path, msg);
+}
+
+static int cmd_modules(void)
+{
+    char sp[4096];
+    floe_module_search_path(sp, sizeof sp);
+    printf("module search path: %s\n\n", sp);
+    return floe_module_scan(list_module, list_error, NULL) ? 1 : 0;
+}
+
+static int cmd_bench_neighbours(int argc, char **argv)
+{
+    long n = 100000, dim = 3, iters = 20, threads = 0;
+    for (int i = 0; i < argc; i++) {
+        long *dst = !strcmp(argv[i], "--n") ? &n : !strcmp(argv[i], "--dim") ? &dim
+                  : !strcmp(argv[i], "--iters") ? &iters : !strcmp(argv[i], "--threads") ? &threads : NULL;
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "floe bench neighbours: unknown or incomplete option '%s'\n", argv[i]);
+            return 2;
+        }
+        *dst = strtol(argv[++i], NULL, 10);
+    }
+    double ups, sort_ms, build_ms, avg;
+    if (n <= 0 || (dim != 2 && dim != 3) || iters <= 0 ||
+        floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)) {
+        fprintf(stderr, "floe bench neighbours: failed (bad arguments or out of memory)\n");
+        return 1;
+    }
+    printf("neighbours: n=%ld dim=%ld threads=%ld iters=%ld\n", n, dim, threads, iters);
+    printf("  sort %.3f ms, lists %.3f ms per update, %.1f neighbours per particle\n", sort_ms, build_ms, avg);
+    printf("  %.4g neighbour updates/s (particles x updates per second)\n", ups);
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv, int bench)
+{
+    if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
+        return cmd_bench_neighbours(argc - 1, argv + 1);
+    floe_scene_opts o;
+    memset(&o, 0, sizeof o);
+    o.frames = -1;
+    o.progress = -1;
+    o.write_frames = !bench;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    floe_run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    o.summary = &sum;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (!strcmp(a, "--frames") && has)
+            o.frames = atoi(argv[++i]);
+        else if (!strcmp(a, "--out") && has)
+            o.out_dir = argv[++i];
+        else if (!strcmp(a, "--threads") && has)
+            o.threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--set") && has && strchr(argv[i + 1], '='))
+            sets[o.nsets++] = argv[++i];
+        else if (!strcmp(a, "--unsafe"))
+            o.unsafe = 1;
+        else if (!strcmp(a, "--quiet"))
+            o.progress = 0;
+        else if (a[0] != '-' && !o.path)
+            o.path = a;
+        else {
+            fprintf(stderr, "floe %s: unknown or incomplete option '%s'\n%s", bench ? "bench" : "run", a, usage);
+            free(sets);
+            return 2;
+        }
+    }
+    if (!o.path) {
+        fprintf(stderr, "floe %s: no scene given\n%s", bench ? "bench" : "run", usage);
+        free(sets);
+        return 2;
+    }
+    o.sets = sets;
+    signal(SIGINT, on_sigint);
+    char err[8192];
+    int rc = floe_scene_run(&o, err, sizeof err);
+    free(sets);
+    if (sum.frames > 0 || sum.steps > 0) {
+        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.4g particle-steps/s\n",
+               o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s, sum.particle_steps_per_s);
+        if (sum.steps > 0) {
+            double total = 0;
+            for (int i = 0; i < sum.nstages; i++)
+                total += sum.stage_ms[i];
+            printf("  per step: %.3f ms in stages\n", total / (double)sum.steps);
+            for (int i = 0; i < sum.nstages; i++)
+                printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
+                       total > 0 ? 100 * sum.stage_ms[i] / total : 0);
+        }
+    }
+    if (rc == FLOE_OK)
+        return 0;
+    fprintf(stderr, "floe: %s\n", err);
+    return rc == FLOE_ERR_BLOWUP ? 3 : rc == FLOE_ERR_INTERRUPT ? 130 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("floe %s (module ABI %d.%d)\n", FLOE_VERSION, FLOE_ABI_MAJOR, FLOE_ABI_MINOR);
+        return 0;
+    }
+    if (!strcmp(argv[1], "modules"))
+        return cmd_modules();
+    if (!strcmp(argv[1], "run"))
+        return cmd_run(argc - 2, argv + 2, 0);
+    if (!strcmp(argv[1], "bench"))
+        return cmd_run(argc - 2, argv + 2, 1);
+    fprintf(stderr, "floe: unknown command '%s'\n%s", argv[1], usage);
+    return 2;
+}

@@ -1,1 +1,118 @@
-/* placeholder */ typedef int floe_placeholder_api;
+/* The table of core services handed to every module (floe/module.h). */
+#include "ctx.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void api_log(floe_ctx *ctx, int level, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ctx_log(ctx, level, "%s", buf);
+}
+
+static int api_fail(floe_ctx *ctx, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    va_end(ap);
+    return status ? status : FLOE_ERR;
+}
+
+static const floe_sim_info *api_sim(floe_ctx *ctx) { return &ctx->info; }
+
+static void api_dt_limit(floe_ctx *ctx, double dt)
+{
+    if (dt > 0 && dt < ctx->dt_limit)
+        ctx->dt_limit = dt;
+}
+
+static void api_stat(floe_ctx *ctx, const char *name, double value)
+{
+    stat_acc *s = NULL;
+    for (int i = 0; i < ctx->nstats; i++)
+        if (!strcmp(ctx->stats[i].name, name))
+            s = &ctx->stats[i];
+    if (!s) {
+        if (ctx->nstats == MAX_STATS)
+            return;
+        s = &ctx->stats[ctx->nstats++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, NAME_LEN, "%s", name);
+        s->max = -INFINITY;
+    }
+    s->sum += value;
+    s->count++;
+    if (value > s->max)
+        s->max = value;
+}
+
+static int api_set_list(floe_ctx *ctx, floe_set_kind kind, floe_set *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < ctx->npsets; i++)
+        if (ctx->sets[i].kind & kind) {
+            if (n < max)
+                out[n] = ctx_set_handle(ctx, i);
+            n++;
+        }
+    return n;
+}
+
+static int api_set_info(floe_ctx *ctx, floe_set set, floe_set_info *out)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "invalid particle set handle");
+    out->name = p->name;
+    out->kind = p->kind;
+    out->n = p->n;
+    out->rest_density = p->rest_density;
+    out->is_static = p->is_static;
+    return FLOE_OK;
+}
+
+static const floe_nlist *api_neighbours(floe_ctx *ctx, floe_set query, floe_set target)
+{
+    pset *q = ctx_set(ctx, query);
+    pset *t = ctx_set(ctx, target);
+    if (!q || !t || q->kind != FLOE_SET_FLUID || !ctx->nb_valid)
+        return NULL;
+    const nb_list *l = &q->lists[t - ctx->sets];
+    floe_nlist *v = &q->views[t - ctx->sets];
+    v->n = l->n;
+    v->stride = l->stride;
+    v->count = l->count;
+    v->idx = l->idx;
+    return v;
+}
+
+static const floe_api core_api = {
+    .size = sizeof(floe_api),
+    .abi_major = FLOE_ABI_MAJOR,
+    .abi_minor = FLOE_ABI_MINOR,
+    .log = api_log,
+    .fail = api_fail,
+    .sim = api_sim,
+    .dt_limit = api_dt_limit,
+    .stat = api_stat,
+    .set_find = floe_set_find,
+    .set_list = api_set_list,
+    .set_info = api_set_info,
+    .set_resize = ctx_set_resize,
+    .set_compact = ctx_set_compact,
+    .attr = floe_attr,
+    .attr_add = floe_attr_add,
+    .neighbours = api_neighbours,
+    .grid_add = floe_grid_add,
+    .grid_find = floe_grid_find,
+    .grid_info = floe_grid_get_info,
+};
+
+const floe_api *floe_core_api(void) { return &core_api; }

@@ -1,1 +1,85 @@
-/* placeholder */ typedef int floe_placeholder_blowup;
+/* Blow-up detection after every stage: NaN/Inf in what the stage wrote,
+ * fluid particles outside the domain. The message names the particle (its
+ * stable id and current index), the set, the step, the time and the stage. */
+#include "ctx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Index of the first non-finite float of n, or -1 (branch-free scan). */
+static long first_nonfinite(const float *f, size_t n)
+{
+    const uint32_t *u = (const uint32_t *)f;
+    size_t blk = 4096;
+    for (size_t b = 0; b < n; b += blk) {
+        size_t e = b + blk < n ? b + blk : n;
+        uint32_t bad = 0;
+        for (size_t i = b; i < e; i++)
+            bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
+        if (bad)
+            for (size_t i = b; i < e; i++)
+                if (!isfinite(f[i]))
+                    return (long)i;
+    }
+    return -1;
+}
+
+static int report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
+{
+    const attr *id = NULL;
+    for (int a = 0; a < p->nattrs; a++)
+        if (!strcmp(p->attrs[a].name, "id"))
+            id = &p->attrs[a];
+    const float *x = p->attrs[0].data;
+    char idtxt[48] = "";
+    if (id)
+        snprintf(idtxt, sizeof idtxt, " id %u", ((const uint32_t *)id->data)[i]);
+    return ctx_fail(ctx, FLOE_ERR_BLOWUP,
+                    "blow-up: %s: particle%s (index %u of set '%s') at (%g, %g, %g), step %llu, t = %.6g s, "
+                    "after stage '%s'",
+                    what, idtxt, i, p->name, (double)x[3 * i], (double)x[3 * i + 1], (double)x[3 * i + 2],
+                    (unsigned long long)ctx->info.step, ctx->info.time, stage);
+}
+
+static int writes(const stage_inst *st, const char *name, floe_set_kind kind)
+{
+    if (!st->desc) /* host (Lua) stages may write anything */
+        return 1;
+    for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
+        if ((a->access & FLOE_WRITE) && (a->kind & kind) && !strcmp(a->name, name))
+            return 1;
+    return 0;
+}
+
+int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
+{
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        if (p->kind != FLOE_SET_FLUID || p->n == 0)
+            continue;
+        for (int a = 0; a < p->nattrs; a++) {
+            const attr *at = &p->attrs[a];
+            if ((at->type != FLOE_F32 && at->type != FLOE_VEC3) || !writes(st, at->name, p->kind))
+                continue;
+            size_t comps = at->type == FLOE_VEC3 ? 3 : 1;
+            long bad = first_nonfinite(at->data, (size_t)p->n * comps);
+            if (bad >= 0) {
+                char what[96];
+                snprintf(what, sizeof what, "%s in attribute '%s'", isnan(((float *)at->data)[bad]) ? "NaN" : "Inf",
+                         at->name);
+                return report(ctx, p, (uint32_t)((size_t)bad / comps), st->name, what);
+            }
+        }
+        if (!check_domain || !writes(st, "x", p->kind))
+            continue;
+        const float *x = p->attrs[0].data;
+        const float *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
+        int dim = ctx->info.dim;
+        for (uint32_t i = 0; i < p->n; i++)
+            for (int k = 0; k < dim; k++)
+                if (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k])
+                    return report(ctx, p, i, st->name, "left the simulation domain");
+    }
+    return FLOE_OK;
+}

@@ -1,1 +1,178 @@
-/* placeholder */ typedef int floe_placeholder_builtin_stages;
+/* The core's own stages, registered as the built-in module "core" through
+ * the same descriptors as any plugin: neighbours, gravity, integrate.
+ * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
+#include "ctx.h"
+
+#include <string.h>
+
+/* ---- neighbours ------------------------------------------------------- */
+
+int ctx_nb_grid_ensure(floe_ctx *ctx)
+{
+    if (ctx->nbgrid.cell > 0)
+        return FLOE_OK;
+    const floe_sim_info *in = &ctx->info;
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        lo[k] = in->domain_min[k] - 2 * in->support;
+        hi[k] = in->domain_max[k] + 2 * in->support;
+    }
+    if (nb_grid_init(&ctx->nbgrid, in->dim, lo, hi, in->support, (uint64_t)1 << 28))
+        return ctx_fail(ctx, FLOE_ERR_ARG,
+                        "neighbour grid: the domain is too large for cells of %g m (more than 2^28 cells); "
+                        "shrink the domain or raise the spacing", (double)in->support);
+    return FLOE_OK;
+}
+
+static int sort_set(floe_ctx *ctx, int s, int reorder)
+{
+    pset *p = &ctx->sets[s];
+    float *x = pset_attr(p, "x")->data;
+    if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+    if (reorder && p->n > 1) {
+        /* move every attribute along the cell key for memory locality, then
+         * sort again (keys are now ascending, so order becomes the identity) */
+        int rc = floe_set_reorder(ctx, ctx_set_handle(ctx, s), p->sorted.order);
+        if (rc)
+            return rc;
+        x = pset_attr(p, "x")->data;
+        if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+    }
+    p->sorted_valid = 1;
+    return FLOE_OK;
+}
+
+int ctx_neighbours_update(floe_ctx *ctx, int reorder)
+{
+    int rc = ctx_nb_grid_ensure(ctx);
+    for (int s = 0; s < ctx->npsets && !rc; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->is_static && p->sorted_valid)
+            continue;
+        /* static sets are reordered once, on their first sort */
+        rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
+    }
+    for (int q = 0; q < ctx->npsets && !rc; q++) {
+        pset *pq = &ctx->sets[q];
+        if (pq->kind != FLOE_SET_FLUID)
+            continue;
+        const float *xq = pset_attr(pq, "x")->data;
+        for (int t = 0; t < ctx->npsets; t++) {
+            pset *pt = &ctx->sets[t];
+            const float *xt = pset_attr(pt, "x")->data;
+            if (nb_build(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t))
+                return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
+        }
+    }
+    if (!rc) {
+        ctx->nb_valid = 1;
+        ctx->nb_updates++;
+    }
+    return rc;
+}
+
+enum { NB_REORDER_EVERY };
+
+static int stage_neighbours(const floe_stage_call *c)
+{
+    floe_ctx *ctx = c->ctx;
+    int64_t every = c->param[NB_REORDER_EVERY].i;
+    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
+    return ctx_neighbours_update(ctx, reorder);
+}
+
+/* ---- gravity and integration ------------------------------------------- */
+
+static int stage_gravity(const floe_stage_call *c)
+{
+    floe_ctx *ctx = c->ctx;
+    const float *g = ctx->info.gravity;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->kind != FLOE_SET_FLUID)
+            continue;
+        float *restrict a = pset_attr(p, "a")->data;
+        uint32_t n = p->n;
+#pragma omp parallel for schedule(static)
+        for (uint32_t i = 0; i < n; i++) {
+            a[3 * i] = g[0];
+            a[3 * i + 1] = g[1];
+            a[3 * i + 2] = g[2];
+        }
+    }
+    return FLOE_OK;
+}
+
+static int stage_integrate(const floe_stage_call *c)
+{
+    floe_ctx *ctx = c->ctx;
+    const float dt = (float)ctx->info.dt;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->kind != FLOE_SET_FLUID)
+            continue;
+        const float *restrict a = pset_attr(p, "a")->data;
+        float *restrict v = pset_attr(p, "v")->data;
+        float *restrict x = pset_attr(p, "x")->data;
+        uint32_t n3 = 3 * p->n;
+#pragma omp parallel for schedule(static)
+        for (uint32_t k = 0; k < n3; k++) {
+            v[k] += dt * a[k];
+            x[k] += dt * v[k];
+        }
+        p->sorted_valid = 0;
+    }
+    ctx->nb_valid = 0;
+    return FLOE_OK;
+}
+
+static const floe_param_desc nb_params[] = {
+    {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,
+     .unit = "steps", .doc = "reorder particles along the cell key every N updates for memory locality (0 = never)"},
+    {0}};
+
+static const floe_attr_desc nb_attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_ANY, .name = "x", .type = FLOE_VEC3, .access = FLOE_READ},
+    {0}};
+
+static const floe_attr_desc gravity_attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "a", .type = FLOE_VEC3, .access = FLOE_WRITE},
+    {0}};
+
+static const floe_attr_desc integrate_attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "a", .type = FLOE_VEC3, .access = FLOE_READ},
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3, .access = FLOE_WRITE},
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "x", .type = FLOE_VEC3, .access = FLOE_WRITE},
+    {0}};
+
+static const floe_stage_desc core_stages[] = {
+    {FLOE_SIZED(floe_stage_desc), .name = "neighbours", .run = stage_neighbours, .params = nb_params, .attrs = nb_attrs,
+     .doc = "cell-sorted neighbour search: counting sort by cell key, neighbour lists of every fluid set "
+            "against every set within the support radius"},
+    {FLOE_SIZED(floe_stage_desc), .name = "gravity", .run = stage_gravity, .attrs = gravity_attrs,
+     .doc = "start the step's accelerations: a = g on every fluid set (force stages add to a after it)"},
+    {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .attrs = integrate_attrs,
+     .doc = "symplectic Euler: v += dt a, then x += dt v"},
+    {0}};
+
+const floe_module_desc *floe_core_module(void)
+{
+    static const floe_module_desc d = {
+        .size = sizeof(floe_module_desc),
+        .abi_major = FLOE_ABI_MAJOR,
+        .abi_minor = FLOE_ABI_MINOR,
+        .name = "core",
+        .version = FLOE_VERSION,
+        .summary = "built-in stages: neighbour search, gravity, symplectic Euler integration",
+        .stages = core_stages,
+    };
+    return &d;
+}
+
+int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s, double *sort_ms,
+                          double *build_ms, double *avg_neighbours)
+{
+    return nb_bench(n, dim, threads, iters, updates_per_s, sort_ms, build_ms, avg_neighbours) ? FLOE_ERR : FLOE_OK;
+}

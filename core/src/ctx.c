@@ -1,1 +1,151 @@
-/* placeholder */ typedef int floe_placeholder_ctx;
+/* Simulation context: creation, errors, logging. */
+#include "ctx.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+floe_sim_def floe_sim_default_def(void)
+{
+    floe_sim_def d;
+    memset(&d, 0, sizeof d);
+    d.dim = 3;
+    d.support_factor = 2.0f;
+    d.gravity[1] = -9.81f;
+    for (int k = 0; k < 3; k++) {
+        d.domain_min[k] = -1.0f;
+        d.domain_max[k] = 1.0f;
+    }
+    return d;
+}
+
+static int bad_float(float f) { return !isfinite(f); }
+
+floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
+{
+    floe_sim_def d = *def;
+    if (d.dim == 0)
+        d.dim = 3;
+    if (d.support_factor == 0)
+        d.support_factor = 2.0f;
+    const char *why = NULL;
+    if (d.dim != 2 && d.dim != 3)
+        why = "dim must be 2 or 3";
+    else if (!(d.spacing > 0) || bad_float(d.spacing))
+        why = "spacing must be a positive number";
+    else if (!(d.support_factor >= 1.0f && d.support_factor <= 4.0f))
+        why = "support factor must be in [1, 4]";
+    for (int k = 0; k < d.dim && !why; k++)
+        if (bad_float(d.domain_min[k]) || bad_float(d.domain_max[k]) || !(d.domain_max[k] > d.domain_min[k]))
+            why = "domain max must be greater than domain min on every axis";
+    for (int k = 0; k < 3 && !why; k++)
+        if (bad_float(d.gravity[k]))
+            why = "gravity must be finite";
+    if (why) {
+        if (err)
+            snprintf(err, errlen, "floe.sim: %s", why);
+        return NULL;
+    }
+    floe_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        if (err)
+            snprintf(err, errlen, "floe.sim: out of memory");
+        return NULL;
+    }
+    ctx->info.dim = d.dim;
+    ctx->info.spacing = d.spacing;
+    ctx->info.support = d.spacing * d.support_factor;
+    memcpy(ctx->info.gravity, d.gravity, sizeof d.gravity);
+    memcpy(ctx->info.domain_min, d.domain_min, sizeof d.domain_min);
+    memcpy(ctx->info.domain_max, d.domain_max, sizeof d.domain_max);
+    if (d.dim == 2) {
+        ctx->info.gravity[2] = 0;
+        ctx->info.domain_min[2] = 0;
+        ctx->info.domain_max[2] = 0;
+    }
+    floe_ctx_set_threads(ctx, d.threads);
+    /* the built-in stages (neighbours, gravity, integrate) form module 0 */
+    ctx->modules[0].desc = floe_core_module();
+    snprintf(ctx->modules[0].path, sizeof ctx->modules[0].path, "(built in)");
+    ctx->nmodules = 1;
+    return ctx;
+}
+
+void floe_ctx_set_threads(floe_ctx *ctx, int threads)
+{
+#ifdef _OPENMP
+    if (threads <= 0)
+        threads = omp_get_num_procs();
+    omp_set_num_threads(threads);
+#else
+    threads = 1;
+#endif
+    ctx->info.threads = threads;
+}
+
+void floe_ctx_destroy(floe_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    floe_pipeline_clear(ctx);
+    for (int i = ctx->nmodules - 1; i >= 0; i--) {
+        module_inst *m = &ctx->modules[i];
+        if (m->desc && m->desc->fini && m->state)
+            m->desc->fini(m->state);
+    }
+    for (int i = 0; i < ctx->nmodules; i++)
+        if (ctx->modules[i].dl)
+            floe_module_unload_handle(ctx->modules[i].dl);
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        for (int a = 0; a < p->nattrs; a++)
+            free(p->attrs[a].data);
+        nb_sorted_free(&p->sorted);
+        for (int t = 0; t < MAX_SETS; t++)
+            nb_list_free(&p->lists[t]);
+    }
+    for (int g = 0; g < ctx->ngrids; g++)
+        free(ctx->grids[g].data);
+    free(ctx);
+}
+
+const char *floe_ctx_error(const floe_ctx *ctx)
+{
+    return ctx->error[0] ? ctx->error : "no error";
+}
+
+const floe_sim_info *floe_ctx_info(floe_ctx *ctx) { return &ctx->info; }
+
+int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static int log_level = FLOE_LOG_INFO;
+
+void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...)
+{
+    static const char *names[] = {"debug", "info", "warning", "error"};
+    (void)ctx;
+    if (level < log_level)
+        return;
+    if (level < 0 || level > FLOE_LOG_ERROR)
+        level = FLOE_LOG_ERROR;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "floe: %s: ", names[level]);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void floe_log_level(int level) { log_level = level; }

@@ -28,11 +28,13 @@ typedef struct pset {
     float rest_density;
     int is_static;
     uint32_t n, cap;
+    uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
     attr attrs[MAX_ATTRS];
     nb_sorted sorted;        /* cell sort of this set */
     int sorted_valid;        /* static sets keep their sort */
     nb_list lists[MAX_SETS]; /* fluid sets: neighbours in set t */
+    floe_nlist views[MAX_SETS]; /* what modules see of lists[] */
 } pset;
 
 typedef struct grid {
@@ -85,16 +87,28 @@ struct floe_ctx {
     int nstats;
     stat_acc stats[MAX_STATS];
     const char *current_stage;
+    int boundary_dirty;      /* boundary particles changed: recompute volumes */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
+int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
+int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
+floe_set ctx_set_handle(floe_ctx *ctx, int index);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);
 void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...);
 
+/* module_loader.c */
+void floe_module_unload_handle(void *dl);
+
 /* core stages (builtin_stages.c) */
 const floe_module_desc *floe_core_module(void);
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
+int ctx_nb_grid_ensure(floe_ctx *ctx);
+
+/* pipeline.c */
+int ctx_pipeline_check(floe_ctx *ctx);
+int ctx_run_stages(floe_ctx *ctx);
 
 /* run-time checks (blowup.c): first bad particle in sets written by the
  * stage; fills msg and returns FLOE_ERR_BLOWUP. */

@@ -1,1 +1,239 @@
-/* placeholder */ typedef int floe_placeholder_geometry;
+/* Scene geometry: fluid blocks on a lattice, boundary walls sampled as
+ * boundary particles, and their Akinci et al. 2012 volumes. */
+#include "ctx.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_set(floe_ctx *ctx, floe_set set, floe_set_kind kind, const char *what, pset **out)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "%s: invalid particle set handle", what);
+    if (p->kind != kind)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "%s: set '%s' is not a %s set", what, p->name,
+                        kind == FLOE_SET_FLUID ? "fluid" : "boundary");
+    *out = p;
+    return FLOE_OK;
+}
+
+static int check_box(floe_ctx *ctx, const float min[3], const float max[3], const char *what)
+{
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!isfinite(min[k]) || !isfinite(max[k]) || !(max[k] > min[k]))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "%s: max must be greater than min on every axis", what);
+    return FLOE_OK;
+}
+
+/* Append n particles at positions pos (3 floats each) with velocity v0. */
+static long append(floe_ctx *ctx, floe_set set, pset *p, const float *pos, uint32_t n, const float v0[3])
+{
+    uint32_t base = p->n;
+    if (ctx_set_resize(ctx, set, base + n))
+        return -1;
+    float *x = pset_attr(p, "x")->data;
+    memcpy(x + 3 * (size_t)base, pos, (size_t)n * 3 * sizeof(float));
+    if (p->kind == FLOE_SET_FLUID) {
+        float *v = pset_attr(p, "v")->data, *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
+        uint32_t *id = pset_attr(p, "id")->data;
+        float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
+        for (uint32_t i = base; i < base + n; i++) {
+            for (int k = 0; k < 3; k++)
+                v[3 * i + k] = v0 ? v0[k] : 0.0f;
+            m[i] = mass;
+            rho[i] = p->rest_density;
+            id[i] = p->next_id++;
+        }
+    } else {
+        ctx->boundary_dirty = 1;
+    }
+    return (long)n;
+}
+
+/* Lattice points with spacing d, cell-centred inside [min,max], that pass
+ * an optional sphere test. */
+static long fill_lattice(floe_ctx *ctx, floe_set set, pset *p, const float min[3], const float max[3],
+                         const float *centre, float radius, const float v0[3])
+{
+    const float d = ctx->info.spacing;
+    int dim = ctx->info.dim;
+    long cnt[3] = {1, 1, 1};
+    for (int k = 0; k < dim; k++)
+        cnt[k] = (long)floorf((max[k] - min[k]) / d + 1e-3f);
+    long total = cnt[0] * cnt[1] * cnt[2];
+    if (total <= 0)
+        return 0;
+    if (total > 200000000L)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "fill: more than 2e8 particles requested");
+    float *pos = malloc((size_t)total * 3 * sizeof(float));
+    if (!pos)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "fill: out of memory");
+    uint32_t n = 0;
+    for (long iz = 0; iz < cnt[2]; iz++)
+        for (long iy = 0; iy < cnt[1]; iy++)
+            for (long ix = 0; ix < cnt[0]; ix++) {
+                float q[3] = {min[0] + (ix + 0.5f) * d, min[1] + (iy + 0.5f) * d,
+                              dim == 3 ? min[2] + (iz + 0.5f) * d : 0.0f};
+                if (centre) {
+                    float r2 = 0;
+                    for (int k = 0; k < dim; k++)
+                        r2 += (q[k] - centre[k]) * (q[k] - centre[k]);
+                    if (r2 > radius * radius)
+                        continue;
+                }
+                memcpy(pos + 3 * (size_t)n++, q, sizeof q);
+            }
+    long r = append(ctx, set, p, pos, n, v0);
+    free(pos);
+    return r;
+}
+
+long floe_fill_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], const float v0[3])
+{
+    pset *p = NULL;
+    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_box", &p) || check_box(ctx, min, max, "fluid_box"))
+        return -1;
+    return fill_lattice(ctx, set, p, min, max, NULL, 0, v0);
+}
+
+long floe_fill_sphere(floe_ctx *ctx, floe_set set, const float centre[3], float radius, const float v0[3])
+{
+    pset *p = NULL;
+    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_sphere", &p))
+        return -1;
+    if (!(radius > 0) || !isfinite(radius))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "fluid_sphere: radius must be positive"), -1;
+    float min[3], max[3];
+    for (int k = 0; k < 3; k++) {
+        min[k] = centre[k] - radius;
+        max[k] = centre[k] + radius;
+    }
+    return fill_lattice(ctx, set, p, min, max, centre, radius, v0);
+}
+
+long floe_boundary_solid_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3])
+{
+    pset *p = NULL;
+    if (check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_solid_box", &p) ||
+        check_box(ctx, min, max, "boundary_solid_box"))
+        return -1;
+    return fill_lattice(ctx, set, p, min, max, NULL, 0, NULL);
+}
+
+/* Coordinates along one axis: `layers` outside below min, the wall face
+ * evenly at about spacing d, `layers` outside above max. Returns count. */
+static int axis_coords(float min, float max, float d, int layers, float *out, int cap, int *inner_lo, int *inner_hi)
+{
+    int nint = (int)lroundf((max - min) / d);
+    if (nint < 1)
+        nint = 1;
+    if (nint + 2 * layers > cap)
+        return -1;
+    float s = (max - min) / (float)nint;
+    int n = 0;
+    for (int l = layers - 1; l >= 0; l--)
+        out[n++] = min - (l + 0.5f) * d;
+    *inner_lo = n;
+    for (int i = 0; i < nint; i++)
+        out[n++] = min + (i + 0.5f) * s;
+    *inner_hi = n;
+    for (int l = 0; l < layers; l++)
+        out[n++] = max + (l + 0.5f) * d;
+    return n;
+}
+
+long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], int layers, int open)
+{
+    pset *p = NULL;
+    if (check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_box", &p) || check_box(ctx, min, max, "boundary_box"))
+        return -1;
+    if (layers < 1 || layers > 8)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "boundary_box: layers must be in 1..8"), -1;
+    const float d = ctx->info.spacing;
+    int dim = ctx->info.dim;
+    enum { CAP = 1 << 16 };
+    float *c[3];
+    int n[3] = {1, 1, 1}, lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    float zero = 0;
+    long rc = 0;
+    for (int k = 0; k < 3; k++)
+        c[k] = k < dim ? malloc(CAP * sizeof(float)) : &zero;
+    for (int k = 0; k < dim && rc == 0; k++) {
+        if (!c[k])
+            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary_box: out of memory");
+        else if ((n[k] = axis_coords(min[k], max[k], d, layers, c[k], CAP, &lo[k], &hi[k])) < 0)
+            rc = ctx_fail(ctx, FLOE_ERR_ARG, "boundary_box: box too large for the spacing");
+    }
+    float *pos = NULL;
+    long total = (long)n[0] * n[1] * n[2];
+    if (rc == 0 && !(pos = malloc((size_t)total * 3 * sizeof(float))))
+        rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary_box: out of memory");
+    uint32_t m = 0;
+    for (int iz = 0; iz < n[2] && rc == 0; iz++)
+        for (int iy = 0; iy < n[1]; iy++)
+            for (int ix = 0; ix < n[0]; ix++) {
+                int id[3] = {ix, iy, iz}, outside = 0;
+                for (int k = 0; k < dim; k++)
+                    outside |= id[k] < lo[k] || id[k] >= hi[k];
+                if (!outside || ((open & FLOE_OPEN_TOP) && iy >= hi[1]))
+                    continue;
+                float *q = pos + 3 * (size_t)m++;
+                q[0] = c[0][ix];
+                q[1] = c[1][iy];
+                q[2] = dim == 3 ? c[2][iz] : 0.0f;
+            }
+    if (rc == 0)
+        rc = append(ctx, set, p, pos, m, NULL);
+    free(pos);
+    for (int k = 0; k < dim; k++)
+        free(c[k]);
+    return rc;
+}
+
+int floe_boundary_volumes(floe_ctx *ctx)
+{
+    int rc = ctx_neighbours_update(ctx, 0);
+    if (rc)
+        return rc;
+    floe_kernel kern = floe_kernel_make(ctx->info.dim, ctx->info.support);
+    const float w0 = floe_kernel_w(&kern, 0);
+    nb_list list = {0};
+    for (int b = 0; b < ctx->npsets && !rc; b++) {
+        pset *pb = &ctx->sets[b];
+        if (pb->kind != FLOE_SET_BOUNDARY || pb->n == 0)
+            continue;
+        const float *xb = pset_attr(pb, "x")->data;
+        double *sum = malloc((size_t)pb->n * sizeof(double));
+        if (!sum) {
+            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary volumes: out of memory");
+            break;
+        }
+        for (uint32_t i = 0; i < pb->n; i++)
+            sum[i] = w0;
+        for (int t = 0; t < ctx->npsets && !rc; t++) {
+            pset *pt = &ctx->sets[t];
+            if (pt->kind != FLOE_SET_BOUNDARY)
+                continue;
+            const float *xt = pset_attr(pt, "x")->data;
+            if (nb_build(&list, &ctx->nbgrid, xb, pb->n, &pt->sorted, xt, ctx->info.support, b == t)) {
+                rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary volumes: out of memory");
+                break;
+            }
+            for (uint32_t i = 0; i < pb->n; i++)
+                for (uint32_t k = 0; k < list.count[i]; k++) {
+                    uint32_t j = list.idx[(size_t)i * list.stride + k];
+                    float dx = xb[3 * i] - xt[3 * j], dy = xb[3 * i + 1] - xt[3 * j + 1], dz = xb[3 * i + 2] - xt[3 * j + 2];
+                    sum[i] += floe_kernel_w(&kern, sqrtf(dx * dx + dy * dy + dz * dz));
+                }
+        }
+        float *V = pset_attr(pb, "V")->data;
+        for (uint32_t i = 0; i < pb->n && !rc; i++)
+            V[i] = (float)(1.0 / sum[i]);
+        free(sum);
+    }
+    nb_list_free(&list);
+    if (!rc)
+        ctx->boundary_dirty = 0;
+    return rc;
+}

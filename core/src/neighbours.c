@@ -1,1 +1,433 @@
-/* placeholder */ typedef int floe_placeholder_neighbours;
+/* Cell-sorted neighbour search: counting sort by linear cell key (Kipfer &
+ * Westermann 2006), cell start table, fixed-stride neighbour lists gathered
+ * from the 3x3(x3) cell block. See neighbours.h for the contract.
+ *
+ * Everything here is deterministic: the sort is a stable counting sort (its
+ * result does not depend on the thread count), and each query particle of
+ * nb_build writes only its own slots, in ascending sorted-slot order. */
+#include "neighbours.h"
+
+#include <floe/types.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* libfloe is built with -fvisibility=hidden; these internal entry points are
+ * exported so that the tests and the benchmark driver can link against them. */
+#define NB_API FLOE_EXPORT
+
+/* Below this many particles the OpenMP fork/join costs more than it saves. */
+#define NB_PAR_MIN 2048u
+
+/* ---------------------------------------------------------------- grid -- */
+
+NB_API int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], float cell, uint64_t max_cells)
+{
+    if (!g || !lo || !hi || (dim != 2 && dim != 3) || !(cell > 0.0f) || !isfinite(cell))
+        return -1;
+    int naxes = dim;
+    uint64_t total = 1;
+    int n[3] = {1, 1, 1};
+    for (int a = 0; a < naxes; a++) {
+        if (!isfinite(lo[a]) || !isfinite(hi[a]))
+            return -1;
+        double ext = ((double)hi[a] - (double)lo[a]) / (double)cell;
+        double c = ceil(ext);
+        if (!(c >= 1.0))
+            c = 1.0;
+        if (c > (double)UINT32_MAX || c > (double)max_cells)
+            return -1;
+        n[a] = (int)(c > (double)INT32_MAX ? INT32_MAX : c);
+        if ((double)n[a] != c)
+            return -1;
+        total *= (uint64_t)n[a];
+        if (total > max_cells || total >= (uint64_t)UINT32_MAX)
+            return -1; /* keys and cell_start (ncells + 1 entries) are uint32 */
+    }
+    g->dim = dim;
+    g->cell = cell;
+    for (int a = 0; a < 3; a++) {
+        g->origin[a] = a < naxes ? lo[a] : 0.0f;
+        g->n[a] = n[a];
+    }
+    return 0;
+}
+
+/* Clamped cell coordinate along one axis; NaN and anything below the grid
+ * give 0, anything above gives n - 1. Shared by the sort and the search, so
+ * a particle is always binned exactly where the search looks for it. */
+static inline int nb_axis(float x, float o, float inv, int n)
+{
+    float f = (x - o) * inv;
+    if (!(f >= 0.0f))
+        return 0;
+    if (f >= (float)n)
+        return n - 1;
+    int i = (int)f;
+    return i < n ? i : n - 1;
+}
+
+NB_API uint32_t nb_cell_key(const nb_grid *g, const float x[3])
+{
+    const float inv = 1.0f / g->cell;
+    uint32_t ix = (uint32_t)nb_axis(x[0], g->origin[0], inv, g->n[0]);
+    uint32_t iy = (uint32_t)nb_axis(x[1], g->origin[1], inv, g->n[1]);
+    uint32_t iz = g->dim == 3 ? (uint32_t)nb_axis(x[2], g->origin[2], inv, g->n[2]) : 0u;
+    return ix + (uint32_t)g->n[0] * (iy + (uint32_t)g->n[1] * iz);
+}
+
+/* ---------------------------------------------------------------- sort -- */
+
+static int grow_u32(uint32_t **p, size_t n)
+{
+    void *q = realloc(*p, (n ? n : 1) * sizeof(uint32_t));
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+NB_API int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
+{
+    if (!s || !g || (n && !x))
+        return -1;
+    const uint32_t ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
+
+    if (n > s->cap || !s->key || !s->order) {
+        uint64_t want = (uint64_t)s->cap + s->cap / 2;
+        if (want < n)
+            want = n;
+        if (want > UINT32_MAX)
+            want = UINT32_MAX;
+        if (grow_u32(&s->key, (size_t)want) || grow_u32(&s->order, (size_t)want))
+            return -1;
+        s->cap = (uint32_t)want;
+    }
+    /* cell_start only grows; a smaller ncells reuses the block in place. */
+    if (!s->cell_start || ncells > s->ncells) {
+        if (grow_u32(&s->cell_start, (size_t)ncells + 1))
+            return -1;
+    }
+    s->ncells = ncells;
+    s->n = n;
+
+    uint32_t *restrict key = s->key;
+    uint32_t *restrict order = s->order;
+    uint32_t *restrict cs = s->cell_start;
+
+    /* keys (parallel) */
+    {
+        const float inv = 1.0f / g->cell;
+        const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+        const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+        const uint32_t s0 = (uint32_t)n0, s01 = (uint32_t)n0 * (uint32_t)n1;
+        const int dim3 = g->dim == 3;
+        const float *restrict xp = x;
+        const int64_t nn = (int64_t)n;
+#pragma omp parallel for schedule(static) if (n >= NB_PAR_MIN)
+        for (int64_t i = 0; i < nn; i++) {
+            const float *p = xp + 3 * i;
+            uint32_t ix = (uint32_t)nb_axis(p[0], o0, inv, n0);
+            uint32_t iy = (uint32_t)nb_axis(p[1], o1, inv, n1);
+            uint32_t iz = dim3 ? (uint32_t)nb_axis(p[2], o2, inv, n2) : 0u;
+            key[i] = ix + s0 * iy + s01 * iz;
+        }
+    }
+
+    /* histogram -> inclusive prefix sum (cs[c] = end of cell c) -> stable
+     * scatter walking backwards (leaves cs[c] = start of cell c). */
+    memset(cs, 0, ((size_t)ncells + 1) * sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++)
+        cs[key[i]]++;
+    uint32_t acc = 0;
+    for (uint32_t c = 0; c < ncells; c++) {
+        acc += cs[c];
+        cs[c] = acc;
+    }
+    cs[ncells] = n;
+    for (uint32_t i = n; i-- > 0;)
+        order[--cs[key[i]]] = i;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- build -- */
+
+static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
+{
+    /* Invariant: count holds l->cap rows and idx holds l->cap * l->stride. */
+    uint32_t cap = l->cap;
+    if (rows > cap || !l->count) {
+        uint64_t want = (uint64_t)cap + cap / 2;
+        if (want < rows)
+            want = rows;
+        if (want < 1)
+            want = 1;
+        if (want > UINT32_MAX)
+            want = UINT32_MAX;
+        cap = (uint32_t)want;
+    }
+    if (stride < l->stride)
+        stride = l->stride;
+    if (cap == l->cap && stride == l->stride && l->count && l->idx)
+        return 0;
+    uint64_t nidx = (uint64_t)cap * stride;
+    if (nidx > SIZE_MAX / sizeof(uint32_t))
+        return -1;
+    if (cap != l->cap || !l->count) {
+        if (grow_u32(&l->count, cap))
+            return -1;
+    }
+    if (grow_u32(&l->idx, (size_t)nidx))
+        return -1;
+    l->cap = cap;
+    l->stride = stride;
+    return 0;
+}
+
+/* Target set gathered into sorted-slot order, structure of arrays, each
+ * padded with NB_PAD entries so vector loads may run past a range's end. */
+#define NB_PAD 8u
+typedef struct nb_soa {
+    float *x, *y, *z;
+    uint32_t *j; /* particle index at each slot (copy of order[], padded) */
+} nb_soa;
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* Compress table: nibble t of entry m is the lane of the t-th set bit of m. */
+static const uint32_t nb_compress_lut[256] = {
+    0x00000000u, 0x00000000u, 0x00000001u, 0x00000010u, 0x00000002u, 0x00000020u, 0x00000021u, 0x00000210u,
+    0x00000003u, 0x00000030u, 0x00000031u, 0x00000310u, 0x00000032u, 0x00000320u, 0x00000321u, 0x00003210u,
+    0x00000004u, 0x00000040u, 0x00000041u, 0x00000410u, 0x00000042u, 0x00000420u, 0x00000421u, 0x00004210u,
+    0x00000043u, 0x00000430u, 0x00000431u, 0x00004310u, 0x00000432u, 0x00004320u, 0x00004321u, 0x00043210u,
+    0x00000005u, 0x00000050u, 0x00000051u, 0x00000510u, 0x00000052u, 0x00000520u, 0x00000521u, 0x00005210u,
+    0x00000053u, 0x00000530u, 0x00000531u, 0x00005310u, 0x00000532u, 0x00005320u, 0x00005321u, 0x00053210u,
+    0x00000054u, 0x00000540u, 0x00000541u, 0x00005410u, 0x00000542u, 0x00005420u, 0x00005421u, 0x00054210u,
+    0x00000543u, 0x00005430u, 0x00005431u, 0x00054310u, 0x00005432u, 0x00054320u, 0x00054321u, 0x00543210u,
+    0x00000006u, 0x00000060u, 0x00000061u, 0x00000610u, 0x00000062u, 0x00000620u, 0x00000621u, 0x00006210u,
+    0x00000063u, 0x00000630u, 0x00000631u, 0x00006310u, 0x00000632u, 0x00006320u, 0x00006321u, 0x00063210u,
+    0x00000064u, 0x00000640u, 0x00000641u, 0x00006410u, 0x00000642u, 0x00006420u, 0x00006421u, 0x00064210u,
+    0x00000643u, 0x00006430u, 0x00006431u, 0x00064310u, 0x00006432u, 0x00064320u, 0x00064321u, 0x00643210u,
+    0x00000065u, 0x00000650u, 0x00000651u, 0x00006510u, 0x00000652u, 0x00006520u, 0x00006521u, 0x00065210u,
+    0x00000653u, 0x00006530u, 0x00006531u, 0x00065310u, 0x00006532u, 0x00065320u, 0x00065321u, 0x00653210u,
+    0x00000654u, 0x00006540u, 0x00006541u, 0x00065410u, 0x00006542u, 0x00065420u, 0x00065421u, 0x00654210u,
+    0x00006543u, 0x00065430u, 0x00065431u, 0x00654310u, 0x00065432u, 0x00654320u, 0x00654321u, 0x06543210u,
+    0x00000007u, 0x00000070u, 0x00000071u, 0x00000710u, 0x00000072u, 0x00000720u, 0x00000721u, 0x00007210u,
+    0x00000073u, 0x00000730u, 0x00000731u, 0x00007310u, 0x00000732u, 0x00007320u, 0x00007321u, 0x00073210u,
+    0x00000074u, 0x00000740u, 0x00000741u, 0x00007410u, 0x00000742u, 0x00007420u, 0x00007421u, 0x00074210u,
+    0x00000743u, 0x00007430u, 0x00007431u, 0x00074310u, 0x00007432u, 0x00074320u, 0x00074321u, 0x00743210u,
+    0x00000075u, 0x00000750u, 0x00000751u, 0x00007510u, 0x00000752u, 0x00007520u, 0x00007521u, 0x00075210u,
+    0x00000753u, 0x00007530u, 0x00007531u, 0x00075310u, 0x00007532u, 0x00075320u, 0x00075321u, 0x00753210u,
+    0x00000754u, 0x00007540u, 0x00007541u, 0x00075410u, 0x00007542u, 0x00075420u, 0x00075421u, 0x00754210u,
+    0x00007543u, 0x00075430u, 0x00075431u, 0x00754310u, 0x00075432u, 0x00754320u, 0x00754321u, 0x07543210u,
+    0x00000076u, 0x00000760u, 0x00000761u, 0x00007610u, 0x00000762u, 0x00007620u, 0x00007621u, 0x00076210u,
+    0x00000763u, 0x00007630u, 0x00007631u, 0x00076310u, 0x00007632u, 0x00076320u, 0x00076321u, 0x00763210u,
+    0x00000764u, 0x00007640u, 0x00007641u, 0x00076410u, 0x00007642u, 0x00076420u, 0x00076421u, 0x00764210u,
+    0x00007643u, 0x00076430u, 0x00076431u, 0x00764310u, 0x00076432u, 0x00764320u, 0x00764321u, 0x07643210u,
+    0x00000765u, 0x00007650u, 0x00007651u, 0x00076510u, 0x00007652u, 0x00076520u, 0x00076521u, 0x00765210u,
+    0x00007653u, 0x00076530u, 0x00076531u, 0x00765310u, 0x00076532u, 0x00765320u, 0x00765321u, 0x07653210u,
+    0x00007654u, 0x00076540u, 0x00076541u, 0x00765410u, 0x00076542u, 0x00765420u, 0x00765421u, 0x07654210u,
+    0x00076543u, 0x00765430u, 0x00765431u, 0x07654310u, 0x00765432u, 0x07654320u, 0x07654321u, 0x76543210u,
+};
+#endif
+
+/* One pass over all query particles. `qslot` (may be NULL) iterates the
+ * queries in sorted-slot order when the query set is the target set: then
+ * query i = t->j[q] sits at slot q, which keeps the candidate reads of
+ * consecutive queries in cache. Returns the largest neighbour count found
+ * (may exceed stride: such rows are truncated and must be redone). */
+static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, int same_set,
+                           const uint32_t *restrict cs, const nb_soa *t, float r2, int exclude_self,
+                           uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
+{
+    const float inv = 1.0f / g->cell;
+    const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const int dim3 = g->dim == 3;
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const uint32_t *restrict sj = t->j;
+    uint32_t maxc = 0;
+    const int64_t nn = (int64_t)nq;
+
+#pragma omp parallel for schedule(dynamic, 256) reduction(max : maxc) if (nq >= NB_PAR_MIN)
+    for (int64_t q = 0; q < nn; q++) {
+        uint32_t i;
+        float px, py, pz;
+        if (same_set) {
+            i = sj[q];
+            px = sx[q];
+            py = sy[q];
+            pz = dim3 ? sz[q] : 0.0f;
+        } else {
+            i = (uint32_t)q;
+            px = xq[3 * q + 0];
+            py = xq[3 * q + 1];
+            pz = dim3 ? xq[3 * q + 2] : 0.0f;
+        }
+        const int ix = nb_axis(px, o0, inv, n0);
+        const int iy = nb_axis(py, o1, inv, n1);
+        const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
+        const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
+        const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
+        const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
+        /* with exclude_self off, `self` is a value no index can take */
+        const uint32_t self = exclude_self ? i : UINT32_MAX;
+        uint32_t *restrict dst = idx + (size_t)i * stride;
+        uint32_t c = 0;
+#if defined(__AVX2__)
+        const __m256 vx = _mm256_set1_ps(px), vy = _mm256_set1_ps(py), vz = _mm256_set1_ps(pz);
+        const __m256 vr2 = _mm256_set1_ps(r2);
+        const __m256i vself = _mm256_set1_epi32((int)self);
+        const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+        const __m256i vnib = _mm256_set1_epi32(15);
+#else
+        uint32_t spill; /* sink for stores past the end of a full row */
+#endif
+        for (int z = zlo; z <= zhi; z++) {
+            for (int y = ylo; y <= yhi; y++) {
+                const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
+                const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
+#if defined(__AVX2__)
+                for (uint32_t k = a; k < b; k += 8) {
+                    const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + k), vx);
+                    const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(sy + k), vy);
+                    __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+                    if (dim3) {
+                        const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(sz + k), vz);
+                        d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
+                    }
+                    const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
+                    const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(jv, vself)),
+                                                        _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
+                    const uint32_t rem = b - k;
+                    const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & (rem >= 8 ? 0xFFu : (1u << rem) - 1u);
+                    if (c + 8 <= stride) {
+                        /* compress the hits to the front, store all 8 lanes */
+                        const __m256i perm = _mm256_and_si256(
+                            _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
+                        _mm256_storeu_si256((__m256i *)(dst + c), _mm256_permutevar8x32_epi32(jv, perm));
+                        c += (uint32_t)__builtin_popcount(m);
+                    } else {
+                        for (uint32_t mm = m; mm; mm &= mm - 1) {
+                            if (c < stride)
+                                dst[c] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                            c++;
+                        }
+                    }
+                }
+#else
+                for (uint32_t k = a; k < b; k++) {
+                    const float dx = sx[k] - px;
+                    const float dy = sy[k] - py;
+                    const float d2 = dim3 ? dx * dx + dy * dy + (sz[k] - pz) * (sz[k] - pz) : dx * dx + dy * dy;
+                    const uint32_t j = sj[k];
+                    /* branchless append: always store, advance on a hit */
+                    *(c < stride ? dst + c : &spill) = j;
+                    c += (uint32_t)((d2 < r2) & (j != self));
+                }
+#endif
+            }
+        }
+        count[i] = c;
+        if (c > maxc)
+            maxc = c;
+    }
+    return maxc;
+}
+
+NB_API int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
+                    const nb_sorted *target, const float *xt, float radius, int exclude_self)
+{
+    if (!out || !g || !target || (nq && !xq))
+        return -1;
+    if (isnan(radius) || radius > g->cell)
+        return -1;
+    const uint32_t nt = target->n;
+    const uint32_t ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
+    if (nt && (!xt || target->ncells != ncells || !target->order || !target->cell_start))
+        return -1;
+
+    uint32_t stride = out->stride ? out->stride : (g->dim == 3 ? 64u : 32u);
+    if (list_reserve(out, nq, stride))
+        return -1;
+    out->n = nq;
+    if (nq == 0)
+        return 0;
+    if (nt == 0 || !(radius > 0.0f)) {
+        memset(out->count, 0, (size_t)nq * sizeof(uint32_t));
+        return 0;
+    }
+
+    /* Gather the target positions into sorted-slot order, so the candidate
+     * loop streams through memory instead of chasing order[]. */
+    const size_t len = (size_t)nt + NB_PAD;
+    float *buf = malloc(len * (3 * sizeof(float) + sizeof(uint32_t)));
+    if (!buf)
+        return -1;
+    nb_soa t = {buf, buf + len, buf + 2 * len, (uint32_t *)(void *)(buf + 3 * len)};
+    {
+        const uint32_t *restrict order = target->order;
+        const float *restrict xtp = xt;
+        float *restrict tx = t.x, *restrict ty = t.y, *restrict tz = t.z;
+        uint32_t *restrict tj = t.j;
+        const int64_t nn = (int64_t)nt;
+#pragma omp parallel for schedule(static) if (nt >= NB_PAR_MIN)
+        for (int64_t k = 0; k < nn; k++) {
+            const uint32_t j = order[k];
+            const float *p = xtp + 3 * (size_t)j;
+            tx[k] = p[0];
+            ty[k] = p[1];
+            tz[k] = p[2];
+            tj[k] = j;
+        }
+        for (size_t k = nt; k < len; k++) {
+            tx[k] = ty[k] = tz[k] = 0.0f;
+            tj[k] = UINT32_MAX;
+        }
+    }
+    /* the set against itself: walk the queries in sorted order */
+    const int same_set = xq == xt && nq == nt;
+
+    const float r2 = radius * radius;
+    int rc = 0;
+    for (;;) {
+        uint32_t maxc = build_pass(g, xq, nq, same_set, target->cell_start, &t, r2, exclude_self,
+                                   out->count, out->idx, out->stride);
+        if (maxc <= out->stride)
+            break;
+        /* rare: some particle had more neighbours than fit; widen and redo */
+        uint64_t ns = ((uint64_t)maxc + 7u) & ~(uint64_t)7u;
+        if (ns > UINT32_MAX || list_reserve(out, nq, (uint32_t)ns)) {
+            rc = -1;
+            break;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- free -- */
+
+NB_API void nb_sorted_free(nb_sorted *s)
+{
+    if (!s)
+        return;
+    free(s->key);
+    free(s->order);
+    free(s->cell_start);
+    memset(s, 0, sizeof *s);
+}
+
+NB_API void nb_list_free(nb_list *l)
+{
+    if (!l)
+        return;
+    free(l->count);
+    free(l->idx);
+    memset(l, 0, sizeof *l);
+}

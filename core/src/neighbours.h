@@ -54,4 +54,12 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
 void nb_sorted_free(nb_sorted *s);
 void nb_list_free(nb_list *l);
 
+/* Benchmark (nb_bench.c): n random particles at fluid density (jittered
+ * lattice of spacing d, support radius 2d, cells of 2d) in 2D or 3D; times
+ * `iters` full updates (nb_sort + nb_build of the set against itself) on
+ * `threads` OpenMP threads (0: leave the default). Reports neighbour updates
+ * per second (n * iters / s), mean ms of sort and of build, and the average
+ * neighbour count. Any output pointer may be NULL. Returns 0 or -1. */
+int nb_bench(uint32_t n, int dim, int threads, int iters, double *updates_per_s, double *sort_ms, double *build_ms, double *avg_neighbours);
+
 #endif

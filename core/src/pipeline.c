@@ -1,1 +1,400 @@
-/* placeholder */ typedef int floe_placeholder_pipeline;
+/* The step pipeline: an ordered list of stage instances with resolved
+ * parameters. Stage names are "module.stage"; the core's own stages may be
+ * named without prefix. Everything is checked when a stage is added, so a
+ * scene error points at the line that composed the pipeline. */
+#include "ctx.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *type_name(floe_param_type t)
+{
+    switch (t) {
+    case FLOE_PARAM_FLOAT: return "a number";
+    case FLOE_PARAM_INT: return "an integer";
+    case FLOE_PARAM_BOOL: return "a boolean";
+    case FLOE_PARAM_STRING: return "a string";
+    case FLOE_PARAM_VEC3: return "a 3-vector";
+    }
+    return "?";
+}
+
+static void list_stages(floe_ctx *ctx, const module_inst *only, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int m = 0; m < ctx->nmodules; m++) {
+        const module_inst *mi = &ctx->modules[m];
+        if (only && mi != only)
+            continue;
+        for (const floe_stage_desc *s = mi->desc->stages; s->name; s++) {
+            int w = snprintf(buf + used, len - used, "%s%s%s%s", used ? ", " : "", m ? mi->desc->name : "",
+                             m ? "." : "", s->name);
+            if (w < 0 || (size_t)w >= len - used)
+                return;
+            used += (size_t)w;
+        }
+    }
+}
+
+static int find_stage(floe_ctx *ctx, const char *qname, module_inst **mod, const floe_stage_desc **stage)
+{
+    char buf[2048];
+    const char *dot = strchr(qname, '.');
+    module_inst *m = NULL;
+    const char *sname = qname;
+    if (dot) {
+        size_t ml = (size_t)(dot - qname);
+        for (int i = 0; i < ctx->nmodules; i++)
+            if (strlen(ctx->modules[i].desc->name) == ml && strncmp(ctx->modules[i].desc->name, qname, ml) == 0)
+                m = &ctx->modules[i];
+        if (!m)
+            return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s': module '%.*s' is not loaded (load it first: "
+                            "sim:load \"%.*s\")", qname, (int)ml, qname, (int)ml, qname);
+        sname = dot + 1;
+    } else {
+        m = &ctx->modules[0]; /* the core */
+    }
+    for (const floe_stage_desc *s = m->desc->stages; s->name; s++)
+        if (strcmp(s->name, sname) == 0) {
+            *mod = m;
+            *stage = s;
+            return FLOE_OK;
+        }
+    list_stages(ctx, dot ? m : NULL, buf, sizeof buf);
+    return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s' (known stages: %s)", qname, buf);
+}
+
+static void set_default(stage_inst *st, int i, const floe_param_desc *p)
+{
+    switch (p->type) {
+    case FLOE_PARAM_FLOAT: st->param[i].f = p->def; break;
+    case FLOE_PARAM_INT: st->param[i].i = (int64_t)p->def; break;
+    case FLOE_PARAM_BOOL: st->param[i].b = p->def != 0; break;
+    case FLOE_PARAM_STRING: st->param[i].s = p->def_str ? p->def_str : ""; break;
+    case FLOE_PARAM_VEC3: memcpy(st->param[i].v, p->def_vec, sizeof p->def_vec); break;
+    }
+}
+
+static int choice_ok(const char *choices, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *c = choices; c && *c;) {
+        const char *bar = strchr(c, '|');
+        size_t l = bar ? (size_t)(bar - c) : strlen(c);
+        if (l == n && strncmp(c, s, n) == 0)
+            return 1;
+        c = bar ? bar + 1 : c + l;
+    }
+    return 0;
+}
+
+/* Convert a supplied value to the parameter's type and check its range. */
+static int assign(floe_ctx *ctx, stage_inst *st, int i, const floe_param_desc *p, const floe_param_kv *kv)
+{
+    const char *sn = st->name;
+    floe_value *out = &st->param[i];
+    int ranged = p->min < p->max;
+    if (kv->type != p->type && !(p->type == FLOE_PARAM_INT && kv->type == FLOE_PARAM_FLOAT) &&
+        !(p->type == FLOE_PARAM_FLOAT && kv->type == FLOE_PARAM_INT))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' must be %s, got %s", sn, p->name,
+                        type_name(p->type), type_name(kv->type));
+    switch (p->type) {
+    case FLOE_PARAM_FLOAT: {
+        double v = kv->type == FLOE_PARAM_INT ? (double)kv->value.i : kv->value.f;
+        if (!isfinite(v))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' must be finite", sn, p->name);
+        if (ranged && (v < p->min || v > p->max))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' = %g is out of range [%g, %g] %s", sn,
+                            p->name, v, p->min, p->max, p->unit ? p->unit : "");
+        out->f = v;
+        break;
+    }
+    case FLOE_PARAM_INT: {
+        double v = kv->type == FLOE_PARAM_INT ? (double)kv->value.i : kv->value.f;
+        if (!isfinite(v) || v != floor(v) || fabs(v) > 9.0e15)
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' must be an integer, got %g", sn, p->name, v);
+        if (ranged && (v < p->min || v > p->max))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' = %g is out of range [%g, %g]", sn,
+                            p->name, v, p->min, p->max);
+        out->i = (int64_t)v;
+        break;
+    }
+    case FLOE_PARAM_BOOL: out->b = kv->value.b != 0; break;
+    case FLOE_PARAM_STRING: {
+        const char *s = kv->value.s ? kv->value.s : "";
+        if (p->choices && !choice_ok(p->choices, s))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' = \"%s\" is not one of %s", sn, p->name, s,
+                            p->choices);
+        free(st->param_str[i]);
+        st->param_str[i] = strdup(s);
+        if (!st->param_str[i])
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+        out->s = st->param_str[i];
+        break;
+    }
+    case FLOE_PARAM_VEC3:
+        for (int k = 0; k < 3; k++)
+            if (!isfinite(kv->value.v[k]))
+                return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': parameter '%s' must be finite", sn, p->name);
+        memcpy(out->v, kv->value.v, sizeof out->v);
+        break;
+    }
+    return FLOE_OK;
+}
+
+static void param_list(const floe_stage_desc *sd, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (const floe_param_desc *p = sd->params; p && p->name; p++) {
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", p->name);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    if (!used)
+        snprintf(buf, len, "none");
+}
+
+static void stage_free(stage_inst *st)
+{
+    for (int i = 0; i < MAX_PARAMS; i++)
+        free(st->param_str[i]);
+    memset(st, 0, sizeof *st);
+}
+
+/* Create the attributes a stage writes on every set of their kind. */
+static int register_writes(floe_ctx *ctx, const floe_stage_desc *sd)
+{
+    for (const floe_attr_desc *a = sd->attrs; a && a->name; a++) {
+        if (!(a->access & FLOE_WRITE))
+            continue;
+        for (int s = 0; s < ctx->npsets; s++)
+            if (ctx->sets[s].kind & a->kind) {
+                int rc = floe_attr_add(ctx, ctx_set_handle(ctx, s), a->name, a->type);
+                if (rc)
+                    return rc;
+            }
+    }
+    return FLOE_OK;
+}
+
+int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv)
+{
+    if (!stage || !stage[0])
+        return ctx_fail(ctx, FLOE_ERR_ARG, "stage name is empty");
+    if (ctx->nstages == MAX_STAGES)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "more than %d stages in the pipeline", MAX_STAGES);
+    module_inst *m = NULL;
+    const floe_stage_desc *sd = NULL;
+    int rc = find_stage(ctx, stage, &m, &sd);
+    if (rc)
+        return rc;
+    stage_inst st;
+    memset(&st, 0, sizeof st);
+    if (m == &ctx->modules[0])
+        snprintf(st.name, sizeof st.name, "%s", sd->name);
+    else
+        snprintf(st.name, sizeof st.name, "%s.%s", m->desc->name, sd->name);
+    st.desc = sd;
+    st.mod = m;
+    st.fn = sd->run;
+    int np = 0;
+    for (const floe_param_desc *p = sd->params; p && p->name; p++)
+        set_default(&st, np++, p);
+    st.nparams = np;
+    for (int k = 0; k < nkv; k++) {
+        int found = -1;
+        for (int i = 0; i < np; i++)
+            if (strcmp(sd->params[i].name, kv[k].name) == 0)
+                found = i;
+        if (found < 0) {
+            char buf[1024];
+            param_list(sd, buf, sizeof buf);
+            stage_free(&st);
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': unknown parameter '%s' (parameters: %s)", stage,
+                            kv[k].name, buf);
+        }
+        if ((rc = assign(ctx, &st, found, &sd->params[found], &kv[k]))) {
+            stage_free(&st);
+            return rc;
+        }
+    }
+    if ((rc = register_writes(ctx, sd))) {
+        stage_free(&st);
+        return rc;
+    }
+    ctx->stages[ctx->nstages++] = st;
+    return FLOE_OK;
+}
+
+int floe_pipeline_add_fn(floe_ctx *ctx, const char *name, floe_stage_fn fn, void *user)
+{
+    if (!fn || !name || !name[0])
+        return ctx_fail(ctx, FLOE_ERR_ARG, "host stage needs a name and a function");
+    if (ctx->nstages == MAX_STAGES)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "more than %d stages in the pipeline", MAX_STAGES);
+    stage_inst *st = &ctx->stages[ctx->nstages++];
+    memset(st, 0, sizeof *st);
+    snprintf(st->name, sizeof st->name, "%s", name);
+    st->fn = fn;
+    st->user = user;
+    return FLOE_OK;
+}
+
+void floe_pipeline_clear(floe_ctx *ctx)
+{
+    for (int i = 0; i < ctx->nstages; i++)
+        stage_free(&ctx->stages[i]);
+    ctx->nstages = 0;
+}
+
+int floe_pipeline_length(floe_ctx *ctx) { return ctx->nstages; }
+
+const char *floe_pipeline_stage_name(floe_ctx *ctx, int i)
+{
+    return i >= 0 && i < ctx->nstages ? ctx->stages[i].name : NULL;
+}
+
+/* Parse a textual value (from --set) as the parameter's type. */
+static int parse_value(const floe_param_desc *p, const char *text, floe_param_kv *kv)
+{
+    char *end;
+    kv->name = p->name;
+    kv->type = p->type;
+    switch (p->type) {
+    case FLOE_PARAM_FLOAT:
+    case FLOE_PARAM_INT:
+        kv->type = FLOE_PARAM_FLOAT;
+        errno = 0;
+        kv->value.f = strtod(text, &end);
+        return *text && !*end && !errno ? 0 : -1;
+    case FLOE_PARAM_BOOL:
+        if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes"))
+            kv->value.b = 1;
+        else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no"))
+            kv->value.b = 0;
+        else
+            return -1;
+        return 0;
+    case FLOE_PARAM_STRING: kv->value.s = text; return 0;
+    case FLOE_PARAM_VEC3:
+        return sscanf(text, "%lf,%lf,%lf", &kv->value.v[0], &kv->value.v[1], &kv->value.v[2]) == 3 ? 0 : -1;
+    }
+    return -1;
+}
+
+int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value)
+{
+    const char *dot = strrchr(key, '.');
+    if (!dot)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: expected STAGE.PARAM=VALUE", key);
+    size_t sl = (size_t)(dot - key);
+    int matched = 0;
+    for (int i = 0; i < ctx->nstages; i++) {
+        stage_inst *st = &ctx->stages[i];
+        if (!st->desc || strlen(st->name) != sl || strncmp(st->name, key, sl) != 0)
+            continue;
+        for (int k = 0; k < st->nparams; k++) {
+            const floe_param_desc *p = &st->desc->params[k];
+            if (strcmp(p->name, dot + 1) != 0)
+                continue;
+            floe_param_kv kv;
+            if (parse_value(p, value, &kv))
+                return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s=%s: value must be %s", key, value, type_name(p->type));
+            int rc = assign(ctx, st, k, p, &kv);
+            if (rc)
+                return rc;
+            matched++;
+        }
+    }
+    if (!matched)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: no stage '%.*s' with a parameter '%s' in the pipeline", key,
+                        (int)sl, key, dot + 1);
+    return FLOE_OK;
+}
+
+/* Every attribute a stage reads must exist on the sets of its kind. */
+int ctx_pipeline_check(floe_ctx *ctx)
+{
+    if (ctx->nstages == 0)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "the pipeline is empty (compose it with sim:pipeline{...})");
+    for (int i = 0; i < ctx->nstages; i++) {
+        const stage_inst *st = &ctx->stages[i];
+        if (st->desc && register_writes(ctx, st->desc))
+            return FLOE_ERR;
+    }
+    for (int i = 0; i < ctx->nstages; i++) {
+        const stage_inst *st = &ctx->stages[i];
+        for (const floe_attr_desc *a = st->desc ? st->desc->attrs : NULL; a && a->name; a++)
+            for (int s = 0; s < ctx->npsets; s++) {
+                pset *p = &ctx->sets[s];
+                if (!(p->kind & a->kind))
+                    continue;
+                attr *at = pset_attr(p, a->name);
+                if (!at)
+                    return ctx_fail(ctx, FLOE_ERR_ARG,
+                                    "stage '%s' reads attribute '%s' of set '%s', which no stage of the pipeline writes",
+                                    st->name, a->name, p->name);
+                if (at->type != a->type)
+                    return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': attribute '%s' of set '%s' has another type",
+                                    st->name, a->name, p->name);
+            }
+    }
+    return FLOE_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+int ctx_run_stages(floe_ctx *ctx)
+{
+    for (int i = 0; i < ctx->nstages; i++) {
+        stage_inst *st = &ctx->stages[i];
+        floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
+        ctx->current_stage = st->name;
+        ctx->error[0] = 0;
+        double t0 = now_ms();
+        int rc = st->fn(&call);
+        double ms = now_ms() - t0;
+        st->ms_total += ms;
+        st->ms_frame += ms;
+        if (rc) {
+            char msg[sizeof ctx->error];
+            snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
+            return ctx_fail(ctx, rc, "stage '%s' failed at step %llu (t = %.6g s): %s", st->name,
+                            (unsigned long long)ctx->info.step, ctx->info.time, msg);
+        }
+        if ((rc = ctx_check_blowup(ctx, st, 1)))
+            return rc;
+    }
+    ctx->current_stage = NULL;
+    return FLOE_OK;
+}
+
+int floe_step(floe_ctx *ctx, double dt)
+{
+    if (!(dt > 0) || !isfinite(dt))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "step: dt must be positive");
+    int rc;
+    if (ctx->boundary_dirty && (rc = floe_boundary_volumes(ctx)))
+        return rc;
+    if ((rc = ctx_pipeline_check(ctx)))
+        return rc;
+    ctx->info.dt = dt;
+    ctx->dt_limit = INFINITY;
+    if ((rc = ctx_run_stages(ctx)))
+        return rc;
+    ctx->info.time += dt;
+    ctx->info.step++;
+    return FLOE_OK;
+}

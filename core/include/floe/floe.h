@@ -11,6 +11,11 @@ extern "C" {
 
 #define FLOE_VERSION "0.1.0"
 
+/* Everything declared here is exported from libfloe; the rest is hidden. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /* ---- simulation ------------------------------------------------------- */
 
 typedef struct floe_sim_def {
@@ -28,6 +33,8 @@ void floe_ctx_destroy(floe_ctx *ctx);
 const char *floe_ctx_error(const floe_ctx *ctx);
 void floe_ctx_set_threads(floe_ctx *ctx, int threads);
 const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
+/* Messages below this level (FLOE_LOG_*) are not printed. */
+void floe_log_level(int level);
 /* The api table handed to modules (also usable by hosts). */
 const floe_api *floe_core_api(void);
 
@@ -44,6 +51,12 @@ void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 /* Attribute enumeration (for writers): returns 0 past the end. */
 int floe_attr_at(floe_ctx *ctx, floe_set set, int index, const char **name, floe_type *type, void **data);
+
+/* ---- grids ------------------------------------------------------------ */
+
+floe_grid floe_grid_add(floe_ctx *ctx, const floe_grid_def *def);
+floe_grid floe_grid_find(floe_ctx *ctx, const char *name);
+int floe_grid_get_info(floe_ctx *ctx, floe_grid grid, floe_grid_info *out);
 
 /* ---- scene geometry --------------------------------------------------- */
 
@@ -158,6 +171,11 @@ int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum);
 /* Ask a running floe_run to stop after the current frame (signal-safe). */
 void floe_request_stop(void);
 
+/* Neighbour search benchmark: n particles at fluid density, `iters` full
+ * updates (sort + lists). Returns 0 or an error status. */
+int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
+                          double *sort_ms, double *build_ms, double *avg_neighbours);
+
 /* ---- Lua -------------------------------------------------------------- */
 
 typedef struct floe_scene_opts {
@@ -175,6 +193,10 @@ typedef struct floe_scene_opts {
 
 /* Run a scene script. Errors (with file:line) into err. */
 int floe_scene_run(const floe_scene_opts *opt, char *err, size_t errlen);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,41 @@
+# Floe: the two commands of the README, plus developer targets.
+#   make demo   set up, build, run scenes/dam_break.lua headless into out/dam_break
+#   make test   set up, build, run the whole test suite
+BUILD ?= build
+FLOE = $(BUILD)/core/floe
+
+.PHONY: all setup build demo test bench sanitize valgrind clean
+
+all: build
+
+setup:
+	@./scripts/bootstrap.sh
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) --buildtype=release
+
+build: setup
+	@ninja -C $(BUILD)
+
+demo: build
+	$(FLOE) run scenes/dam_break.lua --out out/dam_break
+
+test: build
+	@BUILD=$(BUILD) ./scripts/test.sh
+
+bench: build
+	$(FLOE) bench neighbours --n 100000
+	$(FLOE) bench neighbours --n 1000000 --iters 5
+	$(FLOE) bench scenes/bench/dam_break_59k.lua
+
+# address + undefined sanitizers over the whole suite
+sanitize: setup
+	@[ -f build-asan/build.ninja ] || meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=false
+	@ninja -C build-asan
+	@BUILD=build-asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
+
+# valgrind memcheck over the whole suite (Criterion runs each test in a child)
+valgrind: build
+	@FLOE_WITH_VALGRIND=1 ./scripts/bootstrap.sh
+	@BUILD=$(BUILD) FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --trace-children=yes --quiet' --timeout-multiplier=20
+
+clean:
+	rm -rf $(BUILD) build-asan

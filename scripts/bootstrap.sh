@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install what Floe needs to build and test on Debian/Ubuntu (idempotent):
+# compiler, Meson/Ninja, Lua 5.4, libyaml, Criterion, OpenMP (with gcc).
+# Does nothing when everything is already there.
+set -euo pipefail
+
+pkgs=(gcc pkg-config meson ninja-build python3 liblua5.4-dev libyaml-dev libcriterion-dev)
+[ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "bootstrap: missing packages (${missing[*]}) and no apt-get; install them by hand" >&2
+  exit 1
+fi
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "bootstrap: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

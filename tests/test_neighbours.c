@@ -1,0 +1,554 @@
+/* Cell-sorted neighbour search (core/src/neighbours.c) against brute force. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "neighbours.h"
+
+/* ------------------------------------------------------------ helpers -- */
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s) { rng_state = s ? s : 0x9E3779B97F4A7C15ull; }
+
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+/* uniform in [a, b) */
+static float rng_uniform(float a, float b)
+{
+    double u = (double)(rng_next() >> 11) / 9007199254740992.0;
+    return (float)(a + (b - a) * u);
+}
+
+static float *random_points(uint32_t n, const float lo[3], const float hi[3], int dim)
+{
+    float *x = malloc((size_t)(n ? n : 1) * 3 * sizeof(float));
+    cr_assert_not_null(x);
+    for (uint32_t i = 0; i < n; i++)
+        for (int a = 0; a < 3; a++)
+            x[3 * i + a] = rng_uniform(lo[a], hi[a]);
+    /* in 2D the z component must be ignored: fill it with junk */
+    if (dim == 2)
+        for (uint32_t i = 0; i < n; i++)
+            x[3 * i + 2] = rng_uniform(-100.0f, 100.0f);
+    return x;
+}
+
+static double dist2(const float *a, const float *b, int dim)
+{
+    double s = 0.0;
+    for (int k = 0; k < dim; k++) {
+        double d = (double)a[k] - (double)b[k];
+        s += d * d;
+    }
+    return s;
+}
+
+/* Relative band around radius^2 inside which float rounding may decide
+ * either way; pairs clearly inside must be found, clearly outside must not. */
+#define BAND 1e-5
+
+/* Compare every list with the brute-force neighbour SET of the query
+ * particle (order-independent). Returns the total number of neighbours. */
+static uint64_t check_against_brute(const nb_list *l, const float *xq, uint32_t nq, const float *xt,
+                                    uint32_t nt, float radius, int exclude_self, int dim)
+{
+    cr_assert_eq(l->n, nq, "list has %u rows, expected %u", l->n, nq);
+    cr_assert(nq == 0 || l->stride >= 8, "stride %u", l->stride);
+    uint32_t *stamp = calloc(nt ? nt : 1, sizeof *stamp);
+    cr_assert_not_null(stamp);
+    const double r2 = (double)radius * radius;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t c = l->count[i];
+        cr_assert_leq(c, l->stride, "particle %u: count %u beyond stride %u", i, c, l->stride);
+        cr_assert_leq(c, nt, "particle %u: count %u > target size %u", i, c, nt);
+        const uint32_t *row = l->idx + (size_t)i * l->stride;
+        for (uint32_t k = 0; k < c; k++) {
+            uint32_t j = row[k];
+            cr_assert_lt(j, nt, "particle %u: neighbour index %u out of range", i, j);
+            cr_assert_neq(stamp[j], i + 1, "particle %u: neighbour %u listed twice", i, j);
+            stamp[j] = i + 1;
+            cr_assert(!(exclude_self && j == i), "particle %u lists itself", i);
+            double d2 = dist2(xq + 3 * (size_t)i, xt + 3 * (size_t)j, dim);
+            cr_assert_lt(d2, r2 * (1.0 + BAND), "particle %u: %u at distance %g >= radius %g", i, j,
+                         sqrt(d2), (double)radius);
+        }
+        for (uint32_t j = 0; j < nt; j++) {
+            if (exclude_self && j == i)
+                continue;
+            double d2 = dist2(xq + 3 * (size_t)i, xt + 3 * (size_t)j, dim);
+            if (d2 < r2 * (1.0 - BAND))
+                cr_assert_eq(stamp[j], i + 1, "particle %u: missed neighbour %u at distance %g (radius %g)",
+                             i, j, sqrt(d2), (double)radius);
+        }
+        total += c;
+    }
+    free(stamp);
+    return total;
+}
+
+static void check_sort(const nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
+{
+    const uint32_t ncells = (uint32_t)g->n[0] * g->n[1] * g->n[2];
+    cr_assert_eq(s->n, n);
+    cr_assert_eq(s->ncells, ncells);
+    cr_assert_eq(s->cell_start[0], 0u);
+    cr_assert_eq(s->cell_start[ncells], n, "cell_start[ncells] = %u, n = %u", s->cell_start[ncells], n);
+    for (uint32_t c = 0; c < ncells; c++)
+        cr_assert_leq(s->cell_start[c], s->cell_start[c + 1], "cell_start decreases at %u", c);
+    uint8_t *seen = calloc(n ? n : 1, 1);
+    cr_assert_not_null(seen);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = nb_cell_key(g, x + 3 * (size_t)i);
+        cr_assert_eq(s->key[i], k, "key[%u] = %u, nb_cell_key gives %u", i, s->key[i], k);
+        cr_assert_lt(k, ncells);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t p = s->order[k];
+        cr_assert_lt(p, n, "order[%u] = %u out of range", k, p);
+        cr_assert_eq(seen[p], 0, "order is not a permutation: %u twice", p);
+        seen[p] = 1;
+        if (k > 0) {
+            uint32_t q = s->order[k - 1];
+            cr_assert_leq(s->key[q], s->key[p], "keys decrease along order at slot %u", k);
+            if (s->key[q] == s->key[p])
+                cr_assert_lt(q, p, "sort not stable at slot %u", k);
+        }
+    }
+    for (uint32_t c = 0; c < ncells; c++)
+        for (uint32_t k = s->cell_start[c]; k < s->cell_start[c + 1]; k++)
+            cr_assert_eq(s->key[s->order[k]], c, "slot %u lies in cell %u's range but has key %u", k, c,
+                         s->key[s->order[k]]);
+    free(seen);
+}
+
+/* sort xt, build xq against it, compare with brute force; returns total */
+static uint64_t run_case(int dim, const float lo[3], const float hi[3], float cell, const float *xq, uint32_t nq,
+                         const float *xt, uint32_t nt, float radius, int exclude_self)
+{
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
+    check_sort(&s, &g, xt, nt);
+    cr_assert_eq(nb_build(&l, &g, xq, nq, &s, xt, radius, exclude_self), 0);
+    uint64_t total = check_against_brute(&l, xq, nq, xt, nt, radius, exclude_self, dim);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    return total;
+}
+
+/* ------------------------------------------------------------- search -- */
+
+Test(neighbours, random_3d_self)
+{
+    rng_seed(1);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 6000;
+    float *x = random_points(n, lo, hi, 3);
+    /* ~ n * 4/3 pi r^3 neighbours each: make sure the test is not vacuous */
+    uint64_t t1 = run_case(3, lo, hi, 0.07f, x, n, x, n, 0.07f, 1);
+    cr_assert_gt(t1, (uint64_t)n * 4, "only %llu neighbour pairs", (unsigned long long)t1);
+    uint64_t t0 = run_case(3, lo, hi, 0.07f, x, n, x, n, 0.07f, 0);
+    cr_assert_eq(t0, t1 + n, "exclude_self off must add exactly the n self pairs");
+    /* radius smaller than the cell */
+    run_case(3, lo, hi, 0.1f, x, n, x, n, 0.063f, 1);
+    free(x);
+}
+
+Test(neighbours, random_2d_self)
+{
+    rng_seed(2);
+    const float lo[3] = {-0.5f, 0.25f, 0}, hi[3] = {1.5f, 1.25f, 0};
+    const uint32_t n = 5000;
+    float *x = random_points(n, lo, hi, 2);
+    uint64_t t1 = run_case(2, lo, hi, 0.05f, x, n, x, n, 0.05f, 1);
+    cr_assert_gt(t1, (uint64_t)n * 4, "only %llu neighbour pairs", (unsigned long long)t1);
+    uint64_t t0 = run_case(2, lo, hi, 0.05f, x, n, x, n, 0.05f, 0);
+    cr_assert_eq(t0, t1 + n);
+    run_case(2, lo, hi, 0.07f, x, n, x, n, 0.04f, 0);
+    free(x);
+}
+
+Test(neighbours, cross_set)
+{
+    rng_seed(3);
+    for (int dim = 2; dim <= 3; dim++) {
+        const float lo[3] = {0, 0, 0}, hi[3] = {1, 2, 1};
+        const uint32_t nq = 3000, nt = 4500;
+        float *xq = random_points(nq, lo, hi, dim);
+        float *xt = random_points(nt, lo, hi, dim);
+        float cell = dim == 3 ? 0.1f : 0.04f;
+        uint64_t t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+        cr_assert_gt(t, (uint64_t)nq * 3, "dim %d: only %llu pairs", dim, (unsigned long long)t);
+        /* also the other way round, with more queries than targets */
+        run_case(dim, lo, hi, cell, xt, nt, xq, nq, cell * 0.9f, 0);
+        /* exclude_self on a cross set skips exactly the pairs j == i */
+        run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 1);
+        free(xq);
+        free(xt);
+    }
+}
+
+Test(neighbours, all_in_one_cell)
+{
+    rng_seed(4);
+    const uint32_t n = 700;
+    /* a grid of a single cell */
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    float *x = random_points(n, lo, hi, 3);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 1.0f, 1000), 0);
+    cr_assert(g.n[0] == 1 && g.n[1] == 1 && g.n[2] == 1);
+    run_case(3, lo, hi, 1.0f, x, n, x, n, 0.3f, 1);
+    /* many cells but all particles packed inside one of them */
+    const float lo2[3] = {0.31f, 0.51f, 0.71f}, hi2[3] = {0.36f, 0.56f, 0.76f};
+    float *y = random_points(n, lo2, hi2, 3);
+    uint64_t t = run_case(3, lo, hi, 0.1f, y, n, y, n, 0.1f, 1);
+    cr_assert_eq(t, (uint64_t)n * (n - 1), "every pair lies within radius: expected %u, got %llu", n * (n - 1),
+                 (unsigned long long)t);
+    free(x);
+    free(y);
+}
+
+Test(neighbours, empty_target)
+{
+    rng_seed(5);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    float *xq = random_points(3000, lo, hi, 3);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1u << 20), 0);
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_sort(&s, &g, NULL, 0), 0);
+    cr_assert_eq(s.n, 0u);
+    cr_assert_eq(s.cell_start[s.ncells], 0u);
+    /* pre-fill counts with junk: they must be reset */
+    cr_assert_eq(nb_build(&l, &g, xq, 3000, &s, xq, 0.1f, 0), 0);
+    memset(l.count, 0xAB, 3000 * sizeof(uint32_t));
+    cr_assert_eq(nb_build(&l, &g, xq, 3000, &s, NULL, 0.1f, 0), 0);
+    cr_assert_eq(l.n, 3000u);
+    for (uint32_t i = 0; i < 3000; i++)
+        cr_assert_eq(l.count[i], 0u, "particle %u has %u neighbours in an empty set", i, l.count[i]);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    free(xq);
+}
+
+Test(neighbours, empty_query)
+{
+    rng_seed(6);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    float *xt = random_points(2000, lo, hi, 3);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1u << 20), 0);
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_sort(&s, &g, xt, 2000), 0);
+    cr_assert_eq(nb_build(&l, &g, NULL, 0, &s, xt, 0.1f, 1), 0);
+    cr_assert_eq(l.n, 0u);
+    /* a list that had rows shrinks to zero rows */
+    cr_assert_eq(nb_build(&l, &g, xt, 2000, &s, xt, 0.1f, 1), 0);
+    cr_assert_eq(l.n, 2000u);
+    cr_assert_eq(nb_build(&l, &g, xt, 0, &s, xt, 0.1f, 1), 0);
+    cr_assert_eq(l.n, 0u);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    free(xt);
+}
+
+Test(neighbours, outside_grid_clamped)
+{
+    rng_seed(7);
+    for (int dim = 2; dim <= 3; dim++) {
+        /* grid covers [0,1]^d; particles spread over [-1,2]^d, i.e. beyond
+         * every face, plus a layer hugging each face from outside */
+        const float glo[3] = {0, 0, 0}, ghi[3] = {1, 1, 1};
+        const float plo[3] = {-1, -1, -1}, phi[3] = {2, 2, 2};
+        const uint32_t n = dim == 3 ? 5000 : 4000;
+        float *x = random_points(n, plo, phi, dim);
+        for (uint32_t i = 0; i < n / 4; i++) {
+            int a = (int)(rng_next() % (uint64_t)dim);
+            x[3 * i + a] = (rng_next() & 1) ? rng_uniform(1.0f, 1.1f) : rng_uniform(-0.1f, 0.0f);
+        }
+        float cell = dim == 3 ? 0.25f : 0.1f;
+        uint64_t t = run_case(dim, glo, ghi, cell, x, n, x, n, cell, 1);
+        cr_assert_gt(t, (uint64_t)n, "dim %d: only %llu pairs", dim, (unsigned long long)t);
+        /* queries far outside against targets inside, and the reverse */
+        const uint32_t nt = 2000;
+        float *xt = random_points(nt, glo, ghi, dim);
+        run_case(dim, glo, ghi, cell, x, n, xt, nt, cell, 0);
+        run_case(dim, glo, ghi, cell, xt, nt, x, n, cell, 0);
+        free(xt);
+        free(x);
+    }
+}
+
+Test(neighbours, cell_key_clamping)
+{
+    nb_grid g;
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 2, 3};
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.5f, 1000), 0);
+    cr_assert(g.n[0] == 2 && g.n[1] == 4 && g.n[2] == 6, "n = %d %d %d", g.n[0], g.n[1], g.n[2]);
+    const float in[3] = {0.75f, 1.25f, 2.25f};
+    cr_assert_eq(nb_cell_key(&g, in), 1u + 2u * (2u + 4u * 4u));
+    const float below[3] = {-5.0f, -0.01f, -1e30f};
+    cr_assert_eq(nb_cell_key(&g, below), 0u);
+    const float above[3] = {5.0f, 2.0f, INFINITY};
+    cr_assert_eq(nb_cell_key(&g, above), 1u + 2u * (3u + 4u * 5u));
+    const float nan3[3] = {NAN, NAN, NAN};
+    cr_assert_eq(nb_cell_key(&g, nan3), 0u);
+    const float mixed[3] = {NAN, 1.9f, -INFINITY};
+    cr_assert_eq(nb_cell_key(&g, mixed), 2u * 3u);
+
+    /* 2D: one layer, z ignored */
+    cr_assert_eq(nb_grid_init(&g, 2, lo, hi, 0.5f, 1000), 0);
+    cr_assert(g.n[0] == 2 && g.n[1] == 4 && g.n[2] == 1, "n = %d %d %d", g.n[0], g.n[1], g.n[2]);
+    const float z1[3] = {0.75f, 1.25f, 100.0f}, z2[3] = {0.75f, 1.25f, -7.0f};
+    cr_assert_eq(nb_cell_key(&g, z1), 1u + 2u * 2u);
+    cr_assert_eq(nb_cell_key(&g, z2), 1u + 2u * 2u);
+}
+
+Test(neighbours, grid_init_errors)
+{
+    nb_grid g;
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.0f, 1000), -1, "zero cell");
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, -0.1f, 1000), -1, "negative cell");
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, NAN, 1000), -1, "NaN cell");
+    cr_assert_eq(nb_grid_init(&g, 4, lo, hi, 0.1f, 1000), -1, "dim 4");
+    cr_assert_eq(nb_grid_init(&g, 1, lo, hi, 0.1f, 1000), -1, "dim 1");
+    const float nanlo[3] = {0, NAN, 0};
+    cr_assert_eq(nb_grid_init(&g, 3, nanlo, hi, 0.1f, 1000), -1, "NaN bound");
+    const float nanhi[3] = {0, 0, NAN};
+    cr_assert_eq(nb_grid_init(&g, 3, lo, nanhi, 0.1f, 1000), -1, "NaN bound");
+    /* exactly 1000 cells fits, 999 allowed does not */
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1000), 0);
+    cr_assert(g.n[0] * g.n[1] * g.n[2] == 1000);
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 999), -1, "over max_cells");
+    /* 2D ignores the z extent, so a NaN z bound does not matter */
+    cr_assert_eq(nb_grid_init(&g, 2, lo, nanhi, 0.1f, 100), 0);
+    cr_assert(g.n[2] == 1);
+    /* degenerate box: at least one cell per axis */
+    cr_assert_eq(nb_grid_init(&g, 3, lo, lo, 0.1f, 1000), 0);
+    cr_assert(g.n[0] == 1 && g.n[1] == 1 && g.n[2] == 1);
+    /* radius larger than the cell is refused */
+    nb_sorted s = {0};
+    nb_list l = {0};
+    const float p[3] = {0.5f, 0.5f, 0.5f};
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1000), 0);
+    cr_assert_eq(nb_sort(&s, &g, p, 1), 0);
+    cr_assert_eq(nb_build(&l, &g, p, 1, &s, p, 0.2f, 0), -1);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+}
+
+Test(neighbours, coincident)
+{
+    rng_seed(8);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 2000, stack = 90;
+    float *x = random_points(n, lo, hi, 3);
+    /* a stack of coincident particles, and coincident pairs */
+    for (uint32_t i = 0; i < stack; i++) {
+        x[3 * i + 0] = 0.5f;
+        x[3 * i + 1] = 0.5f;
+        x[3 * i + 2] = 0.5f;
+    }
+    for (uint32_t i = stack; i + 1 < n; i += 20)
+        memcpy(x + 3 * (i + 1), x + 3 * i, 3 * sizeof(float));
+    run_case(3, lo, hi, 0.1f, x, n, x, n, 0.1f, 1);
+    run_case(3, lo, hi, 0.1f, x, n, x, n, 0.1f, 0);
+
+    nb_grid g;
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1u << 20), 0);
+    cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+    cr_assert_eq(nb_build(&l, &g, x, n, &s, x, 0.1f, 1), 0);
+    for (uint32_t i = 0; i < stack; i++)
+        cr_assert_geq(l.count[i], stack - 1, "stacked particle %u sees only %u", i, l.count[i]);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    free(x);
+}
+
+Test(neighbours, single_particle)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const float p[3] = {0.3f, 0.6f, 0.9f};
+    for (int dim = 2; dim <= 3; dim++) {
+        nb_grid g;
+        nb_sorted s = {0};
+        nb_list l = {0};
+        cr_assert_eq(nb_grid_init(&g, dim, lo, hi, 0.25f, 1000), 0);
+        cr_assert_eq(nb_sort(&s, &g, p, 1), 0);
+        check_sort(&s, &g, p, 1);
+        cr_assert_eq(nb_build(&l, &g, p, 1, &s, p, 0.25f, 1), 0);
+        cr_assert_eq(l.n, 1u);
+        cr_assert_eq(l.count[0], 0u, "dim %d: alone, excluding self", dim);
+        cr_assert_eq(nb_build(&l, &g, p, 1, &s, p, 0.25f, 0), 0);
+        cr_assert_eq(l.count[0], 1u, "dim %d: alone, including self", dim);
+        cr_assert_eq(l.idx[0], 0u);
+        nb_list_free(&l);
+        nb_sorted_free(&s);
+    }
+}
+
+Test(neighbours, stride_growth)
+{
+    rng_seed(9);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 3000, cluster = 333;
+    const float r = 0.05f;
+    for (int dim = 2; dim <= 3; dim++) {
+        float *x = random_points(n, lo, hi, dim);
+        /* a dense cluster: all within r/2 of a centre, so pairwise < r */
+        for (uint32_t i = 0; i < cluster; i++) {
+            uint32_t k = 7 + 5 * i; /* spread through the index range */
+            for (int a = 0; a < dim; a++)
+                x[3 * k + a] = 0.4f + rng_uniform(-0.28f, 0.28f) * r;
+        }
+        nb_grid g;
+        nb_sorted s = {0};
+        nb_list l = {0};
+        cr_assert_eq(nb_grid_init(&g, dim, lo, hi, r, 1u << 20), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+        cr_assert_eq(nb_build(&l, &g, x, n, &s, x, r, 1), 0);
+        cr_assert_geq(l.stride, cluster - 1, "dim %d: stride %u too small", dim, l.stride);
+        cr_assert_eq(l.stride % 8, 0u, "stride %u not a multiple of 8", l.stride);
+        uint32_t maxc = 0;
+        for (uint32_t i = 0; i < n; i++)
+            maxc = l.count[i] > maxc ? l.count[i] : maxc;
+        cr_assert_geq(maxc, cluster - 1);
+        cr_assert_lt(l.stride, maxc + 8, "stride %u is not max count %u rounded to 8", l.stride, maxc);
+        check_against_brute(&l, x, n, x, n, r, 1, dim);
+        /* the wider stride stays and later builds remain exact */
+        uint32_t stride = l.stride;
+        float *y = random_points(n, lo, hi, dim);
+        cr_assert_eq(nb_sort(&s, &g, y, n), 0);
+        cr_assert_eq(nb_build(&l, &g, y, n, &s, y, r, 0), 0);
+        cr_assert_eq(l.stride, stride);
+        check_against_brute(&l, y, n, y, n, r, 0, dim);
+        nb_list_free(&l);
+        nb_sorted_free(&s);
+        free(x);
+        free(y);
+    }
+}
+
+Test(neighbours, deterministic)
+{
+    rng_seed(10);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 20000;
+    float *x = random_points(n, lo, hi, 3);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.05f, 1u << 20), 0);
+    nb_sorted s1 = {0}, s2 = {0};
+    nb_list l1 = {0}, l2 = {0};
+#ifdef _OPENMP
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    cr_assert_eq(nb_sort(&s1, &g, x, n), 0);
+    cr_assert_eq(nb_build(&l1, &g, x, n, &s1, x, 0.05f, 1), 0);
+#ifdef _OPENMP
+    omp_set_num_threads(prev > 1 ? prev + 1 : 3); /* a different thread count */
+#endif
+    cr_assert_eq(nb_sort(&s2, &g, x, n), 0);
+    cr_assert_eq(nb_build(&l2, &g, x, n, &s2, x, 0.05f, 1), 0);
+#ifdef _OPENMP
+    omp_set_num_threads(prev);
+#endif
+    cr_assert_eq(memcmp(s1.key, s2.key, n * sizeof(uint32_t)), 0, "keys differ");
+    cr_assert_eq(memcmp(s1.order, s2.order, n * sizeof(uint32_t)), 0, "sort orders differ");
+    cr_assert_eq(memcmp(s1.cell_start, s2.cell_start, (s1.ncells + 1) * sizeof(uint32_t)), 0);
+    cr_assert_eq(l1.stride, l2.stride);
+    cr_assert_eq(memcmp(l1.count, l2.count, n * sizeof(uint32_t)), 0, "counts differ");
+    /* slot position of each particle, to check the in-list order */
+    uint32_t *slot = malloc(n * sizeof *slot);
+    cr_assert_not_null(slot);
+    for (uint32_t k = 0; k < n; k++)
+        slot[s1.order[k]] = k;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t *a = l1.idx + (size_t)i * l1.stride, *b = l2.idx + (size_t)i * l2.stride;
+        cr_assert_eq(memcmp(a, b, l1.count[i] * sizeof(uint32_t)), 0, "lists of %u differ", i);
+        for (uint32_t k = 1; k < l1.count[i]; k++)
+            cr_assert_lt(slot[a[k - 1]], slot[a[k]], "list of %u not in ascending slot order", i);
+        total += l1.count[i];
+    }
+    cr_assert_gt(total, (uint64_t)n * 5);
+    /* rebuilding into a warmed-up list gives the same again */
+    cr_assert_eq(nb_build(&l2, &g, x, n, &s2, x, 0.05f, 1), 0);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(memcmp(l1.idx + (size_t)i * l1.stride, l2.idx + (size_t)i * l2.stride,
+                            l1.count[i] * sizeof(uint32_t)),
+                     0);
+    free(slot);
+    nb_list_free(&l1);
+    nb_list_free(&l2);
+    nb_sorted_free(&s1);
+    nb_sorted_free(&s2);
+    free(x);
+}
+
+Test(neighbours, sort_properties)
+{
+    rng_seed(11);
+    nb_sorted s = {0};
+    /* several sizes and grids into the same nb_sorted: buffers are reused,
+     * n and ncells both grow and shrink */
+    const struct {
+        int dim;
+        uint32_t n;
+        float cell;
+    } cases[] = {{3, 5000, 0.1f}, {3, 100, 0.05f}, {2, 7000, 0.02f}, {3, 9000, 0.3f}, {2, 1, 1.0f}, {3, 0, 0.1f}, {3, 3000, 0.07f}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
+        const float plo[3] = {-1.2f, -0.1f, 1.9f}, phi[3] = {1.2f, 1.1f, 3.1f};
+        float *x = random_points(cases[c].n, plo, phi, cases[c].dim);
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, cases[c].dim, lo, hi, cases[c].cell, 1u << 22), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, cases[c].n), 0);
+        check_sort(&s, &g, x, cases[c].n);
+        cr_assert_geq(s.cap, cases[c].n);
+        free(x);
+    }
+    /* many particles per cell, in reverse spatial order: stability matters */
+    {
+        const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+        const uint32_t n = 4000;
+        float *x = malloc(n * 3 * sizeof(float));
+        cr_assert_not_null(x);
+        for (uint32_t i = 0; i < n; i++) {
+            x[3 * i + 0] = 1.0f - (float)i / n;
+            x[3 * i + 1] = 0.5f;
+            x[3 * i + 2] = 0.5f;
+        }
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.25f, 1000), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+        check_sort(&s, &g, x, n);
+        free(x);
+    }
+    nb_sorted_free(&s);
+    cr_assert_null(s.order);
+}
