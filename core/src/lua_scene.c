@@ -1,1 +1,173 @@
-/* placeholder */ typedef int floe_placeholder_lua_scene;
+/* floe_scene_run: runs a Lua scene script in a fresh Lua state, sandboxed
+ * unless opt->unsafe, with the `floe` module preloaded and package.path
+ * reaching lua/ of the source tree, the installed Lua folder and the
+ * scene's own folder. */
+#include <floe/floe.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef FLOE_SOURCE_LUA_DIR
+#define FLOE_SOURCE_LUA_DIR "lua"
+#endif
+#ifndef FLOE_INSTALL_LUA_DIR
+#define FLOE_INSTALL_LUA_DIR "/usr/local/share/floe/lua"
+#endif
+
+/* lua_sim.c and lua_sandbox.c (no header of their own) */
+int luaopen_floe(lua_State *L);
+void floe_lua_scene_init(lua_State *L, const floe_scene_opts *opt, const char *dir, const char *hash);
+int floe_lua_scene_status(lua_State *L);
+int floe_lua_scene_unused(lua_State *L, char *err, size_t errlen);
+void floe_lua_sandbox_apply(lua_State *L, const char *out_root);
+
+#define TRACEBACK_LINES 8
+
+/* 64-bit FNV-1a of the file's bytes as 16 hex digits. */
+static int scene_hash(const char *path, char hash[17], char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open the scene: %s", path, strerror(errno));
+        return FLOE_ERR_IO;
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    unsigned char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ buf[i]) * 0x100000001b3ull;
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%s: cannot read the scene", path);
+        return FLOE_ERR_IO;
+    }
+    snprintf(hash, 17, "%016" PRIx64, h);
+    return FLOE_OK;
+}
+
+static void scene_dir(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else if (slash == path)
+        snprintf(dir, len, "/");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+/* package.path += source, install and scene folders. */
+static void add_paths(lua_State *L, const char *dir)
+{
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s;%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua;%s/?.lua;%s/?/init.lua",
+                    lua_tostring(L, -1), FLOE_SOURCE_LUA_DIR, FLOE_SOURCE_LUA_DIR, FLOE_INSTALL_LUA_DIR,
+                    FLOE_INSTALL_LUA_DIR, dir, dir);
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 2);
+}
+
+/* Protected set-up: (opts, hash) as arguments. */
+static int scene_setup(lua_State *L)
+{
+    const floe_scene_opts *opt = lua_touserdata(L, 1);
+    const char *hash = lua_tostring(L, 2);
+    char dir[4096];
+    scene_dir(opt->path, dir, sizeof dir);
+    luaL_openlibs(L);
+    floe_lua_scene_init(L, opt, dir, hash);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, luaopen_floe);
+    lua_setfield(L, -2, "floe");
+    lua_pop(L, 1);
+    add_paths(L, dir);
+    if (!opt->unsafe)
+        floe_lua_sandbox_apply(L, opt->out_dir);
+    return 0;
+}
+
+static int msg_handler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            msg = lua_tostring(L, -1);
+        else
+            msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+/* The message, then at most TRACEBACK_LINES lines of the traceback. */
+static void copy_error(const char *text, char *err, size_t errlen)
+{
+    const char *tb = strstr(text, "\nstack traceback:");
+    const char *end = tb ? tb + 1 : text + strlen(text);
+    for (int lines = 0; tb && *end && lines <= TRACEBACK_LINES; lines++) {
+        const char *nl = strchr(end, '\n');
+        end = nl ? nl + 1 : end + strlen(end);
+    }
+    size_t n = (size_t)(end - text);
+    while (n > 0 && text[n - 1] == '\n')
+        n--;
+    snprintf(err, errlen, "%.*s", (int)n, text);
+}
+
+static int scene_exec(lua_State *L, const char *path, char *err, size_t errlen)
+{
+    lua_pushcfunction(L, msg_handler);
+    int h = lua_gettop(L);
+    if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+        copy_error(lua_tostring(L, -1), err, errlen);
+        return FLOE_ERR_ARG;
+    }
+    if (lua_pcall(L, 0, 0, h) != LUA_OK) {
+        copy_error(lua_tostring(L, -1), err, errlen);
+        int st = floe_lua_scene_status(L);
+        return st != FLOE_OK ? st : FLOE_ERR_ARG;
+    }
+    lua_settop(L, h - 1);
+    return floe_lua_scene_unused(L, err, errlen);
+}
+
+FLOE_EXPORT int floe_scene_run(const floe_scene_opts *opt, char *err, size_t errlen)
+{
+    char hash[17], dummy[8];
+    if (!err || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!opt || !opt->path || !opt->path[0]) {
+        snprintf(err, errlen, "floe_scene_run: no scene path");
+        return FLOE_ERR_ARG;
+    }
+    int rc = scene_hash(opt->path, hash, err, errlen);
+    if (rc != FLOE_OK)
+        return rc;
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        snprintf(err, errlen, "%s: cannot create a Lua state", opt->path);
+        return FLOE_ERR_NOMEM;
+    }
+    lua_pushcfunction(L, scene_setup);
+    lua_pushlightuserdata(L, (void *)opt);
+    lua_pushstring(L, hash);
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+        snprintf(err, errlen, "%s: %s", opt->path, lua_tostring(L, -1));
+        rc = FLOE_ERR_ARG;
+    } else
+        rc = scene_exec(L, opt->path, err, errlen);
+    lua_close(L);
+    return rc;
+}

@@ -97,6 +97,180 @@ static inline float dw_r(const kconst *c, float r2)
     return c->g * (24.0f * b * b - 6.0f * a * a) / r;
 }
 
+/* ---- neighbour batches -------------------------------------------------- *
+ * The neighbours of particle i are copied (a scalar gather) into small
+ * contiguous arrays, padded with null neighbours (at distance 2H, weight 0)
+ * to a multiple of LANES; the kernel arithmetic then runs as an omp simd
+ * reduction over those arrays, which compilers vectorise (sqrt and division
+ * included) without needing hardware gathers. */
+
+#define BATCH 64 /* neighbours per batch, a multiple of LANES */
+#define LANES 16
+
+typedef struct batch {
+    float dx[BATCH], dy[BATCH], dz[BATCH]; /* x_i - x_j */
+    float m[BATCH];                        /* weight: m_j, rho0 V_b, or m_j (P_i + P_j) */
+    float rho[BATCH];                      /* rho_j (mirrored rho_i for boundaries) */
+    float vx[BATCH], vy[BATCH], vz[BATCH]; /* v_j (0 for boundaries) */
+} batch;
+
+/* pad [n, round up to LANES) with null neighbours; returns the padded count */
+static inline uint32_t pad(batch *restrict b, uint32_t n, float far, int with_v)
+{
+    uint32_t np = (n + LANES - 1) / LANES * LANES;
+    for (uint32_t k = n; k < np; k++) {
+        b->dx[k] = far;
+        b->dy[k] = b->dz[k] = 0.0f;
+        b->m[k] = 0.0f;
+        if (with_v) {
+            b->rho[k] = 1.0f;
+            b->vx[k] = b->vy[k] = b->vz[k] = 0.0f;
+        }
+    }
+    return np;
+}
+
+/* positions and weights w_scale * w[j] (w = m or V) */
+static inline uint32_t gather_x(batch *restrict b, const kconst *kc, const float *restrict xt,
+                                const float *restrict w, float w_scale, const uint32_t *restrict id, uint32_t n,
+                                float xi, float yi, float zi)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t j = id[k];
+        b->dx[k] = xi - xt[3 * j];
+        b->dy[k] = yi - xt[3 * j + 1];
+        b->dz[k] = zi - xt[3 * j + 2];
+        b->m[k] = w_scale * w[j];
+    }
+    return pad(b, n, 2.0f * kc->H, 0);
+}
+
+/* positions and pressure weights m_j (P_i + P_j), P = p / rho^2 */
+static inline uint32_t gather_p(batch *restrict b, const kconst *kc, const float *restrict xt,
+                                const float *restrict m, const float *restrict P, float Pi,
+                                const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t j = id[k];
+        b->dx[k] = xi - xt[3 * j];
+        b->dy[k] = yi - xt[3 * j + 1];
+        b->dz[k] = zi - xt[3 * j + 2];
+        b->m[k] = m[j] * (Pi + P[j]);
+    }
+    return pad(b, n, 2.0f * kc->H, 0);
+}
+
+/* positions, masses, densities and velocities of fluid neighbours */
+static inline uint32_t gather_xv(batch *restrict b, const kconst *kc, const float *restrict xt,
+                                 const float *restrict m, const float *restrict rho, const float *restrict v,
+                                 const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t j = id[k];
+        b->dx[k] = xi - xt[3 * j];
+        b->dy[k] = yi - xt[3 * j + 1];
+        b->dz[k] = zi - xt[3 * j + 2];
+        b->m[k] = m[j];
+        b->rho[k] = rho[j];
+        b->vx[k] = v[3 * j];
+        b->vy[k] = v[3 * j + 1];
+        b->vz[k] = v[3 * j + 2];
+    }
+    return pad(b, n, 2.0f * kc->H, 1);
+}
+
+/* boundary neighbours as fluid at rest: mass rho0 V_b, density rho_i */
+static inline uint32_t gather_xv_boundary(batch *restrict b, const kconst *kc, const float *restrict xt,
+                                          const float *restrict V, float rho0, float rhoi,
+                                          const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t j = id[k];
+        b->dx[k] = xi - xt[3 * j];
+        b->dy[k] = yi - xt[3 * j + 1];
+        b->dz[k] = zi - xt[3 * j + 2];
+        b->m[k] = rho0 * V[j];
+        b->rho[k] = rhoi;
+        b->vx[k] = b->vy[k] = b->vz[k] = 0.0f;
+    }
+    return pad(b, n, 2.0f * kc->H, 1);
+}
+
+/* sum_k m_k W(r_k) / sigma */
+static inline float sum_w(const kconst *kc, const batch *restrict b, uint32_t n)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (uint32_t k = 0; k < n; k++)
+        s += b->m[k] * w_hat(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
+    return s;
+}
+
+/* s += sum_k m_k grad W(x_k) */
+static inline void sum_grad(const kconst *kc, const batch *restrict b, uint32_t n, float s[3])
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < n; k++) {
+        const float g = b->m[k] * dw_r(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
+        sx += g * b->dx[k];
+        sy += g * b->dy[k];
+        sz += g * b->dz[k];
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* XSPH: s += sum_k m_k / (rho_i + rho_k) (v_k - v_i) W_k / sigma */
+static inline void sum_xsph(const kconst *kc, const batch *restrict b, uint32_t n, float rhoi, const float vi[3],
+                            float s[3])
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], zi = vi[2];
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < n; k++) {
+        const float w = b->m[k] / (rhoi + b->rho[k]) *
+                        w_hat(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
+        sx += w * (b->vx[k] - ui);
+        sy += w * (b->vy[k] - wi);
+        sz += w * (b->vz[k] - zi);
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* Monaghan: s += sum_k m_k min(v_ik . x_ik, 0) / ((rho_i + rho_k)(r^2 + eps)) grad W_k;
+ * the caller multiplies by 2 alpha H c (that is -Pi_ik (rho_i + rho_k)(r^2+eps)/(v.x)). */
+static inline void sum_artificial(const kconst *kc, const batch *restrict b, uint32_t n, float rhoi,
+                                  const float vi[3], float eps, float s[3])
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], zi = vi[2];
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < n; k++) {
+        const float dx = b->dx[k], dy = b->dy[k], dz = b->dz[k];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const float vx = (ui - b->vx[k]) * dx + (wi - b->vy[k]) * dy + (zi - b->vz[k]) * dz;
+        const float g = b->m[k] * fminf(vx, 0.0f) / ((rhoi + b->rho[k]) * (r2 + eps)) * dw_r(kc, r2);
+        sx += g * dx;
+        sy += g * dy;
+        sz += g * dz;
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* Iterate the neighbours of i in target t batch by batch:
+ *   FOR_BATCHES(t, i, id, n) { n = gather...(..., id, n, ...); ... }  */
+#define FOR_BATCHES(t, i, id, nb)                                                                      \
+    for (uint32_t k0_ = 0, cnt_ = (t)->nl->count[i]; k0_ < cnt_; k0_ += BATCH)                        \
+        for (uint32_t nb = cnt_ - k0_ < BATCH ? cnt_ - k0_ : BATCH, once_ = 1; once_; once_ = 0)       \
+            for (const uint32_t *restrict id = (t)->nl->idx + (size_t)(i) * (t)->nl->stride + k0_; once_; \
+                 once_ = 0)
+
 /* ---- gathering the sets a fluid set interacts with --------------------- */
 
 typedef struct target {
@@ -235,21 +409,17 @@ static int st_density(const floe_stage_call *call)
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
+            batch b;
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             float acc = ms[i]; /* m_i W(0) / sigma */
-            for (int b = 0; b < nt; b++) {
-                const float *restrict xt = t[b].x;
-                const float *restrict mt = t[b].mass;
-                const uint32_t cnt = t[b].nl->count[i];
-                const uint32_t *restrict id = t[b].nl->idx + (size_t)i * t[b].nl->stride;
-                float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (uint32_t k = 0; k < cnt; k++) {
-                    const uint32_t j = id[k];
-                    const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                    sum += mt[j] * w_hat(&kc, dx * dx + dy * dy + dz * dz);
+            for (int ti = 0; ti < nt; ti++) {
+                const target *tg = &t[ti];
+                const float scale = tg->boundary ? rho0 : 1.0f; /* m_b = rho0_i V_b */
+                FOR_BATCHES(tg, i, id, nb)
+                {
+                    const uint32_t np = gather_x(&b, &kc, tg->x, tg->mass, scale, id, nb, xi, yi, zi);
+                    acc += sum_w(&kc, &b, np);
                 }
-                acc += t[b].boundary ? rho0 * sum : sum;
             }
             rho[i] = kc.sigma * acc;
         }
@@ -343,7 +513,7 @@ static int st_pressure_force(const floe_stage_call *call)
         ws->prho2 = np;
         ws->cap = total;
     }
-    /* p / rho^2 of every fluid particle, once */
+    /* P = p / rho^2 of every fluid particle, once */
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -353,7 +523,7 @@ static int st_pressure_force(const floe_stage_call *call)
         float *restrict out = ws->prho2 + f[s].off;
         if (!rho || !p)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute '%s'", f[s].info.name,
-                              rho ? "p" : "rho");
+                             rho ? "p" : "rho");
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++)
             out[i] = p[i] / (rho[i] * rho[i]);
@@ -373,48 +543,24 @@ static int st_pressure_force(const floe_stage_call *call)
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
+            batch b;
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float Pi = Ps[i];
-            float ax = 0.0f, ay = 0.0f, az = 0.0f;
-            for (int b = 0; b < nt; b++) {
-                const float *restrict xt = t[b].x;
-                const float *restrict mt = t[b].mass;
-                const uint32_t cnt = t[b].nl->count[i];
-                const uint32_t *restrict id = t[b].nl->idx + (size_t)i * t[b].nl->stride;
-                float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-                if (!t[b].boundary) {
-                    const float *restrict Pt = t[b].prho2;
-#pragma omp simd reduction(+ : sx, sy, sz)
-                    for (uint32_t k = 0; k < cnt; k++) {
-                        const uint32_t j = id[k];
-                        const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                        const float g = mt[j] * (Pi + Pt[j]) * dw_r(&kc, dx * dx + dy * dy + dz * dz);
-                        sx += g * dx;
-                        sy += g * dy;
-                        sz += g * dz;
-                    }
-                } else {
-#pragma omp simd reduction(+ : sx, sy, sz)
-                    for (uint32_t k = 0; k < cnt; k++) {
-                        const uint32_t j = id[k];
-                        const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                        const float g = mt[j] * dw_r(&kc, dx * dx + dy * dy + dz * dz);
-                        sx += g * dx;
-                        sy += g * dy;
-                        sz += g * dz;
-                    }
-                    const float sc = two_rho0 * Pi; /* rho0_i V_b (p_i/rho_i^2 + p_b/rho_b^2), p_b = p_i */
-                    sx *= sc;
-                    sy *= sc;
-                    sz *= sc;
+            float acc[3] = {0.0f, 0.0f, 0.0f};
+            for (int ti = 0; ti < nt; ti++) {
+                const target *tg = &t[ti];
+                FOR_BATCHES(tg, i, id, nb)
+                {
+                    /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i */
+                    const uint32_t np =
+                        tg->boundary ? gather_x(&b, &kc, tg->x, tg->mass, two_rho0 * Pi, id, nb, xi, yi, zi)
+                                     : gather_p(&b, &kc, tg->x, tg->mass, tg->prho2, Pi, id, nb, xi, yi, zi);
+                    sum_grad(&kc, &b, np, acc);
                 }
-                ax += sx;
-                ay += sy;
-                az += sz;
             }
-            a[3 * i] -= ax;
-            a[3 * i + 1] -= ay;
-            a[3 * i + 2] -= az;
+            a[3 * i] -= acc[0];
+            a[3 * i + 1] -= acc[1];
+            a[3 * i + 2] -= acc[2];
         }
     }
     return FLOE_OK;
@@ -446,8 +592,9 @@ static int st_viscosity(const floe_stage_call *call)
         return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
     if (alpha == 0.0f && balpha == 0.0f)
         return FLOE_OK;
-    /* XSPH is velocity smoothing v_i += alpha sum(...), applied as alpha/dt
-     * times the sum so that integrate's v += dt a does it. */
+    /* XSPH smooths velocities, v_i += alpha sum_j 2 m_j/(rho_i+rho_j) (v_j-v_i) W_ij, applied as
+     * alpha/dt times the sum so that integrate's v += dt a does it. Artificial viscosity:
+     * a_i -= sum_j m_j Pi_ij grad W_ij = 2 alpha H c sum_j m_j min(v.x, 0)/((rho_i+rho_j)(r^2+eps)) grad W_ij. */
     float fluid_scale, bound_scale;
     if (!artificial) {
         if (!(si->dt > 0.0))
@@ -455,7 +602,6 @@ static int st_viscosity(const floe_stage_call *call)
         fluid_scale = (float)(2.0 * alpha / si->dt) * kc.sigma; /* W = sigma w_hat */
         bound_scale = (float)(2.0 * balpha / si->dt) * kc.sigma;
     } else {
-        /* a_i -= m_j Pi_ij grad W_ij, Pi_ij = -K v.x / ((rho_i+rho_j)(r^2 + eps)) */
         fluid_scale = 2.0f * alpha * kc.H * c0;
         bound_scale = 2.0f * balpha * kc.H * c0;
     }
@@ -479,88 +625,29 @@ static int st_viscosity(const floe_stage_call *call)
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
+            batch b;
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-            const float ui = vs[3 * i], vi = vs[3 * i + 1], wi = vs[3 * i + 2];
+            const float vi[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
             const float rhoi = rhos[i];
-            float ax = 0.0f, ay = 0.0f, az = 0.0f;
-            for (int b = 0; b < nt; b++) {
-                const float *restrict xt = t[b].x;
-                const float *restrict mt = t[b].mass;
-                const uint32_t cnt = t[b].nl->count[i];
-                const uint32_t *restrict id = t[b].nl->idx + (size_t)i * t[b].nl->stride;
-                float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-                if (!t[b].boundary) {
-                    const float *restrict vt = t[b].v;
-                    const float *restrict rt = t[b].rho;
-                    if (!artificial) {
-#pragma omp simd reduction(+ : sx, sy, sz)
-                        for (uint32_t k = 0; k < cnt; k++) {
-                            const uint32_t j = id[k];
-                            const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                            const float w = mt[j] / (rhoi + rt[j]) * w_hat(&kc, dx * dx + dy * dy + dz * dz);
-                            sx += w * (vt[3 * j] - ui);
-                            sy += w * (vt[3 * j + 1] - vi);
-                            sz += w * (vt[3 * j + 2] - wi);
-                        }
-                    } else {
-#pragma omp simd reduction(+ : sx, sy, sz)
-                        for (uint32_t k = 0; k < cnt; k++) {
-                            const uint32_t j = id[k];
-                            const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                            const float vx = (ui - vt[3 * j]) * dx + (vi - vt[3 * j + 1]) * dy +
-                                             (wi - vt[3 * j + 2]) * dz;
-                            const float r2 = dx * dx + dy * dy + dz * dz;
-                            const float g = mt[j] * fminf(vx, 0.0f) / ((rhoi + rt[j]) * (r2 + eps)) * dw_r(&kc, r2);
-                            sx += g * dx;
-                            sy += g * dy;
-                            sz += g * dz;
-                        }
-                    }
-                    sx *= fluid_scale;
-                    sy *= fluid_scale;
-                    sz *= fluid_scale;
-                } else {
-                    /* boundary at rest, mass rho0_i V_b, density mirrored rho_b = rho_i */
-                    if (!artificial) {
-                        float sw = 0.0f;
-#pragma omp simd reduction(+ : sw)
-                        for (uint32_t k = 0; k < cnt; k++) {
-                            const uint32_t j = id[k];
-                            const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                            sw += mt[j] * w_hat(&kc, dx * dx + dy * dy + dz * dz);
-                        }
-                        sw *= -rho0 / (2.0f * rhoi);
-                        sx = sw * ui;
-                        sy = sw * vi;
-                        sz = sw * wi;
-                    } else {
-#pragma omp simd reduction(+ : sx, sy, sz)
-                        for (uint32_t k = 0; k < cnt; k++) {
-                            const uint32_t j = id[k];
-                            const float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-                            const float vx = ui * dx + vi * dy + wi * dz;
-                            const float r2 = dx * dx + dy * dy + dz * dz;
-                            const float g = mt[j] * fminf(vx, 0.0f) / (r2 + eps) * dw_r(&kc, r2);
-                            sx += g * dx;
-                            sy += g * dy;
-                            sz += g * dz;
-                        }
-                        const float sc = rho0 / (2.0f * rhoi);
-                        sx *= sc;
-                        sy *= sc;
-                        sz *= sc;
-                    }
-                    sx *= bound_scale;
-                    sy *= bound_scale;
-                    sz *= bound_scale;
+            float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+            for (int ti = 0; ti < nt; ti++) {
+                const target *tg = &t[ti];
+                float *acc = tg->boundary ? ab : af;
+                FOR_BATCHES(tg, i, id, nb)
+                {
+                    const uint32_t np =
+                        tg->boundary
+                            ? gather_xv_boundary(&b, &kc, tg->x, tg->mass, rho0, rhoi, id, nb, xi, yi, zi)
+                            : gather_xv(&b, &kc, tg->x, tg->mass, tg->rho, tg->v, id, nb, xi, yi, zi);
+                    if (artificial)
+                        sum_artificial(&kc, &b, np, rhoi, vi, eps, acc);
+                    else
+                        sum_xsph(&kc, &b, np, rhoi, vi, acc);
                 }
-                ax += sx;
-                ay += sy;
-                az += sz;
             }
-            a[3 * i] += ax;
-            a[3 * i + 1] += ay;
-            a[3 * i + 2] += az;
+            a[3 * i] += fluid_scale * af[0] + bound_scale * ab[0];
+            a[3 * i + 1] += fluid_scale * af[1] + bound_scale * ab[1];
+            a[3 * i + 2] += fluid_scale * af[2] + bound_scale * ab[2];
         }
     }
     return FLOE_OK;

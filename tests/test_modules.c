@@ -1,0 +1,132 @@
+/* Module loader: every error path has a deliberately broken fixture module
+ * (tests/modules/broken.c); messages must name what went wrong. */
+#include <criterion/criterion.h>
+#include <floe/floe.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static floe_ctx *ctx;
+
+static void setup(void)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_FIXTURE_DIR, 1);
+    floe_sim_def d = floe_sim_default_def();
+    d.spacing = 0.1f;
+    ctx = floe_ctx_create(&d, NULL, 0);
+    cr_assert_not_null(ctx);
+}
+
+static void teardown(void) { floe_ctx_destroy(ctx); }
+
+TestSuite(loader, .init = setup, .fini = teardown);
+
+static void expect_load_error(const char *name, const char *needle1, const char *needle2)
+{
+    int rc = floe_module_load(ctx, name);
+    const char *msg = floe_ctx_error(ctx);
+    cr_assert_neq(rc, FLOE_OK, "loading '%s' should fail", name);
+    cr_assert_not_null(strstr(msg, needle1), "message for '%s' lacks '%s': %s", name, needle1, msg);
+    if (needle2)
+        cr_assert_not_null(strstr(msg, needle2), "message for '%s' lacks '%s': %s", name, needle2, msg);
+    cr_assert_not_null(strstr(msg, name), "message does not name the module: %s", msg);
+}
+
+Test(loader, good_module_loads) { cr_assert_eq(floe_module_load(ctx, "good"), FLOE_OK, "%s", floe_ctx_error(ctx)); }
+
+Test(loader, not_found_lists_where_it_looked)
+{
+    expect_load_error("nosuchmodule", "not found", FLOE_TEST_FIXTURE_DIR "/floe_nosuchmodule.so");
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "FLOE_MODULE_PATH"));
+}
+
+Test(loader, not_a_shared_object) { expect_load_error("notalib", "cannot load", "floe_notalib.so"); }
+
+Test(loader, missing_entry_symbol) { expect_load_error("noentry", "missing entry point floe_module_noentry", NULL); }
+
+Test(loader, abi_major_mismatch_names_both_versions) { expect_load_error("abimajor", "ABI 2.0", "ABI 1.0"); }
+
+Test(loader, abi_newer_minor_refused) { expect_load_error("abiminor", "ABI 1.1", "ABI 1.0"); }
+
+Test(loader, duplicate_stage_names_owner) { expect_load_error("dupstage", "duplicate stage 'dupstage.run'", "module 'dupstage'"); }
+
+Test(loader, stage_without_run) { expect_load_error("norun", "no run function", "norun"); }
+
+Test(loader, descriptor_too_small) { expect_load_error("smalldesc", "malformed descriptor", NULL); }
+
+Test(loader, descriptor_with_wrong_name) { expect_load_error("wrongname", "calls itself 'somebody_else'", NULL); }
+
+Test(loader, default_out_of_range) { expect_load_error("badparam", "outside its range", "'k'"); }
+
+Test(loader, init_failure_carries_module_message) { expect_load_error("initfail", "init failed", "refuses to start"); }
+
+Test(loader, bad_module_name) { cr_assert_neq(floe_module_load(ctx, "../etc/passwd"), FLOE_OK); }
+
+Test(loader, load_is_idempotent)
+{
+    cr_assert_eq(floe_module_load(ctx, "good"), FLOE_OK);
+    cr_assert_eq(floe_module_load(ctx, "good"), FLOE_OK);
+}
+
+/* ---- pipeline composition --------------------------------------------- */
+
+static int add(const char *stage, const char *pname, floe_param_type t, floe_value v)
+{
+    floe_param_kv kv = {pname, t, v};
+    return floe_pipeline_add(ctx, stage, pname ? &kv : NULL, pname ? 1 : 0);
+}
+
+Test(loader, pipeline_checks_stages_and_params)
+{
+    cr_assert_eq(floe_module_load(ctx, "good"), FLOE_OK);
+    cr_assert_eq(add("good.run", "k", FLOE_PARAM_FLOAT, (floe_value){.f = 0.25}), FLOE_OK);
+    cr_assert_eq(add("neighbours", NULL, 0, (floe_value){0}), FLOE_OK);
+    cr_assert_eq(floe_pipeline_length(ctx), 2);
+    cr_assert_str_eq(floe_pipeline_stage_name(ctx, 0), "good.run");
+
+    cr_assert_neq(add("good.nope", NULL, 0, (floe_value){0}), FLOE_OK);
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "unknown stage 'good.nope'"));
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "good.run"), "should list known stages: %s", floe_ctx_error(ctx));
+
+    cr_assert_neq(add("other.run", NULL, 0, (floe_value){0}), FLOE_OK);
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "module 'other' is not loaded"));
+
+    cr_assert_neq(add("good.run", "kk", FLOE_PARAM_FLOAT, (floe_value){.f = 0.5}), FLOE_OK);
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "unknown parameter 'kk'"));
+
+    cr_assert_neq(add("good.run", "k", FLOE_PARAM_FLOAT, (floe_value){.f = 2}), FLOE_OK);
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "out of range"));
+
+    cr_assert_neq(add("good.run", "k", FLOE_PARAM_STRING, (floe_value){.s = "x"}), FLOE_OK);
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "must be a number"));
+
+    cr_assert_eq(floe_pipeline_length(ctx), 2, "failed adds must not change the pipeline");
+
+    cr_assert_eq(floe_pipeline_set(ctx, "good.run.k", "0.75"), FLOE_OK);
+    cr_assert_neq(floe_pipeline_set(ctx, "good.run.k", "abc"), FLOE_OK);
+    cr_assert_neq(floe_pipeline_set(ctx, "good.run.zz", "1"), FLOE_OK);
+    cr_assert_neq(floe_pipeline_set(ctx, "neighbours.reorder_every", "1.5"), FLOE_OK);
+    cr_assert_eq(floe_pipeline_set(ctx, "neighbours.reorder_every", "3"), FLOE_OK);
+}
+
+static int listed_good, errors_seen;
+static void on_module(const floe_module_listing *m, void *u)
+{
+    (void)u;
+    if (!strcmp(m->name, "good"))
+        listed_good++;
+}
+static void on_error(const char *path, const char *msg, void *u)
+{
+    (void)u;
+    (void)msg;
+    if (strstr(path, "floe_abimajor.so"))
+        errors_seen++;
+}
+
+Test(loader, scan_lists_good_and_reports_broken)
+{
+    cr_assert_eq(floe_module_scan(on_module, on_error, NULL), FLOE_OK);
+    cr_assert_eq(listed_good, 1);
+    cr_assert_eq(errors_seen, 1);
+}
