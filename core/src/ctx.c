@@ -68,6 +68,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
         ctx->info.domain_min[2] = 0;
         ctx->info.domain_max[2] = 0;
     }
+    ctx->dt_limit = INFINITY;
     floe_ctx_set_threads(ctx, d.threads);
     /* the built-in stages (neighbours, gravity, integrate) form module 0 */
     ctx->modules[0].desc = floe_core_module();

@@ -142,7 +142,12 @@ static int force_text_mode(lua_State *L, int mode_arg)
     return call_original(L);
 }
 
-static int sb_load(lua_State *L) { return force_text_mode(L, 3); }
+static int sb_load(lua_State *L)
+{
+    if (lua_type(L, 1) == LUA_TSTRING && lua_tostring(L, 1)[0] == LUA_SIGNATURE[0])
+        return refuse(L, "loading binary chunks");
+    return force_text_mode(L, 3);
+}
 static int sb_loadfile(lua_State *L) { return force_text_mode(L, 2); }
 
 static int sb_dofile(lua_State *L)

@@ -1090,8 +1090,7 @@ static void run_apply_sets(lua_State *L, lsim *s, scene_state *sc)
         memcpy(key, kv, kl);
         key[kl] = '\0';
         if (floe_pipeline_set(s->ctx, key, kv + kl + 1) != FLOE_OK)
-            luaL_error(L, RFN ": --set %s: no floe.param reads it and no stage takes it (%s)", key,
-                       floe_ctx_error(s->ctx));
+            luaL_error(L, RFN ": %s (and no floe.param reads '%s')", floe_ctx_error(s->ctx), key);
         sc->used[i] = SET_STAGE;
     }
 }

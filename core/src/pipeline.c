@@ -391,7 +391,7 @@ int floe_step(floe_ctx *ctx, double dt)
     if ((rc = ctx_pipeline_check(ctx)))
         return rc;
     ctx->info.dt = dt;
-    ctx->dt_limit = INFINITY;
+    ctx->dt_limit = INFINITY; /* stages propose limits for the next step */
     if ((rc = ctx_run_stages(ctx)))
         return rc;
     ctx->info.time += dt;
