@@ -62,10 +62,20 @@ static double dist2(const float *a, const float *b, int dim)
  * either way; pairs clearly inside must be found, clearly outside must not. */
 #define BAND 1e-5
 
+static uint64_t check_band(const nb_list *l, const float *xq, uint32_t nq, const float *xt, uint32_t nt,
+                           float radius, int exclude_self, int dim, double band);
+
 /* Compare every list with the brute-force neighbour SET of the query
  * particle (order-independent). Returns the total number of neighbours. */
 static uint64_t check_against_brute(const nb_list *l, const float *xq, uint32_t nq, const float *xt,
                                     uint32_t nt, float radius, int exclude_self, int dim)
+{
+    return check_band(l, xq, nq, xt, nt, radius, exclude_self, dim, BAND);
+}
+
+/* band 0: exact comparison, for inputs whose distances are exact in float */
+static uint64_t check_band(const nb_list *l, const float *xq, uint32_t nq, const float *xt, uint32_t nt,
+                           float radius, int exclude_self, int dim, double band)
 {
     cr_assert_eq(l->n, nq, "list has %u rows, expected %u", l->n, nq);
     cr_assert(nq == 0 || l->stride >= 8, "stride %u", l->stride);
@@ -85,14 +95,14 @@ static uint64_t check_against_brute(const nb_list *l, const float *xq, uint32_t 
             stamp[j] = i + 1;
             cr_assert(!(exclude_self && j == i), "particle %u lists itself", i);
             double d2 = dist2(xq + 3 * (size_t)i, xt + 3 * (size_t)j, dim);
-            cr_assert_lt(d2, r2 * (1.0 + BAND), "particle %u: %u at distance %g >= radius %g", i, j,
+            cr_assert_lt(d2, r2 * (1.0 + band), "particle %u: %u at distance %g >= radius %g", i, j,
                          sqrt(d2), (double)radius);
         }
         for (uint32_t j = 0; j < nt; j++) {
             if (exclude_self && j == i)
                 continue;
             double d2 = dist2(xq + 3 * (size_t)i, xt + 3 * (size_t)j, dim);
-            if (d2 < r2 * (1.0 - BAND))
+            if (d2 < r2 * (1.0 - band))
                 cr_assert_eq(stamp[j], i + 1, "particle %u: missed neighbour %u at distance %g (radius %g)",
                              i, j, sqrt(d2), (double)radius);
         }
@@ -551,4 +561,109 @@ Test(neighbours, sort_properties)
     }
     nb_sorted_free(&s);
     cr_assert_null(s.order);
+}
+
+/* Distances exactly equal to the radius are not neighbours (strict <): a
+ * lattice of spacing 1/4 with radius 1/2 has many such pairs, all exact. */
+Test(neighbours, radius_is_exclusive)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const uint32_t m = 12, n = dim == 3 ? m * m * m : m * m;
+        float *x = malloc(n * 3 * sizeof(float));
+        cr_assert_not_null(x);
+        for (uint32_t k = 0; k < n; k++) {
+            x[3 * k + 0] = 0.25f * (float)(k % m);
+            x[3 * k + 1] = 0.25f * (float)((k / m) % m);
+            x[3 * k + 2] = dim == 3 ? 0.25f * (float)(k / m / m) : 0.0f;
+        }
+        const float lo[3] = {0, 0, 0}, hi[3] = {3, 3, 3};
+        nb_grid g;
+        nb_sorted s = {0};
+        nb_list l = {0};
+        cr_assert_eq(nb_grid_init(&g, dim, lo, hi, 0.5f, 1u << 20), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+        cr_assert_eq(nb_build(&l, &g, x, n, &s, x, 0.5f, 1), 0);
+        check_band(&l, x, n, x, n, 0.5f, 1, dim, 0.0);
+        /* an interior point: |v|^2 < 4 lattice steps -> 26 (3D) / 8 (2D) */
+        uint32_t c = m / 2 + m * (m / 2) + (dim == 3 ? m * m * (m / 2) : 0);
+        cr_assert_eq(l.count[c], dim == 3 ? 26u : 8u, "dim %d: interior point has %u neighbours", dim, l.count[c]);
+        nb_list_free(&l);
+        nb_sorted_free(&s);
+        free(x);
+    }
+}
+
+/* Rows filled to within a few slots of the stride, and exactly to it, must
+ * not spill into the next particle's row. Clusters of coincident particles
+ * of sizes stride-7 .. stride+1 (counts stride-8 .. stride, self excluded),
+ * each preceded in slot order by 0..7 decoys in the cell to its left (which
+ * shifts where the 8-wide blocks fall), sit at even indices; every odd index
+ * is a member of a far-away close pair, whose rows thus lie right after the
+ * cluster rows and are computed before them. */
+Test(neighbours, full_rows_do_not_spill)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const uint32_t stride = dim == 3 ? 64 : 32, nsize = 9, ndecoy = 8, nclust = nsize * ndecoy;
+        uint32_t total = 0, ndec = 0;
+        for (uint32_t c = 0; c < nclust; c++) {
+            total += stride - 7 + c % nsize;
+            ndec += c / nsize;
+        }
+        const uint32_t n = 2 * total + ndec;
+        float *x = malloc(n * 3 * sizeof(float));
+        cr_assert_not_null(x);
+        uint32_t k = 0, e = 2 * total;
+        for (uint32_t c = 0; c < nclust; c++) {
+            /* cell centres, 4 cells apart */
+            const float cx = 0.105f + 0.04f * (float)(c % 20), cy = 0.505f + 0.04f * (float)(c / 20);
+            for (uint32_t u = 0; u < stride - 7 + c % nsize; u++, k++) {
+                x[3 * (2 * k) + 0] = cx;
+                x[3 * (2 * k) + 1] = dim == 3 ? 0.905f : cy;
+                x[3 * (2 * k) + 2] = dim == 3 ? cy : 0.0f;
+                const uint32_t p = k / 2;
+                x[3 * (2 * k + 1) + 0] = 0.01f + 0.0025f * (float)(p % 350) + 0.001f * (float)(k % 2);
+                x[3 * (2 * k + 1) + 1] = 0.01f + 0.005f * (float)(p / 350);
+                x[3 * (2 * k + 1) + 2] = dim == 3 ? 0.01f : 0.0f;
+            }
+            for (uint32_t u = 0; u < c / nsize; u++, e++) {
+                x[3 * e + 0] = cx - 0.01f;
+                x[3 * e + 1] = dim == 3 ? 0.905f : cy;
+                x[3 * e + 2] = dim == 3 ? cy : 0.0f;
+            }
+        }
+        cr_assert_eq(e, n);
+        const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+        const float r = 0.0012f;
+        nb_grid g;
+        nb_sorted s = {0};
+        nb_list l = {0};
+        cr_assert_eq(nb_grid_init(&g, dim, lo, hi, 0.01f, 1u << 24), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            /* pass 0: the set against itself; pass 1: a copy as query set */
+            float *y = x;
+            if (pass) {
+                y = malloc(n * 3 * sizeof(float));
+                cr_assert_not_null(y);
+                memcpy(y, x, n * 3 * sizeof(float));
+            }
+            cr_assert_eq(nb_build(&l, &g, y, n, &s, x, r, 1), 0);
+            cr_assert_eq(l.stride, stride, "dim %d: stride changed to %u although no count exceeds it", dim, l.stride);
+            uint32_t full = 0;
+            for (uint32_t i = 0; i < 2 * total; i += 2)
+                full += l.count[i] == stride;
+            cr_assert_eq(full, (stride + 1) * ndecoy, "dim %d: %u rows filled exactly to the stride", dim, full);
+            for (uint32_t i = 1; i < 2 * total; i += 2) {
+                const uint32_t kk = i / 2, want = (kk % 2 == 0 && kk + 1 == total) ? 0u : 1u; /* last may be unpaired */
+                cr_assert_eq(l.count[i], want, "dim %d: pair particle %u has %u neighbours", dim, i, l.count[i]);
+                cr_assert_eq(l.idx[(size_t)i * l.stride], kk % 2 ? i - 2 : i + 2, "dim %d: row %u overwritten", dim, i);
+            }
+            check_against_brute(&l, y, n, x, n, r, 1, dim);
+            if (pass)
+                free(y);
+        }
+        nb_list_free(&l);
+        nb_sorted_free(&s);
+        free(x);
+    }
 }

@@ -1204,6 +1204,16 @@ typedef struct attr_ref {
 } attr_ref;
 
 /* (set, attr, i) at 2, 3, 4. */
+/* sim:remove_set(name): remove every particle of a set (e.g. lift a gate). */
+static int m_remove_set(lua_State *L)
+{
+    lsim *s = check_idle(L, "sim:remove_set");
+    floe_set set = arg_set(L, s, "sim:remove_set");
+    if (floe_set_clear(s->ctx, set) != FLOE_OK)
+        return luaL_error(L, "sim:remove_set: %s", floe_ctx_error(s->ctx));
+    return 0;
+}
+
 static attr_ref arg_attr(lua_State *L, lsim *s, const char *fn)
 {
     floe_set set = arg_set(L, s, fn);
@@ -1305,6 +1315,7 @@ static const luaL_Reg sim_methods[] = {
     {"on_frame", m_on_frame},
     {"run", m_run},
     {"count", m_count},
+    {"remove_set", m_remove_set},
     {"get", m_get},
     {"set", m_set},
     {"info", m_info},

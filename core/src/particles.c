@@ -185,6 +185,8 @@ uint32_t floe_set_size(floe_ctx *ctx, floe_set set)
 static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
+    if (p->kind == FLOE_SET_BOUNDARY) /* Akinci volumes depend on all of them */
+        ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
 }
 
@@ -270,4 +272,9 @@ floe_set ctx_set_handle(floe_ctx *ctx, int index)
     if (index < 0 || index >= ctx->npsets || !ctx->sets[index].gen)
         return (floe_set){0};
     return (floe_set){make_id(index, ctx->sets[index].gen)};
+}
+
+int floe_set_clear(floe_ctx *ctx, floe_set set)
+{
+    return ctx_set_resize(ctx, set, 0);
 }

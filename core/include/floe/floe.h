@@ -44,6 +44,8 @@ floe_set floe_set_create(floe_ctx *ctx, const char *name, floe_set_kind kind, fl
 floe_set floe_set_find(floe_ctx *ctx, const char *name);
 uint32_t floe_set_size(floe_ctx *ctx, floe_set set);
 int floe_set_is_valid(floe_ctx *ctx, floe_set set);
+/* Remove every particle of a set (the set and its attributes stay). */
+int floe_set_clear(floe_ctx *ctx, floe_set set);
 /* Apply a permutation (new index k takes old particle perm[k]) to every
  * attribute of the set. */
 int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm);

@@ -1,0 +1,205 @@
+/* WCSPH against numbers: hydrostatic pressure in 2D and 3D tanks, mass
+ * conservation, and the 2D dam break against Martin & Moyce (1952). */
+#include "sim_fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* After settling, compare layer-averaged pressure with rho0 g h below the
+ * top two layers; check density error and that nothing left the tank. */
+static void check_hydrostatic(fixture *f, const float tank[3], float d, double tol)
+{
+    floe_ctx *ctx = f->ctx;
+    uint32_t n = floe_set_size(ctx, f->fluid);
+    const float *x = floe_attr(ctx, f->fluid, "x", FLOE_VEC3), *p = floe_attr(ctx, f->fluid, "p", FLOE_F32);
+    const float *rho = floe_attr(ctx, f->fluid, "rho", FLOE_F32);
+    const floe_sim_info *in = floe_ctx_info(ctx);
+    double g = fabs(in->gravity[1]), top = -1e9;
+    for (uint32_t i = 0; i < n; i++)
+        top = fmax(top, x[3 * i + 1]);
+    double surface = top + 0.5 * d;
+    enum { NB = 256 };
+    double psum[NB] = {0}, hsum[NB] = {0};
+    int cnt[NB] = {0};
+    double err_sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        for (int k = 0; k < in->dim; k++) {
+            cr_assert(x[3 * i + k] > -0.5f * d && x[3 * i + k] < tank[k] + 0.5f * d,
+                      "particle %u left the tank: axis %d at %g", i, k, x[3 * i + k]);
+        }
+        double h = surface - x[3 * i + 1];
+        int b = (int)(h / d);
+        if (b >= 0 && b < NB) {
+            psum[b] += p[i];
+            hsum[b] += h;
+            cnt[b]++;
+        }
+        err_sum += fabs(rho[i] / 1000.0 - 1);
+    }
+    double worst = 0;
+    int layers = 0;
+    for (int b = 2; b < NB; b++) {
+        if (cnt[b] < 3)
+            continue;
+        double pm = psum[b] / cnt[b], ref = 1000.0 * g * hsum[b] / cnt[b];
+        double e = fabs(pm - ref) / ref;
+        worst = fmax(worst, e);
+        layers++;
+        cr_log_info("layer %2d depth %.4f m: p = %9.2f Pa, rho g h = %9.2f Pa, error %.2f%%", b, hsum[b] / cnt[b], pm,
+                    ref, 100 * e);
+        cr_assert(e < tol, "layer %d (depth %.3f m): mean pressure %.1f Pa vs rho g h %.1f Pa (%.1f%%)", b,
+                  hsum[b] / cnt[b], pm, ref, 100 * e);
+    }
+    cr_assert(layers >= 10, "too few layers compared (%d)", layers);
+    double avg_err = err_sum / n;
+    cr_log_info("worst layer error %.2f%%, average |rho/rho0 - 1| = %.3f%%", 100 * worst, 100 * avg_err);
+    cr_assert(avg_err < 0.01, "average density error %.3f%% >= 1%%", 100 * avg_err);
+}
+
+static double total_mass(fixture *f)
+{
+    const float *m = floe_attr(f->ctx, f->fluid, "m", FLOE_F32);
+    double s = 0;
+    for (uint32_t i = 0; i < floe_set_size(f->ctx, f->fluid); i++)
+        s += m[i];
+    return s;
+}
+
+Test(wcsph, hydrostatic_tank_2d, .timeout = 600)
+{
+    const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 0);
+    fixture_wcsph(&f, 30, "artificial", 0.05, 4);
+    uint32_t n0 = floe_set_size(f.ctx, f.fluid);
+    double m0 = total_mass(&f);
+    floe_run_def r = fixture_run_def(1.5, 10);
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_set_size(f.ctx, f.fluid), n0);
+    cr_assert_eq(total_mass(&f), m0, "mass must be conserved exactly");
+    check_hydrostatic(&f, tank, d, 0.05);
+    floe_ctx_destroy(f.ctx);
+}
+
+Test(wcsph, hydrostatic_tank_3d, .timeout = 900)
+{
+    const float d = 0.02f, tank[3] = {0.24f, 0.5f, 0.24f}, water[3] = {0.24f, 0.4f, 0.24f};
+    fixture f = fixture_tank(3, d, tank, water, 0);
+    fixture_wcsph(&f, 25, "artificial", 0.05, 4);
+    double m0 = total_mass(&f);
+    floe_run_def r = fixture_run_def(1.2, 10);
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(total_mass(&f), m0, "mass must be conserved exactly");
+    check_hydrostatic(&f, tank, d, 0.05);
+    floe_ctx_destroy(f.ctx);
+}
+
+/* ---- 2D dam break vs Martin & Moyce (1952), n^2 = 2 ------------------ */
+
+typedef struct front_log {
+    int n;
+    double T[2048], Z[2048];
+    double a, tscale, t0;
+    floe_set fluid;
+    float d;
+} front_log;
+
+static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
+{
+    front_log *L = user;
+    const float *x = floe_attr(ctx, L->fluid, "x", FLOE_VEC3);
+    double xmax = 0;
+    for (uint32_t i = 0; i < floe_set_size(ctx, L->fluid); i++)
+        xmax = fmax(xmax, x[3 * i]);
+    if (L->n < 2048) {
+        L->T[L->n] = (st->time - L->t0) * L->tscale;
+        L->Z[L->n] = (xmax + 0.5 * L->d) / L->a;
+        L->n++;
+    }
+    return 0;
+}
+
+static double interp(const front_log *L, double T)
+{
+    for (int i = 1; i < L->n; i++)
+        if (L->T[i] >= T) {
+            double w = (T - L->T[i - 1]) / (L->T[i] - L->T[i - 1]);
+            return L->Z[i - 1] + w * (L->Z[i] - L->Z[i - 1]);
+        }
+    return L->Z[L->n - 1];
+}
+
+/* The column first settles to hydrostatic equilibrium behind a gate (a
+ * boundary set), like the water behind the experiment's gate; the gate is
+ * then removed and the clock starts. The floor and walls are no-slip through
+ * Monaghan viscosity against boundary particles (boundary_alpha). */
+Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
+{
+    const double a = 0.1;
+    const float d = (float)(a / 40), tank[3] = {(float)(5 * a), (float)(3 * a), 0};
+    const float water[3] = {(float)a, (float)(2 * a), 0};
+    fixture f = fixture_tank(2, d, tank, water, 1);
+    floe_set gate = floe_set_create(f.ctx, "gate", FLOE_SET_BOUNDARY, 0);
+    float g0[3] = {(float)a + 0.5f * d, 0, 0}, g1[3] = {(float)a + 2.5f * d, (float)(2.2 * a), 0};
+    cr_assert(floe_boundary_solid_box(f.ctx, gate, g0, g1) > 0);
+
+    /* settle: same solver plus velocity damping */
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "wcsph.density", 0, NULL);
+    floe_param_kv pk[] = {KV_F("speed_of_sound", 25)};
+    fixture_add(&f, "wcsph.pressure", 1, pk);
+    fixture_add(&f, "gravity", 0, NULL);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5),
+                          KV_F("speed_of_sound", 25)};
+    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    fixture_add(&f, "wcsph.pressure_force", 0, NULL);
+    cr_assert_eq(floe_module_load(f.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_param_kv dk[] = {KV_F("rate", 5)};
+    fixture_add(&f, "hello.damp", 1, dk);
+    fixture_add(&f, "integrate", 0, NULL);
+    floe_run_def settle = fixture_run_def(0.4, 10);
+    cr_assert_eq(floe_run(f.ctx, &settle, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+
+    /* release: remove the gate and the damping */
+    cr_assert_eq(floe_core_api()->set_resize(f.ctx, gate, 0), FLOE_OK);
+    floe_pipeline_clear(f.ctx);
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "wcsph.pressure", 1, pk);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    fixture_add(&f, "wcsph.pressure_force", 0, NULL);
+    fixture_add(&f, "integrate", 0, NULL);
+
+    static front_log L;
+    L.a = a;
+    L.d = d;
+    L.tscale = sqrt(2 * 9.81 / a);
+    L.t0 = floe_ctx_info(f.ctx)->time;
+    L.fluid = f.fluid;
+    floe_run_def r = fixture_run_def(2.7 / L.tscale, 400);
+    r.on_frame = on_frame;
+    r.user = &L;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/dambreak2d_martin_moyce_n2eq2_a2.25in_table2_front.csv", FLOE_TEST_SOURCE_ROOT "/tests/validation");
+    FILE *csv = fopen(path, "r");
+    cr_assert_not_null(csv, "cannot open %s", path);
+    char line[512];
+    int compared = 0;
+    double worst = 0;
+    cr_log_info("T      Z_exp  Z_floe  rel.error");
+    while (fgets(line, sizeof line, csv)) {
+        double T, Z;
+        if (line[0] == '#' || sscanf(line, "%lf,%lf", &T, &Z) != 2 || T < 0.5 || T > 2.5)
+            continue;
+        double zs = interp(&L, T), e = fabs(zs - Z) / Z;
+        cr_log_info("%.2f  %.2f   %.3f   %+.1f%%", T, Z, zs, 100 * (zs - Z) / Z);
+        worst = fmax(worst, e);
+        compared++;
+    }
+    fclose(csv);
+    cr_assert(compared >= 8, "compared only %d points", compared);
+    cr_assert(worst < 0.15, "surge front deviates %.1f%% from Martin & Moyce (limit 15%%)", 100 * worst);
+    floe_ctx_destroy(f.ctx);
+}
