@@ -25,6 +25,7 @@ typedef struct floe_sim_def {
     float gravity[3];
     float domain_min[3], domain_max[3];
     int threads;             /* 0 = all cores */
+    int periodic[3];         /* nonzero: axis is periodic over the domain */
 } floe_sim_def;
 
 floe_sim_def floe_sim_default_def(void);

@@ -119,7 +119,25 @@ typedef struct floe_sim_info {
     double dt;               /* this step's time step */
     uint64_t step;
     int threads;
+    /* appended in ABI 1.0: */
+    unsigned periodic;       /* bit k set: axis k is periodic over the domain */
+    float period[3];         /* domain_max - domain_min on periodic axes, else 0 */
 } floe_sim_info;
+
+/* Minimum-image difference on periodic axes: call on x_i - x_j of every
+ * neighbour pair when si->periodic != 0 (neighbour lists then cross the
+ * periodic faces). A no-op on non-periodic axes. */
+static inline void floe_periodic_delta(const floe_sim_info *si, float d[3])
+{
+    for (int k = 0; k < 3; k++)
+        if (si->periodic & (1u << k)) {
+            float L = si->period[k];
+            if (d[k] > 0.5f * L)
+                d[k] -= L;
+            else if (d[k] < -0.5f * L)
+                d[k] += L;
+        }
+}
 
 typedef struct floe_set_info {
     const char *name;
