@@ -78,7 +78,7 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
         int dim = ctx->info.dim;
         for (uint32_t i = 0; i < p->n; i++)
             for (int k = 0; k < dim; k++)
-                if (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k])
+                if (!(ctx->info.periodic & (1u << k)) && (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k]))
                     return report(ctx, p, i, st->name, "left the simulation domain");
     }
     return FLOE_OK;

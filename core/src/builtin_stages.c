@@ -3,6 +3,7 @@
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
 #include "ctx.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- neighbours ------------------------------------------------------- */
@@ -105,6 +106,25 @@ static int stage_gravity(const floe_stage_call *c)
     return FLOE_OK;
 }
 
+/* Positions on periodic axes back into [domain_min, domain_max). */
+static void wrap_periodic(const floe_sim_info *in, float *x, uint32_t n)
+{
+    for (int k = 0; k < 3; k++) {
+        if (!(in->periodic & (1u << k)))
+            continue;
+        const float lo = in->domain_min[k], L = in->period[k];
+#pragma omp parallel for schedule(static)
+        for (uint32_t i = 0; i < n; i++) {
+            float *c = &x[3 * i + k];
+            if (*c < lo || *c >= lo + L) {
+                *c -= L * floorf((*c - lo) / L);
+                if (*c >= lo + L) /* rounding */
+                    *c = lo;
+            }
+        }
+    }
+}
+
 static int stage_integrate(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
@@ -122,6 +142,8 @@ static int stage_integrate(const floe_stage_call *c)
             v[k] += dt * a[k];
             x[k] += dt * v[k];
         }
+        if (ctx->info.periodic)
+            wrap_periodic(&ctx->info, x, p->n);
         p->sorted_valid = 0;
     }
     ctx->nb_valid = 0;

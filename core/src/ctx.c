@@ -46,6 +46,9 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     for (int k = 0; k < 3 && !why; k++)
         if (bad_float(d.gravity[k]))
             why = "gravity must be finite";
+    for (int k = 0; k < d.dim && !why; k++)
+        if (d.periodic[k] && d.domain_max[k] - d.domain_min[k] < 3 * d.spacing * d.support_factor)
+            why = "a periodic axis needs a domain at least 3 support radii long";
     if (why) {
         if (err)
             snprintf(err, errlen, "floe.sim: %s", why);
@@ -63,6 +66,11 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     memcpy(ctx->info.gravity, d.gravity, sizeof d.gravity);
     memcpy(ctx->info.domain_min, d.domain_min, sizeof d.domain_min);
     memcpy(ctx->info.domain_max, d.domain_max, sizeof d.domain_max);
+    for (int k = 0; k < d.dim; k++)
+        if (d.periodic[k]) {
+            ctx->info.periodic |= 1u << k;
+            ctx->info.period[k] = d.domain_max[k] - d.domain_min[k];
+        }
     if (d.dim == 2) {
         ctx->info.gravity[2] = 0;
         ctx->info.domain_min[2] = 0;
