@@ -426,6 +426,14 @@ Test(io, vtk_layout_and_size)
     char names[1024];
     list_dir(tmpdir, names, sizeof names);
     cr_assert_str_eq(names, "frame.vtk");
+
+    /* no particles: points only (VTK's reader fails on "VERTICES 0 0") */
+    tpath(path, sizeof path, "empty.vtk");
+    io_column none[] = {{"rho", FLOE_F32, NULL}};
+    cr_assert_eq(io_write_vtk(path, 0, NULL, none, 1), 0);
+    b = slurp(path, &len);
+    cr_assert_str_eq((char *)b, "# vtk DataFile Version 3.0\nFloe particles\nBINARY\nDATASET POLYDATA\nPOINTS 0 float\n");
+    free(b);
 }
 
 Test(io, vtk_large_spans_chunks)

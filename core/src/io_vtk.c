@@ -12,7 +12,8 @@
  *   SCALARS name float 1    (F32)  LOOKUP_TABLE default  <N floats>
  *   VECTORS name float      (VEC3) <3N floats>
  *   SCALARS name int 1      (I32, U32) LOOKUP_TABLE default  <N int32>
- */
+ *
+ * With no particles the file ends after "POINTS 0 float". */
 #include "io.h"
 
 #include <errno.h>
@@ -106,6 +107,8 @@ int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *
     int r = 0;
 
     fprintf(f, "# vtk DataFile Version 3.0\nFloe particles\nBINARY\nDATASET POLYDATA\nPOINTS %lu float\n", un);
+    if (n == 0) /* VTK's reader fails on "VERTICES 0 0": points only */
+        goto done;
     r |= write_be_block(f, buf, x, 3 * (size_t)n);
     fprintf(f, "VERTICES %lu %lu\n", un, 2 * un);
     r |= write_vertices(f, buf, n);
@@ -128,6 +131,7 @@ int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *
             break;
         }
     }
+done:
     free(buf);
     if (r || ferror(f)) {
         int e = errno ? errno : EIO;
