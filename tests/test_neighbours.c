@@ -365,6 +365,11 @@ Test(neighbours, grid_init_errors)
     cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1000), 0);
     cr_assert_eq(nb_sort(&s, &g, p, 1), 0);
     cr_assert_eq(nb_build(&l, &g, p, 1, &s, p, 0.2f, 0), -1);
+    /* a grid that was never initialised is refused, not indexed */
+    nb_grid z;
+    memset(&z, 0, sizeof z);
+    cr_assert_eq(nb_sort(&s, &z, p, 1), -1);
+    cr_assert_eq(nb_build(&l, &z, p, 1, &s, p, 0.0f, 0), -1);
     nb_list_free(&l);
     nb_sorted_free(&s);
 }
@@ -530,7 +535,8 @@ Test(neighbours, sort_properties)
         int dim;
         uint32_t n;
         float cell;
-    } cases[] = {{3, 5000, 0.1f}, {3, 100, 0.05f}, {2, 7000, 0.02f}, {3, 9000, 0.3f}, {2, 1, 1.0f}, {3, 0, 0.1f}, {3, 3000, 0.07f}};
+    } cases[] = {{3, 5000, 0.1f}, {3, 100, 0.05f}, {2, 7000, 0.02f}, {3, 9000, 0.3f},
+                 {2, 1, 1.0f},    {3, 0, 0.1f},     {3, 3000, 0.07f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
         const float plo[3] = {-1.2f, -0.1f, 1.9f}, phi[3] = {1.2f, 1.1f, 3.1f};

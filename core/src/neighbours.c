@@ -7,26 +7,17 @@
  * nb_build writes only its own slots, in ascending sorted-slot order. */
 #include "neighbours.h"
 
-#include <floe/types.h>
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-/* libfloe is built with -fvisibility=hidden; these internal entry points are
- * exported so that the tests and the benchmark driver can link against them. */
-#define NB_API FLOE_EXPORT
 
 /* Below this many particles the OpenMP fork/join costs more than it saves. */
 #define NB_PAR_MIN 2048u
 
 /* ---------------------------------------------------------------- grid -- */
 
-NB_API int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], float cell, uint64_t max_cells)
+int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], float cell, uint64_t max_cells)
 {
     if (!g || !lo || !hi || (dim != 2 && dim != 3) || !(cell > 0.0f) || !isfinite(cell))
         return -1;
@@ -72,7 +63,7 @@ static inline int nb_axis(float x, float o, float inv, int n)
     return i < n ? i : n - 1;
 }
 
-NB_API uint32_t nb_cell_key(const nb_grid *g, const float x[3])
+uint32_t nb_cell_key(const nb_grid *g, const float x[3])
 {
     const float inv = 1.0f / g->cell;
     uint32_t ix = (uint32_t)nb_axis(x[0], g->origin[0], inv, g->n[0]);
@@ -83,6 +74,14 @@ NB_API uint32_t nb_cell_key(const nb_grid *g, const float x[3])
 
 /* ---------------------------------------------------------------- sort -- */
 
+/* A grid as nb_grid_init leaves it (guards against a zeroed one). */
+static int grid_ok(const nb_grid *g)
+{
+    return (g->dim == 2 || g->dim == 3) && g->cell > 0.0f && g->n[0] >= 1 && g->n[1] >= 1 && g->n[2] >= 1 &&
+           (g->dim == 3 || g->n[2] == 1) &&
+           (uint64_t)g->n[0] * (uint64_t)g->n[1] * (uint64_t)g->n[2] < (uint64_t)UINT32_MAX;
+}
+
 static int grow_u32(uint32_t **p, size_t n)
 {
     void *q = realloc(*p, (n ? n : 1) * sizeof(uint32_t));
@@ -92,9 +91,9 @@ static int grow_u32(uint32_t **p, size_t n)
     return 0;
 }
 
-NB_API int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
+int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
 {
-    if (!s || !g || (n && !x))
+    if (!s || !g || (n && !x) || !grid_ok(g))
         return -1;
     const uint32_t ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
 
@@ -341,8 +340,9 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 }
 
 #if defined(__AVX2__)
-/* Queries per group in build_cells. */
+/* Queries per group, and sorted slots per work chunk, in build_cells. */
 #define NB_GROUP 8
+#define NB_CHUNK 256u
 
 /* The set against itself, AVX2: the queries of one cell share the same
  * candidate ranges, so walk cell by cell and test each block of 8 candidates
@@ -350,90 +350,99 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
  * block once per group instead of once per query and makes the inner trip
  * counts constant within a cell (well predicted). Results are identical to
  * build_pass: per query, candidates in ascending slot order. */
-static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const nb_soa *t, uint32_t nt, float r2,
-                            int exclude_self, uint32_t *restrict count, uint32_t *restrict idx,
-                            uint32_t stride)
+static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
+                            const nb_soa *t, uint32_t nt, float r2, int exclude_self, uint32_t *restrict count,
+                            uint32_t *restrict idx, uint32_t stride)
 {
     const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
     const int dim3 = g->dim == 3;
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
-    const int64_t ncells = (int64_t)n0 * n1 * n2;
+    const int64_t nchunks = ((int64_t)nt + NB_CHUNK - 1) / NB_CHUNK;
     uint32_t maxc = 0;
 
-#pragma omp parallel for schedule(dynamic, 16) reduction(max : maxc) if (nt >= NB_PAR_MIN)
-    for (int64_t cell = 0; cell < ncells; cell++) {
-        const uint32_t qa = cs[cell], qb = cs[cell + 1];
-        if (qa == qb)
-            continue;
-        const int ix = (int)(cell % n0), iy = (int)((cell / n0) % n1), iz = (int)(cell / ((int64_t)n0 * n1));
-        const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
-        const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
-        const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
-        uint32_t ra[9], rb[9];
-        int nr = 0;
-        for (int z = zlo; z <= zhi; z++)
-            for (int y = ylo; y <= yhi; y++) {
-                const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-                ra[nr] = cs[row + (uint32_t)xlo];
-                rb[nr] = cs[row + (uint32_t)xhi + 1];
-                nr++;
-            }
-        const __m256 vr2 = _mm256_set1_ps(r2);
-        const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-        const __m256i vnib = _mm256_set1_epi32(15);
+    /* Work is split into chunks of sorted slots (cost O(n), whatever the
+     * number of cells); inside a chunk, runs of slots of one cell share
+     * their candidate ranges. A cell cut by a chunk edge is simply done as
+     * two runs: results do not depend on the split. */
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : maxc) if (nt >= NB_PAR_MIN)
+    for (int64_t ch = 0; ch < nchunks; ch++) {
+        const uint32_t clo = (uint32_t)ch * NB_CHUNK;
+        const uint32_t chi = nt - clo < NB_CHUNK ? nt : clo + NB_CHUNK;
+        for (uint32_t qa = clo, qb; qa < chi; qa = qb) {
+            const uint32_t cell = key[sj[qa]];
+            qb = cs[cell + 1] < chi ? cs[cell + 1] : chi;
+            const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
+            const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
+            const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
+            const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
+            const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
+            uint32_t ra[9], rb[9];
+            int nr = 0;
+            for (int z = zlo; z <= zhi; z++)
+                for (int y = ylo; y <= yhi; y++) {
+                    const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
+                    ra[nr] = cs[row + (uint32_t)xlo];
+                    rb[nr] = cs[row + (uint32_t)xhi + 1];
+                    nr++;
+                }
+            const __m256 vr2 = _mm256_set1_ps(r2);
+            const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+            const __m256i vnib = _mm256_set1_epi32(15);
 
-        for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
-            const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-            uint32_t c[NB_GROUP], self[NB_GROUP];
-            uint32_t *dst[NB_GROUP];
-            for (uint32_t u = 0; u < gn; u++) {
-                const uint32_t i = sj[g0 + u];
-                c[u] = 0;
-                self[u] = exclude_self ? i : UINT32_MAX;
-                dst[u] = idx + (size_t)i * stride;
-            }
-            for (int r = 0; r < nr; r++) {
-                const uint32_t b = rb[r];
-                for (uint32_t k = ra[r]; k < b; k += 8) {
-                    const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
-                    const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
-                    const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
-                    const uint32_t rem = b - k;
-                    const uint32_t tail = rem >= 8 ? 0xFFu : (1u << rem) - 1u;
-                    for (uint32_t u = 0; u < gn; u++) {
-                        const uint32_t q = g0 + u;
-                        const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(sx + q));
-                        const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(sy + q));
-                        __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-                        if (dim3) {
-                            const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(sz + q));
-                            d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
-                        }
-                        const __m256i eq = _mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]));
-                        const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(eq), _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
-                        const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
-                        uint32_t cu = c[u];
-                        if (cu + 8 <= stride) {
-                            const __m256i perm = _mm256_and_si256(
-                                _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
-                            _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
-                            cu += (uint32_t)__builtin_popcount(m);
-                        } else {
-                            for (uint32_t mm = m; mm; mm &= mm - 1) {
-                                if (cu < stride)
-                                    dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                                cu++;
+            for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
+                const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
+                uint32_t c[NB_GROUP], self[NB_GROUP];
+                uint32_t *dst[NB_GROUP];
+                for (uint32_t u = 0; u < gn; u++) {
+                    const uint32_t i = sj[g0 + u];
+                    c[u] = 0;
+                    self[u] = exclude_self ? i : UINT32_MAX;
+                    dst[u] = idx + (size_t)i * stride;
+                }
+                for (int r = 0; r < nr; r++) {
+                    const uint32_t b = rb[r];
+                    for (uint32_t k = ra[r]; k < b; k += 8) {
+                        const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
+                        const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
+                        const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
+                        const uint32_t rem = b - k;
+                        const uint32_t tail = rem >= 8 ? 0xFFu : (1u << rem) - 1u;
+                        for (uint32_t u = 0; u < gn; u++) {
+                            const uint32_t q = g0 + u;
+                            const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(sx + q));
+                            const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(sy + q));
+                            __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+                            if (dim3) {
+                                const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(sz + q));
+                                d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
                             }
+                            const __m256i eq = _mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]));
+                            const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(eq),
+                                                                _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
+                            const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
+                            uint32_t cu = c[u];
+                            if (cu + 8 <= stride) {
+                                const __m256i perm = _mm256_and_si256(
+                                    _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
+                                _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
+                                cu += (uint32_t)__builtin_popcount(m);
+                            } else {
+                                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                                    if (cu < stride)
+                                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                                    cu++;
+                                }
+                            }
+                            c[u] = cu;
                         }
-                        c[u] = cu;
                     }
                 }
-            }
-            for (uint32_t u = 0; u < gn; u++) {
-                count[sj[g0 + u]] = c[u];
-                if (c[u] > maxc)
-                    maxc = c[u];
+                for (uint32_t u = 0; u < gn; u++) {
+                    count[sj[g0 + u]] = c[u];
+                    if (c[u] > maxc)
+                        maxc = c[u];
+                }
             }
         }
     }
@@ -441,16 +450,16 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
 }
 #endif
 
-NB_API int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
-                    const nb_sorted *target, const float *xt, float radius, int exclude_self)
+int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
+             const float *xt, float radius, int exclude_self)
 {
-    if (!out || !g || !target || (nq && !xq))
+    if (!out || !g || !target || (nq && !xq) || !grid_ok(g))
         return -1;
     if (isnan(radius) || radius > g->cell)
         return -1;
     const uint32_t nt = target->n;
     const uint32_t ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
-    if (nt && (!xt || target->ncells != ncells || !target->order || !target->cell_start))
+    if (nt && (!xt || target->ncells != ncells || !target->key || !target->order || !target->cell_start))
         return -1;
 
     uint32_t stride = out->stride ? out->stride : (g->dim == 3 ? 64u : 32u);
@@ -500,7 +509,8 @@ NB_API int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq
         uint32_t maxc;
 #if defined(__AVX2__)
         if (same_set)
-            maxc = build_cells(g, target->cell_start, &t, nt, r2, exclude_self, out->count, out->idx, out->stride);
+            maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
+                               out->idx, out->stride);
         else
 #endif
             maxc = build_pass(g, xq, nq, same_set, target->cell_start, &t, r2, exclude_self, out->count,
@@ -520,7 +530,7 @@ NB_API int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq
 
 /* ---------------------------------------------------------------- free -- */
 
-NB_API void nb_sorted_free(nb_sorted *s)
+void nb_sorted_free(nb_sorted *s)
 {
     if (!s)
         return;
@@ -530,7 +540,7 @@ NB_API void nb_sorted_free(nb_sorted *s)
     memset(s, 0, sizeof *s);
 }
 
-NB_API void nb_list_free(nb_list *l)
+void nb_list_free(nb_list *l)
 {
     if (!l)
         return;
