@@ -673,3 +673,62 @@ Test(neighbours, full_rows_do_not_spill)
         free(x);
     }
 }
+
+/* Periodic axes: the lists equal a brute-force search with minimum-image
+ * distances, for particles spread over the whole periodic box. */
+Test(neighbours, periodic_matches_minimum_image)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const float H = 0.1f, L[3] = {0.5f, 0.8f, 0.35f};
+        nb_grid g;
+        float lo[3] = {-2 * H, -2 * H, -2 * H}, hi[3] = {L[0] + 2 * H, L[1] + 2 * H, L[2] + 2 * H};
+        cr_assert_eq(nb_grid_init(&g, dim, lo, hi, H, 1u << 20), 0);
+        g.periodic = dim == 3 ? 5u : 1u; /* x (and z in 3D) periodic, y not */
+        for (int k = 0; k < 3; k++) {
+            g.plo[k] = 0;
+            g.period[k] = (g.periodic >> k) & 1u ? L[k] : 0;
+        }
+        enum { N = 1500 };
+        static float x[3 * N];
+        uint32_t s = 12345u;
+        for (int i = 0; i < N; i++)
+            for (int k = 0; k < 3; k++) {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                x[3 * i + k] = k < dim ? L[k] * (float)(s % 100000u) / 100000.0f : 0.0f;
+            }
+        nb_sorted srt = {0};
+        nb_list lst = {0};
+        cr_assert_eq(nb_sort(&srt, &g, x, N), 0);
+        cr_assert_eq(nb_build(&lst, &g, x, N, &srt, x, H, 1), 0);
+        long total = 0;
+        for (int i = 0; i < N; i++) {
+            uint32_t brute = 0;
+            for (int j = 0; j < N; j++) {
+                if (j == i)
+                    continue;
+                float d2 = 0;
+                for (int k = 0; k < dim; k++) {
+                    float d = x[3 * i + k] - x[3 * j + k];
+                    if ((g.periodic >> k) & 1u)
+                        d -= L[k] * rintf(d / L[k]);
+                    d2 += d * d;
+                }
+                if (d2 < H * H) {
+                    brute++;
+                    int found = 0;
+                    for (uint32_t c = 0; c < lst.count[i]; c++)
+                        found |= lst.idx[(size_t)i * lst.stride + c] == (uint32_t)j;
+                    cr_assert(found, "dim %d: pair (%d,%d) at periodic distance %g missing", dim, i, j, sqrtf(d2));
+                }
+            }
+            cr_assert_eq(lst.count[i], brute, "dim %d particle %d: %u listed, %u by brute force", dim, i,
+                         lst.count[i], brute);
+            total += brute;
+        }
+        cr_assert(total > N, "the test must see pairs across the faces");
+        nb_sorted_free(&srt);
+        nb_list_free(&lst);
+    }
+}

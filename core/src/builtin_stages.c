@@ -22,6 +22,11 @@ int ctx_nb_grid_ensure(floe_ctx *ctx)
         return ctx_fail(ctx, FLOE_ERR_ARG,
                         "neighbour grid: the domain is too large for cells of %g m (more than 2^28 cells); "
                         "shrink the domain or raise the spacing", (double)in->support);
+    ctx->nbgrid.periodic = in->periodic;
+    for (int k = 0; k < 3; k++) {
+        ctx->nbgrid.plo[k] = in->domain_min[k];
+        ctx->nbgrid.period[k] = in->period[k];
+    }
     return FLOE_OK;
 }
 

@@ -42,6 +42,7 @@ int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], floa
     }
     g->dim = dim;
     g->cell = cell;
+    g->periodic = 0;
     for (int a = 0; a < 3; a++) {
         g->origin[a] = a < naxes ? lo[a] : 0.0f;
         g->n[a] = n[a];
@@ -240,6 +241,35 @@ static const uint32_t nb_compress_lut[256] = {
  * query i = t->j[q] sits at slot q, which keeps the candidate reads of
  * consecutive queries in cache. Returns the largest neighbour count found
  * (may exceed stride: such rows are truncated and must be redone). */
+/* The query position and its periodic images (see nb_grid.periodic). */
+static inline int nb_images(const nb_grid *g, float px, float py, float pz, float img[8][3])
+{
+    img[0][0] = px;
+    img[0][1] = py;
+    img[0][2] = pz;
+    int n = 1;
+    for (int k = 0; k < 3; k++) {
+        if (!(g->periodic & (1u << k)))
+            continue;
+        const float c = k == 0 ? px : k == 1 ? py : pz;
+        float shift = 0.0f;
+        if (c < g->plo[k] + g->cell)
+            shift = g->period[k];
+        else if (c >= g->plo[k] + g->period[k] - g->cell)
+            shift = -g->period[k];
+        if (shift == 0.0f)
+            continue;
+        for (int m = 0; m < n; m++) {
+            img[n + m][0] = img[m][0];
+            img[n + m][1] = img[m][1];
+            img[n + m][2] = img[m][2];
+            img[n + m][k] += shift;
+        }
+        n *= 2;
+    }
+    return n;
+}
+
 static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, int same_set,
                            const uint32_t *restrict cs, const nb_soa *t, float r2, int exclude_self,
                            uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
@@ -268,68 +298,78 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
             py = xq[3 * q + 1];
             pz = dim3 ? xq[3 * q + 2] : 0.0f;
         }
-        const int ix = nb_axis(px, o0, inv, n0);
-        const int iy = nb_axis(py, o1, inv, n1);
-        const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
-        const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
-        const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
-        const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
-        /* with exclude_self off, `self` is a value no index can take */
-        const uint32_t self = exclude_self ? i : UINT32_MAX;
         uint32_t *restrict dst = idx + (size_t)i * stride;
         uint32_t c = 0;
-#if defined(__AVX2__)
-        const __m256 vx = _mm256_set1_ps(px), vy = _mm256_set1_ps(py), vz = _mm256_set1_ps(pz);
-        const __m256 vr2 = _mm256_set1_ps(r2);
-        const __m256i vself = _mm256_set1_epi32((int)self);
-        const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-        const __m256i vnib = _mm256_set1_epi32(15);
-#else
-        uint32_t spill; /* sink for stores past the end of a full row */
-#endif
-        for (int z = zlo; z <= zhi; z++) {
-            for (int y = ylo; y <= yhi; y++) {
-                const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-                const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
-#if defined(__AVX2__)
-                for (uint32_t k = a; k < b; k += 8) {
-                    const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + k), vx);
-                    const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(sy + k), vy);
-                    __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-                    if (dim3) {
-                        const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(sz + k), vz);
-                        d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
-                    }
-                    const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
-                    const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(jv, vself)),
-                                                        _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
-                    const uint32_t rem = b - k;
-                    const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & (rem >= 8 ? 0xFFu : (1u << rem) - 1u);
-                    if (c + 8 <= stride) {
-                        /* compress the hits to the front, store all 8 lanes */
-                        const __m256i perm = _mm256_and_si256(
-                            _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
-                        _mm256_storeu_si256((__m256i *)(dst + c), _mm256_permutevar8x32_epi32(jv, perm));
-                        c += (uint32_t)__builtin_popcount(m);
-                    } else {
-                        for (uint32_t mm = m; mm; mm &= mm - 1) {
-                            if (c < stride)
-                                dst[c] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                            c++;
+        /* periodic axes: also search from the images of the query shifted by
+         * one period when it lies within a cell of a periodic face (a period
+         * is at least 3 cells, so no pair is found twice) */
+        float img[8][3];
+        int nimg = nb_images(g, px, py, pz, img);
+        for (int im = 0; im < nimg; im++) {
+            px = img[im][0];
+            py = img[im][1];
+            pz = img[im][2];
+            const int ix = nb_axis(px, o0, inv, n0);
+            const int iy = nb_axis(py, o1, inv, n1);
+            const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
+            const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
+            const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
+            const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
+            /* with exclude_self off, `self` is a value no index can take */
+            const uint32_t self = exclude_self ? i : UINT32_MAX;
+    #if defined(__AVX2__)
+            const __m256 vx = _mm256_set1_ps(px), vy = _mm256_set1_ps(py), vz = _mm256_set1_ps(pz);
+            const __m256 vr2 = _mm256_set1_ps(r2);
+            const __m256i vself = _mm256_set1_epi32((int)self);
+            const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+            const __m256i vnib = _mm256_set1_epi32(15);
+    #else
+            uint32_t spill; /* sink for stores past the end of a full row */
+    #endif
+            for (int z = zlo; z <= zhi; z++) {
+                for (int y = ylo; y <= yhi; y++) {
+                    const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
+                    const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
+    #if defined(__AVX2__)
+                    for (uint32_t k = a; k < b; k += 8) {
+                        const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(sx + k), vx);
+                        const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(sy + k), vy);
+                        __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+                        if (dim3) {
+                            const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(sz + k), vz);
+                            d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
+                        }
+                        const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
+                        const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(jv, vself)),
+                                                            _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
+                        const uint32_t rem = b - k;
+                        const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & (rem >= 8 ? 0xFFu : (1u << rem) - 1u);
+                        if (c + 8 <= stride) {
+                            /* compress the hits to the front, store all 8 lanes */
+                            const __m256i perm = _mm256_and_si256(
+                                _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
+                            _mm256_storeu_si256((__m256i *)(dst + c), _mm256_permutevar8x32_epi32(jv, perm));
+                            c += (uint32_t)__builtin_popcount(m);
+                        } else {
+                            for (uint32_t mm = m; mm; mm &= mm - 1) {
+                                if (c < stride)
+                                    dst[c] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                                c++;
+                            }
                         }
                     }
+    #else
+                    for (uint32_t k = a; k < b; k++) {
+                        const float dx = sx[k] - px;
+                        const float dy = sy[k] - py;
+                        const float d2 = dim3 ? dx * dx + dy * dy + (sz[k] - pz) * (sz[k] - pz) : dx * dx + dy * dy;
+                        const uint32_t j = sj[k];
+                        /* branchless append: always store, advance on a hit */
+                        *(c < stride ? dst + c : &spill) = j;
+                        c += (uint32_t)((d2 < r2) & (j != self));
+                    }
+    #endif
                 }
-#else
-                for (uint32_t k = a; k < b; k++) {
-                    const float dx = sx[k] - px;
-                    const float dy = sy[k] - py;
-                    const float d2 = dim3 ? dx * dx + dy * dy + (sz[k] - pz) * (sz[k] - pz) : dx * dx + dy * dy;
-                    const uint32_t j = sj[k];
-                    /* branchless append: always store, advance on a hit */
-                    *(c < stride ? dst + c : &spill) = j;
-                    c += (uint32_t)((d2 < r2) & (j != self));
-                }
-#endif
             }
         }
         count[i] = c;
@@ -508,7 +548,7 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
     for (;;) {
         uint32_t maxc;
 #if defined(__AVX2__)
-        if (same_set)
+        if (same_set && !g->periodic)
             maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
                                out->idx, out->stride);
         else

@@ -15,6 +15,8 @@ typedef struct nb_grid {
     float origin[3];  /* lower corner of cell (0,0,0) */
     float cell;       /* cell edge = search radius */
     int n[3];         /* cells per axis */
+    unsigned periodic;/* bit k: axis k is periodic over [plo, plo + period) */
+    float plo[3], period[3]; /* period >= 3 cells; set after nb_grid_init */
 } nb_grid;
 
 /* Particles of one set sorted by cell key. Reusable across updates; memory
