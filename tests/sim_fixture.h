@@ -22,6 +22,8 @@ static inline fixture fixture_tank(int dim, float d, const float tank[3], const 
     def.dim = dim;
     def.spacing = d;
     def.threads = 2;
+    if (getenv("FLOE_TEST_SUPPORT"))
+        def.support_factor = (float)atof(getenv("FLOE_TEST_SUPPORT"));
     for (int k = 0; k < 3; k++) {
         def.domain_min[k] = -4 * d;
         def.domain_max[k] = tank[k] + 4 * d + (k == 1 ? tank[1] : 0);
