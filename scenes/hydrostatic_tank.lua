@@ -26,6 +26,7 @@ sim:pipeline{
   "integrate",
 }
 sim:on_frame(function(s, st)
+  floe.log(string.format("max speed %.4f m/s, kinetic %.4g J", st.max_speed, st.kinetic))
   local pmax = 0
   for i = 1, s:count "fluid" do
     local p = s:get("fluid", "p", i)

@@ -11,17 +11,20 @@
  *
  * j runs over the neighbours in every fluid set, b over those in every
  * boundary set (Akinci et al. 2012: a boundary particle acts as fluid of mass
- * rho0_i V_b, with pressure mirrored from the fluid particle, p_b = p_i,
- * rho_b = rho_i).
+ * rho0_i V_b; pressure is mirrored from the fluid particle, p_b = p_i and
+ * rho_b = rho_i). docs/modules.md has the equations in full.
  *
- * Every loop is a gather (particle i writes only its own slot); the sums
- * over neighbours run in list order (omp simd lanes in a fixed pattern), so
- * results do not depend on the thread count. The kernel is the cubic spline
- * of <floe/kernel.h>, written branch-free here so the neighbour loops
- * vectorise:
- *   W(q)     = sigma (2 (1-q)^3 - 8 max(0, 1/2-q)^3)
- *   dW/dq    = sigma (24 max(0, 1/2-q)^2 - 6 (1-q)^2)      (q = r / H)
- * which equals floe_kernel_w / floe_kernel_dw_r piece by piece. */
+ * Speed: this is the hot path. Every loop is a gather (particle i writes only
+ * its own slot), so it parallelises with a static OpenMP schedule, and the sum
+ * over one neighbour row is an omp simd reduction: the compiler vectorises
+ * it (emulating the indexed loads where the CPU has no fast gather). The
+ * lanes are summed in a pattern fixed at compile time, so results are
+ * bitwise the same for any thread count. For that the kernel is written
+ * without branches (max(x, 0) = (x + |x|) / 2, exact in floating point):
+ *   W(q)  = sigma (2 max(0, 1-q)^3 - 8 max(0, 1/2-q)^3)          q = r / H
+ *   dW/dq = sigma (24 max(0, 1/2-q)^2 - 6 max(0, 1-q)^2)
+ * the cubic spline of <floe/kernel.h> piece by piece (fmaxf itself would be a
+ * library call, which no loop vectorises through). */
 #include <floe/module.h>
 
 #include <math.h>
@@ -30,12 +33,19 @@
 
 static const floe_api *api; /* the core's services, from the entry point */
 
+/* the row sums below must inline into the OpenMP loop bodies */
+#if defined(__GNUC__)
+#define ROW_FN static inline __attribute__((always_inline))
+#else
+#define ROW_FN static inline
+#endif
+
 #define WCSPH_MAX_SETS 16
 
 /* ---- module state: scratch for p / rho^2 ------------------------------ */
 
 typedef struct wcsph_state {
-    float *prho2;       /* p_i / rho_i^2 of every fluid set, concatenated */
+    float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
     size_t cap;
 } wcsph_state;
 
@@ -57,13 +67,16 @@ static void wcsph_fini(void *state)
     free(s);
 }
 
-/* ---- kernel constants -------------------------------------------------- */
+/* ---- kernel ------------------------------------------------------------- */
 
 typedef struct kconst {
     float H, inv_H;
-    float sigma;        /* W(0) */
-    float g;            /* sigma / H: grad W = g * dWdq_hat / r * x_ij */
-    float r_min;        /* floor of r (coincident particles: grad W = 0) */
+    float sigma;    /* W(0) */
+    float g;        /* sigma / H: dW/dr = g dW/dq / sigma */
+    float r_min2;   /* (1e-6 H)^2, keeps 1/r finite for coincident particles */
+    int periodic;   /* some axis is periodic: x_ij takes the minimum image */
+    float L[3];     /* period of each axis, 0 if not periodic */
+    float half_L[3];
 } kconst;
 
 static kconst kconst_make(const floe_sim_info *si)
@@ -74,202 +87,36 @@ static kconst kconst_make(const floe_sim_info *si)
     c.inv_H = k.inv_H;
     c.sigma = k.sigma;
     c.g = k.sigma * k.inv_H;
-    c.r_min = 1e-6f * k.H;
+    c.r_min2 = (1e-6f * k.H) * (1e-6f * k.H);
+    c.periodic = si->periodic != 0;
+    for (int d = 0; d < 3; d++) {
+        c.L[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
+        c.half_L[d] = 0.5f * c.L[d];
+    }
     return c;
 }
 
-/* W(r) / sigma from r^2 */
+static inline float maxf(float a, float b) { return a > b ? a : b; }
+static inline float pos(float a) { return 0.5f * (a + fabsf(a)); } /* max(a, 0) */
+static inline float neg(float a) { return 0.5f * (a - fabsf(a)); } /* min(a, 0) */
+
+/* W / sigma at distance^2 r2 */
 static inline float w_hat(const kconst *c, float r2)
 {
-    float q = sqrtf(r2) * c->inv_H;
-    float a = fmaxf(1.0f - q, 0.0f);
-    float b = fmaxf(0.5f - q, 0.0f);
+    const float q = sqrtf(r2) * c->inv_H;
+    const float a = pos(1.0f - q), b = pos(0.5f - q);
     return 2.0f * a * a * a - 8.0f * b * b * b;
 }
 
-/* (dW/dr) / r from r^2, so grad W_ij = dw_r * x_ij; 0 at r = 0 */
+/* (dW/dr) / r at distance^2 r2, so grad W_ij = dw_r * x_ij. At r = 0,
+ * dW/dq = 0 and x_ij = 0, so grad W = 0 as in floe_kernel_dw_r. */
 static inline float dw_r(const kconst *c, float r2)
 {
-    float r = fmaxf(sqrtf(r2), c->r_min);
-    float q = r * c->inv_H;
-    float a = fmaxf(1.0f - q, 0.0f);
-    float b = fmaxf(0.5f - q, 0.0f);
+    const float r = sqrtf(r2 + c->r_min2);
+    const float q = r * c->inv_H;
+    const float a = pos(1.0f - q), b = pos(0.5f - q);
     return c->g * (24.0f * b * b - 6.0f * a * a) / r;
 }
-
-/* ---- neighbour batches -------------------------------------------------- *
- * The neighbours of particle i are copied (a scalar gather) into small
- * contiguous arrays, padded with null neighbours (at distance 2H, weight 0)
- * to a multiple of LANES; the kernel arithmetic then runs as an omp simd
- * reduction over those arrays, which compilers vectorise (sqrt and division
- * included) without needing hardware gathers. */
-
-#define BATCH 64 /* neighbours per batch, a multiple of LANES */
-#define LANES 16
-
-typedef struct batch {
-    float dx[BATCH], dy[BATCH], dz[BATCH]; /* x_i - x_j */
-    float m[BATCH];                        /* weight: m_j, rho0 V_b, or m_j (P_i + P_j) */
-    float rho[BATCH];                      /* rho_j (mirrored rho_i for boundaries) */
-    float vx[BATCH], vy[BATCH], vz[BATCH]; /* v_j (0 for boundaries) */
-} batch;
-
-/* pad [n, round up to LANES) with null neighbours; returns the padded count */
-static inline uint32_t pad(batch *restrict b, uint32_t n, float far, int with_v)
-{
-    uint32_t np = (n + LANES - 1) / LANES * LANES;
-    for (uint32_t k = n; k < np; k++) {
-        b->dx[k] = far;
-        b->dy[k] = b->dz[k] = 0.0f;
-        b->m[k] = 0.0f;
-        if (with_v) {
-            b->rho[k] = 1.0f;
-            b->vx[k] = b->vy[k] = b->vz[k] = 0.0f;
-        }
-    }
-    return np;
-}
-
-/* positions and weights w_scale * w[j] (w = m or V) */
-static inline uint32_t gather_x(batch *restrict b, const kconst *kc, const float *restrict xt,
-                                const float *restrict w, float w_scale, const uint32_t *restrict id, uint32_t n,
-                                float xi, float yi, float zi)
-{
-    for (uint32_t k = 0; k < n; k++) {
-        const uint32_t j = id[k];
-        b->dx[k] = xi - xt[3 * j];
-        b->dy[k] = yi - xt[3 * j + 1];
-        b->dz[k] = zi - xt[3 * j + 2];
-        b->m[k] = w_scale * w[j];
-    }
-    return pad(b, n, 2.0f * kc->H, 0);
-}
-
-/* positions and pressure weights m_j (P_i + P_j), P = p / rho^2 */
-static inline uint32_t gather_p(batch *restrict b, const kconst *kc, const float *restrict xt,
-                                const float *restrict m, const float *restrict P, float Pi,
-                                const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
-{
-    for (uint32_t k = 0; k < n; k++) {
-        const uint32_t j = id[k];
-        b->dx[k] = xi - xt[3 * j];
-        b->dy[k] = yi - xt[3 * j + 1];
-        b->dz[k] = zi - xt[3 * j + 2];
-        b->m[k] = m[j] * (Pi + P[j]);
-    }
-    return pad(b, n, 2.0f * kc->H, 0);
-}
-
-/* positions, masses, densities and velocities of fluid neighbours */
-static inline uint32_t gather_xv(batch *restrict b, const kconst *kc, const float *restrict xt,
-                                 const float *restrict m, const float *restrict rho, const float *restrict v,
-                                 const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
-{
-    for (uint32_t k = 0; k < n; k++) {
-        const uint32_t j = id[k];
-        b->dx[k] = xi - xt[3 * j];
-        b->dy[k] = yi - xt[3 * j + 1];
-        b->dz[k] = zi - xt[3 * j + 2];
-        b->m[k] = m[j];
-        b->rho[k] = rho[j];
-        b->vx[k] = v[3 * j];
-        b->vy[k] = v[3 * j + 1];
-        b->vz[k] = v[3 * j + 2];
-    }
-    return pad(b, n, 2.0f * kc->H, 1);
-}
-
-/* boundary neighbours as fluid at rest: mass rho0 V_b, density rho_i */
-static inline uint32_t gather_xv_boundary(batch *restrict b, const kconst *kc, const float *restrict xt,
-                                          const float *restrict V, float rho0, float rhoi,
-                                          const uint32_t *restrict id, uint32_t n, float xi, float yi, float zi)
-{
-    for (uint32_t k = 0; k < n; k++) {
-        const uint32_t j = id[k];
-        b->dx[k] = xi - xt[3 * j];
-        b->dy[k] = yi - xt[3 * j + 1];
-        b->dz[k] = zi - xt[3 * j + 2];
-        b->m[k] = rho0 * V[j];
-        b->rho[k] = rhoi;
-        b->vx[k] = b->vy[k] = b->vz[k] = 0.0f;
-    }
-    return pad(b, n, 2.0f * kc->H, 1);
-}
-
-/* sum_k m_k W(r_k) / sigma */
-static inline float sum_w(const kconst *kc, const batch *restrict b, uint32_t n)
-{
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (uint32_t k = 0; k < n; k++)
-        s += b->m[k] * w_hat(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
-    return s;
-}
-
-/* s += sum_k m_k grad W(x_k) */
-static inline void sum_grad(const kconst *kc, const batch *restrict b, uint32_t n, float s[3])
-{
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < n; k++) {
-        const float g = b->m[k] * dw_r(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
-        sx += g * b->dx[k];
-        sy += g * b->dy[k];
-        sz += g * b->dz[k];
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
-}
-
-/* XSPH: s += sum_k m_k / (rho_i + rho_k) (v_k - v_i) W_k / sigma */
-static inline void sum_xsph(const kconst *kc, const batch *restrict b, uint32_t n, float rhoi, const float vi[3],
-                            float s[3])
-{
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-    const float ui = vi[0], wi = vi[1], zi = vi[2];
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < n; k++) {
-        const float w = b->m[k] / (rhoi + b->rho[k]) *
-                        w_hat(kc, b->dx[k] * b->dx[k] + b->dy[k] * b->dy[k] + b->dz[k] * b->dz[k]);
-        sx += w * (b->vx[k] - ui);
-        sy += w * (b->vy[k] - wi);
-        sz += w * (b->vz[k] - zi);
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
-}
-
-/* Monaghan: s += sum_k m_k min(v_ik . x_ik, 0) / ((rho_i + rho_k)(r^2 + eps)) grad W_k;
- * the caller multiplies by 2 alpha H c (that is -Pi_ik (rho_i + rho_k)(r^2+eps)/(v.x)). */
-static inline void sum_artificial(const kconst *kc, const batch *restrict b, uint32_t n, float rhoi,
-                                  const float vi[3], float eps, float s[3])
-{
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-    const float ui = vi[0], wi = vi[1], zi = vi[2];
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < n; k++) {
-        const float dx = b->dx[k], dy = b->dy[k], dz = b->dz[k];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const float vx = (ui - b->vx[k]) * dx + (wi - b->vy[k]) * dy + (zi - b->vz[k]) * dz;
-        const float g = b->m[k] * fminf(vx, 0.0f) / ((rhoi + b->rho[k]) * (r2 + eps)) * dw_r(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
-}
-
-/* Iterate the neighbours of i in target t batch by batch:
- *   FOR_BATCHES(t, i, id, n) { n = gather...(..., id, n, ...); ... }  */
-#define FOR_BATCHES(t, i, id, nb)                                                                      \
-    for (uint32_t k0_ = 0, cnt_ = (t)->nl->count[i]; k0_ < cnt_; k0_ += BATCH)                        \
-        for (uint32_t nb = cnt_ - k0_ < BATCH ? cnt_ - k0_ : BATCH, once_ = 1; once_; once_ = 0)       \
-            for (const uint32_t *restrict id = (t)->nl->idx + (size_t)(i) * (t)->nl->stride + k0_; once_; \
-                 once_ = 0)
 
 /* ---- gathering the sets a fluid set interacts with --------------------- */
 
@@ -307,7 +154,7 @@ static int list_fluids(floe_ctx *ctx, fluid *f, int *nf)
             return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
         if (!(f[s].info.rest_density > 0.0f))
             return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0",
-                              f[s].info.name);
+                             f[s].info.name);
         f[s].off = off;
         off += f[s].info.n;
     }
@@ -321,7 +168,7 @@ static const float *need(floe_ctx *ctx, floe_set set, const char *set_name, cons
     const float *p = api->attr(ctx, set, attr, type);
     if (!p && *status == FLOE_OK)
         *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
-                             type == FLOE_VEC3 ? "vec3" : "f32", attr);
+                            type == FLOE_VEC3 ? "vec3" : "f32", attr);
     return p;
 }
 
@@ -333,6 +180,8 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
     int st = FLOE_OK;
     int n = 0;
     for (int s = 0; s < nf; s++) {
+        if (f[s].info.n == 0)
+            continue; /* nothing to interact with */
         target *tg = &t[n++];
         memset(tg, 0, sizeof *tg);
         tg->n = f[s].info.n;
@@ -371,14 +220,159 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
     for (int s = 0; s < n; s++) {
         if (!t[s].nl)
             return api->fail(ctx, FLOE_ERR_ARG,
-                              "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
-                              q->info.name);
+                             "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
+                             q->info.name);
         if (t[s].nl->n < q->info.n)
             return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)",
-                              q->info.name, t[s].nl->n, q->info.n);
+                             q->info.name, t[s].nl->n, q->info.n);
     }
     *nt = n;
     return FLOE_OK;
+}
+
+/* ---- sums over one neighbour row ------------------------------------------
+ * Particle i at (xi, yi, zi); its neighbours in one target set are
+ * id[0..cnt) (a row of the fixed-stride list). The row functions take a last
+ * argument `per`, always a constant (ROW_CALL passes 1 or 0), so each is
+ * compiled twice: with the minimum image on periodic axes, and without. */
+
+#define ROW(nl, i) (nl)->idx + (size_t)(i) * (nl)->stride, (nl)->count[i]
+#define ROW_CALL(fn, ...) (kc.periodic ? fn(__VA_ARGS__, 1) : fn(__VA_ARGS__, 0))
+
+/* minimum image of one component, branch-free (L = 0: unchanged) */
+#define MIN_IMAGE(d, k) d -= kc->L[k] * ((float)(d > kc->half_L[k]) - (float)(d < -kc->half_L[k]))
+#define X_IJ                                                                       \
+    const uint32_t j = id[k];                                                      \
+    float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];   \
+    if (per) {                                                                     \
+        MIN_IMAGE(dx, 0);                                                          \
+        MIN_IMAGE(dy, 1);                                                          \
+        MIN_IMAGE(dz, 2);                                                          \
+    }                                                                              \
+    const float r2 = dx * dx + dy * dy + dz * dz
+
+/* sum_j w_j W_ij / sigma */
+ROW_FN float row_w(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
+                   const float *restrict w, float xi, float yi, float zi, const int per)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (uint32_t k = 0; k < cnt; k++) {
+        X_IJ;
+        s += w[j] * w_hat(kc, r2);
+    }
+    return s;
+}
+
+/* s += sum_j c_j grad W_ij with c_j = w_j (P_i + P_j), or c_j = w_j if P is NULL */
+ROW_FN void row_grad(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
+                     const float *restrict w, const float *restrict P, float Pi, float xi, float yi,
+                     float zi, float s[3], const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    if (P) {
+#pragma omp simd reduction(+ : sx, sy, sz)
+        for (uint32_t k = 0; k < cnt; k++) {
+            X_IJ;
+            const float g = w[j] * (Pi + P[j]) * dw_r(kc, r2);
+            sx += g * dx;
+            sy += g * dy;
+            sz += g * dz;
+        }
+    } else {
+#pragma omp simd reduction(+ : sx, sy, sz)
+        for (uint32_t k = 0; k < cnt; k++) {
+            X_IJ;
+            const float g = w[j] * dw_r(kc, r2);
+            sx += g * dx;
+            sy += g * dy;
+            sz += g * dz;
+        }
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* XSPH: s += sum_j m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma */
+ROW_FN void row_xsph(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
+                     const float *restrict m, const float *restrict rho, const float *restrict v, float xi,
+                     float yi, float zi, float rhoi, const float vi[3], float s[3], const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], ti = vi[2];
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < cnt; k++) {
+        X_IJ;
+        const float c = m[j] / (rhoi + rho[j]) * w_hat(kc, r2);
+        sx += c * (v[3 * j] - ui);
+        sy += c * (v[3 * j + 1] - wi);
+        sz += c * (v[3 * j + 2] - ti);
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* Monaghan: s += sum_j m_j min(v_ij . x_ij, 0) / ((rho_i + rho_j)(r^2 + eps)) grad W_ij,
+ * which is -sum_j m_j Pi_ij grad W_ij / (2 alpha H c). A boundary row passes
+ * v = NULL (at rest) and rho = NULL (mirrored, rho_j = rho_i). */
+ROW_FN void row_artificial(const kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                           const float *restrict xt, const float *restrict m, const float *restrict rho,
+                           const float *restrict v, float xi, float yi, float zi, float rhoi,
+                           const float vi[3], float eps, float s[3], const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], ti = vi[2];
+    if (v) {
+#pragma omp simd reduction(+ : sx, sy, sz)
+        for (uint32_t k = 0; k < cnt; k++) {
+            X_IJ;
+            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
+            const float g = m[j] * neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * dw_r(kc, r2);
+            sx += g * dx;
+            sy += g * dy;
+            sz += g * dz;
+        }
+    } else {
+        const float inv = 1.0f / (2.0f * rhoi);
+#pragma omp simd reduction(+ : sx, sy, sz)
+        for (uint32_t k = 0; k < cnt; k++) {
+            X_IJ;
+            const float vx = ui * dx + wi * dy + ti * dz;
+            const float g = m[j] * neg(vx) / (r2 + eps) * dw_r(kc, r2);
+            sx += g * dx;
+            sy += g * dy;
+            sz += g * dz;
+        }
+        sx *= inv;
+        sy *= inv;
+        sz *= inv;
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* Prefetch the neighbour rows of particle i + PREFETCH_AHEAD: rows are
+ * stride * 4 bytes apart and only their first lines are read, a pattern the
+ * hardware prefetchers follow poorly. */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 4
+#endif
+static inline void prefetch_rows(const target *t, int nt, uint32_t i, uint32_t n)
+{
+#if PREFETCH_AHEAD > 0
+    if (i + PREFETCH_AHEAD >= n)
+        return;
+    for (int ti = 0; ti < nt; ti++) {
+        const char *row = (const char *)(t[ti].nl->idx + (size_t)(i + PREFETCH_AHEAD) * t[ti].nl->stride);
+        __builtin_prefetch(row);
+        __builtin_prefetch(row + 64);
+    }
+#else
+    (void)t, (void)nt, (void)i, (void)n;
+#endif
 }
 
 /* ---- density ------------------------------------------------------------ */
@@ -386,8 +380,7 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
 static int st_density(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
-    const floe_sim_info *si = api->sim(ctx);
-    const kconst kc = kconst_make(si);
+    const kconst kc = kconst_make(api->sim(ctx));
     fluid f[WCSPH_MAX_SETS];
     target t[2 * WCSPH_MAX_SETS];
     int nf, nt, st;
@@ -409,17 +402,12 @@ static int st_density(const floe_stage_call *call)
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
-            batch b;
+            prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             float acc = ms[i]; /* m_i W(0) / sigma */
-            for (int ti = 0; ti < nt; ti++) {
-                const target *tg = &t[ti];
-                const float scale = tg->boundary ? rho0 : 1.0f; /* m_b = rho0_i V_b */
-                FOR_BATCHES(tg, i, id, nb)
-                {
-                    const uint32_t np = gather_x(&b, &kc, tg->x, tg->mass, scale, id, nb, xi, yi, zi);
-                    acc += sum_w(&kc, &b, np);
-                }
+            for (int b = 0; b < nt; b++) {
+                const float sum = ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+                acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
             }
             rho[i] = kc.sigma * acc;
         }
@@ -455,7 +443,7 @@ static int st_pressure(const floe_stage_call *call)
         const double c = sqrt(B * gamma / rho0);
         if (!(B > 0.0))
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s': stiffness is 0 (give stiffness or speed_of_sound > 0)",
-                              f[s].info.name);
+                             f[s].info.name);
         if (courant > 0.0 && c > 0.0 && courant * si->spacing / c < dt_max)
             dt_max = courant * si->spacing / c;
         if (n == 0)
@@ -464,7 +452,7 @@ static int st_pressure(const floe_stage_call *call)
         float *restrict p = api->attr(ctx, f[s].set, "p", FLOE_F32);
         if (!rho || !p)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute '%s'", f[s].info.name,
-                              rho ? "p" : "rho");
+                             rho ? "p" : "rho");
         const float Bf = (float)B, inv_rho0 = (float)(1.0 / rho0), gf = (float)gamma;
         const float lo = clamp ? 0.0f : -INFINITY;
         if (gamma == 7.0) {
@@ -472,16 +460,16 @@ static int st_pressure(const floe_stage_call *call)
             for (uint32_t i = 0; i < n; i++) {
                 const float r = rho[i] * inv_rho0;
                 const float r2 = r * r, r3 = r2 * r;
-                p[i] = fmaxf(Bf * (r3 * r3 * r - 1.0f), lo);
+                p[i] = maxf(Bf * (r3 * r3 * r - 1.0f), lo);
             }
         } else if (gamma == 1.0) {
 #pragma omp parallel for simd schedule(static)
             for (uint32_t i = 0; i < n; i++)
-                p[i] = fmaxf(Bf * (rho[i] * inv_rho0 - 1.0f), lo);
+                p[i] = maxf(Bf * (rho[i] * inv_rho0 - 1.0f), lo);
         } else {
 #pragma omp parallel for schedule(static)
             for (uint32_t i = 0; i < n; i++)
-                p[i] = fmaxf(Bf * (powf(rho[i] * inv_rho0, gf) - 1.0f), lo);
+                p[i] = maxf(Bf * (powf(rho[i] * inv_rho0, gf) - 1.0f), lo);
         }
     }
     if (dt_max < INFINITY)
@@ -495,8 +483,7 @@ static int st_pressure_force(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
     wcsph_state *ws = call->state;
-    const floe_sim_info *si = api->sim(ctx);
-    const kconst kc = kconst_make(si);
+    const kconst kc = kconst_make(api->sim(ctx));
     fluid f[WCSPH_MAX_SETS];
     target t[2 * WCSPH_MAX_SETS];
     int nf, nt, st;
@@ -505,7 +492,7 @@ static int st_pressure_force(const floe_stage_call *call)
         return st;
     if (!ws)
         return api->fail(ctx, FLOE_ERR, "module state missing");
-    size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
+    const size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
     if (total > ws->cap) {
         float *np = realloc(ws->prho2, total * sizeof *np);
         if (!np)
@@ -513,20 +500,20 @@ static int st_pressure_force(const floe_stage_call *call)
         ws->prho2 = np;
         ws->cap = total;
     }
-    /* P = p / rho^2 of every fluid particle, once */
+    /* P = p / rho^2 of every fluid particle, once per call */
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
         const float *restrict rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
         const float *restrict p = api->attr(ctx, f[s].set, "p", FLOE_F32);
-        float *restrict out = ws->prho2 + f[s].off;
+        float *restrict P = ws->prho2 + f[s].off;
         if (!rho || !p)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute '%s'", f[s].info.name,
                              rho ? "p" : "rho");
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++)
-            out[i] = p[i] / (rho[i] * rho[i]);
+            P[i] = p[i] / (rho[i] * rho[i]);
     }
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
@@ -539,28 +526,25 @@ static int st_pressure_force(const floe_stage_call *call)
         if (!a)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no vec3 attribute 'a'", f[s].info.name);
         const float *restrict Ps = ws->prho2 + f[s].off;
-        const float two_rho0 = 2.0f * f[s].info.rest_density;
+        const float rho0 = f[s].info.rest_density;
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
-            batch b;
+            prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float Pi = Ps[i];
-            float acc[3] = {0.0f, 0.0f, 0.0f};
-            for (int ti = 0; ti < nt; ti++) {
-                const target *tg = &t[ti];
-                FOR_BATCHES(tg, i, id, nb)
-                {
-                    /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i */
-                    const uint32_t np =
-                        tg->boundary ? gather_x(&b, &kc, tg->x, tg->mass, two_rho0 * Pi, id, nb, xi, yi, zi)
-                                     : gather_p(&b, &kc, tg->x, tg->mass, tg->prho2, Pi, id, nb, xi, yi, zi);
-                    sum_grad(&kc, &b, np, acc);
-                }
+            float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+            for (int b = 0; b < nt; b++) {
+                if (t[b].boundary) /* sum_b V_b grad W_ib */
+                    ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, NULL, 0.0f, xi, yi, zi, ab);
+                else               /* sum_j m_j (P_i + P_j) grad W_ij */
+                    ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, Pi, xi, yi, zi, af);
             }
-            a[3 * i] -= acc[0];
-            a[3 * i + 1] -= acc[1];
-            a[3 * i + 2] -= acc[2];
+            /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i */
+            const float cb = 2.0f * rho0 * Pi;
+            a[3 * i] -= af[0] + cb * ab[0];
+            a[3 * i + 1] -= af[1] + cb * ab[1];
+            a[3 * i + 2] -= af[2] + cb * ab[2];
         }
     }
     return FLOE_OK;
@@ -581,8 +565,7 @@ static int st_viscosity(const floe_stage_call *call)
     const float c0 = (float)call->param[VI_SPEED].f;
     fluid f[WCSPH_MAX_SETS];
     target t[2 * WCSPH_MAX_SETS];
-    int nf, nt, st;
-    int artificial;
+    int nf, nt, st, artificial;
 
     if (!strcmp(kind, "xsph"))
         artificial = 0;
@@ -592,18 +575,20 @@ static int st_viscosity(const floe_stage_call *call)
         return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
     if (alpha == 0.0f && balpha == 0.0f)
         return FLOE_OK;
-    /* XSPH smooths velocities, v_i += alpha sum_j 2 m_j/(rho_i+rho_j) (v_j-v_i) W_ij, applied as
-     * alpha/dt times the sum so that integrate's v += dt a does it. Artificial viscosity:
-     * a_i -= sum_j m_j Pi_ij grad W_ij = 2 alpha H c sum_j m_j min(v.x, 0)/((rho_i+rho_j)(r^2+eps)) grad W_ij. */
-    float fluid_scale, bound_scale;
+    /* Factors in front of the row sums:
+     * XSPH smooths velocities, v_i += alpha sum_j 2 m_j/(rho_i+rho_j) (v_j-v_i) W_ij,
+     * applied as alpha/dt times the sum so that integrate's v += dt a does it.
+     * Artificial: a_i -= sum_j m_j Pi_ij grad W_ij
+     *                  = 2 alpha H c sum_j m_j min(v_ij.x_ij, 0) / ((rho_i+rho_j)(r^2+eps)) grad W_ij. */
+    float cf, cb;
     if (!artificial) {
         if (!(si->dt > 0.0))
             return FLOE_OK; /* nothing to smooth over a zero step */
-        fluid_scale = (float)(2.0 * alpha / si->dt) * kc.sigma; /* W = sigma w_hat */
-        bound_scale = (float)(2.0 * balpha / si->dt) * kc.sigma;
+        cf = (float)(2.0 * alpha / si->dt) * kc.sigma; /* W = sigma w_hat */
+        cb = (float)(2.0 * balpha / si->dt) * kc.sigma;
     } else {
-        fluid_scale = 2.0f * alpha * kc.H * c0;
-        bound_scale = 2.0f * balpha * kc.H * c0;
+        cf = 2.0f * alpha * kc.H * c0;
+        cb = 2.0f * balpha * kc.H * c0;
     }
     const float eps = 0.01f * kc.H * kc.H;
 
@@ -625,29 +610,39 @@ static int st_viscosity(const floe_stage_call *call)
 
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
-            batch b;
+            prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float vi[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
             const float rhoi = rhos[i];
             float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
-            for (int ti = 0; ti < nt; ti++) {
-                const target *tg = &t[ti];
-                float *acc = tg->boundary ? ab : af;
-                FOR_BATCHES(tg, i, id, nb)
-                {
-                    const uint32_t np =
-                        tg->boundary
-                            ? gather_xv_boundary(&b, &kc, tg->x, tg->mass, rho0, rhoi, id, nb, xi, yi, zi)
-                            : gather_xv(&b, &kc, tg->x, tg->mass, tg->rho, tg->v, id, nb, xi, yi, zi);
+            for (int b = 0; b < nt; b++) {
+                const target *tg = &t[b];
+                if (!tg->boundary) {
                     if (artificial)
-                        sum_artificial(&kc, &b, np, rhoi, vi, eps, acc);
+                        ROW_CALL(row_artificial, &kc, ROW(tg->nl, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi,
+                                 rhoi, vi, eps, af);
                     else
-                        sum_xsph(&kc, &b, np, rhoi, vi, acc);
+                        ROW_CALL(row_xsph, &kc, ROW(tg->nl, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi, rhoi,
+                                 vi, af);
+                } else {
+                    /* boundary at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
+                    if (artificial) {
+                        ROW_CALL(row_artificial, &kc, ROW(tg->nl, i), tg->x, tg->mass, NULL, NULL, xi, yi, zi, rhoi,
+                                 vi, eps, ab);
+                    } else {
+                        /* m_b / (rho_i + rho_b) (0 - v_i) W_ib = -V_b W_ib v_i / (2 rho_i), times rho0 below */
+                        const float sw =
+                            -ROW_CALL(row_w, &kc, ROW(tg->nl, i), tg->x, tg->mass, xi, yi, zi) / (2.0f * rhoi);
+                        ab[0] += sw * vi[0];
+                        ab[1] += sw * vi[1];
+                        ab[2] += sw * vi[2];
+                    }
                 }
             }
-            a[3 * i] += fluid_scale * af[0] + bound_scale * ab[0];
-            a[3 * i + 1] += fluid_scale * af[1] + bound_scale * ab[1];
-            a[3 * i + 2] += fluid_scale * af[2] + bound_scale * ab[2];
+            const float cbi = cb * rho0; /* boundary mass rho0_i V_b */
+            a[3 * i] += cf * af[0] + cbi * ab[0];
+            a[3 * i + 1] += cf * af[1] + cbi * ab[1];
+            a[3 * i + 2] += cf * af[2] + cbi * ab[2];
         }
     }
     return FLOE_OK;
