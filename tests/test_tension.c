@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static floe_ctx *zero_g_ctx(int dim, float d, float support_factor, float half)
 {
@@ -363,4 +364,45 @@ Test(tension, pair_forces_conserve_momentum, .timeout = 60)
             floe_ctx_destroy(ctx);
         }
     }
+}
+
+/* ---- the scene runs without NaN ---------------------------------------------- */
+
+static void run_scene_file(const char *scene, const char *const *sets, int nsets)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    char dir[] = "/tmp/floe_tension_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[1024], err[4096];
+    snprintf(path, sizeof path, "%s/scenes/%s", FLOE_TEST_SOURCE_ROOT, scene);
+    floe_run_summary sum;
+    floe_scene_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = path;
+    o.frames = -1;
+    o.out_dir = dir;
+    o.threads = 2;
+    o.progress = 0;
+    o.write_frames = 0;
+    o.sets = sets;
+    o.nsets = nsets;
+    o.summary = &sum;
+    const int rc = floe_scene_run(&o, err, sizeof err);
+    cr_assert_eq(rc, FLOE_OK, "%s: %s", scene, err);
+    cr_log_info("%s: %llu steps, %.3f s simulated, status %d", scene, (unsigned long long)sum.steps, sum.sim_time,
+                sum.status);
+    cr_assert_eq(sum.status, FLOE_OK);
+    snprintf(path, sizeof path, "%s/run.yaml", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(tension, droplet_scene_runs, .timeout = 300)
+{
+    const char *akinci[] = {"n=8", "seconds=0.2"};
+    run_scene_file("droplet.lua", akinci, 2);
+    const char *he[] = {"n=8", "seconds=0.2", "tension=he", "p_atm=20"};
+    run_scene_file("droplet.lua", he, 4);
+    const char *flat[] = {"dim=2", "seconds=0.3"};
+    run_scene_file("droplet.lua", flat, 2);
 }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* 2D channel: L = 0.1 m, nu = 0.01 m^2/s, F = 0.8 m/s^2, so u_max = F L^2 / (8 nu)
  * = 0.1 m/s and the diffusion time L^2 / nu = 1 s. */
@@ -217,4 +218,42 @@ Test(viscosity, kim_is_monaghan_form_at_equivalent_nu, .timeout = 60)
     free(ak);
     free(al);
     floe_ctx_destroy(f.ctx);
+}
+
+/* ---- the scene runs without NaN ---------------------------------------------- */
+
+static void run_scene_file(const char *scene, const char *const *sets, int nsets, floe_run_summary *sum)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    char dir[] = "/tmp/floe_viscosity_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[1024], err[4096];
+    snprintf(path, sizeof path, "%s/scenes/%s", FLOE_TEST_SOURCE_ROOT, scene);
+    floe_scene_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = path;
+    o.frames = -1;
+    o.out_dir = dir;
+    o.threads = 2;
+    o.progress = 0;
+    o.write_frames = 0;
+    o.sets = sets;
+    o.nsets = nsets;
+    o.summary = sum;
+    const int rc = floe_scene_run(&o, err, sizeof err);
+    cr_assert_eq(rc, FLOE_OK, "%s: %s", scene, err);
+    cr_assert_eq(sum->status, FLOE_OK);
+    cr_log_info("%s: %llu steps, %.3f s simulated", scene, (unsigned long long)sum->steps, sum->sim_time);
+    snprintf(path, sizeof path, "%s/run.yaml", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(viscosity, viscous_drop_on_wall_scene_runs, .timeout = 300)
+{
+    floe_run_summary sum;
+    const char *flat[] = {"dim=2", "spacing=0.008", "seconds=0.6"};
+    run_scene_file("viscous_drop_on_wall.lua", flat, 3, &sum);
+    const char *deep[] = {"spacing=0.02", "seconds=0.4"};
+    run_scene_file("viscous_drop_on_wall.lua", deep, 2, &sum);
 }

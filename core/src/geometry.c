@@ -223,8 +223,9 @@ int floe_boundary_volumes(floe_ctx *ctx)
             for (uint32_t i = 0; i < pb->n; i++)
                 for (uint32_t k = 0; k < list.count[i]; k++) {
                     uint32_t j = list.idx[(size_t)i * list.stride + k];
-                    float dx = xb[3 * i] - xt[3 * j], dy = xb[3 * i + 1] - xt[3 * j + 1], dz = xb[3 * i + 2] - xt[3 * j + 2];
-                    sum[i] += floe_kernel_w(&kern, sqrtf(dx * dx + dy * dy + dz * dz));
+                    float dd[3] = {xb[3 * i] - xt[3 * j], xb[3 * i + 1] - xt[3 * j + 1], xb[3 * i + 2] - xt[3 * j + 2]};
+                    floe_periodic_delta(&ctx->info, dd);
+                    sum[i] += floe_kernel_w(&kern, sqrtf(dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2]));
                 }
         }
         float *V = pset_attr(pb, "V")->data;

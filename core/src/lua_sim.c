@@ -488,7 +488,30 @@ static int l_preset(lua_State *L)
     return 1;
 }
 
-static const char *const SIM_KEYS[] = {"dim", "spacing", "radius", "support", "gravity", "domain", "threads", NULL};
+static const char *const SIM_KEYS[] = {"dim", "spacing", "radius", "support", "gravity", "domain", "threads",
+                                       "backend", "periodic", NULL};
+
+/* periodic = { "x", "z" }: axes periodic over the domain */
+static void sim_periodic(lua_State *L, floe_sim_def *d)
+{
+    if (!field(L, 1, "periodic"))
+        return;
+    int t = lua_gettop(L);
+    if (!lua_istable(L, t))
+        luaL_error(L, "floe.sim: 'periodic' must be a list of axis names, e.g. { \"x\" }");
+    lua_Integer n = luaL_len(L, t);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, t, i);
+        const char *a = lua_tostring(L, -1);
+        int k = a && !a[1] ? a[0] - 'x' : -1;
+        if (k < 0 || k >= d->dim)
+            luaL_error(L, "floe.sim: periodic axis %d must be one of \"x\", \"y\"%s", (int)i,
+                       d->dim == 3 ? ", \"z\"" : "");
+        d->periodic[k] = 1;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
 static const char *const DOMAIN_KEYS[] = {"min", "max", NULL};
 
 static void sim_spacing(lua_State *L, floe_sim_def *d)
@@ -537,10 +560,17 @@ static int l_sim(lua_State *L)
     d.support_factor = (float)field_num(L, 1, "floe.sim", "support", 2, 1, 4);
     field_vec(L, 1, "floe.sim", "gravity", d.dim, d.gravity);
     sim_domain(L, &d);
+    sim_periodic(L, &d);
     d.threads = field_int(L, 1, "floe.sim", "threads", 0, 0, 4096);
     scene_state *sc = scene_get(L);
     if (sc && sc->opt->threads > 0)
         d.threads = sc->opt->threads;
+    /* "cpu", "opencl" or "auto"; --backend / --device override */
+    d.backend = field_str(L, 1, "floe.sim", "backend", NULL);
+    if (sc && sc->opt->backend)
+        d.backend = sc->opt->backend;
+    if (sc)
+        d.device = sc->opt->device;
     lsim *s = sim_new(L, d.dim);
     char err[1024];
     if (!(s->ctx = floe_ctx_create(&d, err, sizeof err)))
