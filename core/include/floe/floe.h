@@ -26,6 +26,11 @@ typedef struct floe_sim_def {
     float domain_min[3], domain_max[3];
     int threads;             /* 0 = all cores */
     int periodic[3];         /* nonzero: axis is periodic over the domain */
+    /* appended: compute backend "cpu" (NULL = cpu), "opencl" or "auto"
+     * (OpenCL when a device is found, else cpu); device "PLATFORM:DEVICE"
+     * indices as `floe devices` lists them (NULL = first GPU, else first) */
+    const char *backend;
+    const char *device;
 } floe_sim_def;
 
 floe_sim_def floe_sim_default_def(void);
@@ -179,6 +184,17 @@ void floe_request_stop(void);
 int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
                           double *sort_ms, double *build_ms, double *avg_neighbours);
 
+/* ---- OpenCL backend ---------------------------------------------------- */
+
+/* The backend a context runs on (FLOE_BACKEND_CPU or FLOE_BACKEND_OPENCL)
+ * and a one-line description ("cpu", "opencl: NVIDIA H200 (NVIDIA CUDA ...)"). */
+int floe_ctx_backend(floe_ctx *ctx);
+const char *floe_ctx_backend_name(floe_ctx *ctx);
+/* List OpenCL platforms and devices, one line each, through fn. Returns the
+ * number of devices, or -1 with why in the first line when no OpenCL
+ * runtime can be loaded (the program itself runs without one). */
+int floe_cl_devices(void (*fn)(const char *line, void *u), void *u);
+
 /* ---- Lua -------------------------------------------------------------- */
 
 typedef struct floe_scene_opts {
@@ -192,6 +208,9 @@ typedef struct floe_scene_opts {
     const char *const *sets; /* "k=v" overrides */
     int nsets;
     floe_run_summary *summary; /* filled by the last sim:run */
+    /* appended: override floe.sim{ backend = ... } and the device (CLI) */
+    const char *backend;
+    const char *device;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */
