@@ -16,6 +16,7 @@ static const char usage[] =
     "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             neighbour search updates per second\n"
     "  modules                    list modules on the search path, their stages and parameters\n"
+    "  devices                    list OpenCL platforms and devices (for --device)\n"
     "  --version                  print the version\n"
     "  --help                     this text\n"
     "\n"
@@ -26,6 +27,9 @@ static const char usage[] =
     "  --set K=V       scene parameter read by floe.param(K), or STAGE.PARAM=V for a stage\n"
     "  --unsafe        lift the scene sandbox (os.execute, io.popen, writes anywhere)\n"
     "  --quiet         no progress display\n"
+    "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... }); bench with\n"
+    "                  opencl also prints per-kernel times and bandwidth (FLOE_CL_PROFILE=1)\n"
+    "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
     "\n"
     "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
     "exit status: 0 done, 1 error, 2 usage, 3 blow-up, 130 interrupted\n";
@@ -120,6 +124,17 @@ static int cmd_bench_neighbours(int argc, char **argv)
     return 0;
 }
 
+static void print_line(const char *line, void *u)
+{
+    (void)u;
+    printf("%s\n", line);
+}
+
+static int cmd_devices(void)
+{
+    return floe_cl_devices(print_line, NULL) < 0 ? 1 : 0;
+}
+
 static int cmd_run(int argc, char **argv, int bench)
 {
     if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
@@ -148,6 +163,10 @@ static int cmd_run(int argc, char **argv, int bench)
             o.unsafe = 1;
         else if (!strcmp(a, "--quiet"))
             o.progress = 0;
+        else if (!strcmp(a, "--backend") && has)
+            o.backend = argv[++i];
+        else if (!strcmp(a, "--device") && has)
+            o.device = argv[++i];
         else if (a[0] != '-' && !o.path)
             o.path = a;
         else {
@@ -162,6 +181,8 @@ static int cmd_run(int argc, char **argv, int bench)
         return 2;
     }
     o.sets = sets;
+    if (bench && o.backend && strcmp(o.backend, "cpu") != 0)
+        setenv("FLOE_CL_PROFILE", "1", 0); /* per-kernel table at the end */
     signal(SIGINT, on_sigint);
     char err[8192];
     int rc = floe_scene_run(&o, err, sizeof err);
@@ -197,6 +218,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "modules"))
         return cmd_modules();
+    if (!strcmp(argv[1], "devices"))
+        return cmd_devices();
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc - 2, argv + 2, 0);
     if (!strcmp(argv[1], "bench"))

@@ -82,6 +82,8 @@ static const floe_nlist *api_neighbours(floe_ctx *ctx, floe_set query, floe_set 
 {
     pset *q = ctx_set(ctx, query);
     pset *t = ctx_set(ctx, target);
+    if (q && t && !ctx->nb_valid && ctx->nb_dev_valid && ctx_cl_lists_to_host(ctx) != FLOE_OK)
+        return NULL; /* OpenCL: only the device lists were current */
     if (!q || !t || q->kind != FLOE_SET_FLUID || !ctx->nb_valid)
         return NULL;
     const nb_list *l = &q->lists[t - ctx->sets];
@@ -113,6 +115,16 @@ static const floe_api core_api = {
     .grid_add = floe_grid_add,
     .grid_find = floe_grid_find,
     .grid_info = floe_grid_get_info,
+    .backend = api_backend,
+    .cl_context = api_cl_context,
+    .cl_queue = api_cl_queue,
+    .cl_program = api_cl_program,
+    .cl_kernel = api_cl_kernel,
+    .cl_attr = api_cl_attr,
+    .cl_neighbours = api_cl_neighbours,
+    .cl_scratch = api_cl_scratch,
+    .cl_run = api_cl_run,
+    .cl_fn = api_cl_fn,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -25,9 +25,13 @@ static long first_nonfinite(const float *f, size_t n)
     return -1;
 }
 
-static int report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
+int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
 {
     const attr *id = NULL;
+    if (ctx->cl) { /* OpenCL: the host copies of what the message quotes */
+        ctx_cl_host(ctx, (attr *)&p->attrs[0], 0);
+        ctx_cl_host(ctx, pset_attr((pset *)p, "id"), 0);
+    }
     for (int a = 0; a < p->nattrs; a++)
         if (!strcmp(p->attrs[a].name, "id"))
             id = &p->attrs[a];
@@ -68,7 +72,7 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
                 char what[96];
                 snprintf(what, sizeof what, "%s in attribute '%s'", isnan(((float *)at->data)[bad]) ? "NaN" : "Inf",
                          at->name);
-                return report(ctx, p, (uint32_t)((size_t)bad / comps), st->name, what);
+                return ctx_blowup_report(ctx, p, (uint32_t)((size_t)bad / comps), st->name, what);
             }
         }
         if (!check_domain || !writes(st, "x", p->kind))
@@ -79,7 +83,7 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
         for (uint32_t i = 0; i < p->n; i++)
             for (int k = 0; k < dim; k++)
                 if (!(ctx->info.periodic & (1u << k)) && (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k]))
-                    return report(ctx, p, i, st->name, "left the simulation domain");
+                    return ctx_blowup_report(ctx, p, i, st->name, "left the simulation domain");
     }
     return FLOE_OK;
 }

@@ -53,6 +53,8 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
 int ctx_neighbours_update(floe_ctx *ctx, int reorder)
 {
     int rc = ctx_nb_grid_ensure(ctx);
+    for (int s = 0; s < ctx->npsets && ctx->cl; s++) /* OpenCL: positions on the host */
+        ctx_cl_host(ctx, pset_attr(&ctx->sets[s], "x"), 0);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         pset *p = &ctx->sets[s];
         if (p->is_static && p->sorted_valid)
@@ -150,10 +152,24 @@ static int stage_integrate(const floe_stage_call *c)
         if (ctx->info.periodic)
             wrap_periodic(&ctx->info, x, p->n);
         p->sorted_valid = 0;
+        p->dev_sorted_valid = 0;
     }
     ctx->nb_valid = 0;
+    ctx->nb_dev_valid = 0;
     return FLOE_OK;
 }
+
+/* OpenCL paths (backend_cl.c, kernels/core/) */
+static int stage_neighbours_cl(const floe_stage_call *c)
+{
+    floe_ctx *ctx = c->ctx;
+    int64_t every = c->param[NB_REORDER_EVERY].i;
+    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
+    return ctx_cl_neighbours(ctx, reorder);
+}
+
+static int stage_gravity_cl(const floe_stage_call *c) { return ctx_cl_gravity(c->ctx); }
+static int stage_integrate_cl(const floe_stage_call *c) { return ctx_cl_integrate(c->ctx); }
 
 static const floe_param_desc nb_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,
@@ -175,12 +191,12 @@ static const floe_attr_desc integrate_attrs[] = {
     {0}};
 
 static const floe_stage_desc core_stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "neighbours", .run = stage_neighbours, .params = nb_params, .attrs = nb_attrs,
+    {FLOE_SIZED(floe_stage_desc), .name = "neighbours", .run = stage_neighbours, .run_cl = stage_neighbours_cl, .params = nb_params, .attrs = nb_attrs,
      .doc = "cell-sorted neighbour search: counting sort by cell key, neighbour lists of every fluid set "
             "against every set within the support radius"},
-    {FLOE_SIZED(floe_stage_desc), .name = "gravity", .run = stage_gravity, .attrs = gravity_attrs,
+    {FLOE_SIZED(floe_stage_desc), .name = "gravity", .run = stage_gravity, .run_cl = stage_gravity_cl, .attrs = gravity_attrs,
      .doc = "start the step's accelerations: a = g on every fluid set (force stages add to a after it)"},
-    {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .attrs = integrate_attrs,
+    {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .run_cl = stage_integrate_cl, .attrs = integrate_attrs,
      .doc = "symplectic Euler: v += dt a, then x += dt v"},
     {0}};
 

@@ -19,6 +19,11 @@ typedef struct attr {
     char name[NAME_LEN];
     floe_type type;
     void *data;              /* cap elements, 64-byte aligned */
+    /* OpenCL mirror (backend_cl.c): the host copy is the truth unless
+     * host_stale; the device copy is valid unless dev_stale */
+    void *dev;               /* cl_mem of dev_cap elements, or NULL */
+    uint32_t dev_cap;
+    uint8_t host_stale, dev_stale;
 } attr;
 
 typedef struct pset {
@@ -35,6 +40,7 @@ typedef struct pset {
     int sorted_valid;        /* static sets keep their sort */
     nb_list lists[MAX_SETS]; /* fluid sets: neighbours in set t */
     floe_nlist views[MAX_SETS]; /* what modules see of lists[] */
+    int dev_sorted_valid;    /* OpenCL: the device cell sort is current */
 } pset;
 
 typedef struct grid {
@@ -88,6 +94,9 @@ struct floe_ctx {
     stat_acc stats[MAX_STATS];
     const char *current_stage;
     int boundary_dirty;      /* boundary particles changed: recompute volumes */
+    struct cl_backend *cl;   /* OpenCL backend state, NULL on the cpu path */
+    int nb_dev_valid;        /* OpenCL: device neighbour lists are current */
+    const stage_inst *running; /* the stage being run (attribute access rules) */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -110,8 +119,47 @@ int ctx_nb_grid_ensure(floe_ctx *ctx);
 int ctx_pipeline_check(floe_ctx *ctx);
 int ctx_run_stages(floe_ctx *ctx);
 
+/* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */
+int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *err, size_t errlen);
+void ctx_cl_destroy(floe_ctx *ctx);
+/* host copy of one attribute up to date; write: device copy stale */
+void ctx_cl_host(floe_ctx *ctx, attr *at, int write);
+/* every attribute of a set (resize, compact, reorder, frame output) */
+void ctx_cl_host_set(floe_ctx *ctx, pset *p, int write);
+/* host access through floe_attr: write unless the running stage only reads it */
+void ctx_cl_host_access(floe_ctx *ctx, pset *p, attr *at);
+/* host neighbour lists from the device ones, when only those are current */
+int ctx_cl_lists_to_host(floe_ctx *ctx);
+/* boundary volumes on the host, device copies of V marked stale */
+int ctx_boundary_volumes(floe_ctx *ctx);
+double ctx_cl_max_speed(floe_ctx *ctx);
+/* stage dispatch hooks (pipeline.c): a step's flags are reset at its
+ * begin and read (a few bytes) at its end; per-stage device times too */
+int ctx_cl_step_begin(floe_ctx *ctx);
+void ctx_cl_run_begin(floe_ctx *ctx);
+void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl);
+int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed);
+int ctx_cl_step_end(floe_ctx *ctx);
+/* the core's OpenCL stages (builtin_stages.c run_cl) */
+int ctx_cl_neighbours(floe_ctx *ctx, int reorder);
+int ctx_cl_gravity(floe_ctx *ctx);
+int ctx_cl_integrate(floe_ctx *ctx);
+/* the floe_api entries of ABI 1.1 (api.c) */
+int api_backend(floe_ctx *ctx);
+void *api_cl_context(floe_ctx *ctx);
+void *api_cl_queue(floe_ctx *ctx);
+void *api_cl_program(floe_ctx *ctx, const char *module, const char *file);
+void *api_cl_kernel(floe_ctx *ctx, const char *module, const char *file, const char *kernel);
+void *api_cl_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type, unsigned access);
+int api_cl_neighbours(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nlist *out);
+void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
+int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
+void *api_cl_fn(const char *name);
+
 /* run-time checks (blowup.c): first bad particle in sets written by the
  * stage; fills msg and returns FLOE_ERR_BLOWUP. */
 int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain);
+/* the message of a bad particle i of set p after a stage (FLOE_ERR_BLOWUP) */
+int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what);
 
 #endif

@@ -86,9 +86,11 @@ int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
     if (!d)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "out of memory adding attribute '%s'", name);
     at = &p->attrs[p->nattrs++];
+    memset(at, 0, sizeof *at);
     snprintf(at->name, NAME_LEN, "%s", name);
     at->type = type;
     at->data = d;
+    at->dev_stale = 1; /* no device copy yet */
     return FLOE_OK;
 }
 
@@ -98,6 +100,8 @@ void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
     if (!p)
         return NULL;
     attr *at = pset_attr(p, name);
+    if (at && at->type == type && ctx->cl)
+        ctx_cl_host_access(ctx, p, at); /* OpenCL: copy back if stale */
     return at && at->type == type ? at->data : NULL;
 }
 
@@ -106,6 +110,7 @@ int floe_attr_at(floe_ctx *ctx, floe_set set, int index, const char **name, floe
     pset *p = ctx_set(ctx, set);
     if (!p || index < 0 || index >= p->nattrs)
         return 0;
+    ctx_cl_host(ctx, &p->attrs[index], 1);
     *name = p->attrs[index].name;
     *type = p->attrs[index].type;
     *data = p->attrs[index].data;
@@ -185,9 +190,11 @@ uint32_t floe_set_size(floe_ctx *ctx, floe_set set)
 static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
+    p->dev_sorted_valid = 0;
     if (p->kind == FLOE_SET_BOUNDARY) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
+    ctx->nb_dev_valid = 0;
 }
 
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n)
@@ -195,6 +202,7 @@ int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n)
     pset *p = ctx_set(ctx, set);
     if (!p)
         return ctx_fail(ctx, FLOE_ERR_ARG, "resize: invalid particle set handle");
+    ctx_cl_host_set(ctx, p, 1); /* OpenCL: every attribute back on the host */
     if (pset_reserve(p, n))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "set '%s': out of memory for %u particles", p->name, n);
     if (n > p->n) /* new particles start zeroed */
@@ -212,6 +220,7 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep)
     pset *p = ctx_set(ctx, set);
     if (!p)
         return ctx_fail(ctx, FLOE_ERR_ARG, "compact: invalid particle set handle");
+    ctx_cl_host_set(ctx, p, 1);
     uint32_t m = 0;
     for (uint32_t i = 0; i < p->n; i++) {
         if (!keep[i])
@@ -236,6 +245,7 @@ int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
         return ctx_fail(ctx, FLOE_ERR_ARG, "reorder: invalid particle set handle");
     if (p->n == 0)
         return FLOE_OK;
+    ctx_cl_host_set(ctx, p, 1);
     size_t maxes = 3 * sizeof(float);
     char *tmp = malloc((size_t)p->n * maxes);
     if (!tmp)

@@ -356,28 +356,47 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+/* On the OpenCL backend a stage with a run_cl runs on the device; the others
+ * run on the C path after ctx_cl_stage_begin copied back what they declare.
+ * Device stages are checked for blow-ups on the device (flags read at the
+ * end of the step) and timed with marker events (backend_cl.c). */
 int ctx_run_stages(floe_ctx *ctx)
 {
+    int rc;
+    if (ctx->cl && (rc = ctx_cl_step_begin(ctx)))
+        return rc;
     for (int i = 0; i < ctx->nstages; i++) {
         stage_inst *st = &ctx->stages[i];
         floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
+        const int use_cl = ctx->cl && st->desc && st->desc->run_cl;
         ctx->current_stage = st->name;
         ctx->error[0] = 0;
+        if (ctx->cl)
+            ctx_cl_stage_begin(ctx, st, use_cl);
+        ctx->running = st;
+        int host_timed = 1;
         double t0 = now_ms();
-        int rc = st->fn(&call);
+        rc = use_cl ? st->desc->run_cl(&call) : st->fn(&call);
+        ctx->running = NULL;
+        if (!rc && use_cl)
+            rc = ctx_cl_stage_end(ctx, i, &host_timed);
         double ms = now_ms() - t0;
-        st->ms_total += ms;
-        st->ms_frame += ms;
+        if (host_timed) {
+            st->ms_total += ms;
+            st->ms_frame += ms;
+        }
         if (rc) {
             char msg[sizeof ctx->error];
             snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
             return ctx_fail(ctx, rc, "stage '%s' failed at step %llu (t = %.6g s): %s", st->name,
                             (unsigned long long)ctx->info.step, ctx->info.time, msg);
         }
-        if ((rc = ctx_check_blowup(ctx, st, 1)))
+        if (!use_cl && (rc = ctx_check_blowup(ctx, st, 1)))
             return rc;
     }
     ctx->current_stage = NULL;
+    if (ctx->cl && (rc = ctx_cl_step_end(ctx)))
+        return rc;
     return FLOE_OK;
 }
 
@@ -386,7 +405,7 @@ int floe_step(floe_ctx *ctx, double dt)
     if (!(dt > 0) || !isfinite(dt))
         return ctx_fail(ctx, FLOE_ERR_ARG, "step: dt must be positive");
     int rc;
-    if (ctx->boundary_dirty && (rc = floe_boundary_volumes(ctx)))
+    if (ctx->boundary_dirty && (rc = ctx_boundary_volumes(ctx)))
         return rc;
     if ((rc = ctx_pipeline_check(ctx)))
         return rc;

@@ -38,6 +38,8 @@ static double wall_now(void)
 
 static double max_speed(floe_ctx *ctx)
 {
+    if (ctx->cl) /* OpenCL: reduced on the device, 4 bytes back */
+        return ctx_cl_max_speed(ctx);
     double vmax2 = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -63,6 +65,7 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
+        ctx_cl_host_set(ctx, p, 0); /* OpenCL: once per frame */
         const float *x = pset_attr(p, "x")->data, *v = pset_attr(p, "v")->data;
         const float *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         double rho0 = p->rest_density > 0 ? p->rest_density : 1;
@@ -100,6 +103,7 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int frame)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID && (frame != 0 || !p->is_static))
             continue;
+        ctx_cl_host_set(ctx, p, 0);
         io_column cols[MAX_ATTRS];
         int nc = 0;
         for (int a = 0; a < nnames; a++) {
@@ -151,7 +155,7 @@ static void record_init(floe_ctx *ctx, const floe_run_def *def, floe_record *r, 
     r->scene_path = def->scene_path ? def->scene_path : "";
     r->scene_hash = def->scene_hash ? def->scene_hash : "";
     r->started = started;
-    r->backend = "cpu";
+    r->backend = floe_ctx_backend_name(ctx);
     r->threads = ctx->info.threads;
     r->dim = ctx->info.dim;
     r->spacing = ctx->info.spacing;
@@ -237,7 +241,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     if (!rc)
         rc = ctx_pipeline_check(ctx);
     if (!rc && ctx->boundary_dirty)
-        rc = floe_boundary_volumes(ctx);
+        rc = ctx_boundary_volumes(ctx);
     if (rc)
         return rc;
     char rpath[2048] = "", started[64];
@@ -254,6 +258,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
         ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
+    ctx_cl_run_begin(ctx); /* OpenCL: kernel statistics per run, like the stage times */
     stop_requested = 0;
     progress prog;
     progress_start(&prog, def.frames, def.progress);

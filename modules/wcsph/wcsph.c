@@ -726,19 +726,26 @@ static const floe_attr_desc viscosity_attrs[] = {
     {0},
 };
 
+/* OpenCL path (wcsph_cl.c) */
+extern const floe_api *wcsph_cl_api;
+int wcsph_cl_density(const floe_stage_call *call);
+int wcsph_cl_pressure(const floe_stage_call *call);
+int wcsph_cl_viscosity(const floe_stage_call *call);
+int wcsph_cl_pressure_force(const floe_stage_call *call);
+
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density",
       .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .attrs = density_attrs },
+      .run = st_density, .run_cl = wcsph_cl_density, .attrs = density_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
-      .run = st_pressure, .params = pressure_params, .attrs = pressure_attrs },
+      .run = st_pressure, .run_cl = wcsph_cl_pressure, .params = pressure_params, .attrs = pressure_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
       .doc = "XSPH or artificial viscosity, added to a (after 'gravity')",
-      .run = st_viscosity, .params = viscosity_params, .attrs = viscosity_attrs },
+      .run = st_viscosity, .run_cl = wcsph_cl_viscosity, .params = viscosity_params, .attrs = viscosity_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure_force",
       .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a",
-      .run = st_pressure_force, .attrs = pressure_force_attrs },
+      .run = st_pressure_force, .run_cl = wcsph_cl_pressure_force, .attrs = pressure_force_attrs },
     {0},
 };
 
@@ -757,6 +764,6 @@ static const floe_module_desc module = {
 
 FLOE_MODULE(wcsph)
 {
-    api = core;
+    api = wcsph_cl_api = core;
     return &module;
 }

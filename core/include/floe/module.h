@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 0
+#define FLOE_ABI_MINOR 1
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -157,6 +157,27 @@ typedef struct floe_nlist {
     const uint32_t *idx;
 } floe_nlist;
 
+enum { FLOE_BACKEND_CPU = 0, FLOE_BACKEND_OPENCL = 1 };
+
+/* Device neighbour lists (OpenCL backend): for query particle i, its
+ * neighbours are idx[k * pitch + i] for k < count[i] (neighbour-major, so
+ * consecutive work items read consecutive words); same set of neighbours as
+ * floe_nlist. count and idx are cl_mem. total = sum of counts (for
+ * bandwidth estimates). */
+typedef struct floe_cl_nlist {
+    uint32_t n, stride, pitch;
+    void *count, *idx;
+    double total;
+} floe_cl_nlist;
+
+/* One kernel argument for api->cl_run: a buffer is {sizeof(void *), &mem}
+ * (&null_mem for none), a value {sizeof v, &v}, local memory {bytes, NULL}. */
+typedef struct floe_cl_arg {
+    size_t size;
+    const void *value;
+} floe_cl_arg;
+#define FLOE_CL_ARG(v) ((floe_cl_arg){sizeof(v), &(v)})
+
 typedef struct floe_grid_def {
     uint32_t size;           /* sizeof(floe_grid_def) */
     const char *name;
@@ -205,6 +226,35 @@ typedef struct floe_api {
     floe_grid (*grid_add)(floe_ctx *ctx, const floe_grid_def *def);
     floe_grid (*grid_find)(floe_ctx *ctx, const char *name);
     int (*grid_info)(floe_ctx *ctx, floe_grid grid, floe_grid_info *out);
+
+    /* ---- appended in ABI 1.1: the OpenCL backend (docs/opencl.md) ------
+     * Handles are OpenCL objects passed as void * (cl_context, cl_command_queue,
+     * cl_program, cl_kernel, cl_mem), so a module needs no OpenCL header. On
+     * the cpu backend every getter returns NULL / FLOE_ERR. A stage's run_cl is
+     * called instead of run when the backend is OpenCL; it enqueues work on
+     * the core's queue and need not wait for it. */
+    int (*backend)(floe_ctx *ctx);             /* FLOE_BACKEND_CPU or _OPENCL */
+    void *(*cl_context)(floe_ctx *ctx);
+    void *(*cl_queue)(floe_ctx *ctx);
+    /* kernels/<module>/<file>, built once per run; NULL and an error message
+     * (with the build log, file:line, naming the module) on failure */
+    void *(*cl_program)(floe_ctx *ctx, const char *module, const char *file);
+    /* a kernel of that program (cached: the same handle every call) */
+    void *(*cl_kernel)(floe_ctx *ctx, const char *module, const char *file, const char *kernel);
+    /* Device buffer mirroring an attribute, up to date on return. access
+     * FLOE_WRITE marks the host copy stale (copied back only when a C stage
+     * or an output needs it). NULL if absent or of another type. */
+    void *(*cl_attr)(floe_ctx *ctx, floe_set set, const char *name, floe_type type, unsigned access);
+    /* Device neighbour lists of query in target (see floe_cl_nlist). */
+    int (*cl_neighbours)(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nlist *out);
+    /* A named device buffer of at least `bytes` owned by the core (module scratch). */
+    void *(*cl_scratch)(floe_ctx *ctx, const char *name, size_t bytes);
+    /* Set the arguments and enqueue kernel over n work items (global size is
+     * rounded up: kernels check their index against n). `bytes` estimates
+     * the memory the launch moves (benchmark bandwidth figures; 0 = unknown). */
+    int (*cl_run)(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
+    /* Any OpenCL entry point of the runtime the core loaded (dlsym). */
+    void *(*cl_fn)(const char *name);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

@@ -1,0 +1,111 @@
+/* The core's stages on the device (gravity, integrate) and its services:
+ * blow-up checks, maximum speed, attribute permutation. */
+#include "core/sph.h"
+
+__kernel void gravity(__global float *a, uint n, float4 g)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    a[3 * i] = g.x;
+    a[3 * i + 1] = g.y;
+    a[3 * i + 2] = g.z;
+}
+
+/* symplectic Euler; per: periodic bits, lo = domain_min, L = period */
+__kernel void integrate(__global const float *a, __global float *v, __global float *x, uint n, float dt, uint per,
+                        float4 lo, float4 L)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    for (int k = 0; k < 3; k++) {
+        const uint c = 3 * i + k;
+        const float vk = v[c] + dt * a[c];
+        float xk = x[c] + dt * vk;
+        v[c] = vk;
+        if (per & (1u << k)) {
+            const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+            const float p = k == 0 ? L.x : k == 1 ? L.y : L.z;
+            if (xk < l || xk >= l + p) {
+                xk -= p * floor((xk - l) / p);
+                if (xk >= l + p)
+                    xk = l;
+            }
+        }
+        x[c] = xk;
+    }
+}
+
+/* Blow-up checks after an OpenCL stage, one launch per (stage, set): the
+ * first particle (lowest index) with a non-finite component in each of up
+ * to four attributes written (a0..a3, c = components, 0 = none) goes to
+ * flags[slot + k] by atomic_min; with dom, the first particle of x outside
+ * [lo, hi] on a non-periodic axis goes to flags[slot + 4]. No argument is
+ * a NULL buffer (absent ones get a dummy). */
+inline int bad_row(__global const uint *a, uint c, uint i)
+{
+    int bad = 0;
+    for (uint k = 0; k < c; k++)
+        bad |= (a[c * i + k] & 0x7f800000u) == 0x7f800000u;
+    return bad;
+}
+
+__kernel void check_stage(uint n, __global const uint *a0, uint c0, __global const uint *a1, uint c1,
+                          __global const uint *a2, uint c2, __global const uint *a3, uint c3,
+                          int dom, __global const float *x, float4 lo, float4 hi, int dim, uint per,
+                          __global uint *flags, uint slot)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    if (c0 && bad_row(a0, c0, i))
+        atomic_min(&flags[slot], i);
+    if (c1 && bad_row(a1, c1, i))
+        atomic_min(&flags[slot + 1], i);
+    if (c2 && bad_row(a2, c2, i))
+        atomic_min(&flags[slot + 2], i);
+    if (c3 && bad_row(a3, c3, i))
+        atomic_min(&flags[slot + 3], i);
+    if (dom) {
+        int out = 0;
+        for (int k = 0; k < dim; k++) {
+            const float c = x[3 * i + k];
+            const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+            const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+            if (!(per & (1u << k)) && (c < l || c > h))
+                out = 1;
+        }
+        if (out)
+            atomic_min(&flags[slot + 4], i);
+    }
+}
+
+/* max |v|^2 as the bits of a non-negative float (ordered like the value) */
+__kernel void max_speed2(__global const float *v, uint n, __global uint *out)
+{
+    __local uint lmax;
+    if (get_local_id(0) == 0)
+        lmax = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint i = get_global_id(0);
+    if (i < n) {
+        const float a = v[3 * i], b = v[3 * i + 1], c = v[3 * i + 2];
+        const float s = a * a + b * b + c * c;
+        atomic_max(&lmax, isnan(s) ? 0x7f800000u : as_uint(s));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0)
+        atomic_max(out, lmax);
+}
+
+/* dst[k] = src[perm[k]] for elements of `comps` words */
+__kernel void permute(__global const uint *src, __global uint *dst, __global const uint *perm, uint n, uint comps)
+{
+    const uint k = get_global_id(0);
+    if (k >= n)
+        return;
+    const uint j = perm[k];
+    for (uint c = 0; c < comps; c++)
+        dst[comps * k + c] = src[comps * j + c];
+}

@@ -1,0 +1,217 @@
+/* Device neighbour search (core/src/backend_cl.c drives it): the same
+ * sorted-key scheme as core/src/neighbours.c.
+ *   nb_keys     cell key of every particle, its arrival rank in the cell
+ *   scan_*      exclusive prefix sum of the cell counts -> cell start table
+ *   nb_scatter  slot = start[key] + rank (arrival order within a cell)
+ *   nb_stable   within each cell, order by particle index: the result is
+ *               exactly the C path's stable counting sort, deterministic
+ *   nb_gather   sorted positions (float4) for streaming candidate loads
+ *   nb_build    fixed-stride lists, neighbour-major: idx[k * pitch + i],
+ *               candidates in ascending slot order per row of 3 cells, so
+ *               each list holds the C list's neighbours in the C order */
+#include "core/sph.h"
+
+#define SCAN_WG 256
+#define SCAN_PER 4
+
+inline int nb_axis(float x, float o, float inv, int n)
+{
+    float f = (x - o) * inv;
+    if (!(f >= 0.0f))
+        return 0;
+    if (f >= (float)n)
+        return n - 1;
+    int i = (int)f;
+    return i < n ? i : n - 1;
+}
+
+/* grid: go = (origin x, y, z, 1/cell), gn = (n0, n1, n2, dim == 3) */
+__kernel void nb_keys(__global const float *x, uint n, float4 go, int4 gn, __global uint *key,
+                      __global uint *rank, __global uint *count)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    uint ix = (uint)nb_axis(x[3 * i], go.x, go.w, gn.x);
+    uint iy = (uint)nb_axis(x[3 * i + 1], go.y, go.w, gn.y);
+    uint iz = gn.w ? (uint)nb_axis(x[3 * i + 2], go.z, go.w, gn.z) : 0u;
+    uint k = ix + (uint)gn.x * iy + (uint)gn.x * (uint)gn.y * iz;
+    key[i] = k;
+    rank[i] = atomic_inc(&count[k]);
+}
+
+/* Exclusive scan of blocks of SCAN_WG * SCAN_PER words in place; block
+ * totals into sums[group]. Local size SCAN_WG. */
+__kernel void scan_block(__global uint *data, uint n, __global uint *sums)
+{
+    __local uint tmp[SCAN_WG];
+    const uint lid = get_local_id(0), g = get_group_id(0);
+    const uint base = g * SCAN_WG * SCAN_PER + lid * SCAN_PER;
+    uint v[SCAN_PER], s = 0;
+    for (int k = 0; k < SCAN_PER; k++) {
+        v[k] = base + k < n ? data[base + k] : 0u;
+        s += v[k];
+    }
+    tmp[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < SCAN_WG; off <<= 1) { /* Hillis-Steele, inclusive */
+        uint t = lid >= off ? tmp[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tmp[lid] += t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint run = tmp[lid] - s; /* exclusive */
+    for (int k = 0; k < SCAN_PER; k++) {
+        if (base + k < n)
+            data[base + k] = run;
+        run += v[k];
+    }
+    if (lid == SCAN_WG - 1)
+        sums[g] = tmp[lid];
+}
+
+__kernel void scan_add(__global uint *data, uint n, __global const uint *sums)
+{
+    const uint lid = get_local_id(0), g = get_group_id(0);
+    const uint base = g * SCAN_WG * SCAN_PER + lid * SCAN_PER;
+    const uint add = sums[g];
+    for (int k = 0; k < SCAN_PER; k++)
+        if (base + k < n)
+            data[base + k] += add;
+}
+
+__kernel void nb_scatter(__global const uint *key, __global const uint *rank, __global const uint *start, uint n,
+                         __global uint *tmp)
+{
+    const uint i = get_global_id(0);
+    if (i < n)
+        tmp[start[key[i]] + rank[i]] = i;
+}
+
+__kernel void nb_stable(__global const uint *tmp, __global const uint *key, __global const uint *start, uint n,
+                        __global uint *order)
+{
+    const uint s = get_global_id(0);
+    if (s >= n)
+        return;
+    const uint i = tmp[s], c = key[i], a = start[c], b = start[c + 1];
+    uint r = 0;
+    for (uint k = a; k < b; k++)
+        r += tmp[k] < i;
+    order[a + r] = i;
+}
+
+__kernel void nb_gather(__global const float *x, __global const uint *order, uint n, __global float4 *spos)
+{
+    const uint s = get_global_id(0);
+    if (s >= n)
+        return;
+    const uint j = order[s];
+    spos[s] = (float4)(x[3 * j], x[3 * j + 1], x[3 * j + 2], 0.0f);
+}
+
+/* Lists of nq query particles in a target set. same_set: the queries are the
+ * target's particles, walked in sorted order (query i = order[q] at slot q).
+ * per: periodic bits; plo/period as nb_grid (plo.w = cell edge);
+ * stats[2 slot] = max count, stats[2 slot + 1] = sum of counts. Local size: any (reduced in local memory). */
+__kernel void nb_build(int same_set, __global const float *xq, uint nq, __global const float4 *spos,
+                       __global const uint *order, __global const uint *cs, float4 go, int4 gn, float r2,
+                       int exclude_self, uint per, float4 plo, float4 period, __global uint *count,
+                       __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot)
+{
+    __local uint lmax, lsum;
+    const uint q = get_global_id(0);
+    if (get_local_id(0) == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (q < nq) {
+        uint i;
+        float px, py, pz;
+        if (same_set) {
+            i = order[q];
+            float4 p = spos[q];
+            px = p.x;
+            py = p.y;
+            pz = gn.w ? p.z : 0.0f;
+        } else {
+            i = q;
+            px = xq[3 * q];
+            py = xq[3 * q + 1];
+            pz = gn.w ? xq[3 * q + 2] : 0.0f;
+        }
+        const uint self = exclude_self ? i : 0xffffffffu;
+        /* the query and its periodic images, in the order of nb_images in
+         * neighbours.c: bit b of image m shifts the b-th shifted axis */
+        const float qx = px, qy = py, qz = pz;
+        float sh[3] = {0.0f, 0.0f, 0.0f};
+        uint mask = 0;
+        if (per) {
+            for (int k = 0; k < 3; k++) {
+                if (!(per & (1u << k)))
+                    continue;
+                const float c = k == 0 ? qx : k == 1 ? qy : qz;
+                const float lo = k == 0 ? plo.x : k == 1 ? plo.y : plo.z;
+                const float L = k == 0 ? period.x : k == 1 ? period.y : period.z;
+                if (c < lo + plo.w)
+                    sh[k] = L;
+                else if (c >= lo + L - plo.w)
+                    sh[k] = -L;
+                if (sh[k] != 0.0f)
+                    mask |= 1u << k;
+            }
+        }
+        const int nimg = 1 << popcount(mask);
+        uint c = 0;
+        for (int im = 0; im < nimg; im++) {
+            px = qx;
+            py = qy;
+            pz = qz;
+            if (im) {
+                if ((mask & 1u) && (im & 1))
+                    px += sh[0];
+                if ((mask & 2u) && ((im >> popcount(mask & 1u)) & 1))
+                    py += sh[1];
+                if ((mask & 4u) && ((im >> popcount(mask & 3u)) & 1))
+                    pz += sh[2];
+            }
+            const int ix = nb_axis(px, go.x, go.w, gn.x);
+            const int iy = nb_axis(py, go.y, go.w, gn.y);
+            const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
+            const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
+            const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
+            const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
+            for (int z = zlo; z <= zhi; z++)
+                for (int y = ylo; y <= yhi; y++) {
+                    const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
+                    const uint a = cs[row + (uint)xlo], b = cs[row + (uint)xhi + 1];
+                    for (uint k = a; k < b; k++) {
+                        const float4 t = spos[k];
+                        const float dx = t.x - px, dy = t.y - py;
+                        float d2 = dx * dx + dy * dy;
+                        if (gn.w) {
+                            const float dz = t.z - pz;
+                            d2 = d2 + dz * dz;
+                        }
+                        if (d2 < r2) { /* order[] read on hits only */
+                            const uint j = order[k];
+                            if (j != self) {
+                                if (c < stride)
+                                    idx[(size_t)c * pitch + i] = j;
+                                c++;
+                            }
+                        }
+                    }
+                }
+        }
+        count[i] = c;
+        atomic_max(&lmax, c);
+        atomic_add(&lsum, c);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}

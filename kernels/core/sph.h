@@ -1,0 +1,49 @@
+/* Shared by the OpenCL kernels of every module (#include "core/sph.h"):
+ * the cubic spline written branch-free exactly as the C reference path
+ * (modules/wcsph/wcsph.c), and the minimum image on periodic axes.
+ * Contraction into fma is off so sums round as the C path's do. */
+#ifndef FLOE_CL_SPH_H
+#define FLOE_CL_SPH_H
+
+#pragma OPENCL FP_CONTRACT OFF
+
+/* Kernel constants: kc = (inv_H, g = sigma / H, r_min2 = (1e-6 H)^2, sigma) */
+inline float floe_pos(float a) { return 0.5f * (a + fabs(a)); } /* max(a, 0) */
+inline float floe_neg(float a) { return 0.5f * (a - fabs(a)); } /* min(a, 0) */
+
+/* W / sigma at distance^2 r2 */
+inline float floe_w_hat(float4 kc, float r2)
+{
+    const float q = sqrt(r2) * kc.x;
+    const float a = floe_pos(1.0f - q), b = floe_pos(0.5f - q);
+    return 2.0f * a * a * a - 8.0f * b * b * b;
+}
+
+/* (dW/dr) / r at distance^2 r2: grad W_ij = floe_dw_r * x_ij */
+inline float floe_dw_r(float4 kc, float r2)
+{
+    const float r = sqrt(r2 + kc.z);
+    const float q = r * kc.x;
+    const float a = floe_pos(1.0f - q), b = floe_pos(0.5f - q);
+    return kc.y * (24.0f * b * b - 6.0f * a * a) / r;
+}
+
+/* Periodic axes: per = (Lx, Ly, Lz, any periodic axis ? 1 : 0), L = 0 on
+ * the others. Minimum image of x_i - x_j, branch-free as in the C path. */
+inline float3 floe_min_image(float3 d, float4 per)
+{
+    if (per.w != 0.0f) {
+        const float3 hL = 0.5f * per.xyz;
+        d.x -= per.x * ((float)(d.x > hL.x) - (float)(d.x < -hL.x));
+        d.y -= per.y * ((float)(d.y > hL.y) - (float)(d.y < -hL.y));
+        d.z -= per.z * ((float)(d.z > hL.z) - (float)(d.z < -hL.z));
+    }
+    return d;
+}
+
+inline float3 floe_load3(__global const float *x, uint i)
+{
+    return (float3)(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+}
+
+#endif

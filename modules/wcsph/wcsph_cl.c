@@ -1,0 +1,341 @@
+/* Floe module "wcsph": the OpenCL path of its stages (run_cl), kernels in
+ * kernels/wcsph/wcsph.cl. Same equations, parameters and arithmetic as the
+ * C reference path in wcsph.c; each launch sums over one fluid target set
+ * and one boundary target set (the usual scene has exactly one of each).
+ * Needs no OpenCL header: device objects are void * through floe_api.
+ *
+ * The parameter indices below mirror the descriptor tables in wcsph.c. */
+#include <floe/module.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const floe_api *wcsph_cl_api; /* set by the entry point in wcsph.c */
+#define api wcsph_cl_api
+
+#define MAXS 16
+#define FILE_CL "wcsph.cl"
+#define ARG(v) FLOE_CL_ARG(v)
+
+enum { PR_STIFFNESS, PR_SPEED, PR_GAMMA, PR_COURANT, PR_CLAMP };
+enum { VI_KIND, VI_ALPHA, VI_BOUNDARY_ALPHA, VI_SPEED };
+
+int wcsph_cl_density(const floe_stage_call *call);
+int wcsph_cl_pressure(const floe_stage_call *call);
+int wcsph_cl_viscosity(const floe_stage_call *call);
+int wcsph_cl_pressure_force(const floe_stage_call *call);
+
+typedef struct cset {
+    floe_set set;
+    floe_set_info info;
+} cset;
+
+/* the non-empty sets of a kind */
+static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
+{
+    floe_set s[MAXS];
+    int k = api->set_list(ctx, kind, s, MAXS);
+    if (k < 0 || k > MAXS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, MAXS);
+    *n = 0;
+    for (int i = 0; i < k; i++) {
+        if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
+            return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);
+        if (kind == FLOE_SET_FLUID && !(out[*n].info.rest_density > 0.0f))
+            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", out[*n].info.name);
+        out[*n].set = s[i];
+        if (out[*n].info.n > 0)
+            (*n)++;
+    }
+    return FLOE_OK;
+}
+
+/* kernel constants as in wcsph.c: (1/H, sigma/H, (1e-6 H)^2, sigma) and
+ * the periods (L, periodic) */
+static void consts(const floe_sim_info *si, float kc[4], float per[4])
+{
+    floe_kernel k = floe_kernel_make(si->dim, si->support);
+    kc[0] = k.inv_H;
+    kc[1] = k.sigma * k.inv_H;
+    kc[2] = (1e-6f * k.H) * (1e-6f * k.H);
+    kc[3] = k.sigma;
+    for (int d = 0; d < 3; d++)
+        per[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
+    per[3] = si->periodic ? 1.0f : 0.0f;
+}
+
+static void *attr_cl(floe_ctx *ctx, const cset *s, const char *name, floe_type t, unsigned acc, int *st)
+{
+    void *m = api->cl_attr(ctx, s->set, name, t, acc);
+    if (!m && *st == FLOE_OK)
+        *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
+                        t == FLOE_VEC3 ? "vec3" : "f32", name);
+    return m;
+}
+
+/* One neighbour list as kernel arguments; an absent target (has = 0) gets a
+ * small dummy buffer in every slot, never read (no NULL buffer arguments). */
+typedef struct row {
+    void *x, *w, *cnt, *idx;
+    uint32_t pitch;
+    int32_t has;
+    double total;
+} row;
+
+static void *dummy(floe_ctx *ctx) { return api->cl_scratch(ctx, "wcsph.none", 16); }
+
+static int get_row(floe_ctx *ctx, const cset *q, const cset *t, const char *wname, row *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!t) {
+        r->x = r->w = r->cnt = r->idx = dummy(ctx);
+        return r->x ? FLOE_OK : FLOE_ERR_NOMEM;
+    }
+    r->has = 1;
+    floe_cl_nlist nl;
+    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
+    if (st)
+        return st;
+    if (nl.n < q->info.n)
+        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s'", q->info.name);
+    st = FLOE_OK;
+    r->x = attr_cl(ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
+    r->w = attr_cl(ctx, t, wname, FLOE_F32, FLOE_READ, &st);
+    r->cnt = nl.count;
+    r->idx = nl.idx;
+    r->pitch = nl.pitch;
+    r->total = nl.total;
+    return st;
+}
+
+/* ---- density ------------------------------------------------------------ */
+
+int wcsph_cl_density(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "density");
+    if (!k)
+        return FLOE_ERR;
+    float kc[4], per[4];
+    consts(api->sim(ctx), kc, per);
+    cset f[MAXS], b[MAXS];
+    int nf, nb, st;
+    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *m = attr_cl(ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
+        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < (launches ? launches : 1); l++) {
+            row rf, rb;
+            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
+                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
+                return st;
+            int32_t init = l == 0, fin = l == (launches ? launches : 1) - 1;
+            double bytes = 24.0 * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(m), ARG(rho), ARG(kc), ARG(per), ARG(rho0), ARG(init), ARG(fin),
+                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
+/* ---- pressure ------------------------------------------------------------ */
+
+int wcsph_cl_pressure(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    const floe_sim_info *si = api->sim(ctx);
+    const double stiffness = call->param[PR_STIFFNESS].f;
+    const double c0 = call->param[PR_SPEED].f;
+    const double gamma = call->param[PR_GAMMA].f;
+    const double courant = call->param[PR_COURANT].f;
+    const int clamp = call->param[PR_CLAMP].b;
+    if (!(gamma >= 1.0))
+        return api->fail(ctx, FLOE_ERR_ARG, "gamma must be >= 1 (got %g)", gamma);
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure");
+    if (!k)
+        return FLOE_ERR;
+    floe_set sets[MAXS];
+    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, MAXS), st;
+    if (ns < 0 || ns > MAXS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", ns, MAXS);
+    double dt_max = INFINITY;
+    for (int s = 0; s < ns; s++) {
+        cset c;
+        c.set = sets[s];
+        if (api->set_info(ctx, sets[s], &c.info) != FLOE_OK)
+            return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
+        const double rho0 = c.info.rest_density;
+        if (!(rho0 > 0))
+            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", c.info.name);
+        const double B = stiffness > 0.0 ? stiffness : rho0 * c0 * c0 / gamma;
+        const double cs = sqrt(B * gamma / rho0);
+        if (!(B > 0.0))
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s': stiffness is 0 (give stiffness or speed_of_sound > 0)",
+                             c.info.name);
+        if (courant > 0.0 && cs > 0.0 && courant * si->spacing / cs < dt_max)
+            dt_max = courant * si->spacing / cs;
+        if (c.info.n == 0)
+            continue;
+        st = FLOE_OK;
+        void *rho = attr_cl(ctx, &c, "rho", FLOE_F32, FLOE_READ, &st);
+        void *p = attr_cl(ctx, &c, "p", FLOE_F32, FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = c.info.n;
+        float Bf = (float)B, inv_rho0 = (float)(1.0 / rho0), gf = (float)gamma;
+        float lo = clamp ? 0.0f : -INFINITY;
+        int32_t gmode = gamma == 7.0 ? 7 : gamma == 1.0 ? 1 : 0;
+        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(Bf), ARG(inv_rho0), ARG(gf), ARG(gmode), ARG(lo)};
+        if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 8.0 * n)))
+            return st;
+    }
+    if (dt_max < INFINITY)
+        api->dt_limit(ctx, dt_max);
+    return FLOE_OK;
+}
+
+/* ---- pressure force ------------------------------------------------------ */
+
+int wcsph_cl_pressure_force(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
+    void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "prho2");
+    if (!k || !kp)
+        return FLOE_ERR;
+    float kc[4], per[4];
+    consts(api->sim(ctx), kc, per);
+    cset f[MAXS], b[MAXS];
+    void *P[MAXS];
+    int nf, nb, st;
+    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    /* P = p / rho^2 of every fluid particle, once per call, in scratch */
+    for (int s = 0; s < nf; s++) {
+        char name[96];
+        snprintf(name, sizeof name, "wcsph.P.%s", f[s].info.name);
+        uint32_t n = f[s].info.n;
+        P[s] = api->cl_scratch(ctx, name, (size_t)n * 4);
+        st = FLOE_OK;
+        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *p = attr_cl(ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        if (st || !P[s])
+            return st ? st : FLOE_ERR_NOMEM;
+        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(P[s])};
+        if ((st = api->cl_run(ctx, kp, n, 4, a, 12.0 * n)))
+            return st;
+    }
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *acc = attr_cl(ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            row rf, rb;
+            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
+                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
+                return st;
+            void *Pf = l < nf ? P[l] : rf.x;
+            double bytes = 44.0 * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(P[s]), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
+                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(Pf), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
+/* ---- viscosity ----------------------------------------------------------- */
+
+int wcsph_cl_viscosity(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    const floe_sim_info *si = api->sim(ctx);
+    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
+    const float alpha = (float)call->param[VI_ALPHA].f;
+    const float balpha = (float)call->param[VI_BOUNDARY_ALPHA].f;
+    const float c0 = (float)call->param[VI_SPEED].f;
+    int32_t artificial;
+    if (!strcmp(kind, "xsph"))
+        artificial = 0;
+    else if (!strcmp(kind, "artificial"))
+        artificial = 1;
+    else
+        return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
+    if (alpha == 0.0f && balpha == 0.0f)
+        return FLOE_OK;
+    float kc[4], per[4];
+    consts(si, kc, per);
+    const float H = si->support;
+    float cf, cb;
+    if (!artificial) {
+        if (!(si->dt > 0.0))
+            return FLOE_OK;
+        cf = (float)(2.0 * alpha / si->dt) * kc[3];
+        cb = (float)(2.0 * balpha / si->dt) * kc[3];
+    } else {
+        cf = 2.0f * alpha * H * c0;
+        cb = 2.0f * balpha * H * c0;
+    }
+    float eps = 0.01f * H * H;
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "viscosity");
+    if (!k)
+        return FLOE_ERR;
+    cset f[MAXS], b[MAXS];
+    int nf, nb = 0, st;
+    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)))
+        return st;
+    if (balpha > 0.0f && (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *v = attr_cl(ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
+        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *acc = attr_cl(ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float cbi = cb * f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            row rf, rb;
+            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
+                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
+                return st;
+            void *rhof = rf.x, *vf = rf.x; /* dummies when absent */
+            if (l < nf) {
+                rhof = attr_cl(ctx, &f[l], "rho", FLOE_F32, FLOE_READ, &st);
+                vf = attr_cl(ctx, &f[l], "v", FLOE_VEC3, FLOE_READ, &st);
+                if (st)
+                    return st;
+            }
+            double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(artificial),
+                               ARG(eps), ARG(cf), ARG(cbi), ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rhof), ARG(vf), ARG(rf.cnt),
+                               ARG(rf.idx), ARG(rf.pitch), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
+                               ARG(rb.pitch)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
