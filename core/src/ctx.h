@@ -90,6 +90,7 @@ struct floe_ctx {
     int nb_valid;            /* lists valid for the current positions */
     uint64_t nb_updates;
     double dt_limit;         /* smallest limit proposed this step */
+    double dt_last;          /* last step taken by floe_run (0 = none yet) */
     int nstats;
     stat_acc stats[MAX_STATS];
     const char *current_stage;

@@ -262,7 +262,8 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     stop_requested = 0;
     progress prog;
     progress_start(&prog, def.frames, def.progress);
-    double t0 = wall_now(), dt_prev = 0;
+    /* an adaptive run continues from the last step of the previous run */
+    double t0 = wall_now(), dt_prev = ctx->dt_last;
     uint64_t steps_total = 0, particle_steps = 0;
     if (def.out_dir && def.write_frames)
         rc = write_frame(ctx, &def, 0);
@@ -281,6 +282,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             double dt = choose_dt(ctx, &def, dt_prev, t_end);
             rc = floe_step(ctx, dt);
             dt_prev = dt;
+            ctx->dt_last = dt;
             fr->st.steps++;
             fr->st.dt_min = fmin(fr->st.dt_min, dt);
             fr->st.dt_max = fmax(fr->st.dt_max, dt);
