@@ -11,7 +11,7 @@ local viscosity = floe.param("viscosity", 0.01)
 local sim = floe.sim{
   dim = 3, radius = 0.0125, gravity = { 0, -9.81, 0 },
   -- generous domain: a droplet thrown over a wall must not end the benchmark
-  domain = { min = { -0.5, -0.2, -0.5 }, max = { 4.5, 6, 2 } },
+  domain = { min = { -1, -0.2, -1 }, max = { 5, 8, 2.5 } },
 }
 sim:load "wcsph"
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
