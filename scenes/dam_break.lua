@@ -1,6 +1,6 @@
 -- 3D dam break with WCSPH (Becker & Teschner 2007; Akinci et al. 2012
 -- boundaries): a water block collapses in an open tank and runs up the far
--- wall. The default scene of `make demo`: about 12k fluid particles, sized
+-- wall of a closed tank. The default scene of `make demo`: about 12k fluid particles, sized
 -- to finish in about a minute on a 2-core machine.
 --
 --   floe run scenes/dam_break.lua [--set spacing=0.02] [--frames 60] [--out DIR]
@@ -19,7 +19,7 @@ local sim = floe.sim{
 sim:load "wcsph"
 
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.8, tank[3] }, density = water.density }
-sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2, open_top = true }
+sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2 }  -- closed: splashes stay inside
 floe.log(string.format("dam break: %d fluid particles, spacing %.4g m", n, d))
 
 -- One step: neighbours first (everything after reads the lists), then the

@@ -15,7 +15,7 @@ local sim = floe.sim{
 }
 sim:load "wcsph"
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
-sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 3, open_top = true }
+sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 3 }  -- closed tank
 floe.log(string.format("bench: %d fluid particles", n))
 
 -- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s
