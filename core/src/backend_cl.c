@@ -1023,25 +1023,25 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
                 pt[np] = t;
                 np++;
             }
-    int todo[NPAIR], ntodo = np;
+    int pending[NPAIR], npending = np;
     for (int k = 0; k < np; k++)
-        todo[k] = k;
+        pending[k] = k;
     cl_uint st[2 * NPAIR];
-    for (int round = 0; ntodo > 0; round++) {
+    for (int round = 0; npending > 0; round++) {
         cl_uint zero = 0;
         cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "clEnqueueFillBuffer");
-        for (int k = 0; k < ntodo; k++)
-            if ((rc = build_pair(ctx, pq[todo[k]], pt[todo[k]], (cl_uint)todo[k])))
+        for (int k = 0; k < npending; k++)
+            if ((rc = build_pair(ctx, pq[pending[k]], pt[pending[k]], (cl_uint)pending[k])))
                 return rc;
         /* the one small read of the neighbour update: the largest count */
         e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "reading the neighbour counts");
         int left = 0;
-        for (int k = 0; k < ntodo; k++) {
-            int pr = todo[k];
+        for (int k = 0; k < npending; k++) {
+            int pr = pending[k];
             cl_setdev *d = &CL->sets[pq[pr]];
             int t = pt[pr];
             d->ltotal[t] = st[2 * pr + 1];
@@ -1049,10 +1049,10 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
                 d->lstride[t] = (st[2 * pr] + 7u) & ~7u;
                 rel(ctx, &d->cnt[t]);
                 rel(ctx, &d->idx[t]);
-                todo[left++] = pr;
+                pending[left++] = pr;
             }
         }
-        ntodo = left;
+        npending = left;
         if (round > 4)
             return ctx_fail(ctx, FLOE_ERR, "OpenCL: neighbour lists keep overflowing");
     }
