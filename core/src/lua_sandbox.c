@@ -193,7 +193,7 @@ static int sb_debug_index(lua_State *L)
 /* ---- installation ------------------------------------------------------- */
 
 /* lib[name] = a function raising "sandbox: lib.name is not allowed". */
-static void refuse(lua_State *L, const char *lib, const char *name)
+static void install_refusal(lua_State *L, const char *lib, const char *name)
 {
     lua_getglobal(L, lib);
     lua_pushfstring(L, "%s.%s", lib, name);
@@ -242,7 +242,7 @@ static void install_package(lua_State *L)
     lua_rawseti(L, -2, 2);
     lua_setfield(L, -3, "searchers");
     lua_pop(L, 2);
-    refuse(L, "package", "loadlib");
+    install_refusal(L, "package", "loadlib");
 }
 
 static void install_base(lua_State *L)
@@ -268,8 +268,8 @@ void floe_lua_sandbox_apply(lua_State *L, const char *out_root)
     lua_pushstring(L, root);
     lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
     for (size_t i = 0; i < sizeof os_refused / sizeof *os_refused; i++)
-        refuse(L, "os", os_refused[i]);
-    refuse(L, "io", "popen");
+        install_refusal(L, "os", os_refused[i]);
+    install_refusal(L, "io", "popen");
     install_package(L);
     install_base(L);
     install_debug_refusal(L);
