@@ -107,6 +107,11 @@ static void pipeline(world *w, int upto, const char *visc, double alpha, double 
         if (!strcmp(names[i], "wcsph.pressure")) {
             floe_param_kv kv[] = {KV_F("speed_of_sound", 20)};
             add(w, names[i], 1, kv);
+        } else if (!strcmp(visc, "fused") && !strcmp(names[i], "wcsph.viscosity")) {
+            continue; /* XSPH summed inside wcsph.pressure_force */
+        } else if (!strcmp(visc, "fused") && !strcmp(names[i], "wcsph.pressure_force")) {
+            floe_param_kv kv[] = {KV_F("xsph", alpha)};
+            add(w, names[i], 1, kv);
         } else if (!strcmp(names[i], "wcsph.viscosity")) {
             floe_param_kv kv[] = {KV_S("kind", visc), KV_F("alpha", alpha), KV_F("boundary_alpha", balpha),
                                   KV_F("speed_of_sound", 20)};
@@ -320,6 +325,11 @@ Test(opencl, stage_viscosity_xsph, .timeout = 600)
 }
 Test(opencl, stage_viscosity_artificial, .timeout = 600) { stage_agrees(3, 5, "artificial", 0.05, A, 1); }
 Test(opencl, stage_pressure_force, .timeout = 600) { stage_agrees(3, 6, "xsph", 0, A, 1); }
+Test(opencl, stage_pressure_force_xsph, .timeout = 600)
+{
+    stage_agrees(3, 6, "fused", 0, A, 1);
+    stage_agrees(2, 6, "fused", 0, A, 1);
+}
 Test(opencl, stage_integrate, .timeout = 600) { stage_agrees(3, 0, "xsph", 0, XV, 4); }
 
 /* ---- mixed pipelines and lazy copies ------------------------------------ */

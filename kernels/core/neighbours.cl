@@ -5,7 +5,8 @@
  *   nb_scatter  slot = start[key] + rank (arrival order within a cell)
  *   nb_stable   within each cell, order by particle index: the result is
  *               exactly the C path's stable counting sort, deterministic
- *   nb_gather   sorted positions (float4) for streaming candidate loads
+ *   nb_gather   sorted positions (float4, the particle index in w) for
+ *               streaming candidate loads
  *   nb_build    fixed-stride lists, neighbour-major: idx[k * pitch + i],
  *               candidates in ascending slot order per row of 3 cells, so
  *               each list holds the C list's neighbours in the C order */
@@ -107,7 +108,7 @@ __kernel void nb_gather(__global const float *x, __global const uint *order, uin
     if (s >= n)
         return;
     const uint j = order[s];
-    spos[s] = (float4)(x[3 * j], x[3 * j + 1], x[3 * j + 2], 0.0f);
+    spos[s] = (float4)(x[3 * j], x[3 * j + 1], x[3 * j + 2], as_float(j)); /* w: the particle index */
 }
 
 /* Lists of nq query particles in a target set. same_set: the queries are the
@@ -194,8 +195,8 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
                             const float dz = t.z - pz;
                             d2 = d2 + dz * dz;
                         }
-                        if (d2 < r2) { /* order[] read on hits only */
-                            const uint j = order[k];
+                        if (d2 < r2) { /* the index travels in w: no order[] read */
+                            const uint j = as_uint(t.w);
                             if (j != self) {
                                 if (c < stride)
                                     idx[(size_t)c * pitch + i] = j;

@@ -314,6 +314,37 @@ ROW_FN void row_xsph(const kconst *kc, const uint32_t *restrict id, uint32_t cnt
     s[2] += sz;
 }
 
+/* Pressure force and XSPH in one walk of a fluid row (wcsph.pressure_force
+ * with xsph > 0): g += sum_j m_j (P_i + P_j) grad W_ij and
+ * sv += sum_j m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma, each term as
+ * in row_grad and row_xsph. */
+ROW_FN void row_grad_xsph(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
+                          const float *restrict m, const float *restrict P, const float *restrict rho,
+                          const float *restrict v, float Pi, float rhoi, const float vi[3], float xi, float yi,
+                          float zi, float g3[3], float sv[3], const int per)
+{
+    float gx = 0.0f, gy = 0.0f, gz = 0.0f, sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], ti = vi[2];
+#pragma omp simd reduction(+ : gx, gy, gz, sx, sy, sz)
+    for (uint32_t k = 0; k < cnt; k++) {
+        X_IJ;
+        const float g = m[j] * (Pi + P[j]) * dw_r(kc, r2);
+        gx += g * dx;
+        gy += g * dy;
+        gz += g * dz;
+        const float c = m[j] / (rhoi + rho[j]) * w_hat(kc, r2);
+        sx += c * (v[3 * j] - ui);
+        sy += c * (v[3 * j + 1] - wi);
+        sz += c * (v[3 * j + 2] - ti);
+    }
+    g3[0] += gx;
+    g3[1] += gy;
+    g3[2] += gz;
+    sv[0] += sx;
+    sv[1] += sy;
+    sv[2] += sz;
+}
+
 /* Monaghan: s += sum_j m_j min(v_ij . x_ij, 0) / ((rho_i + rho_j)(r^2 + eps)) grad W_ij,
  * which is -sum_j m_j Pi_ij grad W_ij / (2 alpha H c). A boundary row passes
  * v = NULL (at rest) and rho = NULL (mirrored, rho_j = rho_i). */
@@ -479,11 +510,17 @@ static int st_pressure(const floe_stage_call *call)
 
 /* ---- pressure force ------------------------------------------------------ */
 
+enum { PF_XSPH };
+
 static int st_pressure_force(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
     wcsph_state *ws = call->state;
-    const kconst kc = kconst_make(api->sim(ctx));
+    const floe_sim_info *si = api->sim(ctx);
+    const kconst kc = kconst_make(si);
+    /* XSPH in the same pass: the factor of st_viscosity (kind xsph) */
+    const float xsph = (float)call->param[PF_XSPH].f;
+    const float cv = xsph > 0.0f && si->dt > 0.0 ? (float)(2.0 * xsph / si->dt) * kc.sigma : 0.0f;
     fluid f[WCSPH_MAX_SETS];
     target t[2 * WCSPH_MAX_SETS];
     int nf, nt, st;
@@ -519,12 +556,17 @@ static int st_pressure_force(const floe_stage_call *call)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, ws->prho2, t, &nt)) != FLOE_OK)
+        const unsigned needs = cv > 0.0f ? NEED_RHO | NEED_V : 0;
+        if ((st = list_targets(ctx, &f[s], f, nf, 1, needs, ws->prho2, t, &nt)) != FLOE_OK)
             return st;
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         float *restrict a = api->attr(ctx, f[s].set, "a", FLOE_VEC3);
         if (!a)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no vec3 attribute 'a'", f[s].info.name);
+        const float *restrict vs = cv > 0.0f ? api->attr(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        const float *restrict rhos = cv > 0.0f ? api->attr(ctx, f[s].set, "rho", FLOE_F32) : NULL;
+        if (cv > 0.0f && (!vs || !rhos))
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no 'v' or 'rho' attribute (xsph)", f[s].info.name);
         const float *restrict Ps = ws->prho2 + f[s].off;
         const float rho0 = f[s].info.rest_density;
 
@@ -533,12 +575,21 @@ static int st_pressure_force(const floe_stage_call *call)
             prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float Pi = Ps[i];
-            float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+            float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}, sv[3] = {0.0f, 0.0f, 0.0f};
             for (int b = 0; b < nt; b++) {
                 if (t[b].boundary) /* sum_b V_b grad W_ib */
                     ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, NULL, 0.0f, xi, yi, zi, ab);
-                else               /* sum_j m_j (P_i + P_j) grad W_ij */
+                else if (cv > 0.0f) {
+                    const float vi[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
+                    ROW_CALL(row_grad_xsph, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, t[b].rho, t[b].v,
+                             Pi, rhos[i], vi, xi, yi, zi, af, sv);
+                } else /* sum_j m_j (P_i + P_j) grad W_ij */
                     ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, Pi, xi, yi, zi, af);
+            }
+            if (cv > 0.0f) { /* as a preceding wcsph.viscosity{kind = "xsph"} would add */
+                a[3 * i] += cv * sv[0];
+                a[3 * i + 1] += cv * sv[1];
+                a[3 * i + 2] += cv * sv[2];
             }
             /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i */
             const float cb = 2.0f * rho0 * Pi;
@@ -687,8 +738,18 @@ static const floe_attr_desc pressure_attrs[] = {
     {0},
 };
 
+static const floe_param_desc pressure_force_params[] = {
+    [PF_XSPH] = { FLOE_SIZED(floe_param_desc), .name = "xsph", .type = FLOE_PARAM_FLOAT,
+        .def = 0, .min = 0, .max = 10, .unit = "",
+        .doc = "XSPH coefficient between fluid particles summed in the same neighbour pass (the same term as "
+               "wcsph.viscosity{kind = \"xsph\", alpha = xsph} before this stage, one walk of the lists "
+               "instead of two); 0 = none" },
+    {0},
+};
+
 static const floe_attr_desc pressure_force_attrs[] = {
     FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLUID("v", FLOE_VEC3, FLOE_READ),
     FLUID("m", FLOE_F32, FLOE_READ),
     FLUID("rho", FLOE_F32, FLOE_READ),
     FLUID("p", FLOE_F32, FLOE_READ),
@@ -744,8 +805,10 @@ static const floe_stage_desc stages[] = {
       .doc = "XSPH or artificial viscosity, added to a (after 'gravity')",
       .run = st_viscosity, .run_cl = wcsph_cl_viscosity, .params = viscosity_params, .attrs = viscosity_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure_force",
-      .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a",
-      .run = st_pressure_force, .run_cl = wcsph_cl_pressure_force, .attrs = pressure_force_attrs },
+      .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a; "
+             "optionally XSPH viscosity in the same pass",
+      .run = st_pressure_force, .run_cl = wcsph_cl_pressure_force, .params = pressure_force_params,
+      .attrs = pressure_force_attrs },
     {0},
 };
 

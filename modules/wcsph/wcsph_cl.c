@@ -20,6 +20,7 @@ const floe_api *wcsph_cl_api; /* set by the entry point in wcsph.c */
 
 enum { PR_STIFFNESS, PR_SPEED, PR_GAMMA, PR_COURANT, PR_CLAMP };
 enum { VI_KIND, VI_ALPHA, VI_BOUNDARY_ALPHA, VI_SPEED };
+enum { PF_XSPH };
 
 int wcsph_cl_density(const floe_stage_call *call);
 int wcsph_cl_pressure(const floe_stage_call *call);
@@ -215,8 +216,12 @@ int wcsph_cl_pressure_force(const floe_stage_call *call)
     void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "prho2");
     if (!k || !kp)
         return FLOE_ERR;
+    const floe_sim_info *si = api->sim(ctx);
     float kc[4], per[4];
-    consts(api->sim(ctx), kc, per);
+    consts(si, kc, per);
+    /* XSPH in the same pass, factor as in wcsph_cl_viscosity */
+    const double xsph = call->param[PF_XSPH].f;
+    float cv = xsph > 0.0 && si->dt > 0.0 ? (float)(2.0 * xsph / si->dt) * kc[3] : 0.0f;
     cset f[MAXS], b[MAXS];
     void *P[MAXS];
     int nf, nb, st;
@@ -242,6 +247,11 @@ int wcsph_cl_pressure_force(const floe_stage_call *call)
         st = FLOE_OK;
         void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
         void *acc = attr_cl(ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        void *v = x, *rho = x; /* dummies without xsph */
+        if (cv > 0.0f) {
+            v = attr_cl(ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
+            rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        }
         if (st)
             return st;
         uint32_t n = f[s].info.n;
@@ -252,10 +262,19 @@ int wcsph_cl_pressure_force(const floe_stage_call *call)
                 (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
                 return st;
             void *Pf = l < nf ? P[l] : rf.x;
-            double bytes = 44.0 * n + 4.0 * (rf.total + rb.total);
+            void *vf = rf.x, *rhof = rf.x;
+            float cvl = l < nf ? cv : 0.0f;
+            if (cvl > 0.0f) {
+                vf = attr_cl(ctx, &f[l], "v", FLOE_VEC3, FLOE_READ, &st);
+                rhof = attr_cl(ctx, &f[l], "rho", FLOE_F32, FLOE_READ, &st);
+                if (st)
+                    return st;
+            }
+            double bytes = (cvl > 0.0f ? 60.0 : 44.0) * n + 4.0 * (rf.total + rb.total);
             floe_cl_arg a[] = {ARG(n), ARG(x), ARG(P[s]), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
                                ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(Pf), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
-                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
+                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch), ARG(cvl), ARG(v), ARG(rho),
+                               ARG(vf), ARG(rhof)};
             if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
                 return st;
         }

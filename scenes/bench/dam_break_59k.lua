@@ -1,31 +1,37 @@
--- Reference benchmark (issue: core): 3D dam break, water block 1 x 1 x 1 m at
--- particle radius 0.0125 m (spacing 0.025 m: 40^3 = 64,000 fluid particles
--- with Floe's cell-centred lattice), tank 4 x 3 x 1.5 m, viscosity 0.01,
--- fixed dt = 0.0005 s, 1 s simulated (2000 steps).
+-- Reference benchmark (issue: core): 3D dam break, water block of about
+-- 1 x 1 x 1 m at particle radius 0.0125 m (spacing d = 0.025 m), tank
+-- 4 x 3 x 1.5 m, viscosity 0.01, fixed dt = 0.0005 s, 1 s simulated (2000
+-- steps). per_side particles along each edge of the block: 39 (default)
+-- gives the issue's "about 59k" (39^3 = 59,319, a block of 0.975 m
+-- centred in the 1 m corner cube), 40 the full 1 m cube (64,000).
 --
 --   floe bench scenes/bench/dam_break_59k.lua [--threads N] [--set seconds=0.1]
+--       [--set per_side=40] [--set fused=0]
 local floe = require "floe"
 
 local seconds = floe.param("seconds", 1.0)
 local viscosity = floe.param("viscosity", 0.01)
+local per_side = floe.param("per_side", 39)
+local d = 0.025
 local sim = floe.sim{
-  dim = 3, radius = 0.0125, gravity = { 0, -9.81, 0 },
+  dim = 3, radius = d / 2, gravity = { 0, -9.81, 0 },
   -- generous domain: a droplet thrown over a wall must not end the benchmark
   domain = { min = { -1, -0.2, -1 }, max = { 5, 8, 2.5 } },
 }
 sim:load "wcsph"
-local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
+local gap = (1 - per_side * d) / 2
+local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 3 }  -- closed tank
 floe.log(string.format("bench: %d fluid particles", n))
 
--- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s
-sim:pipeline{
-  "neighbours",
-  "wcsph.density",
-  { "wcsph.pressure", speed_of_sound = 20 },
-  "gravity",
-  { "wcsph.viscosity", kind = "xsph", alpha = viscosity },
-  "wcsph.pressure_force",
-  "integrate",
-}
+-- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s.
+-- fused = 1 (default): XSPH summed inside wcsph.pressure_force, one walk of
+-- the neighbour lists; fused = 0: the separate wcsph.viscosity stage.
+local forces = floe.param("fused", 1) ~= 0
+  and { { "wcsph.pressure_force", xsph = viscosity } }
+  or { { "wcsph.viscosity", kind = "xsph", alpha = viscosity }, "wcsph.pressure_force" }
+local stages = { "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
+for _, s in ipairs(forces) do stages[#stages + 1] = s end
+stages[#stages + 1] = "integrate"
+sim:pipeline(stages)
 sim:run{ end_time = seconds, fps = 20, dt = 0.0005, out = "out/bench_dam_break_59k" }

@@ -5,7 +5,8 @@
 -- Runs `steps` steps (default 200) in 2 frames, no frame files.
 --
 --   floe bench scenes/bench/dam_break_gpu.lua --backend opencl --set n=1M
---   n: 100k, 1M, 4M or any count (k/M suffixes); steps: number of steps
+--   n: 100k, 1M, 4M or any count (k/M suffixes); steps: number of steps;
+--   fused: 1 (XSPH inside the pressure force pass) or 0 (separate stage)
 local floe = require "floe"
 
 local function count(s)
@@ -33,15 +34,28 @@ sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top =
 floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, dt %.3g s, %d steps",
   n, floe.param("n", "100k"), d, dt, steps))
 
-sim:pipeline{
-  "neighbours",
-  "wcsph.density",
-  { "wcsph.pressure", speed_of_sound = 20 },
-  "gravity",
-  { "wcsph.viscosity", kind = "xsph", alpha = viscosity },
-  "wcsph.pressure_force",
-  "integrate",
-}
+-- fused = 1 (default): XSPH summed inside wcsph.pressure_force (one walk of
+-- the neighbour lists); fused = 0: the separate wcsph.viscosity stage
+if floe.param("fused", 1) ~= 0 then
+  sim:pipeline{
+    "neighbours",
+    "wcsph.density",
+    { "wcsph.pressure", speed_of_sound = 20 },
+    "gravity",
+    { "wcsph.pressure_force", xsph = viscosity },
+    "integrate",
+  }
+else
+  sim:pipeline{
+    "neighbours",
+    "wcsph.density",
+    { "wcsph.pressure", speed_of_sound = 20 },
+    "gravity",
+    { "wcsph.viscosity", kind = "xsph", alpha = viscosity },
+    "wcsph.pressure_force",
+    "integrate",
+  }
+end
 -- warm-up: 2 steps build the OpenCL kernels (once per run) and fill the
 -- caches; `floe bench` reports the last sim:run only
 sim:run{ end_time = 2 * dt, fps = 1 / (2 * dt), dt = dt }
