@@ -126,7 +126,7 @@ int floe_ctx_backend(floe_ctx *ctx)
 #define MAX_FLAGS 256
 #define MAX_KSTATS 64
 #define WG 128          /* local size of the element-wise launches */
-#define SCAN_BLOCK 1024 /* scan_block: 256 work items x 4 words */
+#define SCAN_BLOCK 4096 /* scan_block: 256 work items x 16 words (SCAN_PER in neighbours.cl) */
 
 typedef struct cl_prog {
     char module[NAME_LEN], file[128];
@@ -187,7 +187,10 @@ struct cl_backend {
     } scr[MAX_SCRATCH];
     /* timing */
     int host_timing;        /* clFinish per stage and host clocks */
+    /* stage times: the events of a stage's first and last kernel (no
+     * marker commands, which cost the queue a few microseconds each) */
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
+    int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int profile;            /* per-kernel events (FLOE_CL_PROFILE) */
     int nks;
     kstat ks[MAX_KSTATS];
@@ -377,6 +380,7 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
     CL->profile = prof && prof[0] && strcmp(prof, "0") != 0;
     const char *sync = getenv("FLOE_CL_SYNC_STAGES");
     CL->host_timing = sync && sync[0] && strcmp(sync, "0") != 0;
+    CL->cur_stage = -1;
     ctx_log(ctx, FLOE_LOG_INFO, "backend %s", CL->desc);
     return FLOE_OK;
 }
@@ -735,12 +739,23 @@ static int launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs,
         return FLOE_OK;
     size_t global = (n + local - 1) / local * local;
     cl_event ev = NULL;
-    cl_int e = F->clEnqueueNDRangeKernel(CL->q, k, 1, NULL, &global, &local, 0, NULL, CL->profile ? &ev : NULL);
+    const int si = CL->cur_stage;
+    cl_int e = F->clEnqueueNDRangeKernel(CL->q, k, 1, NULL, &global, &local, 0, NULL,
+                                         CL->profile || si >= 0 ? &ev : NULL);
     if (e != CL_SUCCESS)
         return ctx_fail(ctx, FLOE_ERR, "OpenCL: kernel '%s' could not be enqueued over %zu items (error %d)",
                         kernel_name(ctx, k), n, (int)e);
-    if (ev)
+    if (ev && si >= 0) { /* first kernel of the stage, else its latest */
+        cl_event *slot = CL->ev_begin[si] ? &CL->ev_end[si] : &CL->ev_begin[si];
+        if (*slot)
+            F->clReleaseEvent(*slot);
+        F->clRetainEvent(ev);
+        *slot = ev;
+    }
+    if (ev && CL->profile)
         note_event(ctx, k, ev, bytes);
+    else if (ev)
+        F->clReleaseEvent(ev);
     return FLOE_OK;
 }
 
@@ -1312,10 +1327,13 @@ void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
     if (CL->host_timing)
         F->clFinish(CL->q);
     else if (i >= 0 && i < MAX_STAGES) {
-        if (CL->ev_begin[i])
-            F->clReleaseEvent(CL->ev_begin[i]);
-        CL->ev_begin[i] = NULL;
-        F->clEnqueueMarkerWithWaitList(CL->q, 0, NULL, &CL->ev_begin[i]);
+        for (int k = 0; k < 2; k++) {
+            cl_event *ev = k ? &CL->ev_end[i] : &CL->ev_begin[i];
+            if (*ev)
+                F->clReleaseEvent(*ev);
+            *ev = NULL;
+        }
+        CL->cur_stage = i;
     }
 }
 
@@ -1386,12 +1404,7 @@ int ctx_cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
         return FLOE_OK;
     }
     *host_timed = 0;
-    if (i < MAX_STAGES) {
-        if (CL->ev_end[i])
-            F->clReleaseEvent(CL->ev_end[i]);
-        CL->ev_end[i] = NULL;
-        F->clEnqueueMarkerWithWaitList(CL->q, 0, NULL, &CL->ev_end[i]);
-    }
+    CL->cur_stage = -1;
     return FLOE_OK;
 }
 
@@ -1414,12 +1427,12 @@ int ctx_cl_step_end(floe_ctx *ctx)
         return cl_err(ctx, e, "waiting for the step");
     /* per-stage device times from the marker events */
     for (int i = 0; i < ctx->nstages && i < MAX_STAGES; i++) {
-        if (!CL->ev_begin[i] || !CL->ev_end[i])
-            continue;
+        if (!CL->ev_begin[i])
+            continue; /* no kernel in this stage */
         cl_ulong t0, t1;
-        if (ev_time(ctx, CL->ev_begin[i], CL_PROFILING_COMMAND_END, &t0) ||
-            ev_time(ctx, CL->ev_end[i], CL_PROFILING_COMMAND_END, &t1)) {
-            ctx_log(ctx, FLOE_LOG_INFO, "OpenCL: marker events carry no timestamps; timing stages with a wait each");
+        if (ev_time(ctx, CL->ev_begin[i], CL_PROFILING_COMMAND_START, &t0) ||
+            ev_time(ctx, CL->ev_end[i] ? CL->ev_end[i] : CL->ev_begin[i], CL_PROFILING_COMMAND_END, &t1)) {
+            ctx_log(ctx, FLOE_LOG_INFO, "OpenCL: kernel events carry no timestamps; timing stages with a wait each");
             CL->host_timing = 1;
         } else {
             double ms = t1 > t0 ? (double)(t1 - t0) * 1e-6 : 0;
@@ -1427,7 +1440,8 @@ int ctx_cl_step_end(floe_ctx *ctx)
             ctx->stages[i].ms_frame += ms;
         }
         F->clReleaseEvent(CL->ev_begin[i]);
-        F->clReleaseEvent(CL->ev_end[i]);
+        if (CL->ev_end[i])
+            F->clReleaseEvent(CL->ev_end[i]);
         CL->ev_begin[i] = CL->ev_end[i] = NULL;
     }
     if (CL->profile) {

@@ -13,7 +13,7 @@
 #include "core/sph.h"
 
 #define SCAN_WG 256
-#define SCAN_PER 4
+#define SCAN_PER 16 /* one block of 4096 words: 2.9M cells scan in 3 launches */
 
 inline int nb_axis(float x, float o, float inv, int n)
 {
