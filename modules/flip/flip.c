@@ -52,6 +52,7 @@ static void flip_fini(void *state)
     free(s->rho_ground);
     free(s->grounds);
     free(s->bumps);
+    flip_cl_release(s);
     free(s);
 }
 
@@ -100,6 +101,10 @@ static const floe_param_desc grid_params[] = {
                        "obstacles add obstacle_density rho0 F(phi/r), the density of liquid at rest filling them"),
     [GP_VISCOSITY] = PF("viscosity", 0, 0, 1e3, "m^2/s",
                         "kinematic viscosity nu: u += dt nu lap u (5/7-point Laplacian over cells with liquid)"),
+    [GP_HOST_FPS] = PF("host_fps", 30, -1, 1e6, "1/s",
+                       "OpenCL backend: copy the device grids back to the host grids (flip.rho, flip.u, flip.u_old, "
+                       "flip.p, flip.phi) this many times per simulated second, on the steps raycast.render at the "
+                       "same fps renders; -1 = every step, 0 = never. Ignored on the C path"),
     {0},
 };
 
@@ -149,19 +154,19 @@ static const floe_param_desc ground_params[] = {
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "obstacle",
       .doc = "register a signed-distance obstacle (sphere, box, capsule, plane, metaballs) for this step; before flip.grid",
-      .run = flip_st_obstacle, .params = obstacle_params },
+      .run = flip_st_obstacle, .run_cl = flip_st_obstacle, .params = obstacle_params },
     { FLOE_SIZED(floe_stage_desc), .name = "ground",
       .doc = "shallow water (2D): ground height b(x), adds rho0 b / depth to the grid density; before flip.grid",
-      .run = flip_st_ground, .params = ground_params },
+      .run = flip_st_ground, .run_cl = flip_st_ground, .params = ground_params },
     { FLOE_SIZED(floe_stage_desc), .name = "splat",
       .doc = "rasterise every particle's kernel (1 - d^2/r^2)^3 and kernel-weighted velocity onto the grid, once",
-      .run = flip_st_splat, .params = splat_params, .attrs = splat_attrs },
+      .run = flip_st_splat, .run_cl = flip_cl_splat, .params = splat_params, .attrs = splat_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "grid",
       .doc = "grid pass: rho, P = k (rho/rho0)^gamma, u -= dt grad P, gravity, obstacles, walls (normal velocity zeroed)",
-      .run = flip_st_grid, .params = grid_params },
+      .run = flip_st_grid, .run_cl = flip_cl_grid, .params = grid_params },
     { FLOE_SIZED(floe_stage_desc), .name = "advect",
       .doc = "PIC/FLIP velocity blend and RK2 positions in the grid velocity, clamped to the domain and out of obstacles",
-      .run = flip_st_advect, .params = advect_params, .attrs = advect_attrs },
+      .run = flip_st_advect, .run_cl = flip_cl_advect, .params = advect_params, .attrs = advect_attrs },
     {0},
 };
 

@@ -8,6 +8,7 @@
  *   grid_pass.c   stage "grid": density, pressure, velocity update, walls
  *   advect.c      stage "advect": PIC/FLIP velocity blend, RK2 positions
  *   obstacles.c   stages "obstacle" and "ground": signed distance fields
+ *   flip_cl.c     the OpenCL path of every stage (run_cl), kernels/flip/
  *
  * docs/flip.md has the equations, parameters and units. */
 #ifndef FLIP_INTERNAL_H
@@ -96,6 +97,34 @@ typedef struct flip_ground {
     int bump0, nbumps; /* offsets into flip_state.bumps (x y z height radius) */
 } flip_ground;
 
+/* ---- OpenCL path (flip_cl.c) ------------------------------------------------- */
+
+/* Host-side state of the device path. The grids live on the device in
+ * module scratch buffers (core grids have no device mirror); the host grids
+ * are written back on the steps chosen by flip.grid's host_fps. */
+typedef struct flip_cl_state {
+    int ready;
+    float scale, inv_scale; /* fixed-point units per kg (power of two) */
+    int cur;                /* accumulator the next splat adds into (0, 1) */
+    int clean[2];           /* accumulator known to be zero */
+    int acc_used;           /* accumulator of this step's splat */
+    int slot;               /* ctrl slot of this step (alternates per grid pass) */
+    uint32_t npass;         /* grid passes so far */
+    int ctrl[4];            /* host copy of ctrl: rmax bits [0..1], pushed [2..3] */
+    void *ev_rmax, *ev_pushed;
+    int rmax_pending, rmax_slot, pushed_pending, pushed_slot;
+    float stat_k, stat_gamma; /* for the time step limit from rmax */
+    double courant;
+    float *stage[2];        /* staging copies of the obstacle uploads (grid, advect) */
+    size_t stage_cap[2];
+    void *ev_stage[2];
+    int nob_grid;           /* obstacles posed at t on the device (grid pass) */
+    int ball0_grid;         /* offset of their balls in floats */
+    int has_static, has_ground;
+    double host_next_t;     /* host_fps: time of the next write-back */
+    int host_started;
+} flip_cl_state;
+
 /* ---- module state ------------------------------------------------------------ */
 
 typedef struct flip_state {
@@ -153,6 +182,8 @@ typedef struct flip_state {
     /* half-space kernel fraction F(s), s = signed distance / radius in [-1, 1] */
     float ftab[FLIP_FTAB + 1];
     int ftab_dim;
+
+    flip_cl_state cl;      /* OpenCL path */
 } flip_state;
 
 /* ---- grid.c ------------------------------------------------------------------ */
@@ -257,6 +288,11 @@ int flip_project(const flip_posed *ob, int nob, int dim, float margin, float x[3
 /* Rebuild the phi grid and the obstacle density (rho0 F(phi / r)) plus the
  * ground density, when they changed; t: the time of the step. */
 int flip_obstacle_grids(floe_ctx *ctx, flip_state *s, double t, float rho0, float obstacle_scale);
+/* The static part of those grids (phi_static, rho_ground, flip.ground),
+ * rebuilt when a parameter changed (*changed); *moving: an obstacle moves. */
+int flip_obstacle_static(floe_ctx *ctx, flip_state *s, double t, float rho0, float obstacle_scale, int *changed,
+                         int *moving);
+int flip_obstacle_moves(const flip_obstacle *o);
 int flip_obstacles_active(const flip_state *s, uint64_t step);
 int flip_ground_active(const flip_state *s, uint64_t step);
 
@@ -265,6 +301,12 @@ int flip_st_ground(const floe_stage_call *call);
 int flip_st_splat(const floe_stage_call *call);
 int flip_st_grid(const floe_stage_call *call);
 int flip_st_advect(const floe_stage_call *call);
+
+/* flip_cl.c: the OpenCL path */
+int flip_cl_splat(const floe_stage_call *call);
+int flip_cl_grid(const floe_stage_call *call);
+int flip_cl_advect(const floe_stage_call *call);
+void flip_cl_release(flip_state *s);
 
 /* Fluid sets of the context (at most FLIP_MAX_SETS). */
 typedef struct flip_fluid {
@@ -275,7 +317,8 @@ int flip_list_fluids(floe_ctx *ctx, flip_fluid *f, int *nf);
 
 /* parameter indices, in descriptor order (flip.c) */
 enum { SP_CELL, SP_RADIUS };
-enum { GP_STIFFNESS, GP_SPEED, GP_GAMMA, GP_EOS, GP_REST_DENSITY, GP_COURANT, GP_WALL_FRICTION, GP_OBSTACLE, GP_VISCOSITY };
+enum { GP_STIFFNESS, GP_SPEED, GP_GAMMA, GP_EOS, GP_REST_DENSITY, GP_COURANT, GP_WALL_FRICTION, GP_OBSTACLE, GP_VISCOSITY,
+       GP_HOST_FPS };
 enum { AD_PIC, AD_MARGIN, AD_SAMPLING, AD_PIC_INTERVAL };
 enum { OP_SHAPE, OP_CENTRE, OP_RADIUS, OP_SIZE, OP_AXIS, OP_NORMAL, OP_BALLS, OP_BLEND, OP_VELOCITY, OP_SPIN,
        OP_PATH, OP_LOOP };

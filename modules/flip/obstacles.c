@@ -532,7 +532,7 @@ typedef struct snap_hdr {
     float rho0, scale, radius;
 } snap_hdr;
 
-static int obstacle_moves(const flip_obstacle *o)
+int flip_obstacle_moves(const flip_obstacle *o)
 {
     return o->nkeys > 1 || o->vel[0] != 0.0f || o->vel[1] != 0.0f || o->vel[2] != 0.0f || o->spin[0] != 0.0f ||
            o->spin[1] != 0.0f || o->spin[2] != 0.0f;
@@ -579,7 +579,7 @@ static void phi_min(const flip_geom *g, const flip_posed *ob, int nob, int which
     const long nx = (long)g->n[0], ny = (long)g->n[1], nz = (long)g->n[2];
     const int dim = g->dim;
     for (int i = 0; i < nob; i++) {
-        if (obstacle_moves(ob[i].o) != which)
+        if (flip_obstacle_moves(ob[i].o) != which)
             continue;
         long lo[3] = {0, 0, 0}, hi[3] = {nx - 1, ny - 1, nz - 1};
         for (int k = 0; k < dim; k++) {
@@ -608,35 +608,34 @@ static void phi_min(const flip_geom *g, const flip_posed *ob, int nob, int which
     }
 }
 
-/* The obstacle distance grid flip.phi and the obstacle + ground density.
- * Static obstacles and the ground are rasterised once (again only when a
- * parameter changes); obstacles that move are added every step over their
- * bounding boxes. */
-int flip_obstacle_grids(floe_ctx *ctx, flip_state *s, double t, float rho0, float scale)
+/* The part of the obstacle grids that changes only with the parameters:
+ * the distance of the static obstacles (s->phi_static), the ground density
+ * rho0 b / depth (s->rho_ground) and the ground grid flip.ground, rebuilt
+ * when anything they depend on changed (*changed = 1). *moving: an active
+ * obstacle moves (its distance is added every step). Shared by the C path
+ * (flip_obstacle_grids) and the OpenCL path (flip_cl.c). */
+int flip_obstacle_static(floe_ctx *ctx, flip_state *s, double t, float rho0, float scale, int *changed, int *moving)
 {
     const floe_sim_info *si = flip_api->sim(ctx);
     const flip_geom *g = &s->g;
     const int obs_on = flip_obstacles_active(s, si->step), ground_on = flip_ground_active(s, si->step);
-    int moving = 0;
+    *moving = 0;
     for (int i = 0; obs_on && i < s->nobs; i++)
-        moving |= obstacle_moves(&s->obs[i]);
+        *moving |= flip_obstacle_moves(&s->obs[i]);
     size_t len = 0;
     char *snap = snap_take(s, obs_on, ground_on, rho0, scale, &len);
     if (!snap)
         return flip_api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
-    const int changed = !s->obs_grid_valid || s->snap_len != len || memcmp(snap, s->snap, len) != 0;
-    if (!changed && !moving) {
+    *changed = !s->obs_grid_valid || s->snap_len != len || memcmp(snap, s->snap, len) != 0;
+    if (!*changed) {
         free(snap);
-        return FLOE_OK; /* nothing changed */
+        return FLOE_OK;
     }
     free(s->snap);
     s->snap = snap;
     s->snap_len = len;
-
-    float *restrict phi = flip_grid_data(ctx, s->g_phi);
     float *restrict ground = flip_grid_data(ctx, s->g_ground);
-    float *restrict rho_obs = s->rho_obs;
-    if (!phi || !ground)
+    if (!ground)
         return flip_api->fail(ctx, FLOE_ERR, "flip grids missing");
     const size_t cells = g->cells;
     if (!s->phi_static) {
@@ -649,32 +648,55 @@ int flip_obstacle_grids(floe_ctx *ctx, flip_state *s, double t, float rho0, floa
     const int nob = obs_on ? flip_obstacles_pose(s, t, g->dim, ob, 64) : 0;
     float *restrict phis = s->phi_static, *restrict rg = s->rho_ground;
     const long nx = (long)g->n[0];
-    if (changed) { /* static obstacles and the ground */
 #pragma omp parallel for schedule(static)
-        for (size_t c = 0; c < cells; c++) {
-            phis[c] = FLIP_FAR;
-            float b = 0.0f, rb = 0.0f;
-            if (ground_on) {
-                const size_t i = c % (size_t)nx, j = c / (size_t)nx;
-                const float xc[3] = {g->origin[0] + (float)i * g->h, g->origin[1] + (float)j * g->h, 0.0f};
-                for (int q = 0; q < s->ngrounds; q++) {
-                    const float bq = ground_height(s, &s->grounds[q], xc);
-                    b += bq;
-                    rb += rho0 * bq / s->grounds[q].depth;
-                }
+    for (size_t c = 0; c < cells; c++) {
+        phis[c] = FLIP_FAR;
+        float b = 0.0f, rb = 0.0f;
+        if (ground_on) {
+            const size_t i = c % (size_t)nx, j = c / (size_t)nx;
+            const float xc[3] = {g->origin[0] + (float)i * g->h, g->origin[1] + (float)j * g->h, 0.0f};
+            for (int q = 0; q < s->ngrounds; q++) {
+                const float bq = ground_height(s, &s->grounds[q], xc);
+                b += bq;
+                rb += rho0 * bq / s->grounds[q].depth;
             }
-            ground[c] = b;
-            rg[c] = rb;
         }
-        phi_min(g, ob, nob, 0, phis);
+        ground[c] = b;
+        rg[c] = rb;
     }
-    memcpy(phi, phis, cells * sizeof(float));
+    phi_min(g, ob, nob, 0, phis);
+    s->obs_grid_valid = 1;
+    return FLOE_OK;
+}
+
+/* The obstacle distance grid flip.phi and the obstacle + ground density.
+ * Static obstacles and the ground are rasterised once (again only when a
+ * parameter changes); obstacles that move are added every step over their
+ * bounding boxes. */
+int flip_obstacle_grids(floe_ctx *ctx, flip_state *s, double t, float rho0, float scale)
+{
+    const floe_sim_info *si = flip_api->sim(ctx);
+    const flip_geom *g = &s->g;
+    int changed, moving, st;
+    if ((st = flip_obstacle_static(ctx, s, t, rho0, scale, &changed, &moving)))
+        return st;
+    if (!changed && !moving)
+        return FLOE_OK; /* nothing changed */
+    float *restrict phi = flip_grid_data(ctx, s->g_phi);
+    float *restrict rho_obs = s->rho_obs;
+    if (!phi)
+        return flip_api->fail(ctx, FLOE_ERR, "flip grids missing");
+    const size_t cells = g->cells;
+    const int obs_on = flip_obstacles_active(s, si->step);
+    flip_posed ob[64];
+    const int nob = obs_on && moving ? flip_obstacles_pose(s, t, g->dim, ob, 64) : 0;
+    const float *restrict rg = s->rho_ground;
+    memcpy(phi, s->phi_static, cells * sizeof(float));
     if (moving)
         phi_min(g, ob, nob, 1, phi);
     const float rw = g->radius * g->h, inv_rw = 1.0f / rw;
 #pragma omp parallel for schedule(static)
     for (size_t c = 0; c < cells; c++)
         rho_obs[c] = (phi[c] < rw ? scale * rho0 * flip_ftab(s, phi[c] * inv_rw) : 0.0f) + rg[c];
-    s->obs_grid_valid = 1;
     return FLOE_OK;
 }
