@@ -38,8 +38,14 @@
  * iteration only through per-particle sums computed once per step. Loops are
  * gathers with a static schedule; the density error is summed over fixed
  * chunks of 512 particles in a fixed order, so results are bitwise the same
- * for any thread count. */
+ * for any thread count.
+ *
+ * OpenCL path (run_cl of both stages): iisph_cl.c and kernels/iisph/iisph.cl,
+ * the same arithmetic with every Jacobi iteration on the device
+ * (docs/iisph.md, "OpenCL path"). */
 #include <floe/module.h>
+
+#include "iisph_cl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -343,6 +349,7 @@ typedef struct iisph_state {
     float *P;           /* N: p / rho^2 of the current iterate */
     float *p[2];        /* N: pressure iterates (ping-pong) */
     double *part;       /* density error partial sums, two per chunk */
+    struct iisph_cl *cl; /* the OpenCL path's state (iisph_cl.c), NULL until used */
 } iisph_state;
 
 static int iisph_init(floe_ctx *ctx, void **state)
@@ -389,6 +396,7 @@ static void iisph_fini(void *state)
         return;
     free_particles(s);
     free_pairs(s);
+    iisph_cl_free(s->cl);
     free(s);
 }
 
@@ -793,18 +801,7 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
 
 /* ---- solve --------------------------------------------------------------------- */
 
-enum {
-    SO_OMEGA,
-    SO_TOLERANCE,
-    SO_MIN_IT,
-    SO_MAX_IT,
-    SO_WARM,
-    SO_BOUNDARY,
-    SO_BVISC,
-    SO_DAMPING,
-    SO_FORCE_COURANT,
-    SO_CORR_SPEED,
-};
+/* parameter indices SO_*: iisph_cl.h (shared with the OpenCL path) */
 
 static int st_solve(const floe_stage_call *call)
 {
@@ -940,6 +937,16 @@ static int st_solve(const floe_stage_call *call)
         PAR_FOR(si->periodic, f[q].info.n, SETUP_FLUID);
 #undef SETUP_FLUID
     }
+    /* the lanes past N of the last block (N not a multiple of 8) are read by
+     * the vector passes too: a valid index and a zero gradient */
+    if (N % 8) {
+        const size_t i0 = N & ~(size_t)7;
+        for (size_t k = s->boff[nb - 1]; k < s->boff[nb]; k += 8)
+            for (size_t l = N - i0; l < 8; l++) {
+                s->nj[k + l] = (uint32_t)i0;
+                s->gx[k + l] = s->gy[k + l] = s->gz[k + l] = 0.0f;
+            }
+    }
 
     /* relaxed Jacobi: evaluate a^p and the density error of the current
      * iterate; stop when converged (after min_iterations evaluations) or
@@ -977,6 +984,16 @@ static int st_solve(const floe_stage_call *call)
     if (force_courant > 0.0 && amax2 > 0.0)
         api->dt_limit(ctx, force_courant * sqrt(si->spacing / sqrt(amax2)));
     return FLOE_OK;
+}
+
+/* OpenCL path (iisph_cl.c); several fluid sets take the C solve */
+static int st_solve_cl(const floe_stage_call *call)
+{
+    iisph_state *s = call->state;
+    if (!s)
+        return api->fail(call->ctx, FLOE_ERR, "module state missing");
+    const int st = iisph_cl_solve(call, &s->cl);
+    return st == IISPH_CL_USE_C ? st_solve(call) : st;
 }
 
 /* ---- descriptors ---------------------------------------------------------------- */
@@ -1046,11 +1063,11 @@ static const floe_attr_desc solve_attrs[] = {
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density",
       .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .attrs = density_attrs },
+      .run = st_density, .run_cl = iisph_cl_density, .attrs = density_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "solve",
       .doc = "IISPH pressure solve (relaxed Jacobi) with Akinci boundaries; adds the pressure acceleration to a "
              "(after 'gravity' and other force stages, before 'integrate')",
-      .run = st_solve, .params = solve_params, .attrs = solve_attrs },
+      .run = st_solve, .run_cl = st_solve_cl, .params = solve_params, .attrs = solve_attrs },
     {0},
 };
 
@@ -1069,6 +1086,6 @@ static const floe_module_desc module = {
 
 FLOE_MODULE(iisph)
 {
-    api = core;
+    api = iisph_cl_api = core;
     return &module;
 }

@@ -1,0 +1,390 @@
+/* IISPH on the device: the OpenCL path of modules/iisph (iisph_cl.c).
+ * Same equations and, term by term, the same arithmetic as the C path in
+ * modules/iisph/iisph.c (docs/iisph.md has the equations):
+ *
+ *   (kernels iisph_*)
+ *   density   rho_i = sigma (m_i + sum_j m_j w_ij + rho0 sum_b V_b w_ib)
+ *   setup_b   boundary sums G_b, E, K; implicit damping / wall friction;
+ *             v_adv; packs (x, m) into float4; max |v|^2 and max |a|^2
+ *   setup_f   fluid sums G, sum m_j |grad W|^2, sum v_adv_j . m_j grad W;
+ *             rho_adv, a_ii, source term, warm-started pressure
+ *   accel     a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij)
+ *   update    (A p)_i, residual, next pressure, per-group error sums
+ *   reduce    the group sums into one pair of floats (one work group)
+ *   finish    a += a^p, p = the iterate whose error was measured
+ *
+ * The pair gradients m_j grad W_ij are recomputed in every pass from the
+ * packed (x, m) (the C path stores them; the values are the same floats).
+ * Neighbour lists are neighbour-major: idx[k * pitch + i]. Work groups are
+ * 128 items (api->cl_run). */
+#include "core/sph.h"
+
+#define WGS 128
+
+#define X_IJ(xt)                                                     \
+    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
+    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
+
+/* ---- density (as iisph.c st_density; several launches for several sets) */
+
+__kernel void iisph_density(uint n, __global const float *x, __global const float *m, __global float *rho, float4 kc,
+                      float4 per, float rho0, int init, int fin, int hasf, int hasb, __global const float *xf,
+                      __global const float *mf, __global const uint *cntf, __global const uint *idxf, uint pitchf,
+                      __global const float *xb, __global const float *Vb, __global const uint *cntb,
+                      __global const uint *idxb, uint pitchb)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = floe_load3(x, i);
+    float acc = init ? m[i] : rho[i];
+    if (hasf) {
+        float s = 0.0f;
+        const uint c = cntf[i];
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxf[k * pitchf + i];
+            X_IJ(xf);
+            s += mf[j] * floe_w_hat(kc, r2);
+        }
+        acc += s;
+    }
+    if (hasb) {
+        float s = 0.0f;
+        const uint c = cntb[i];
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxb[k * pitchb + i];
+            X_IJ(xb);
+            s += Vb[j] * floe_w_hat(kc, r2);
+        }
+        acc += rho0 * s;
+    }
+    rho[i] = fin ? kc.w * acc : acc;
+}
+
+/* ---- per-step set-up ------------------------------------------------------ */
+
+/* max over the work group of a non-negative float, then one atomic max on
+ * its bits (non-negative floats order as their bit patterns) */
+inline void group_max(__local float *red, float v, __global uint *out)
+{
+    const uint l = get_local_id(0);
+    red[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] = fmax(red[l], red[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        atomic_max(out, as_uint(red[0]));
+}
+
+/* x = M^-1 b for the symmetric 3x3 M = (xx yy zz xy xz yz), as solve3 */
+inline float3 solve3(const float M[6], float3 b)
+{
+    const float a = M[0], e = M[1], i = M[2], bb = M[3], c = M[4], f = M[5];
+    const float c0 = e * i - f * f, c1 = c * f - bb * i, c2 = bb * f - c * e;
+    const float det = a * c0 + bb * c1 + c * c2;
+    const float inv = 1.0f / det;
+    float3 x;
+    x.x = inv * (c0 * b.x + c1 * b.y + c2 * b.z);
+    x.y = inv * (c1 * b.x + (a * i - c * c) * b.y + (bb * c - a * f) * b.z);
+    x.z = inv * (c2 * b.x + (bb * c - a * f) * b.y + (a * e - bb * bb) * b.z);
+    return x;
+}
+
+/* Boundary pass (setup_boundary of the C path), one launch per boundary set
+ * (hasb = 0: none). init: the sums start at 0, else from the buffers (Gb,
+ * Eb, K hold the raw sums of the previous launches); fin: the last launch,
+ * which finishes the particle: v_adv (implicit damping and wall friction),
+ * a, Gb = beta rho0 G_b, Eb = rho0 E, xm = (x, m), and the group maxima of
+ * |v|^2 (mx[0]) and of the driving |a|^2 (mx[1]). gv = (g, 0.01 H^2). */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+iisph_setup_b(uint n, __global const float *x, __global const float *v, __global const float *m, __global float *a,
+        __global float4 *xm, __global float4 *vadv, __global float4 *Gb, __global float4 *Eb, __global float *K,
+        float4 kc, float4 per, float4 gv, float rho0, float dt, float beta, int hyd, float visc_c, float damping,
+        int init, int fin, int hasb, __global const float *xb, __global const float *Vb, __global const uint *cntb,
+        __global const uint *idxb, uint pitchb, __global uint *mx)
+{
+    __local float red[WGS];
+    const uint i = get_global_id(0);
+    const int live = i < n;
+    const int visc = visc_c > 0.0f;
+    float v2 = 0.0f, a2 = 0.0f;
+    if (live) {
+        const float3 xi = floe_load3(x, i);
+        float3 G = (float3)(0.0f), E = (float3)(0.0f);
+        float Kc[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        if (!init) {
+            G = Gb[i].xyz;
+            E = Eb[i].xyz;
+            if (visc)
+                for (int c = 0; c < 6; c++)
+                    Kc[c] = K[6 * i + c];
+        }
+        if (hasb) {
+            float3 s = (float3)(0.0f), se = (float3)(0.0f);
+            float kxx = 0.0f, kyy = 0.0f, kzz = 0.0f, kxy = 0.0f, kxz = 0.0f, kyz = 0.0f;
+            const uint c = cntb[i];
+            for (uint k = 0; k < c; k++) {
+                const uint j = idxb[k * pitchb + i];
+                X_IJ(xb);
+                const float dw = floe_dw_r(kc, r2);
+                const float g = Vb[j] * dw;
+                s.x += g * d.x;
+                s.y += g * d.y;
+                s.z += g * d.z;
+                if (hyd) {
+                    const float ge = Vb[j] * dw * (gv.x * d.x + gv.y * d.y + gv.z * d.z);
+                    se.x += ge * d.x;
+                    se.y += ge * d.y;
+                    se.z += ge * d.z;
+                }
+                if (visc) {
+                    const float gk = Vb[j] * dw / (r2 + gv.w);
+                    kxx += gk * d.x * d.x;
+                    kyy += gk * d.y * d.y;
+                    kzz += gk * d.z * d.z;
+                    kxy += gk * d.x * d.y;
+                    kxz += gk * d.x * d.z;
+                    kyz += gk * d.y * d.z;
+                }
+            }
+            G.x += s.x;
+            G.y += s.y;
+            G.z += s.z;
+            if (hyd) {
+                E.x += se.x;
+                E.y += se.y;
+                E.z += se.z;
+            }
+            if (visc) {
+                Kc[0] += kxx;
+                Kc[1] += kyy;
+                Kc[2] += kzz;
+                Kc[3] += kxy;
+                Kc[4] += kxz;
+                Kc[5] += kyz;
+            }
+        }
+        if (!fin) {
+            Gb[i] = (float4)(G, 0.0f);
+            Eb[i] = (float4)(E, 0.0f);
+            if (visc)
+                for (int c = 0; c < 6; c++)
+                    K[6 * i + c] = Kc[c];
+        } else {
+            const float3 vi = floe_load3(v, i);
+            float3 ai = floe_load3(a, i);
+            a2 = ai.x * ai.x + ai.y * ai.y + ai.z * ai.z;
+            v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z;
+            const float3 rhs = (float3)(vi.x + dt * ai.x, vi.y + dt * ai.y, vi.z + dt * ai.z);
+            float3 va;
+            if (visc || damping > 0.0f) {
+                const float cv = visc_c, dd = 1.0f + dt * damping;
+                const float M[6] = {dd - dt * cv * Kc[0], dd - dt * cv * Kc[1], dd - dt * cv * Kc[2],
+                                    -dt * cv * Kc[3], -dt * cv * Kc[4], -dt * cv * Kc[5]};
+                va = solve3(M, rhs);
+                ai.x = (va.x - vi.x) / dt;
+                ai.y = (va.y - vi.y) / dt;
+                ai.z = (va.z - vi.z) / dt;
+                a[3 * i] = ai.x;
+                a[3 * i + 1] = ai.y;
+                a[3 * i + 2] = ai.z;
+            } else {
+                va = rhs;
+            }
+            vadv[i] = (float4)(va, 0.0f);
+            Gb[i] = (float4)(beta * rho0 * G.x, beta * rho0 * G.y, beta * rho0 * G.z, 0.0f);
+            Eb[i] = (float4)(rho0 * E.x, rho0 * E.y, rho0 * E.z, 0.0f);
+            xm[i] = (float4)(xi, m[i]);
+            /* the C path's maxima skip NaN (a > max ? a : max) */
+            if (isnan(v2))
+                v2 = 0.0f;
+            if (isnan(a2))
+                a2 = 0.0f;
+        }
+    }
+    if (fin) {
+        group_max(red, v2, mx);
+        group_max(red, a2, mx + 1);
+    }
+}
+
+/* Fluid pass (setup_fluid of the C path): G = G_b + sum_j m_j grad W_ij,
+ * E /= rho, rho_adv, a_ii, the source term and the warm-started pressure.
+ * cf = (rho0, dt, omega, warm), cg = (aii_min, max_correction_speed,
+ * spacing, unused). Writes G (.w = 0), E, co = (b, lag, w, 1/rho^2), p0, P. */
+__kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const float4 *vadv, __global const float *rho,
+                      __global const float *pold, __global float4 *G, __global float4 *E, __global float4 *co,
+                      __global float *p0, __global float *P, float4 kc, float4 per, float4 cf, float4 cg,
+                      __global const uint *mx, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float4 xmi = xm[i];
+    const float3 xi = xmi.xyz;
+    float3 s = (float3)(0.0f);
+    float s2 = 0.0f, dv = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        const float4 xj = xm[j];
+        const float3 d = floe_min_image(xi - xj.xyz, per);
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        const float dw = floe_dw_r(kc, r2);
+        const float g = xj.w * dw;
+        const float ux = g * d.x, uy = g * d.y, uz = g * d.z;
+        s.x += ux;
+        s.y += uy;
+        s.z += uz;
+        s2 += g * dw * r2;
+        const float4 vj = vadv[j];
+        dv += vj.x * ux + vj.y * uy + vj.z * uz;
+    }
+    const float rho0 = cf.x, dt = cf.y, omega = cf.z, warm = cf.w;
+    const float rhoi = rho[i], ir2 = 1.0f / (rhoi * rhoi);
+    float4 Ei = E[i];
+    Ei.x /= rhoi;
+    Ei.y /= rhoi;
+    Ei.z /= rhoi;
+    E[i] = Ei;
+    float4 Gi = G[i];
+    Gi.x += s.x;
+    Gi.y += s.y;
+    Gi.z += s.z;
+    Gi.w = 0.0f;
+    G[i] = Gi;
+    const float4 va = vadv[i];
+    const float rho_adv = rhoi + dt * (va.x * Gi.x + va.y * Gi.y + va.z * Gi.z - dv);
+    const float aii = -dt * dt * ir2 * (Gi.x * Gi.x + Gi.y * Gi.y + Gi.z * Gi.z + xmi.w * s2);
+    /* largest compression removed this step: max(max_correction_speed, |v|max) dt / d */
+    const float corr = cg.y;
+    float elim = 1e30f;
+    if (corr > 0.0f) {
+        const float vc = fmax(corr, sqrt(as_float(mx[0])));
+        elim = fmin(vc * dt / cg.z, 1e30f);
+    }
+    const float lag = floe_pos(rhoi / rho0 - 1.0f - elim);
+    const float b = 1.0f - rho_adv / rho0 + lag;
+    const float w = aii < -cg.x ? omega * rho0 / aii : 0.0f;
+    co[i] = (float4)(b, lag, w, ir2);
+    const float p = w != 0.0f ? warm * floe_pos(pold[i]) : 0.0f;
+    p0[i] = p;
+    P[i] = p * ir2;
+}
+
+/* ---- the Jacobi iteration ------------------------------------------------- */
+
+/* a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij) */
+__kernel void iisph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *G,
+                    __global const float4 *E, __global float4 *ap, float4 kc, float4 per,
+                    __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = xm[i].xyz;
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        const float4 xj = xm[j];
+        const float3 d = floe_min_image(xi - xj.xyz, per);
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        const float g = xj.w * floe_dw_r(kc, r2);
+        const float Pj = P[j];
+        sx += Pj * (g * d.x);
+        sy += Pj * (g * d.y);
+        sz += Pj * (g * d.z);
+    }
+    const float Pi = P[i], on = Pi > 0.0f ? 1.0f : 0.0f;
+    const float4 Gi = G[i], Ei = E[i];
+    ap[i] = (float4)(on * Ei.x - (Pi * Gi.x + sx), on * Ei.y - (Pi * Gi.y + sy), on * Ei.z - (Pi * Gi.z + sz), 0.0f);
+}
+
+/* (A p)_i = c (a^p_i . G_i - sum_j a^p_j . m_j grad W_ij), c = dt^2 / rho0;
+ * r_i = b_i - (A p)_i; next iterate max(0, p_i + w_i r_i) and P = p / rho^2;
+ * per work group the sums of the controlled error (|r| where p > 0,
+ * max(-r, 0) where p = 0) and of the predicted compression max(lag - r, 0)
+ * into part[group] (a fixed-order tree: deterministic). */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *G,
+       __global const float4 *co, float c, __global const float *pcur, __global float *pnext, __global float *P,
+       __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
+       uint pitchf)
+{
+    __local float2 red[WGS];
+    const uint i = get_global_id(0), l = get_local_id(0);
+    float2 e = (float2)(0.0f);
+    if (i < n) {
+        const float3 xi = xm[i].xyz;
+        float sum = 0.0f;
+        const uint cnt = cntf[i];
+        for (uint k = 0; k < cnt; k++) {
+            const uint j = idxf[k * pitchf + i];
+            const float4 xj = xm[j];
+            const float3 d = floe_min_image(xi - xj.xyz, per);
+            const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+            const float g = xj.w * floe_dw_r(kc, r2);
+            const float4 aj = ap[j];
+            sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z);
+        }
+        const float4 ai = ap[i], Gi = G[i], ci = co[i];
+        const float Ap = c * (ai.x * Gi.x + ai.y * Gi.y + ai.z * Gi.z - sum);
+        const float r = ci.x - Ap;
+        const float pc = pcur[i];
+        e.x = pc > 0.0f ? fabs(r) : floe_pos(-r);
+        e.y = floe_pos(ci.y - r);
+        const float pn = ci.z != 0.0f ? floe_pos(pc + ci.z * r) : 0.0f;
+        pnext[i] = pn;
+        P[i] = pn * ci.w;
+    }
+    red[l] = e;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        part[get_group_id(0)] = red[0];
+}
+
+/* One work group: the group sums of update into red[2 + 2 slot], red[3 + 2
+ * slot] (fixed order; red[0..1] hold the maxima of setup_b). */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+iisph_reduce(uint nparts, __global const float2 *part, __global float *red_out, uint slot)
+{
+    __local float2 red[WGS];
+    const uint l = get_local_id(0);
+    float2 s = (float2)(0.0f);
+    for (uint k = l; k < nparts; k += WGS)
+        s += part[k];
+    red[l] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) {
+        red_out[2 + 2 * slot] = red[0].x;
+        red_out[3 + 2 * slot] = red[0].y;
+    }
+}
+
+/* a += a^p, p = the pressure of the same iterate */
+__kernel void iisph_finish(uint n, __global const float4 *ap, __global const float *pc, __global float *a,
+                     __global float *p)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float4 api = ap[i];
+    a[3 * i] += api.x;
+    a[3 * i + 1] += api.y;
+    a[3 * i + 2] += api.z;
+    p[i] = pc[i];
+}

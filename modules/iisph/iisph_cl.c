@@ -1,0 +1,511 @@
+/* Floe module "iisph": the OpenCL path of its stages (run_cl), kernels in
+ * kernels/iisph/iisph.cl. Same equations, parameters and arithmetic as the
+ * C path in iisph.c; every Jacobi iteration runs on the device.
+ *
+ * One step of iisph.solve on the device (one fluid set; several boundary
+ * sets are summed launch by launch):
+ *
+ *   setup_b (per boundary set)   boundary sums, v_adv, (x, m) packed, max |v|^2, |a|^2
+ *   setup_f                      rho_adv, a_ii, source term, warm start p^0
+ *   per iteration r:  accel      a^p from P = p^r / rho^2
+ *                     update     A p^r, residual, p^(r+1), per-group error sums
+ *                     reduce     the group sums into one float pair (slot r % RING)
+ *                                -> 8 bytes read back (non-blocking, pinned memory)
+ *   finish                       a += a^p, p = p^r of the accepted iterate
+ *
+ * The convergence test is speculative by one iteration: iteration r + 1 is
+ * enqueued before the host waits for the error of iteration r, so the
+ * device never idles while the host looks at the 8 bytes; when r converged,
+ * the work of r + 1 is discarded (ap ping-pongs between two buffers and p
+ * rotates over three, so the accepted iterate's a^p and p are never
+ * overwritten by the speculative one). The stopping iteration is therefore
+ * exactly the C path's rule: the first r + 1 >= min_iterations with error
+ * <= tolerance, or max_iterations. Iterations before min_iterations read
+ * nothing back.
+ *
+ * A scene with several non-empty fluid sets falls back to the C solve (the
+ * backend copies the data); the density stage handles any number of sets.
+ * Needs no OpenCL header: device objects are void * through floe_api, and
+ * the few runtime entry points used here (reads, events, a pinned buffer)
+ * come from api->cl_fn with their C signatures spelled out below. */
+#include "iisph_cl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const floe_api *iisph_cl_api;
+#define api iisph_cl_api
+
+#define MAXS 16
+#define FILE_CL "iisph.cl"
+#define ARG(v) FLOE_CL_ARG(v)
+#define WGS 128 /* work-group size of api->cl_run (the kernels' reductions assume it) */
+#define RING 8  /* error slots on the device and in the pinned host buffer */
+#define RED_FLOATS (2 + 2 * RING) /* mx[2] (bits of max |v|^2, max |a|^2), then RING (err, terr) pairs */
+
+/* ---- the OpenCL entry points used directly (OpenCL 1.2 signatures) ------- */
+
+typedef int32_t (*fn_read_t)(void *q, void *mem, uint32_t blocking, size_t off, size_t size, void *ptr,
+                             uint32_t nwait, void *const *wait, void **ev);
+typedef int32_t (*fn_wait_t)(uint32_t n, void *const *ev);
+typedef int32_t (*fn_obj_t)(void *obj); /* clReleaseEvent, clFlush, clFinish, clReleaseMemObject */
+typedef int32_t (*fn_fill_t)(void *q, void *mem, const void *pat, size_t pat_size, size_t off, size_t size,
+                             uint32_t nwait, void *const *wait, void **ev);
+typedef void *(*fn_create_t)(void *context, uint64_t flags, size_t size, void *host, int32_t *err);
+typedef void *(*fn_map_t)(void *q, void *mem, uint32_t blocking, uint64_t flags, size_t off, size_t size,
+                          uint32_t nwait, void *const *wait, void **ev, int32_t *err);
+typedef int32_t (*fn_unmap_t)(void *q, void *mem, void *ptr, uint32_t nwait, void *const *wait, void **ev);
+
+#define CL_MEM_READ_WRITE_ (1u << 0)
+#define CL_MEM_ALLOC_HOST_PTR_ (1u << 4)
+#define CL_MAP_READ_ (1u << 0)
+
+struct iisph_cl {
+    fn_read_t read;
+    fn_wait_t wait;
+    fn_obj_t release_event, flush, finish, release_mem;
+    fn_fill_t fill;
+    fn_unmap_t unmap;
+    void *queue;
+    void *pin;   /* host-visible buffer (CL_MEM_ALLOC_HOST_PTR), mapped once; NULL: plain memory */
+    float *host; /* RED_FLOATS floats the reads land in */
+    float plain[RED_FLOATS];
+};
+
+void iisph_cl_free(struct iisph_cl *c)
+{
+    if (!c)
+        return;
+    if (c->pin) {
+        c->unmap(c->queue, c->pin, c->host, 0, NULL, NULL);
+        c->finish(c->queue);
+        c->release_mem(c->pin);
+    }
+    free(c);
+}
+
+static struct iisph_cl *cl_state(floe_ctx *ctx, struct iisph_cl **cp)
+{
+    if (*cp)
+        return *cp;
+    struct iisph_cl *c = calloc(1, sizeof *c);
+    if (!c) {
+        api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->read = (fn_read_t)api->cl_fn("clEnqueueReadBuffer");
+    c->wait = (fn_wait_t)api->cl_fn("clWaitForEvents");
+    c->release_event = (fn_obj_t)api->cl_fn("clReleaseEvent");
+    c->flush = (fn_obj_t)api->cl_fn("clFlush");
+    c->finish = (fn_obj_t)api->cl_fn("clFinish");
+    c->release_mem = (fn_obj_t)api->cl_fn("clReleaseMemObject");
+    c->fill = (fn_fill_t)api->cl_fn("clEnqueueFillBuffer");
+    c->unmap = (fn_unmap_t)api->cl_fn("clEnqueueUnmapMemObject");
+    fn_create_t create = (fn_create_t)api->cl_fn("clCreateBuffer");
+    fn_map_t map = (fn_map_t)api->cl_fn("clEnqueueMapBuffer");
+    c->queue = api->cl_queue(ctx);
+    if (!c->read || !c->wait || !c->release_event || !c->flush || !c->finish || !c->release_mem || !c->fill ||
+        !c->unmap || !create || !map || !c->queue) {
+        free(c);
+        api->fail(ctx, FLOE_ERR, "OpenCL: the runtime lacks an entry point iisph needs");
+        return NULL;
+    }
+    /* pinned host memory, so that the non-blocking reads of the error are
+     * truly asynchronous (a pageable destination may make them block) */
+    c->host = c->plain;
+    int32_t e = 0;
+    void *pin = create(api->cl_context(ctx), CL_MEM_READ_WRITE_ | CL_MEM_ALLOC_HOST_PTR_, sizeof c->plain, NULL, &e);
+    if (pin && e == 0) {
+        void *p = map(c->queue, pin, 1, CL_MAP_READ_, 0, sizeof c->plain, 0, NULL, NULL, &e);
+        if (p && e == 0) {
+            c->pin = pin;
+            c->host = p;
+        } else {
+            c->release_mem(pin);
+        }
+    }
+    *cp = c;
+    return c;
+}
+
+/* ---- sets, constants, neighbour rows (as wcsph_cl.c) ----------------------- */
+
+typedef struct cset {
+    floe_set set;
+    floe_set_info info;
+} cset;
+
+/* the non-empty sets of a kind */
+static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
+{
+    floe_set s[MAXS];
+    int k = api->set_list(ctx, kind, s, MAXS);
+    if (k < 0 || k > MAXS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, MAXS);
+    *n = 0;
+    for (int i = 0; i < k; i++) {
+        if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
+            return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);
+        if (kind == FLOE_SET_FLUID && !(out[*n].info.rest_density > 0.0f))
+            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", out[*n].info.name);
+        out[*n].set = s[i];
+        if (out[*n].info.n > 0)
+            (*n)++;
+    }
+    return FLOE_OK;
+}
+
+/* kc = (1/H, sigma/H, (1e-6 H)^2, sigma) as kconst_make in iisph.c; per =
+ * (periods, any periodic axis) */
+static void consts(const floe_sim_info *si, float kc[4], float per[4], float *H)
+{
+    floe_kernel k = floe_kernel_make(si->dim, si->support);
+    kc[0] = k.inv_H;
+    kc[1] = k.sigma * k.inv_H;
+    kc[2] = (1e-6f * k.H) * (1e-6f * k.H);
+    kc[3] = k.sigma;
+    for (int d = 0; d < 3; d++)
+        per[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
+    per[3] = si->periodic ? 1.0f : 0.0f;
+    *H = k.H;
+}
+
+static void *attr_cl(floe_ctx *ctx, const cset *s, const char *name, floe_type t, unsigned acc, int *st)
+{
+    void *m = api->cl_attr(ctx, s->set, name, t, acc);
+    if (!m && *st == FLOE_OK)
+        *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
+                        t == FLOE_VEC3 ? "vec3" : "f32", name);
+    return m;
+}
+
+static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *st)
+{
+    void *m = api->cl_scratch(ctx, name, bytes ? bytes : 16);
+    if (!m && *st == FLOE_OK)
+        *st = FLOE_ERR_NOMEM;
+    return m;
+}
+
+/* One neighbour list as kernel arguments; an absent target (has = 0) gets a
+ * small dummy buffer in every slot, never read (no NULL buffer arguments). */
+typedef struct row {
+    void *x, *w, *cnt, *idx;
+    uint32_t pitch;
+    int32_t has;
+    double total;
+} row;
+
+static int get_row(floe_ctx *ctx, const cset *q, const cset *t, const char *wname, row *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!t) {
+        r->x = r->w = r->cnt = r->idx = api->cl_scratch(ctx, "iisph.none", 16);
+        return r->x ? FLOE_OK : FLOE_ERR_NOMEM;
+    }
+    r->has = 1;
+    floe_cl_nlist nl;
+    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
+    if (st)
+        return st;
+    if (nl.n < q->info.n)
+        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
+                         q->info.n);
+    st = FLOE_OK;
+    if (wname) {
+        r->x = attr_cl(ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
+        r->w = attr_cl(ctx, t, wname, FLOE_F32, FLOE_READ, &st);
+    }
+    r->cnt = nl.count;
+    r->idx = nl.idx;
+    r->pitch = nl.pitch;
+    r->total = nl.total;
+    return st;
+}
+
+/* ---- density ---------------------------------------------------------------- */
+
+int iisph_cl_density(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    void *k = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_density");
+    if (!k)
+        return FLOE_ERR;
+    float kc[4], per[4], H;
+    consts(api->sim(ctx), kc, per, &H);
+    cset f[MAXS], b[MAXS];
+    int nf, nb, st;
+    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *m = attr_cl(ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
+        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            row rf, rb;
+            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
+                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
+                return st;
+            int32_t init = l == 0, fin = l == launches - 1;
+            double bytes = 24.0 * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(m), ARG(rho), ARG(kc), ARG(per), ARG(rho0), ARG(init), ARG(fin),
+                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
+/* ---- solve -------------------------------------------------------------------- */
+
+typedef struct solver {
+    floe_ctx *ctx;
+    struct iisph_cl *cl;
+    void *k_accel, *k_update, *k_reduce;
+    uint32_t n, nparts, pitch;
+    int64_t min_it;
+    void *xm, *G, *E, *co, *P, *ap[2], *p[3], *part, *red, *cnt, *idx;
+    float kc[4], per[4], cc; /* cc = dt^2 / rho0 */
+    double pairs;
+    void *ev[RING];
+} solver;
+
+static int cl_check(floe_ctx *ctx, int32_t e, const char *what)
+{
+    return e == 0 ? FLOE_OK : api->fail(ctx, FLOE_ERR, "OpenCL: %s failed (error %d)", what, (int)e);
+}
+
+/* Enqueue iteration r: a^p of p^r, then A p^r, p^(r+1) and the group sums;
+ * from r + 1 = min_iterations on also the final sum and its non-blocking
+ * read into slot r % RING (event ev[slot]). */
+static int enqueue_iteration(solver *S, int64_t r)
+{
+    floe_ctx *ctx = S->ctx;
+    void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3];
+    const uint32_t n = S->n;
+    int st;
+    floe_cl_arg aa[] = {ARG(n), ARG(S->xm), ARG(S->P), ARG(S->G), ARG(S->E), ARG(ap), ARG(S->kc), ARG(S->per),
+                        ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)))
+        return st;
+    floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pc), ARG(pn), ARG(S->P),
+                        ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
+        return st;
+    if (r + 1 < S->min_it)
+        return FLOE_OK;
+    uint32_t slot = (uint32_t)(r % RING);
+    floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
+    if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 8.0 * S->nparts)))
+        return st;
+    if (S->ev[slot]) { /* a discarded speculative read of an earlier step */
+        S->cl->release_event(S->ev[slot]);
+        S->ev[slot] = NULL;
+    }
+    const size_t off = (size_t)(2 + 2 * slot) * sizeof(float);
+    if ((st = cl_check(ctx, S->cl->read(S->cl->queue, S->red, 0, off, 2 * sizeof(float), (char *)S->cl->host + off, 0,
+                                       NULL, &S->ev[slot]),
+                       "reading the density error")))
+        return st;
+    return cl_check(ctx, S->cl->flush(S->cl->queue), "clFlush");
+}
+
+static void release_events(solver *S)
+{
+    for (int k = 0; k < RING; k++)
+        if (S->ev[k]) {
+            S->cl->release_event(S->ev[k]);
+            S->ev[k] = NULL;
+        }
+}
+
+int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
+{
+    floe_ctx *ctx = call->ctx;
+    const floe_sim_info *si = api->sim(ctx);
+    const double omega = call->param[SO_OMEGA].f, tol = call->param[SO_TOLERANCE].f;
+    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
+    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "extrapolate";
+    const double nu_b = call->param[SO_BVISC].f, damping = call->param[SO_DAMPING].f;
+    const double force_courant = call->param[SO_FORCE_COURANT].f;
+    const double corr_speed = call->param[SO_CORR_SPEED].f;
+    const float dt = (float)si->dt;
+    int st;
+
+    if (min_it > max_it)
+        return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
+                         (long long)max_it);
+    float beta;
+    int32_t hyd = 0;
+    if (!strcmp(bmode, "extrapolate"))
+        beta = 2.0f, hyd = 1;
+    else if (!strcmp(bmode, "mirror"))
+        beta = 2.0f;
+    else if (!strcmp(bmode, "akinci"))
+        beta = 1.0f;
+    else
+        return api->fail(ctx, FLOE_ERR_ARG, "boundary_pressure '%s': expected extrapolate, mirror or akinci", bmode);
+    cset f[MAXS], b[MAXS];
+    int nf, nb;
+    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    if (nf > 1)
+        return IISPH_CL_USE_C;
+    if (nf == 0 || !(dt > 0.0f))
+        return FLOE_OK;
+
+    solver S;
+    memset(&S, 0, sizeof S);
+    S.ctx = ctx;
+    if (!(S.cl = cl_state(ctx, clp)))
+        return FLOE_ERR;
+    void *k_setup_b = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_setup_b");
+    void *k_setup_f = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_setup_f");
+    void *k_finish = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_finish");
+    S.k_accel = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_accel");
+    S.k_update = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_update");
+    S.k_reduce = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_reduce");
+    if (!k_setup_b || !k_setup_f || !k_finish || !S.k_accel || !S.k_update || !S.k_reduce)
+        return FLOE_ERR;
+
+    const cset *q = &f[0];
+    const uint32_t n = q->info.n;
+    const float rho0 = q->info.rest_density;
+    float H;
+    consts(si, S.kc, S.per, &H);
+    S.n = n;
+    S.min_it = min_it;
+    S.nparts = (n + WGS - 1) / WGS;
+
+    st = FLOE_OK;
+    void *x = attr_cl(ctx, q, "x", FLOE_VEC3, FLOE_READ, &st);
+    void *v = attr_cl(ctx, q, "v", FLOE_VEC3, FLOE_READ, &st);
+    void *m = attr_cl(ctx, q, "m", FLOE_F32, FLOE_READ, &st);
+    void *rho = attr_cl(ctx, q, "rho", FLOE_F32, FLOE_READ, &st);
+    void *pold = attr_cl(ctx, q, "p", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
+    void *acc = attr_cl(ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    if (st)
+        return st;
+    const size_t n4 = (size_t)n * 16, n1 = (size_t)n * 4;
+    void *vadv = scratch(ctx, "iisph.vadv", n4, &st);
+    S.xm = scratch(ctx, "iisph.xm", n4, &st);
+    S.G = scratch(ctx, "iisph.G", n4, &st);
+    S.E = scratch(ctx, "iisph.E", n4, &st);
+    S.co = scratch(ctx, "iisph.co", n4, &st);
+    S.ap[0] = scratch(ctx, "iisph.ap0", n4, &st);
+    S.ap[1] = scratch(ctx, "iisph.ap1", n4, &st);
+    S.P = scratch(ctx, "iisph.P", n1, &st);
+    S.p[0] = scratch(ctx, "iisph.p0", n1, &st);
+    S.p[1] = scratch(ctx, "iisph.p1", n1, &st);
+    S.p[2] = scratch(ctx, "iisph.p2", n1, &st);
+    S.part = scratch(ctx, "iisph.part", (size_t)S.nparts * 8, &st);
+    S.red = scratch(ctx, "iisph.red", RED_FLOATS * sizeof(float), &st);
+    const float visc_c = (float)(2.0 * (si->dim + 2) * nu_b), damp = (float)damping;
+    void *K = visc_c > 0.0f && nb > 1 ? scratch(ctx, "iisph.K", (size_t)n * 24, &st) : S.red;
+    if (st)
+        return st == FLOE_ERR_NOMEM ? api->fail(ctx, st, "OpenCL: out of device memory (%u particles)", n) : st;
+
+    /* the two maxima start at 0 (+0.0f bits) */
+    const uint32_t zero = 0;
+    if ((st = cl_check(ctx, S.cl->fill(S.cl->queue, S.red, &zero, 4, 0, 8, 0, NULL, NULL), "clEnqueueFillBuffer")))
+        return st;
+
+    /* boundary pass, one launch per boundary set (at least one) */
+    const float gv[4] = {si->gravity[0], si->gravity[1], si->gravity[2], 0.01f * H * H};
+    const int lb = nb > 1 ? nb : 1;
+    for (int l = 0; l < lb; l++) {
+        row rb;
+        if ((st = get_row(ctx, q, l < nb ? &b[l] : NULL, "V", &rb)))
+            return st;
+        int32_t init = l == 0, fin = l == lb - 1;
+        double bytes = 140.0 * n + 4.0 * rb.total;
+        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(acc), ARG(S.xm), ARG(vadv), ARG(S.G), ARG(S.E), ARG(K),
+                           ARG(S.kc), ARG(S.per), ARG(gv), ARG(rho0), ARG(dt), ARG(beta), ARG(hyd), ARG(visc_c),
+                           ARG(damp), ARG(init), ARG(fin), ARG(rb.has), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
+                           ARG(rb.pitch), ARG(S.red)};
+        if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, bytes)))
+            return st;
+    }
+    /* the maxima come back with the first error read (in-order queue) */
+    void *ev_mx = NULL;
+    if ((st = cl_check(ctx, S.cl->read(S.cl->queue, S.red, 0, 0, 2 * sizeof(float), S.cl->host, 0, NULL, &ev_mx),
+                       "reading the maxima")))
+        return st;
+
+    /* fluid pass */
+    row rf;
+    if ((st = get_row(ctx, q, q, NULL, &rf))) {
+        S.cl->release_event(ev_mx);
+        return st;
+    }
+    S.cnt = rf.cnt;
+    S.idx = rf.idx;
+    S.pitch = rf.pitch;
+    S.pairs = rf.total;
+    const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
+    const float cf[4] = {rho0, dt, (float)omega, (float)call->param[SO_WARM].f};
+    const float cg[4] = {aii_min, (float)corr_speed, si->spacing, 0.0f};
+    {
+        floe_cl_arg a[] = {ARG(n), ARG(S.xm), ARG(vadv), ARG(rho), ARG(pold), ARG(S.G), ARG(S.E), ARG(S.co),
+                           ARG(S.p[0]), ARG(S.P), ARG(S.kc), ARG(S.per), ARG(cf), ARG(cg), ARG(S.red), ARG(S.cnt),
+                           ARG(S.idx), ARG(S.pitch)};
+        if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 140.0 * n + 36.0 * rf.total))) {
+            S.cl->release_event(ev_mx);
+            return st;
+        }
+    }
+    S.cc = dt * dt / rho0;
+
+    /* relaxed Jacobi, speculative by one iteration (see the top of the file) */
+    int64_t enq = 0, r = 0;
+    double err = 0.0, true_err = 0.0;
+    for (;;) {
+        while (enq < max_it && enq <= r + 1)
+            if ((st = enqueue_iteration(&S, enq++)))
+                goto out;
+        if (r + 1 < min_it) {
+            r++;
+            continue;
+        }
+        const int slot = (int)(r % RING);
+        if ((st = cl_check(ctx, S.cl->wait(1, &S.ev[slot]), "waiting for the density error")))
+            goto out;
+        S.cl->release_event(S.ev[slot]);
+        S.ev[slot] = NULL;
+        err = (double)S.cl->host[2 + 2 * slot] / (double)n;
+        true_err = (double)S.cl->host[3 + 2 * slot] / (double)n;
+        if ((r + 1 >= min_it && err <= tol) || r + 1 >= max_it)
+            break;
+        r++;
+    }
+    /* a += a^p of the iterate whose error was measured, p = that iterate */
+    {
+        void *ap = S.ap[r & 1], *pc = S.p[r % 3];
+        floe_cl_arg a[] = {ARG(n), ARG(ap), ARG(pc), ARG(acc), ARG(pold)};
+        if ((st = api->cl_run(ctx, k_finish, n, 5, a, 44.0 * n)))
+            goto out;
+    }
+    if ((st = cl_check(ctx, S.cl->wait(1, &ev_mx), "waiting for the maxima")))
+        goto out;
+    api->stat(ctx, "iisph.iterations", (double)(r + 1));
+    api->stat(ctx, "iisph.density_error", true_err);
+    float amax2;
+    memcpy(&amax2, &S.cl->host[1], sizeof amax2);
+    if (force_courant > 0.0 && amax2 > 0.0f)
+        api->dt_limit(ctx, force_courant * sqrt(si->spacing / sqrt((double)amax2)));
+out:
+    release_events(&S);
+    S.cl->release_event(ev_mx);
+    return st;
+}
