@@ -513,6 +513,17 @@ ROW_FN void he_force(const job *J, uint32_t i, const int PER)
 
 enum { HE_KAPPA, HE_WALL };
 
+/* OpenCL path (tension_cl.c): the same coefficients, summed on the device */
+extern const floe_api *ten_cl_api;
+int ten_cl_he(const floe_stage_call *call, float kappa, float wall);
+int ten_cl_air(const floe_stage_call *call, float p_atm, float wall);
+int ten_cl_akinci(const floe_stage_call *call, double gamma, double beta, double cC, double cA);
+
+static int st_he_cl(const floe_stage_call *call)
+{
+    return ten_cl_he(call, (float)call->param[HE_KAPPA].f, (float)call->param[HE_WALL].f);
+}
+
 static int st_he(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
@@ -587,6 +598,12 @@ ROW_FN void air_force(const job *J, uint32_t i, const int PER)
 #define AIR_FORCE(i, PER) air_force(&J, (i), (PER))
 
 enum { AIR_P, AIR_WALL };
+
+static int st_air_cl(const floe_stage_call *call)
+{
+    const float p_atm = (float)call->param[AIR_P].f, wall = (float)call->param[AIR_WALL].f;
+    return p_atm == 0.0f ? FLOE_OK : ten_cl_air(call, p_atm, wall);
+}
 
 static int st_air(const floe_stage_call *call)
 {
@@ -669,7 +686,16 @@ ROW_FN void ak_force(const job *J, uint32_t i, const int PER)
 
 enum { AK_GAMMA, AK_BETA };
 
-static int st_akinci(const floe_stage_call *call)
+/* kernel constants: C = 32/(pi H^9) in 3D (Akinci 2013), 32/(pi H^8) in 2D;
+ * A = 0.007/H^3.25 in 3D, 0.007/H^2.25 in 2D (one power of H less, so
+ * gamma and beta keep their 3D meaning per unit depth). */
+static void akinci_consts(const floe_sim_info *si, double H, double *cC, double *cA)
+{
+    *cC = si->dim == 3 ? 32.0 / (FLOE_PI * pow(H, 9)) : 32.0 / (FLOE_PI * pow(H, 8));
+    *cA = si->dim == 3 ? 0.007 / pow(H, 3.25) : 0.007 / pow(H, 2.25);
+}
+
+static int akinci(const floe_stage_call *call, int cl)
 {
     floe_ctx *ctx = call->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -681,15 +707,13 @@ static int st_akinci(const floe_stage_call *call)
     int nf, nt, st;
     size_t total;
 
-    /* kernel constants: C = 32/(pi H^9) in 3D (Akinci 2013), 32/(pi H^8) in 2D;
-     * A = 0.007/H^3.25 in 3D, 0.007/H^2.25 in 2D (one power of H less, so
-     * gamma and beta keep their 3D meaning per unit depth). */
-    const double H = kc.H;
-    const double cC = si->dim == 3 ? 32.0 / (FLOE_PI * pow(H, 9)) : 32.0 / (FLOE_PI * pow(H, 8));
-    const double cA = si->dim == 3 ? 0.007 / pow(H, 3.25) : 0.007 / pow(H, 2.25);
+    double cC, cA;
+    akinci_consts(si, kc.H, &cC, &cA);
 
     if (gamma == 0.0 && beta == 0.0)
         return FLOE_OK;
+    if (cl)
+        return ten_cl_akinci(call, gamma, beta, cC, cA);
     if ((st = list_fluids(ctx, f, &nf, &total)) != FLOE_OK)
         return st;
     if ((st = prepare(ctx, ts, f, nf, total)) != FLOE_OK)
@@ -726,6 +750,9 @@ static int st_akinci(const floe_stage_call *call)
     }
     return FLOE_OK;
 }
+
+static int st_akinci(const floe_stage_call *call) { return akinci(call, 0); }
+static int st_akinci_cl(const floe_stage_call *call) { return akinci(call, 1); }
 
 /* ---- descriptors ------------------------------------------------------------ */
 
@@ -799,13 +826,13 @@ static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "he",
       .doc = "He et al. 2014 surface tension from the colour-field gradient energy (Kim 2020 eq. 33-35), "
              "writes colour and colour_grad2; after 'gravity', before the pressure force/solve",
-      .run = st_he, .params = he_params, .attrs = he_attrs },
+      .run = st_he, .run_cl = st_he_cl, .params = he_params, .attrs = he_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "air_pressure",
       .doc = "air pressure on the free surface, a_i += p_atm/rho_i sum_j V_j grad W_ij (Kim 2020 eq. 36)",
-      .run = st_air, .params = air_params, .attrs = air_attrs },
+      .run = st_air, .run_cl = st_air_cl, .params = air_params, .attrs = air_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "akinci",
       .doc = "Akinci et al. 2013 cohesion + curvature surface tension and adhesion to boundaries, writes normal",
-      .run = st_akinci, .params = akinci_params, .attrs = akinci_attrs },
+      .run = st_akinci, .run_cl = st_akinci_cl, .params = akinci_params, .attrs = akinci_attrs },
     {0},
 };
 
@@ -824,6 +851,6 @@ static const floe_module_desc module = {
 
 FLOE_MODULE(tension)
 {
-    api = core;
+    api = ten_cl_api = core;
     return &module;
 }

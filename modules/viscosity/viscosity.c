@@ -494,8 +494,13 @@ ROW_FN void visc_particle(const visc_job *J, uint32_t i, const int PER)
 #define VISC_BODY(i, PER) visc_particle(&job, (i), (PER))
 
 /* a_i += cf * fluid sum + cb / rho_i * rho0 * boundary sum, for every fluid set */
-static int run_visc(const floe_stage_call *call, int kind, double cf, double cb_nu, double eps_f, double nu_max,
-                    double diffusion)
+/* OpenCL path (viscosity_cl.c): the same coefficients, summed on the device */
+extern const floe_api *visc_cl_api;
+int visc_cl_pairs(const floe_stage_call *call, int kind, double cf, double cb_nu, double eps_f);
+int visc_cl_xsph(const floe_stage_call *call, double alpha, double balpha);
+
+static int run_visc(const floe_stage_call *call, int cl, int kind, double cf, double cb_nu, double eps_f,
+                    double nu_max, double diffusion)
 {
     floe_ctx *ctx = call->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -509,6 +514,8 @@ static int run_visc(const floe_stage_call *call, int kind, double cf, double cb_
         api->dt_limit(ctx, diffusion * (double)si->spacing * si->spacing / nu_max);
     if (cf == 0.0 && cb_nu == 0.0)
         return FLOE_OK;
+    if (cl)
+        return visc_cl_pairs(call, kind, cf, cb_nu, eps_f);
     if ((st = list_fluids(ctx, f, &nf, &total)) != FLOE_OK)
         return st;
     if (kind == VK_MONAGHAN && (st = compute_volumes(ctx, call->state, f, nf, total)) != FLOE_OK)
@@ -540,7 +547,7 @@ static int run_visc(const floe_stage_call *call, int kind, double cf, double cb_
 
 enum { LA_NU, LA_BOUNDARY_NU, LA_FORM, LA_WALL, LA_EPS, LA_DIFFUSION };
 
-static int st_laminar(const floe_stage_call *call)
+static int laminar(const floe_stage_call *call, int cl)
 {
     const floe_sim_info *si = api->sim(call->ctx);
     const double nu = call->param[LA_NU].f;
@@ -554,17 +561,17 @@ static int st_laminar(const floe_stage_call *call)
     else if (strcmp(wall, "zero"))
         return api->fail(call->ctx, FLOE_ERR_ARG, "viscosity.laminar: wall_velocity '%s': expected zero or mirror", wall);
     if (!strcmp(form, "morris")) /* boundary: m_b (1/rho_i + 1/rho_b) = 2 rho0 V_b / rho_i */
-        return run_visc(call, VK_MORRIS, nu, 2.0 * nub, eps, fmax(nu, nub), dif);
+        return run_visc(call, cl, VK_MORRIS, nu, 2.0 * nub, eps, fmax(nu, nub), dif);
     if (!strcmp(form, "monaghan")) {
         const double c = 2.0 * (si->dim + 2);
-        return run_visc(call, VK_MONAGHAN, c * nu, c * nub, eps, fmax(nu, nub), dif);
+        return run_visc(call, cl, VK_MONAGHAN, c * nu, c * nub, eps, fmax(nu, nub), dif);
     }
     return api->fail(call->ctx, FLOE_ERR_ARG, "viscosity.laminar: form '%s': expected morris or monaghan", form);
 }
 
 enum { KI_BETA0, KI_BETA1, KI_BOUNDARY_BETA0, KI_EPS, KI_DIFFUSION };
 
-static int st_kim(const floe_stage_call *call)
+static int kim(const floe_stage_call *call, int cl)
 {
     const floe_sim_info *si = api->sim(call->ctx);
     const double b0 = call->param[KI_BETA0].f, b1 = call->param[KI_BETA1].f;
@@ -573,9 +580,14 @@ static int st_kim(const floe_stage_call *call)
     /* sum_j m_j beta0 beta1 u_ij / ((rho_i+rho_j)/2) grad W = 2 beta0 beta1 H sum_j m_j/(rho_i+rho_j) (...) grad W;
      * boundary: rho_ib^avg = rho_i, so beta0b beta1 H / rho_i sum_b rho0 V_b (...) grad W */
     const double nu_eq = b1 * H / (2.0 * (si->dim + 2)); /* times beta0 */
-    return run_visc(call, VK_KIM, 2.0 * b0 * b1 * H, b0b * b1 * H, call->param[KI_EPS].f, fmax(b0, b0b) * nu_eq,
+    return run_visc(call, cl, VK_KIM, 2.0 * b0 * b1 * H, b0b * b1 * H, call->param[KI_EPS].f, fmax(b0, b0b) * nu_eq,
                     call->param[KI_DIFFUSION].f);
 }
+
+static int st_laminar(const floe_stage_call *call) { return laminar(call, 0); }
+static int st_laminar_cl(const floe_stage_call *call) { return laminar(call, 1); }
+static int st_kim(const floe_stage_call *call) { return kim(call, 0); }
+static int st_kim_cl(const floe_stage_call *call) { return kim(call, 1); }
 
 /* ---- xsph --------------------------------------------------------------------- */
 
@@ -616,7 +628,7 @@ ROW_FN void xsph_particle(const xsph_job *J, uint32_t i, const int PER)
 
 enum { XS_ALPHA, XS_BOUNDARY_ALPHA };
 
-static int st_xsph(const floe_stage_call *call)
+static int xsph(const floe_stage_call *call, int cl)
 {
     floe_ctx *ctx = call->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -629,6 +641,8 @@ static int st_xsph(const floe_stage_call *call)
 
     if ((alpha == 0.0 && balpha == 0.0) || !(si->dt > 0.0))
         return FLOE_OK; /* nothing to smooth over a zero step */
+    if (cl)
+        return visc_cl_xsph(call, alpha, balpha);
     if ((st = list_fluids(ctx, f, &nf, &total)) != FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
@@ -653,6 +667,9 @@ static int st_xsph(const floe_stage_call *call)
     }
     return FLOE_OK;
 }
+
+static int st_xsph(const floe_stage_call *call) { return xsph(call, 0); }
+static int st_xsph_cl(const floe_stage_call *call) { return xsph(call, 1); }
 
 /* ---- descriptors ------------------------------------------------------------ */
 
@@ -726,14 +743,14 @@ static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "laminar",
       .doc = "physical kinematic viscosity nu (Morris et al. 1997, or the Monaghan form), no-slip walls at rest; "
              "after 'gravity', before the pressure force/solve",
-      .run = st_laminar, .params = laminar_params, .attrs = visc_attrs },
+      .run = st_laminar, .run_cl = st_laminar_cl, .params = laminar_params, .attrs = visc_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "kim",
       .doc = "Kim 2020 eq. 37-39 bulk viscosity between fluid particles and eq. 40 boundary viscosity "
              "(water clings to and runs down walls); after 'gravity', before the pressure force/solve",
-      .run = st_kim, .params = kim_params, .attrs = visc_attrs },
+      .run = st_kim, .run_cl = st_kim_cl, .params = kim_params, .attrs = visc_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "xsph",
       .doc = "XSPH velocity smoothing as an acceleration alpha/dt sum_j 2 m_j/(rho_i+rho_j) (v_j-v_i) W_ij",
-      .run = st_xsph, .params = xsph_params, .attrs = visc_attrs },
+      .run = st_xsph, .run_cl = st_xsph_cl, .params = xsph_params, .attrs = visc_attrs },
     {0},
 };
 
@@ -752,6 +769,6 @@ static const floe_module_desc module = {
 
 FLOE_MODULE(viscosity)
 {
-    api = core;
+    api = visc_cl_api = core;
     return &module;
 }
