@@ -64,6 +64,7 @@ void ctx_cl_run_begin(floe_ctx *ctx) { (void)ctx; }
 void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl) { (void)ctx, (void)st, (void)use_cl; }
 int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed) { (void)ctx, (void)index; *host_timed = 1; return FLOE_OK; }
 int ctx_cl_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+int ctx_cl_checks_flush(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder) { (void)reorder; return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
 int ctx_cl_gravity(floe_ctx *ctx) { return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
 int ctx_cl_integrate(floe_ctx *ctx) { return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
@@ -191,6 +192,26 @@ struct cl_backend {
      * marker commands, which cost the queue a few microseconds each) */
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
+    int stage_events;       /* time stages by kernel events (profiling queue) */
+    int sample_every;       /* steps between timed steps (FLOE_CL_STAGE_SAMPLE) */
+    int sampling;           /* this step's stages are timed */
+    uint64_t tstep;         /* steps begun, for the sampling */
+    double stage_sum[MAX_STAGES]; /* ms of each OpenCL stage over the timed steps of the run */
+    uint32_t stage_n[MAX_STAGES];
+    unsigned char stage_cl[MAX_STAGES]; /* ran on the device this step */
+    /* the blow-up flags of the previous step, read without waiting (a run
+     * checks them one step late, and before every frame) */
+    struct {
+        int active, nflags;
+        cl_event ev;
+        uint64_t step;
+        double time;
+        cl_uint fl[MAX_FLAGS];
+        flag_slot slots[MAX_FLAGS];
+    } pf;
+    /* host side: time blocked in the neighbour-count and end-of-step reads */
+    double wait_nb_ms, wait_end_ms;
+    uint64_t wait_steps;
     int profile;            /* per-kernel events (FLOE_CL_PROFILE) */
     int nks;
     kstat ks[MAX_KSTATS];
@@ -352,8 +373,13 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
         if (!pick_device(ctx, f, device, msg, sizeof msg)) {
             cl_int e;
             CL->context = f->clCreateContext(NULL, 1, &CL->dev, NULL, NULL, &e);
+            /* FLOE_CL_STAGE_TIMES=0 and no FLOE_CL_PROFILE: a queue without
+             * profiling (stage times are then host enqueue times) */
+            const char *stt = getenv("FLOE_CL_STAGE_TIMES"), *pr = getenv("FLOE_CL_PROFILE");
+            int events = !(stt && !strcmp(stt, "0")) || (pr && pr[0] && strcmp(pr, "0") != 0);
             if (CL->context)
-                CL->q = f->clCreateCommandQueue(CL->context, CL->dev, CL_QUEUE_PROFILING_ENABLE, &e);
+                CL->q = f->clCreateCommandQueue(CL->context, CL->dev, events ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
+            CL->stage_events = events;
             if (!CL->q)
                 snprintf(msg, sizeof msg, "cannot create an OpenCL context and queue (error %d)", (int)e);
         }
@@ -381,6 +407,8 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
     const char *sync = getenv("FLOE_CL_SYNC_STAGES");
     CL->host_timing = sync && sync[0] && strcmp(sync, "0") != 0;
     CL->cur_stage = -1;
+    const char *se = getenv("FLOE_CL_STAGE_SAMPLE");
+    CL->sample_every = se && atoi(se) > 0 ? atoi(se) : 16;
     ctx_log(ctx, FLOE_LOG_INFO, "backend %s", CL->desc);
     return FLOE_OK;
 }
@@ -405,6 +433,11 @@ void ctx_cl_destroy(floe_ctx *ctx)
         F->clFinish(CL->q);
     if (CL->profile && CL->steps)
         print_profile(ctx);
+    const char *wv = getenv("FLOE_CL_WAITS");
+    if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->wait_steps)
+        printf("OpenCL host waits: %llu steps, %.4f ms/step for the neighbour counts, %.4f ms/step at the step end\n",
+               (unsigned long long)CL->wait_steps, CL->wait_nb_ms / (double)CL->wait_steps,
+               CL->wait_end_ms / (double)CL->wait_steps);
     for (int s = 0; s < ctx->npsets; s++)
         for (int a = 0; a < ctx->sets[s].nattrs; a++) {
             attr *at = &ctx->sets[s].attrs[a];
@@ -439,6 +472,8 @@ void ctx_cl_destroy(floe_ctx *ctx)
     for (int i = 0; i < CL->npend; i++)
         F->clReleaseEvent(CL->pend[i].ev);
     free(CL->pend);
+    if (CL->pf.active && CL->pf.ev)
+        F->clReleaseEvent(CL->pf.ev);
     for (int i = 0; i < MAX_STAGES; i++) {
         if (CL->ev_begin[i])
             F->clReleaseEvent(CL->ev_begin[i]);
@@ -701,6 +736,13 @@ static const char *kernel_name(floe_ctx *ctx, cl_kernel k)
             if (CL->progs[p].kern[i] == k)
                 return CL->progs[p].kname[i];
     return "?";
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 /* ---------------------------------------------------------- launches -- */
@@ -1022,7 +1064,9 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
             return rc;
         /* static sets were reordered once on the host (boundary volumes) */
         if (!p->is_static && reorder && p->n > 1) {
-            if ((rc = dev_reorder(ctx, s)) || (rc = dev_sort(ctx, s)))
+            /* the previous step's checks name particles by index: report
+             * them before the indices change */
+            if ((rc = ctx_cl_checks_flush(ctx)) || (rc = dev_reorder(ctx, s)) || (rc = dev_sort(ctx, s)))
                 return rc;
         }
         p->dev_sorted_valid = 1;
@@ -1051,7 +1095,9 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
             if ((rc = build_pair(ctx, pq[pending[k]], pt[pending[k]], (cl_uint)pending[k])))
                 return rc;
         /* the one small read of the neighbour update: the largest count */
+        double t0 = now_ms();
         e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
+        CL->wait_nb_ms += now_ms() - t0;
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "reading the neighbour counts");
         int left = 0;
@@ -1287,6 +1333,9 @@ void ctx_cl_run_begin(floe_ctx *ctx)
         return;
     CL->nks = 0;
     CL->steps = 0;
+    memset(CL->stage_sum, 0, sizeof CL->stage_sum);
+    memset(CL->stage_n, 0, sizeof CL->stage_n);
+    CL->tstep = 0; /* the run's first step is timed */
 }
 
 int ctx_cl_step_begin(floe_ctx *ctx)
@@ -1300,6 +1349,12 @@ int ctx_cl_step_begin(floe_ctx *ctx)
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "clEnqueueFillBuffer");
     CL->nflags = 0;
+    /* stage times: kernel events on every sample_every-th step only (an
+     * event costs the host microseconds per kernel); the steps between
+     * are counted at the run's average of the timed steps */
+    CL->sampling = CL->stage_events && (CL->profile || CL->tstep % (uint64_t)CL->sample_every == 0);
+    CL->tstep++;
+    memset(CL->stage_cl, 0, sizeof CL->stage_cl);
     return FLOE_OK;
 }
 
@@ -1313,6 +1368,7 @@ void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
          * it writes is then stale on the device. Host (Lua) stages may touch
          * anything. Waiting here keeps device work out of its time. */
         F->clFinish(CL->q);
+        ctx_cl_checks_flush(ctx); /* complete already; reported at the step end */
         if (!st->desc) {
             for (int s = 0; s < ctx->npsets; s++)
                 ctx_cl_host_set(ctx, &ctx->sets[s], 1);
@@ -1324,9 +1380,11 @@ void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
                     ctx_cl_host(ctx, pset_attr(&ctx->sets[s], a->name), (a->access & FLOE_WRITE) != 0);
         return;
     }
+    if (i >= 0 && i < MAX_STAGES)
+        CL->stage_cl[i] = 1;
     if (CL->host_timing)
         F->clFinish(CL->q);
-    else if (i >= 0 && i < MAX_STAGES) {
+    else if (i >= 0 && i < MAX_STAGES && CL->sampling) {
         for (int k = 0; k < 2; k++) {
             cl_event *ev = k ? &CL->ev_end[i] : &CL->ev_begin[i];
             if (*ev)
@@ -1403,7 +1461,7 @@ int ctx_cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
         F->clFinish(CL->q);
         return FLOE_OK;
     }
-    *host_timed = 0;
+    *host_timed = !CL->stage_events;
     CL->cur_stage = -1;
     return FLOE_OK;
 }
@@ -1413,19 +1471,99 @@ static int ev_time(floe_ctx *ctx, cl_event ev, cl_profiling_info what, cl_ulong 
     return ev && F->clGetEventProfilingInfo(ev, what, sizeof *t, t, NULL) == CL_SUCCESS ? 0 : -1;
 }
 
+/* Report the first flagged check of a step (flags fl, their slots), as
+ * the C path would after that stage; step and time are that step's. */
+static int report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots, int n, uint64_t step, double time)
+{
+    for (int k = 0; k < n; k++) {
+        if (fl[k] == 0xffffffffu || slots[k].attr < 0)
+            continue;
+        const flag_slot *sl = &slots[k];
+        pset *p = &ctx->sets[sl->set];
+        uint32_t i = sl->domain ? fl[k] : fl[k] >> 1; /* attributes: 2 i + (Inf) */
+        ctx_cl_host_set(ctx, p, 0);
+        char what[96];
+        if (sl->domain)
+            snprintf(what, sizeof what, "left the simulation domain");
+        else
+            snprintf(what, sizeof what, "%s in attribute '%s'", (fl[k] & 1u) ? "Inf" : "NaN",
+                     p->attrs[sl->attr].name);
+        uint64_t s0 = ctx->info.step;
+        double t0 = ctx->info.time;
+        ctx->info.step = step;
+        ctx->info.time = time;
+        int rc = ctx_blowup_report(ctx, p, i, ctx->stages[sl->stage].name, what);
+        ctx->info.step = s0;
+        ctx->info.time = t0;
+        return rc;
+    }
+    return FLOE_OK;
+}
+
+/* Wait for the previous step's flag read (normally long complete) and
+ * report what it found. */
+int ctx_cl_checks_flush(floe_ctx *ctx)
+{
+    if (!CL || !CL->pf.active)
+        return FLOE_OK;
+    CL->pf.active = 0;
+    double t0 = now_ms();
+    cl_int e = F->clWaitForEvents(1, &CL->pf.ev);
+    CL->wait_end_ms += now_ms() - t0;
+    F->clReleaseEvent(CL->pf.ev);
+    CL->pf.ev = NULL;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "waiting for the blow-up checks");
+    return report_flags(ctx, CL->pf.fl, CL->pf.slots, CL->pf.nflags, CL->pf.step, CL->pf.time);
+}
+
 int ctx_cl_step_end(floe_ctx *ctx)
 {
     if (!CL)
         return FLOE_OK;
-    cl_uint fl[MAX_FLAGS];
+    int rc;
+    if ((rc = ctx_cl_checks_flush(ctx)))
+        return rc;
+    CL->wait_steps++;
+    /* untimed steps: the average of the run's timed steps */
+    if (!CL->sampling && CL->stage_events && !CL->host_timing)
+        for (int i = 0; i < ctx->nstages && i < MAX_STAGES; i++)
+            if (CL->stage_cl[i] && CL->stage_n[i]) {
+                double est = CL->stage_sum[i] / CL->stage_n[i];
+                ctx->stages[i].ms_total += est;
+                ctx->stages[i].ms_frame += est;
+            }
     cl_int e;
+    if (ctx->cl_defer && !CL->sampling && !CL->profile) {
+        /* inside a run: read the flags without waiting; the next step's end
+         * (or the frame's end) reports them. The queue keeps going. */
+        if (CL->nflags) {
+            CL->pf.nflags = CL->nflags;
+            memcpy(CL->pf.slots, CL->slots, (size_t)CL->nflags * sizeof *CL->slots);
+            CL->pf.step = ctx->info.step;
+            CL->pf.time = ctx->info.time;
+            e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_FALSE, 0, (size_t)CL->nflags * 4, CL->pf.fl, 0, NULL,
+                                       &CL->pf.ev);
+            if (e != CL_SUCCESS)
+                return cl_err(ctx, e, "reading the blow-up checks");
+            CL->pf.active = 1;
+        }
+        F->clFlush(CL->q);
+        return FLOE_OK;
+    }
+    cl_uint fl[MAX_FLAGS];
+    double t0 = now_ms();
     if (CL->nflags)
         e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_TRUE, 0, (size_t)CL->nflags * 4, fl, 0, NULL, NULL);
     else
         e = F->clFinish(CL->q);
+    CL->wait_end_ms += now_ms() - t0;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "waiting for the step");
-    /* per-stage device times from the marker events */
+    /* per-stage device times: from the start of the stage's first kernel
+     * (or the end of the previous stage's last, if later: some runtimes
+     * stamp a start when a command is submitted) to its last kernel's end */
+    cl_ulong prev_end = 0;
     for (int i = 0; i < ctx->nstages && i < MAX_STAGES; i++) {
         if (!CL->ev_begin[i])
             continue; /* no kernel in this stage */
@@ -1435,9 +1573,14 @@ int ctx_cl_step_end(floe_ctx *ctx)
             ctx_log(ctx, FLOE_LOG_INFO, "OpenCL: kernel events carry no timestamps; timing stages with a wait each");
             CL->host_timing = 1;
         } else {
+            if (prev_end > t0)
+                t0 = prev_end;
+            prev_end = t1;
             double ms = t1 > t0 ? (double)(t1 - t0) * 1e-6 : 0;
             ctx->stages[i].ms_total += ms;
             ctx->stages[i].ms_frame += ms;
+            CL->stage_sum[i] += ms;
+            CL->stage_n[i]++;
         }
         F->clReleaseEvent(CL->ev_begin[i]);
         if (CL->ev_end[i])
@@ -1459,28 +1602,7 @@ int ctx_cl_step_end(floe_ctx *ctx)
         CL->npend = 0;
         CL->steps++;
     }
-    for (int k = 0; k < CL->nflags; k++) {
-        if (fl[k] == 0xffffffffu || CL->slots[k].attr < 0)
-            continue;
-        flag_slot *sl = &CL->slots[k];
-        pset *p = &ctx->sets[sl->set];
-        uint32_t i = fl[k];
-        ctx_cl_host_set(ctx, p, 0);
-        char what[96];
-        if (sl->domain) {
-            snprintf(what, sizeof what, "left the simulation domain");
-        } else {
-            const attr *at = &p->attrs[sl->attr];
-            int comps = at->type == FLOE_VEC3 ? 3 : 1;
-            const float *d = (const float *)at->data + (size_t)i * comps;
-            int c = 0;
-            while (c < comps - 1 && isfinite(d[c]))
-                c++;
-            snprintf(what, sizeof what, "%s in attribute '%s'", isnan(d[c]) ? "NaN" : "Inf", at->name);
-        }
-        return ctx_blowup_report(ctx, p, i, ctx->stages[sl->stage].name, what);
-    }
-    return FLOE_OK;
+    return report_flags(ctx, fl, CL->slots, CL->nflags, ctx->info.step, ctx->info.time);
 }
 
 /* ---------------------------------------------------------- profile -- */

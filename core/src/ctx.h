@@ -97,6 +97,7 @@ struct floe_ctx {
     int boundary_dirty;      /* boundary particles changed: recompute volumes */
     struct cl_backend *cl;   /* OpenCL backend state, NULL on the cpu path */
     int nb_dev_valid;        /* OpenCL: device neighbour lists are current */
+    int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
     const stage_inst *running; /* the stage being run (attribute access rules) */
 };
 
@@ -141,6 +142,9 @@ void ctx_cl_run_begin(floe_ctx *ctx);
 void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl);
 int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed);
 int ctx_cl_step_end(floe_ctx *ctx);
+/* Report the blow-up checks of a step read without waiting (ctx->cl_defer);
+ * called before anything uses the step's results on the host. */
+int ctx_cl_checks_flush(floe_ctx *ctx);
 /* the core's OpenCL stages (builtin_stages.c run_cl) */
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder);
 int ctx_cl_gravity(floe_ctx *ctx);

@@ -278,6 +278,9 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
         ctx->nstats = 0;
         for (int i = 0; i < ctx->nstages; i++)
             ctx->stages[i].ms_frame = 0;
+        /* OpenCL: a step's blow-up checks may be read while the next step
+         * runs; all are in before the frame's statistics and files */
+        ctx->cl_defer = 1;
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
             double dt = choose_dt(ctx, &def, dt_prev, t_end);
             rc = floe_step(ctx, dt);
@@ -286,6 +289,12 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             fr->st.steps++;
             fr->st.dt_min = fmin(fr->st.dt_min, dt);
             fr->st.dt_max = fmax(fr->st.dt_max, dt);
+        }
+        ctx->cl_defer = 0;
+        if (ctx->cl) { /* a blow-up of the step before the failing one is the cause */
+            int frc = ctx_cl_checks_flush(ctx);
+            if (frc)
+                rc = frc;
         }
         if (rc)
             break;

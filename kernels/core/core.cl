@@ -43,12 +43,17 @@ __kernel void integrate(__global const float *a, __global float *v, __global flo
  * flags[slot + k] by atomic_min; with dom, the first particle of x outside
  * [lo, hi] on a non-periodic axis goes to flags[slot + 4]. No argument is
  * a NULL buffer (absent ones get a dummy). */
-inline int bad_row(__global const uint *a, uint c, uint i)
+/* 0 if the row is finite, else 1 + (its first non-finite component is an
+ * Inf): the flag word is 2 i + (Inf), so the report can say NaN or Inf as
+ * the C path does, even when it is read a step later */
+inline uint bad_row(__global const uint *a, uint c, uint i)
 {
-    int bad = 0;
-    for (uint k = 0; k < c; k++)
-        bad |= (a[c * i + k] & 0x7f800000u) == 0x7f800000u;
-    return bad;
+    for (uint k = 0; k < c; k++) {
+        const uint b = a[c * i + k];
+        if ((b & 0x7f800000u) == 0x7f800000u)
+            return 1u + ((b & 0x007fffffu) == 0u);
+    }
+    return 0u;
 }
 
 __kernel void check_stage(uint n, __global const uint *a0, uint c0, __global const uint *a1, uint c1,
@@ -59,14 +64,15 @@ __kernel void check_stage(uint n, __global const uint *a0, uint c0, __global con
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    if (c0 && bad_row(a0, c0, i))
-        atomic_min(&flags[slot], i);
-    if (c1 && bad_row(a1, c1, i))
-        atomic_min(&flags[slot + 1], i);
-    if (c2 && bad_row(a2, c2, i))
-        atomic_min(&flags[slot + 2], i);
-    if (c3 && bad_row(a3, c3, i))
-        atomic_min(&flags[slot + 3], i);
+    uint b;
+    if (c0 && (b = bad_row(a0, c0, i)))
+        atomic_min(&flags[slot], 2u * i + b - 1u);
+    if (c1 && (b = bad_row(a1, c1, i)))
+        atomic_min(&flags[slot + 1], 2u * i + b - 1u);
+    if (c2 && (b = bad_row(a2, c2, i)))
+        atomic_min(&flags[slot + 2], 2u * i + b - 1u);
+    if (c3 && (b = bad_row(a3, c3, i)))
+        atomic_min(&flags[slot + 3], 2u * i + b - 1u);
     if (dom) {
         int out = 0;
         for (int k = 0; k < dim; k++) {
