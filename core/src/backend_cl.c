@@ -149,6 +149,19 @@ typedef struct cl_setdev {
     size_t perm_bytes;
 } cl_setdev;
 
+/* Kernel arguments as last set, per kernel: a launch sets only those that
+ * changed (clSetKernelArg costs the host time on every launch otherwise).
+ * Forgotten whenever a buffer is released, since a new buffer may reuse
+ * the handle value. */
+#define ARGC_SLOTS 256
+#define ARGC_MAX 32
+#define ARGC_BYTES 16
+typedef struct argcache {
+    void *k;
+    uint8_t size[ARGC_MAX]; /* 0: unknown */
+    unsigned char val[ARGC_MAX][ARGC_BYTES];
+} argcache;
+
 typedef struct flag_slot {
     int stage, set, attr, domain;
 } flag_slot;
@@ -191,6 +204,7 @@ struct cl_backend {
     /* stage times: the events of a stage's first and last kernel (no
      * marker commands, which cost the queue a few microseconds each) */
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
+    argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int stage_events;       /* time stages by kernel events (profiling queue) */
     int sample_every;       /* steps between timed steps (FLOE_CL_STAGE_SAMPLE) */
@@ -418,9 +432,29 @@ int floe_ctx_backend(floe_ctx *ctx) { return ctx->cl ? FLOE_BACKEND_OPENCL : FLO
 
 static void rel(floe_ctx *ctx, cl_mem *m)
 {
-    if (*m)
+    if (*m) {
         F->clReleaseMemObject(*m);
+        if (CL->argc) /* the handle value may come back for another buffer */
+            memset(CL->argc, 0, ARGC_SLOTS * sizeof *CL->argc);
+    }
     *m = NULL;
+}
+
+static argcache *argc_of(floe_ctx *ctx, cl_kernel k)
+{
+    if (!CL->argc && !(CL->argc = calloc(ARGC_SLOTS, sizeof *CL->argc)))
+        return NULL;
+    size_t h = ((uintptr_t)k >> 4) * 2654435761u;
+    for (int probe = 0; probe < ARGC_SLOTS; probe++) {
+        argcache *c = &CL->argc[(h + (size_t)probe) % ARGC_SLOTS];
+        if (c->k == (void *)k)
+            return c;
+        if (!c->k) {
+            c->k = (void *)k;
+            return c;
+        }
+    }
+    return NULL; /* full: set every argument */
 }
 
 static void print_profile(floe_ctx *ctx);
@@ -472,6 +506,8 @@ void ctx_cl_destroy(floe_ctx *ctx)
     for (int i = 0; i < CL->npend; i++)
         F->clReleaseEvent(CL->pend[i].ev);
     free(CL->pend);
+    free(CL->argc);
+    CL->argc = NULL;
     if (CL->pf.active && CL->pf.ev)
         F->clReleaseEvent(CL->pf.ev);
     for (int i = 0; i < MAX_STAGES; i++) {
@@ -771,11 +807,25 @@ static int launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs,
 {
     if (!k)
         return FLOE_ERR;
+    argcache *ac = argc_of(ctx, k);
     for (int a = 0; a < nargs; a++) {
-        cl_int e = F->clSetKernelArg(k, (cl_uint)a, args[a].size, args[a].value);
-        if (e != CL_SUCCESS)
+        const size_t sz = args[a].size;
+        int cache = ac && a < ARGC_MAX && sz > 0 && sz <= ARGC_BYTES && args[a].value;
+        if (cache && ac->size[a] == sz && !memcmp(ac->val[a], args[a].value, sz))
+            continue; /* set to this value already */
+        cl_int e = F->clSetKernelArg(k, (cl_uint)a, sz, args[a].value);
+        if (e != CL_SUCCESS) {
+            if (ac && a < ARGC_MAX)
+                ac->size[a] = 0;
             return ctx_fail(ctx, FLOE_ERR, "OpenCL: kernel '%s': argument %d rejected (error %d)", kernel_name(ctx, k),
                             a, (int)e);
+        }
+        if (cache) {
+            ac->size[a] = (uint8_t)sz;
+            memcpy(ac->val[a], args[a].value, sz);
+        } else if (ac && a < ARGC_MAX) {
+            ac->size[a] = 0;
+        }
     }
     if (n == 0)
         return FLOE_OK;
@@ -1635,10 +1685,8 @@ static double copy_bandwidth(floe_ctx *ctx)
             F->clReleaseEvent(ev);
         }
     }
-    if (a)
-        F->clReleaseMemObject(a);
-    if (b)
-        F->clReleaseMemObject(b);
+    rel(ctx, &a);
+    rel(ctx, &b);
     return best;
 }
 
