@@ -5,29 +5,18 @@
  *   (kernels iisph_*)
  *   density   rho_i = sigma (m_i + sum_j m_j w_ij + rho0 sum_b V_b w_ib)
  *   setup_b   boundary sums G_b, E, K; implicit damping / wall friction;
- *             v_adv; packs (x, m) into both particle records; max |v|^2
- *             and max |a|^2
+ *             v_adv; packs (x, m) into float4; max |v|^2 and max |a|^2
  *   setup_f   fluid sums G, sum m_j |grad W|^2, sum v_adv_j . m_j grad W;
  *             rho_adv, a_ii, source term, warm-started pressure
- *   accel     a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij);
- *             work group 0 also sums the previous update's group sums
+ *   accel     a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij)
  *   update    (A p)_i, residual, next pressure, per-group error sums
- *   reduce    the group sums into one pair of floats (one work group; only
- *             after the last possible iteration, else accel does it)
+ *   reduce    the group sums into one pair of floats (one work group)
  *   finish    a += a^p, p = the iterate whose error was measured
- *
- * Particle records (module-internal, two of them, rec[r & 1] in iteration
- * r): 32 bytes per particle, float4 pairs rec[2i] = (x, m), rec[2i + 1] =
- * (a^p, P) with P = p / rho^2. A neighbour's data for one pass lies in one
- * 32-byte sector: accel reads (x, m) and P, update (x, m) and a^p.
  *
  * The pair gradients m_j grad W_ij are recomputed in every pass from the
  * packed (x, m) (the C path stores them; the values are the same floats).
- * Neighbour lists are neighbour-major: idx[k * pitch + i]. The neighbour
- * loops of the iteration take the list four entries at a time: the four
- * indices, then the four gathers, are loaded before any is used (memory-
- * level parallelism), the sums still run term by term in list order. Work
- * groups are 128 items (api->cl_run). */
+ * Neighbour lists are neighbour-major: idx[k * pitch + i]. Work groups are
+ * 128 items (api->cl_run). */
 #include "core/sph.h"
 
 #define WGS 128
@@ -108,12 +97,11 @@ inline float3 solve3(const float M[6], float3 b)
  * (hasb = 0: none). init: the sums start at 0, else from the buffers (Gb,
  * Eb, K hold the raw sums of the previous launches); fin: the last launch,
  * which finishes the particle: v_adv (implicit damping and wall friction),
- * a, Gb = beta rho0 G_b, Eb = rho0 E, (x, m) into both particle records
- * (rec0[2i], rec1[2i]), and the group maxima of
+ * a, Gb = beta rho0 G_b, Eb = rho0 E, xm = (x, m), and the group maxima of
  * |v|^2 (mx[0]) and of the driving |a|^2 (mx[1]). gv = (g, 0.01 H^2). */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 iisph_setup_b(uint n, __global const float *x, __global const float *v, __global const float *m, __global float *a,
-        __global float4 *rec0, __global float4 *rec1, __global float4 *vadv, __global float4 *Gb, __global float4 *Eb, __global float *K,
+        __global float4 *xm, __global float4 *vadv, __global float4 *Gb, __global float4 *Eb, __global float *K,
         float4 kc, float4 per, float4 gv, float rho0, float dt, float beta, int hyd, float visc_c, float damping,
         int init, int fin, int hasb, __global const float *xb, __global const float *Vb, __global const uint *cntb,
         __global const uint *idxb, uint pitchb, __global uint *mx)
@@ -209,9 +197,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             vadv[i] = (float4)(va, 0.0f);
             Gb[i] = (float4)(beta * rho0 * G.x, beta * rho0 * G.y, beta * rho0 * G.z, 0.0f);
             Eb[i] = (float4)(rho0 * E.x, rho0 * E.y, rho0 * E.z, 0.0f);
-            const float4 xmi = (float4)(xi, m[i]);
-            rec0[2 * i] = xmi;
-            rec1[2 * i] = xmi;
+            xm[i] = (float4)(xi, m[i]);
             /* the C path's maxima skip NaN (a > max ? a : max) */
             if (isnan(v2))
                 v2 = 0.0f;
@@ -225,100 +211,37 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
     }
 }
 
-/* Four neighbour indices of row block k (k < c): the entries past the count
- * get the particle itself (a valid index; their terms are never added). */
-#define LOAD4(k, c, i, idx, pitch, j0, j1, j2, j3)                                  \
-    do {                                                                            \
-        const __global uint *row_ = (idx) + (k) * (pitch) + (i);                    \
-        j0 = row_[0];                                                               \
-        j1 = (k) + 1 < (c) ? row_[(pitch)] : (i);                                   \
-        j2 = (k) + 2 < (c) ? row_[2 * (pitch)] : (i);                               \
-        j3 = (k) + 3 < (c) ? row_[3 * (pitch)] : (i);                               \
-    } while (0)
-
-/* The iteration's copy of the fluid list: d16[k * pitch + i] = j - i as a
- * 16-bit integer (half the bytes of the list, which both passes of every
- * iteration stream from memory), NB_ESC where |j - i| > 32767: then the
- * pass reads j from the 32-bit list at the same position. Written by
- * setup_f for k < count[i]. */
-#define NB_ESC ((short)-32768)
-
-inline short nb_delta(uint j, uint i)
-{
-    const int dl = (int)j - (int)i;
-    return dl >= -32767 && dl <= 32767 ? (short)dl : NB_ESC;
-}
-
-#define NB_J(i, s, idx, pos) ((s) != NB_ESC ? (uint)((int)(i) + (int)(s)) : (idx)[pos])
-
-/* LOAD4 through the 16-bit list (entries past the count: j = i) */
-#define LOAD4S(k, c, i, d16, idx, pitch, j0, j1, j2, j3)                            \
-    do {                                                                            \
-        const uint o_ = (k) * (pitch) + (i);                                        \
-        const short s0_ = (d16)[o_];                                                \
-        const short s1_ = (k) + 1 < (c) ? (d16)[o_ + (pitch)] : (short)0;           \
-        const short s2_ = (k) + 2 < (c) ? (d16)[o_ + 2 * (pitch)] : (short)0;       \
-        const short s3_ = (k) + 3 < (c) ? (d16)[o_ + 3 * (pitch)] : (short)0;       \
-        j0 = NB_J(i, s0_, idx, o_);                                                 \
-        j1 = NB_J(i, s1_, idx, o_ + (pitch));                                       \
-        j2 = NB_J(i, s2_, idx, o_ + 2 * (pitch));                                   \
-        j3 = NB_J(i, s3_, idx, o_ + 3 * (pitch));                                   \
-    } while (0)
-
 /* Fluid pass (setup_fluid of the C path): G = G_b + sum_j m_j grad W_ij,
  * E /= rho, rho_adv, a_ii, the source term and the warm-started pressure.
  * cf = (rho0, dt, omega, warm), cg = (aii_min, max_correction_speed,
- * spacing, unused). Reads (x, m) from rec[2j]; writes G (.w = 0), E, co =
- * (b, lag, w, 1/rho^2), p0, rec[2i + 1] = (0, P = p0 / rho^2), and the
- * 16-bit list d16. */
-#define SETUP_TERM(xj, vj)                                                  \
-    do {                                                                    \
-        const float3 d = floe_min_image(xi - (xj).xyz, per);                \
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;                 \
-        const float dw = floe_dw_r(kc, r2);                                 \
-        const float g = (xj).w * dw;                                        \
-        const float ux = g * d.x, uy = g * d.y, uz = g * d.z;               \
-        s.x += ux;                                                          \
-        s.y += uy;                                                          \
-        s.z += uz;                                                          \
-        s2 += g * dw * r2;                                                  \
-        dv += (vj).x * ux + (vj).y * uy + (vj).z * uz;                      \
-    } while (0)
-
-__kernel void iisph_setup_f(uint n, __global float4 *rec, __global const float4 *vadv, __global const float *rho,
+ * spacing, unused). Writes G (.w = 0), E, co = (b, lag, w, 1/rho^2), p0, P. */
+__kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const float4 *vadv, __global const float *rho,
                       __global const float *pold, __global float4 *G, __global float4 *E, __global float4 *co,
-                      __global float *p0, float4 kc, float4 per, float4 cf, float4 cg,
-                      __global const uint *mx, __global const uint *cntf, __global const uint *idxf, uint pitchf,
-                      __global short *d16)
+                      __global float *p0, __global float *P, float4 kc, float4 per, float4 cf, float4 cg,
+                      __global const uint *mx, __global const uint *cntf, __global const uint *idxf, uint pitchf)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const float4 xmi = rec[2 * i];
+    const float4 xmi = xm[i];
     const float3 xi = xmi.xyz;
     float3 s = (float3)(0.0f);
     float s2 = 0.0f, dv = 0.0f;
     const uint c = cntf[i];
-    for (uint k = 0; k < c; k += 4) {
-        uint j0, j1, j2, j3;
-        LOAD4(k, c, i, idxf, pitchf, j0, j1, j2, j3);
-        const float4 x0 = rec[2 * j0], x1 = rec[2 * j1], x2 = rec[2 * j2], x3 = rec[2 * j3];
-        const float4 v0 = vadv[j0], v1 = vadv[j1], v2 = vadv[j2], v3 = vadv[j3];
-        const uint o = k * pitchf + i;
-        d16[o] = nb_delta(j0, i);
-        SETUP_TERM(x0, v0);
-        if (k + 1 < c) {
-            d16[o + pitchf] = nb_delta(j1, i);
-            SETUP_TERM(x1, v1);
-        }
-        if (k + 2 < c) {
-            d16[o + 2 * pitchf] = nb_delta(j2, i);
-            SETUP_TERM(x2, v2);
-        }
-        if (k + 3 < c) {
-            d16[o + 3 * pitchf] = nb_delta(j3, i);
-            SETUP_TERM(x3, v3);
-        }
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        const float4 xj = xm[j];
+        const float3 d = floe_min_image(xi - xj.xyz, per);
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        const float dw = floe_dw_r(kc, r2);
+        const float g = xj.w * dw;
+        const float ux = g * d.x, uy = g * d.y, uz = g * d.z;
+        s.x += ux;
+        s.y += uy;
+        s.z += uz;
+        s2 += g * dw * r2;
+        const float4 vj = vadv[j];
+        dv += vj.x * ux + vj.y * uy + vj.z * uz;
     }
     const float rho0 = cf.x, dt = cf.y, omega = cf.z, warm = cf.w;
     const float rhoi = rho[i], ir2 = 1.0f / (rhoi * rhoi);
@@ -349,18 +272,92 @@ __kernel void iisph_setup_f(uint n, __global float4 *rec, __global const float4 
     co[i] = (float4)(b, lag, w, ir2);
     const float p = w != 0.0f ? warm * floe_pos(pold[i]) : 0.0f;
     p0[i] = p;
-    rec[2 * i + 1] = (float4)(0.0f, 0.0f, 0.0f, p * ir2);
+    P[i] = p * ir2;
 }
 
 /* ---- the Jacobi iteration ------------------------------------------------- */
 
-/* One work group: the group sums of update (part, nparts of them) into
- * red_out[2 + 2 slot], red_out[3 + 2 slot] in a fixed order (red_out[0..1]
- * hold the maxima of setup_b): item l sums part[l], part[l + WGS], ...,
- * then a tree over the items. */
-inline void sum_parts(__local float2 *red, uint nparts, __global const float2 *part, __global float *red_out,
-                      uint slot)
+/* a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij) */
+__kernel void iisph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *G,
+                    __global const float4 *E, __global float4 *ap, float4 kc, float4 per,
+                    __global const uint *cntf, __global const uint *idxf, uint pitchf)
 {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = xm[i].xyz;
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        const float4 xj = xm[j];
+        const float3 d = floe_min_image(xi - xj.xyz, per);
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        const float g = xj.w * floe_dw_r(kc, r2);
+        const float Pj = P[j];
+        sx += Pj * (g * d.x);
+        sy += Pj * (g * d.y);
+        sz += Pj * (g * d.z);
+    }
+    const float Pi = P[i], on = Pi > 0.0f ? 1.0f : 0.0f;
+    const float4 Gi = G[i], Ei = E[i];
+    ap[i] = (float4)(on * Ei.x - (Pi * Gi.x + sx), on * Ei.y - (Pi * Gi.y + sy), on * Ei.z - (Pi * Gi.z + sz), 0.0f);
+}
+
+/* (A p)_i = c (a^p_i . G_i - sum_j a^p_j . m_j grad W_ij), c = dt^2 / rho0;
+ * r_i = b_i - (A p)_i; next iterate max(0, p_i + w_i r_i) and P = p / rho^2;
+ * per work group the sums of the controlled error (|r| where p > 0,
+ * max(-r, 0) where p = 0) and of the predicted compression max(lag - r, 0)
+ * into part[group] (a fixed-order tree: deterministic). */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *G,
+       __global const float4 *co, float c, __global const float *pcur, __global float *pnext, __global float *P,
+       __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
+       uint pitchf)
+{
+    __local float2 red[WGS];
+    const uint i = get_global_id(0), l = get_local_id(0);
+    float2 e = (float2)(0.0f);
+    if (i < n) {
+        const float3 xi = xm[i].xyz;
+        float sum = 0.0f;
+        const uint cnt = cntf[i];
+        for (uint k = 0; k < cnt; k++) {
+            const uint j = idxf[k * pitchf + i];
+            const float4 xj = xm[j];
+            const float3 d = floe_min_image(xi - xj.xyz, per);
+            const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+            const float g = xj.w * floe_dw_r(kc, r2);
+            const float4 aj = ap[j];
+            sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z);
+        }
+        const float4 ai = ap[i], Gi = G[i], ci = co[i];
+        const float Ap = c * (ai.x * Gi.x + ai.y * Gi.y + ai.z * Gi.z - sum);
+        const float r = ci.x - Ap;
+        const float pc = pcur[i];
+        e.x = pc > 0.0f ? fabs(r) : floe_pos(-r);
+        e.y = floe_pos(ci.y - r);
+        const float pn = ci.z != 0.0f ? floe_pos(pc + ci.z * r) : 0.0f;
+        pnext[i] = pn;
+        P[i] = pn * ci.w;
+    }
+    red[l] = e;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        part[get_group_id(0)] = red[0];
+}
+
+/* One work group: the group sums of update into red[2 + 2 slot], red[3 + 2
+ * slot] (fixed order; red[0..1] hold the maxima of setup_b). */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+iisph_reduce(uint nparts, __global const float2 *part, __global float *red_out, uint slot)
+{
+    __local float2 red[WGS];
     const uint l = get_local_id(0);
     float2 s = (float2)(0.0f);
     for (uint k = l; k < nparts; k += WGS)
@@ -378,141 +375,14 @@ inline void sum_parts(__local float2 *red, uint nparts, __global const float2 *p
     }
 }
 
-/* a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij), P and (x, m) from
- * rec (the record of this iteration), a^p into rec[2i + 1].xyz (its .w, P_i,
- * rewritten with the value read). With red_on, work group 0 then sums the
- * previous iteration's group sums (sum_parts): the reduction costs no
- * launch of its own. */
-#define ACCEL_TERM(xj, Pj)                                                  \
-    do {                                                                    \
-        const float3 d = floe_min_image(xi - (xj).xyz, per);                \
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;                 \
-        const float g = (xj).w * floe_dw_r(kc, r2);                         \
-        sx += (Pj) * (g * d.x);                                             \
-        sy += (Pj) * (g * d.y);                                             \
-        sz += (Pj) * (g * d.z);                                             \
-    } while (0)
-
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
-iisph_accel(uint n, __global float4 *rec, __global const float4 *G, __global const float4 *E, float4 kc,
-            float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf, __global const short *d16,
-            int red_on, uint nparts,
-            __global const float2 *part, __global float *red_out, uint slot)
-{
-    __local float2 red[WGS];
-    const uint i = get_global_id(0);
-    if (i < n) {
-        __global const float *rf = (__global const float *)rec;
-        const float3 xi = rec[2 * i].xyz;
-        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-        const uint c = cntf[i];
-        uint j0 = i, j1 = i, j2 = i, j3 = i;
-        if (c > 0)
-            LOAD4S(0u, c, i, d16, idxf, pitchf, j0, j1, j2, j3);
-        for (uint k = 0; k < c; k += 4) {
-            const float4 x0 = rec[2 * j0], x1 = rec[2 * j1], x2 = rec[2 * j2], x3 = rec[2 * j3];
-            const float P0 = rf[8 * j0 + 7], P1 = rf[8 * j1 + 7], P2 = rf[8 * j2 + 7], P3 = rf[8 * j3 + 7];
-            if (k + 4 < c) /* the next block's indices, in flight while this block is summed */
-                LOAD4S(k + 4, c, i, d16, idxf, pitchf, j0, j1, j2, j3);
-            ACCEL_TERM(x0, P0);
-            if (k + 1 < c)
-                ACCEL_TERM(x1, P1);
-            if (k + 2 < c)
-                ACCEL_TERM(x2, P2);
-            if (k + 3 < c)
-                ACCEL_TERM(x3, P3);
-        }
-        const float Pi = rf[8 * i + 7], on = Pi > 0.0f ? 1.0f : 0.0f;
-        const float4 Gi = G[i], Ei = E[i];
-        rec[2 * i + 1] = (float4)(on * Ei.x - (Pi * Gi.x + sx), on * Ei.y - (Pi * Gi.y + sy),
-                                  on * Ei.z - (Pi * Gi.z + sz), Pi);
-    }
-    if (red_on && get_group_id(0) == 0)
-        sum_parts(red, nparts, part, red_out, slot);
-}
-
-/* (A p)_i = c (a^p_i . G_i - sum_j a^p_j . m_j grad W_ij), c = dt^2 / rho0,
- * (x, m) and a^p from rec; r_i = b_i - (A p)_i; next iterate max(0, p_i +
- * w_i r_i), and P = p / rho^2 into the next iteration's record (recn[8i +
- * 7] only: its a^p may be the accepted iterate's); per work group the sums
- * of the controlled error (|r| where p > 0, max(-r, 0) where p = 0) and of
- * the predicted compression max(lag - r, 0) into part[group] (a fixed-order
- * tree: deterministic). */
-#define UPDATE_TERM(xj, aj)                                                         \
-    do {                                                                            \
-        const float3 d = floe_min_image(xi - (xj).xyz, per);                        \
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;                         \
-        const float g = (xj).w * floe_dw_r(kc, r2);                                 \
-        sum += (aj).x * (g * d.x) + (aj).y * (g * d.y) + (aj).z * (g * d.z);        \
-    } while (0)
-
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
-iisph_update(uint n, __global const float4 *rec, __global float *recn, __global const float4 *G,
-       __global const float4 *co, float c, __global const float *pcur, __global float *pnext,
-       __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
-       uint pitchf, __global const short *d16)
-{
-    __local float2 red[WGS];
-    const uint i = get_global_id(0), l = get_local_id(0);
-    float2 e = (float2)(0.0f);
-    if (i < n) {
-        const float3 xi = rec[2 * i].xyz;
-        float sum = 0.0f;
-        const uint cnt = cntf[i];
-        uint j0 = i, j1 = i, j2 = i, j3 = i;
-        if (cnt > 0)
-            LOAD4S(0u, cnt, i, d16, idxf, pitchf, j0, j1, j2, j3);
-        for (uint k = 0; k < cnt; k += 4) {
-            const float4 x0 = rec[2 * j0], x1 = rec[2 * j1], x2 = rec[2 * j2], x3 = rec[2 * j3];
-            const float4 a0 = rec[2 * j0 + 1], a1 = rec[2 * j1 + 1], a2 = rec[2 * j2 + 1], a3 = rec[2 * j3 + 1];
-            if (k + 4 < cnt) /* the next block's indices, in flight while this block is summed */
-                LOAD4S(k + 4, cnt, i, d16, idxf, pitchf, j0, j1, j2, j3);
-            UPDATE_TERM(x0, a0);
-            if (k + 1 < cnt)
-                UPDATE_TERM(x1, a1);
-            if (k + 2 < cnt)
-                UPDATE_TERM(x2, a2);
-            if (k + 3 < cnt)
-                UPDATE_TERM(x3, a3);
-        }
-        const float4 ai = rec[2 * i + 1], Gi = G[i], ci = co[i];
-        const float Ap = c * (ai.x * Gi.x + ai.y * Gi.y + ai.z * Gi.z - sum);
-        const float r = ci.x - Ap;
-        const float pc = pcur[i];
-        e.x = pc > 0.0f ? fabs(r) : floe_pos(-r);
-        e.y = floe_pos(ci.y - r);
-        const float pn = ci.z != 0.0f ? floe_pos(pc + ci.z * r) : 0.0f;
-        pnext[i] = pn;
-        recn[8 * i + 7] = pn * ci.w;
-    }
-    red[l] = e;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] += red[l + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0)
-        part[get_group_id(0)] = red[0];
-}
-
-/* The final sum on its own (sum_parts), for the last possible iteration,
- * which has no following accel to carry it. */
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
-iisph_reduce(uint nparts, __global const float2 *part, __global float *red_out, uint slot)
-{
-    __local float2 red[WGS];
-    sum_parts(red, nparts, part, red_out, slot);
-}
-
-/* a += a^p (rec[2i + 1].xyz of the accepted iterate), p = its pressure */
-__kernel void iisph_finish(uint n, __global const float4 *rec, __global const float *pc, __global float *a,
+/* a += a^p, p = the pressure of the same iterate */
+__kernel void iisph_finish(uint n, __global const float4 *ap, __global const float *pc, __global float *a,
                      __global float *p)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const float4 api = rec[2 * i + 1];
+    const float4 api = ap[i];
     a[3 * i] += api.x;
     a[3 * i + 1] += api.y;
     a[3 * i + 2] += api.z;

@@ -7,26 +7,18 @@
  *
  *   setup_b (per boundary set)   boundary sums, v_adv, (x, m) packed, max |v|^2, |a|^2
  *   setup_f                      rho_adv, a_ii, source term, warm start p^0
- *   per iteration r:  accel      a^p from P = p^r / rho^2; its work group 0 sums
- *                                the group sums of update r - 1 into one float
- *                                pair (slot (r - 1) % RING)
- *                                -> 8 bytes read back (non-blocking, pinned memory)
+ *   per iteration r:  accel      a^p from P = p^r / rho^2
  *                     update     A p^r, residual, p^(r+1), per-group error sums
- *   (reduce)                     after the last possible iteration only
+ *                     reduce     the group sums into one float pair (slot r % RING)
+ *                                -> 8 bytes read back (non-blocking, pinned memory)
  *   finish                       a += a^p, p = p^r of the accepted iterate
  *
- * Two launches per iteration. Per particle the iteration keeps a 32-byte
- * record rec[r & 1] = (x, m), (a^p, P) (iisph.cl), so that a neighbour's
- * data for a pass is one sector.
- *
  * The convergence test is speculative by one iteration: iteration r + 1 is
- * enqueued before the host waits for the error of iteration r (which the
- * accel of r + 1 sums), so the device never idles while the host looks at
- * the 8 bytes; when r converged, the work of r + 1 is discarded (the
- * records, holding a^p, ping-pong between two buffers, of which update
- * writes only the P slot of the other, and p rotates over three, so the
- * accepted iterate's a^p and p are never overwritten by the speculative
- * one). The stopping iteration is therefore
+ * enqueued before the host waits for the error of iteration r, so the
+ * device never idles while the host looks at the 8 bytes; when r converged,
+ * the work of r + 1 is discarded (ap ping-pongs between two buffers and p
+ * rotates over three, so the accepted iterate's a^p and p are never
+ * overwritten by the speculative one). The stopping iteration is therefore
  * exactly the C path's rule: the first r + 1 >= min_iterations with error
  * <= tolerance, or max_iterations. Iterations before min_iterations read
  * nothing back.
@@ -202,7 +194,7 @@ static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *st)
  * small dummy buffer in every slot, never read (no NULL buffer arguments). */
 typedef struct row {
     void *x, *w, *cnt, *idx;
-    uint32_t pitch, stride;
+    uint32_t pitch;
     int32_t has;
     double total;
 } row;
@@ -230,7 +222,6 @@ static int get_row(floe_ctx *ctx, const cset *q, const cset *t, const char *wnam
     r->cnt = nl.count;
     r->idx = nl.idx;
     r->pitch = nl.pitch;
-    r->stride = nl.stride;
     r->total = nl.total;
     return st;
 }
@@ -284,8 +275,7 @@ typedef struct solver {
     void *k_accel, *k_update, *k_reduce;
     uint32_t n, nparts, pitch;
     int64_t min_it;
-    int64_t max_it;
-    void *rec[2], *G, *E, *co, *p[3], *part, *red, *cnt, *idx, *d16;
+    void *xm, *G, *E, *co, *P, *ap[2], *p[3], *part, *red, *cnt, *idx;
     float kc[4], per[4], cc; /* cc = dt^2 / rho0 */
     double pairs;
     void *ev[RING];
@@ -296,13 +286,29 @@ static int cl_check(floe_ctx *ctx, int32_t e, const char *what)
     return e == 0 ? FLOE_OK : api->fail(ctx, FLOE_ERR, "OpenCL: %s failed (error %d)", what, (int)e);
 }
 
-/* The non-blocking read of the error sums of iteration r (slot r % RING,
- * event ev[slot]), enqueued right after the launch that summed them. */
-static int enqueue_read(solver *S, int64_t r)
+/* Enqueue iteration r: a^p of p^r, then A p^r, p^(r+1) and the group sums;
+ * from r + 1 = min_iterations on also the final sum and its non-blocking
+ * read into slot r % RING (event ev[slot]). */
+static int enqueue_iteration(solver *S, int64_t r)
 {
     floe_ctx *ctx = S->ctx;
-    const uint32_t slot = (uint32_t)(r % RING);
+    void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3];
+    const uint32_t n = S->n;
     int st;
+    floe_cl_arg aa[] = {ARG(n), ARG(S->xm), ARG(S->P), ARG(S->G), ARG(S->E), ARG(ap), ARG(S->kc), ARG(S->per),
+                        ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)))
+        return st;
+    floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pc), ARG(pn), ARG(S->P),
+                        ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
+        return st;
+    if (r + 1 < S->min_it)
+        return FLOE_OK;
+    uint32_t slot = (uint32_t)(r % RING);
+    floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
+    if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 8.0 * S->nparts)))
+        return st;
     if (S->ev[slot]) { /* a discarded speculative read of an earlier step */
         S->cl->release_event(S->ev[slot]);
         S->ev[slot] = NULL;
@@ -313,42 +319,6 @@ static int enqueue_read(solver *S, int64_t r)
                        "reading the density error")))
         return st;
     return cl_check(ctx, S->cl->flush(S->cl->queue), "clFlush");
-}
-
-/* Enqueue iteration r: a^p of p^r (whose work group 0 also sums the group
- * sums of iteration r - 1 once r >= min_iterations, followed by their read),
- * then A p^r, p^(r+1) and the group sums. The last possible iteration
- * (max_iterations - 1) has no accel after it: a reduce launch and the read
- * follow its update. */
-static int enqueue_iteration(solver *S, int64_t r)
-{
-    floe_ctx *ctx = S->ctx;
-    void *rec = S->rec[r & 1], *recn = S->rec[(r + 1) & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3];
-    const uint32_t n = S->n;
-    const int32_t red_on = r >= 1 && r >= S->min_it; /* iteration r - 1 is tested */
-    const uint32_t slot_prev = (uint32_t)((r + RING - 1) % RING);
-    int st;
-    floe_cl_arg aa[] = {ARG(n),      ARG(rec),       ARG(S->G),      ARG(S->E),    ARG(S->kc),
-                        ARG(S->per), ARG(S->cnt),    ARG(S->idx),    ARG(S->pitch), ARG(S->d16), ARG(red_on),
-                        ARG(S->nparts), ARG(S->part), ARG(S->red),   ARG(slot_prev)};
-    if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa,
-                          84.0 * n + 2.0 * S->pairs + (red_on ? 8.0 * S->nparts : 0.0))))
-        return st;
-    if (red_on && (st = enqueue_read(S, r - 1)))
-        return st;
-    floe_cl_arg ua[] = {ARG(n),       ARG(rec),    ARG(recn),   ARG(S->G),   ARG(S->co),    ARG(S->cc),
-                        ARG(pc),      ARG(pn),     ARG(S->part), ARG(S->kc), ARG(S->per),   ARG(S->cnt),
-                        ARG(S->idx),  ARG(S->pitch), ARG(S->d16)};
-    if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua,
-                          80.0 * n + 2.0 * S->pairs + 8.0 * S->nparts)))
-        return st;
-    if (r + 1 < S->max_it || r + 1 < S->min_it)
-        return FLOE_OK;
-    uint32_t slot = (uint32_t)(r % RING);
-    floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
-    if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 8.0 * S->nparts)))
-        return st;
-    return enqueue_read(S, r);
 }
 
 static void release_events(solver *S)
@@ -416,7 +386,6 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     consts(si, S.kc, S.per, &H);
     S.n = n;
     S.min_it = min_it;
-    S.max_it = max_it;
     S.nparts = (n + WGS - 1) / WGS;
 
     st = FLOE_OK;
@@ -430,11 +399,13 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
         return st;
     const size_t n4 = (size_t)n * 16, n1 = (size_t)n * 4;
     void *vadv = scratch(ctx, "iisph.vadv", n4, &st);
-    S.rec[0] = scratch(ctx, "iisph.rec0", 2 * n4, &st);
-    S.rec[1] = scratch(ctx, "iisph.rec1", 2 * n4, &st);
+    S.xm = scratch(ctx, "iisph.xm", n4, &st);
     S.G = scratch(ctx, "iisph.G", n4, &st);
     S.E = scratch(ctx, "iisph.E", n4, &st);
     S.co = scratch(ctx, "iisph.co", n4, &st);
+    S.ap[0] = scratch(ctx, "iisph.ap0", n4, &st);
+    S.ap[1] = scratch(ctx, "iisph.ap1", n4, &st);
+    S.P = scratch(ctx, "iisph.P", n1, &st);
     S.p[0] = scratch(ctx, "iisph.p0", n1, &st);
     S.p[1] = scratch(ctx, "iisph.p1", n1, &st);
     S.p[2] = scratch(ctx, "iisph.p2", n1, &st);
@@ -459,7 +430,7 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
             return st;
         int32_t init = l == 0, fin = l == lb - 1;
         double bytes = 140.0 * n + 4.0 * rb.total;
-        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(acc), ARG(S.rec[0]), ARG(S.rec[1]), ARG(vadv), ARG(S.G), ARG(S.E), ARG(K),
+        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(acc), ARG(S.xm), ARG(vadv), ARG(S.G), ARG(S.E), ARG(K),
                            ARG(S.kc), ARG(S.per), ARG(gv), ARG(rho0), ARG(dt), ARG(beta), ARG(hyd), ARG(visc_c),
                            ARG(damp), ARG(init), ARG(fin), ARG(rb.has), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
                            ARG(rb.pitch), ARG(S.red)};
@@ -482,19 +453,14 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     S.idx = rf.idx;
     S.pitch = rf.pitch;
     S.pairs = rf.total;
-    S.d16 = scratch(ctx, "iisph.d16", (size_t)rf.stride * rf.pitch * 2, &st);
-    if (st) {
-        S.cl->release_event(ev_mx);
-        return api->fail(ctx, st, "OpenCL: out of device memory (%u particles)", n);
-    }
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
     const float cf[4] = {rho0, dt, (float)omega, (float)call->param[SO_WARM].f};
     const float cg[4] = {aii_min, (float)corr_speed, si->spacing, 0.0f};
     {
-        floe_cl_arg a[] = {ARG(n), ARG(S.rec[0]), ARG(vadv), ARG(rho), ARG(pold), ARG(S.G), ARG(S.E), ARG(S.co),
-                           ARG(S.p[0]), ARG(S.kc), ARG(S.per), ARG(cf), ARG(cg), ARG(S.red), ARG(S.cnt),
-                           ARG(S.idx), ARG(S.pitch), ARG(S.d16)};
-        if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 152.0 * n + 38.0 * rf.total))) {
+        floe_cl_arg a[] = {ARG(n), ARG(S.xm), ARG(vadv), ARG(rho), ARG(pold), ARG(S.G), ARG(S.E), ARG(S.co),
+                           ARG(S.p[0]), ARG(S.P), ARG(S.kc), ARG(S.per), ARG(cf), ARG(cg), ARG(S.red), ARG(S.cnt),
+                           ARG(S.idx), ARG(S.pitch)};
+        if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 140.0 * n + 36.0 * rf.total))) {
             S.cl->release_event(ev_mx);
             return st;
         }
@@ -525,8 +491,8 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     }
     /* a += a^p of the iterate whose error was measured, p = that iterate */
     {
-        void *rec = S.rec[r & 1], *pc = S.p[r % 3];
-        floe_cl_arg a[] = {ARG(n), ARG(rec), ARG(pc), ARG(acc), ARG(pold)};
+        void *ap = S.ap[r & 1], *pc = S.p[r % 3];
+        floe_cl_arg a[] = {ARG(n), ARG(ap), ARG(pc), ARG(acc), ARG(pold)};
         if ((st = api->cl_run(ctx, k_finish, n, 5, a, 44.0 * n)))
             goto out;
     }
