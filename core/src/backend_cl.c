@@ -206,6 +206,7 @@ struct cl_backend {
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
+    int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
     int sample_every;       /* steps between timed steps (FLOE_CL_STAGE_SAMPLE) */
     int sampling;           /* this step's stages are timed */
@@ -1401,10 +1402,15 @@ int ctx_cl_step_begin(floe_ctx *ctx)
         return FLOE_OK;
     if (!CL->flags && !(CL->flags = mk(ctx, MAX_FLAGS * 4)))
         return FLOE_ERR_NOMEM;
-    cl_uint ones = 0xffffffffu;
-    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->flags, &ones, 4, 0, MAX_FLAGS * 4, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "clEnqueueFillBuffer");
+    /* the checks only lower flag words from all ones, and a raised flag
+     * ends the step with a report: clear them only after one (or at first) */
+    if (!CL->flags_clear) {
+        cl_uint ones = 0xffffffffu;
+        cl_int e = F->clEnqueueFillBuffer(CL->q, CL->flags, &ones, 4, 0, MAX_FLAGS * 4, 0, NULL, NULL);
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "clEnqueueFillBuffer");
+        CL->flags_clear = 1;
+    }
     CL->nflags = 0;
     /* stage times: kernel events on every sample_every-th step only (an
      * event costs the host microseconds per kernel); the steps between
@@ -1535,6 +1541,7 @@ static int report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots
     for (int k = 0; k < n; k++) {
         if (fl[k] == 0xffffffffu || slots[k].attr < 0)
             continue;
+        CL->flags_clear = 0;
         const flag_slot *sl = &slots[k];
         pset *p = &ctx->sets[sl->set];
         uint32_t i = sl->domain ? fl[k] : fl[k] >> 1; /* attributes: 2 i + (Inf) */
