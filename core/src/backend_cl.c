@@ -227,6 +227,8 @@ struct cl_backend {
     /* host side: time blocked in the neighbour-count and end-of-step reads */
     double wait_nb_ms, wait_end_ms;
     uint64_t wait_steps;
+    double launch_ms, step_t0, step_host_ms; /* host time in launches; per step */
+    uint64_t launches;
     int profile;            /* per-kernel events (FLOE_CL_PROFILE) */
     int nks;
     kstat ks[MAX_KSTATS];
@@ -477,9 +479,11 @@ void ctx_cl_destroy(floe_ctx *ctx)
         print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
     if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->wait_steps)
-        printf("OpenCL host waits: %llu steps, %.4f ms/step for the neighbour counts, %.4f ms/step at the step end\n",
+        printf("OpenCL host: %llu steps, waits %.4f ms/step for the neighbour counts, %.4f ms/step at the step "
+               "end; %.4f ms/step from step begin to end, %.4f ms/step in %.1f kernel launches\n",
                (unsigned long long)CL->wait_steps, CL->wait_nb_ms / (double)CL->wait_steps,
-               CL->wait_end_ms / (double)CL->wait_steps);
+               CL->wait_end_ms / (double)CL->wait_steps, CL->step_host_ms / (double)CL->wait_steps,
+               CL->launch_ms / (double)CL->wait_steps, (double)CL->launches / (double)CL->wait_steps);
     for (int s = 0; s < ctx->npsets; s++)
         for (int a = 0; a < ctx->sets[s].nattrs; a++) {
             attr *at = &ctx->sets[s].attrs[a];
@@ -810,8 +814,21 @@ static void note_event(floe_ctx *ctx, cl_kernel k, cl_event ev, double bytes)
     CL->pend[CL->npend++] = (pending){ev, ki, bytes};
 }
 
+static int launch_(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, const floe_cl_arg *args,
+                   double bytes);
+
+/* a launch, its host time counted (FLOE_CL_WAITS) */
 static int launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, const floe_cl_arg *args,
                   double bytes)
+{
+    double t0 = now_ms();
+    int rc = launch_(ctx, k, n, local, nargs, args, bytes);
+    CL->launch_ms += now_ms() - t0;
+    return rc;
+}
+
+static int launch_(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, const floe_cl_arg *args,
+                   double bytes)
 {
     if (!k)
         return FLOE_ERR;
@@ -837,6 +854,7 @@ static int launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs,
     }
     if (n == 0)
         return FLOE_OK;
+    CL->launches++;
     size_t global = (n + local - 1) / local * local;
     cl_event ev = NULL;
     const int si = CL->cur_stage;
@@ -1415,6 +1433,7 @@ int ctx_cl_step_begin(floe_ctx *ctx)
     /* stage times: kernel events on every sample_every-th step only (an
      * event costs the host microseconds per kernel); the steps between
      * are counted at the run's average of the timed steps */
+    CL->step_t0 = now_ms();
     CL->sampling = CL->stage_events && (CL->profile || CL->tstep % (uint64_t)CL->sample_every == 0);
     CL->tstep++;
     memset(CL->stage_cl, 0, sizeof CL->stage_cl);
@@ -1589,6 +1608,7 @@ int ctx_cl_step_end(floe_ctx *ctx)
     if ((rc = ctx_cl_checks_flush(ctx)))
         return rc;
     CL->wait_steps++;
+    CL->step_host_ms += now_ms() - CL->step_t0;
     /* untimed steps: the average of the run's timed steps */
     if (!CL->sampling && CL->stage_events && !CL->host_timing)
         for (int i = 0; i < ctx->nstages && i < MAX_STAGES; i++)
