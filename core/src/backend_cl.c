@@ -216,6 +216,8 @@ struct cl_backend {
     unsigned char stage_cl[MAX_STAGES]; /* ran on the device this step */
     /* the blow-up flags of the previous step, read without waiting (a run
      * checks them one step late, and before every frame) */
+    cl_mem pinned;          /* host-allocated buffer the flags are read into */
+    cl_uint *pinned_fl;     /* its mapping (NULL: pageable pf.fl instead) */
     struct {
         int active, nflags;
         cl_event ev;
@@ -522,6 +524,12 @@ void ctx_cl_destroy(floe_ctx *ctx)
     CL->argc = NULL;
     if (CL->pf.active && CL->pf.ev)
         F->clReleaseEvent(CL->pf.ev);
+    if (CL->pinned_fl)
+        F->clEnqueueUnmapMemObject(CL->q, CL->pinned, CL->pinned_fl, 0, NULL, NULL);
+    if (CL->pinned_fl)
+        F->clFinish(CL->q);
+    CL->pinned_fl = NULL;
+    rel(ctx, &CL->pinned);
     for (int i = 0; i < MAX_STAGES; i++) {
         if (CL->ev_begin[i])
             F->clReleaseEvent(CL->ev_begin[i]);
@@ -1597,7 +1605,8 @@ int ctx_cl_checks_flush(floe_ctx *ctx)
     CL->pf.ev = NULL;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "waiting for the blow-up checks");
-    return report_flags(ctx, CL->pf.fl, CL->pf.slots, CL->pf.nflags, CL->pf.step, CL->pf.time);
+    return report_flags(ctx, CL->pinned_fl ? CL->pinned_fl : CL->pf.fl, CL->pf.slots, CL->pf.nflags, CL->pf.step,
+                        CL->pf.time);
 }
 
 int ctx_cl_step_end(floe_ctx *ctx)
@@ -1626,8 +1635,17 @@ int ctx_cl_step_end(floe_ctx *ctx)
             memcpy(CL->pf.slots, CL->slots, (size_t)CL->nflags * sizeof *CL->slots);
             CL->pf.step = ctx->info.step;
             CL->pf.time = ctx->info.time;
-            e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_FALSE, 0, (size_t)CL->nflags * 4, CL->pf.fl, 0, NULL,
-                                       &CL->pf.ev);
+            /* into host-allocated (pinned) memory where the runtime gives
+             * it: a read into pageable memory may wait for the copy */
+            if (!CL->pinned) {
+                cl_int em;
+                CL->pinned = F->clCreateBuffer(CL->context, CL_MEM_ALLOC_HOST_PTR, MAX_FLAGS * 4, NULL, &em);
+                if (CL->pinned)
+                    CL->pinned_fl = F->clEnqueueMapBuffer(CL->q, CL->pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                                          MAX_FLAGS * 4, 0, NULL, NULL, &em);
+            }
+            e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_FALSE, 0, (size_t)CL->nflags * 4,
+                                       CL->pinned_fl ? CL->pinned_fl : CL->pf.fl, 0, NULL, &CL->pf.ev);
             if (e != CL_SUCCESS)
                 return cl_err(ctx, e, "reading the blow-up checks");
             CL->pf.active = 1;

@@ -15,7 +15,8 @@
     X(clEnqueueFillBuffer) X(clCreateProgramWithSource) X(clBuildProgram) X(clGetProgramBuildInfo)    \
     X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)                       \
     X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clWaitForEvents) X(clGetEventProfilingInfo)   \
-    X(clReleaseEvent) X(clRetainEvent) X(clEnqueueMarkerWithWaitList) X(clGetKernelWorkGroupInfo)
+    X(clReleaseEvent) X(clRetainEvent) X(clEnqueueMarkerWithWaitList) X(clGetKernelWorkGroupInfo)      \
+    X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject)
 
 typedef struct cl_fns {
 #define FLOE_CL_PTR(f) __typeof__(&f) f;
