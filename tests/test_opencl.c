@@ -485,10 +485,11 @@ Test(opencl, scene_dam_break_3d, .timeout = 900)
     scene_agrees(3, tank, water, 0.02f, 1e-5, 1e-5, "dam break 3D");
 }
 
-/* In a run, the OpenCL path reads a step's blow-up checks while the next
- * step runs (docs/opencl.md): the report still names the step and stage
- * where the NaN appeared, as the C path does, and comes before the frame's
- * statistics. A NaN mass set after frame 1 blows up frame 2's first step. */
+/* In a run, the OpenCL path reads the blow-up checks of 8 steps at once,
+ * while later steps run (docs/opencl.md): the report still names the step
+ * and stage where the NaN appeared, as the C path does, and comes before
+ * the frame's statistics. A NaN mass set after frame 1 blows up frame 2's
+ * first step. */
 static int poison_after_frame_1(floe_ctx *ctx, const floe_frame_stats *st, void *u)
 {
     (void)u;
@@ -513,9 +514,10 @@ Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600)
         r.progress = 0;
         r.on_frame = poison_after_frame_1;
         cr_assert_eq(floe_run(w.ctx, &r, NULL), FLOE_ERR_BLOWUP, "%s", floe_ctx_error(w.ctx));
-        /* the device has run at most one step past the blow-up */
+        /* the device reads the flags once per 8 steps, and at the end of
+         * every frame: it may run on to the end of the frame (step 12) */
         uint64_t at = floe_ctx_info(w.ctx)->step;
-        cr_assert(at == 6 || (b && at == 7), "the run went on to step %llu", (unsigned long long)at);
+        cr_assert(at == 6 || (b && at > 6 && at <= 12), "the run went on to step %llu", (unsigned long long)at);
         snprintf(msg[b], sizeof msg[b], "%s", floe_ctx_error(w.ctx));
         destroy(&w);
     }

@@ -125,6 +125,7 @@ int floe_ctx_backend(floe_ctx *ctx)
 #define MAX_KERNELS 48
 #define MAX_SCRATCH 32
 #define MAX_FLAGS 256
+#define FLAG_WIN 8      /* steps per read of the blow-up flags inside a run */
 #define MAX_KSTATS 64
 #define WG 128          /* local size of the element-wise launches */
 #define SCAN_BLOCK 4096 /* scan_block: 256 work items x 16 words (SCAN_PER in neighbours.cl) */
@@ -216,16 +217,23 @@ struct cl_backend {
     unsigned char stage_cl[MAX_STAGES]; /* ran on the device this step */
     /* the blow-up flags of the previous step, read without waiting (a run
      * checks them one step late, and before every frame) */
+    /* Blow-up flags: step b of a window of FLAG_WIN steps writes block b
+     * of the flag buffer; inside a run the window is read in one copy,
+     * without waiting, when full, and reported when the next one is full
+     * (or at the frame's end). Two windows: one filling, one in flight. */
+    struct flag_win {
+        int nsteps;
+        int nflags[FLAG_WIN];
+        uint64_t step[FLAG_WIN];
+        double time[FLAG_WIN];
+        flag_slot slots[FLAG_WIN][MAX_FLAGS];
+        cl_uint fl[FLAG_WIN * MAX_FLAGS]; /* pageable copy, without pinned memory */
+    } win[2];
+    int wcur, wpending;     /* window filling; window read in flight (-1: none) */
+    cl_event wev;           /* that read */
+    cl_uint flag_base;      /* this step's block in the flag buffer */
     cl_mem pinned;          /* host-allocated buffer the flags are read into */
-    cl_uint *pinned_fl;     /* its mapping (NULL: pageable pf.fl instead) */
-    struct {
-        int active, nflags;
-        cl_event ev;
-        uint64_t step;
-        double time;
-        cl_uint fl[MAX_FLAGS];
-        flag_slot slots[MAX_FLAGS];
-    } pf;
+    cl_uint *pinned_fl;     /* its mapping, 2 windows (NULL: the pageable copies) */
     /* host side: time blocked in the neighbour-count and end-of-step reads */
     double wait_nb_ms, wait_end_ms;
     uint64_t wait_steps;
@@ -426,6 +434,7 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
     const char *sync = getenv("FLOE_CL_SYNC_STAGES");
     CL->host_timing = sync && sync[0] && strcmp(sync, "0") != 0;
     CL->cur_stage = -1;
+    CL->wpending = -1;
     const char *se = getenv("FLOE_CL_STAGE_SAMPLE");
     CL->sample_every = se && atoi(se) > 0 ? atoi(se) : 16;
     ctx_log(ctx, FLOE_LOG_INFO, "backend %s", CL->desc);
@@ -522,8 +531,8 @@ void ctx_cl_destroy(floe_ctx *ctx)
     free(CL->pend);
     free(CL->argc);
     CL->argc = NULL;
-    if (CL->pf.active && CL->pf.ev)
-        F->clReleaseEvent(CL->pf.ev);
+    if (CL->wpending >= 0 && CL->wev)
+        F->clWaitForEvents(1, &CL->wev), F->clReleaseEvent(CL->wev);
     if (CL->pinned_fl)
         F->clEnqueueUnmapMemObject(CL->q, CL->pinned, CL->pinned_fl, 0, NULL, NULL);
     if (CL->pinned_fl)
@@ -1426,18 +1435,26 @@ int ctx_cl_step_begin(floe_ctx *ctx)
 {
     if (!CL)
         return FLOE_OK;
-    if (!CL->flags && !(CL->flags = mk(ctx, MAX_FLAGS * 4)))
+    if (!CL->flags && !(CL->flags = mk(ctx, FLAG_WIN * MAX_FLAGS * 4)))
         return FLOE_ERR_NOMEM;
+    if (!CL->pinned) { /* reads into host-allocated memory do not wait for the copy */
+        cl_int em;
+        CL->pinned = F->clCreateBuffer(CL->context, CL_MEM_ALLOC_HOST_PTR, 2 * FLAG_WIN * MAX_FLAGS * 4, NULL, &em);
+        if (CL->pinned)
+            CL->pinned_fl = F->clEnqueueMapBuffer(CL->q, CL->pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                                  2 * FLAG_WIN * MAX_FLAGS * 4, 0, NULL, NULL, &em);
+    }
     /* the checks only lower flag words from all ones, and a raised flag
      * ends the step with a report: clear them only after one (or at first) */
     if (!CL->flags_clear) {
         cl_uint ones = 0xffffffffu;
-        cl_int e = F->clEnqueueFillBuffer(CL->q, CL->flags, &ones, 4, 0, MAX_FLAGS * 4, 0, NULL, NULL);
+        cl_int e = F->clEnqueueFillBuffer(CL->q, CL->flags, &ones, 4, 0, FLAG_WIN * MAX_FLAGS * 4, 0, NULL, NULL);
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "clEnqueueFillBuffer");
         CL->flags_clear = 1;
     }
     CL->nflags = 0;
+    CL->flag_base = (cl_uint)CL->win[CL->wcur].nsteps * MAX_FLAGS;
     /* stage times: kernel events on every sample_every-th step only (an
      * event costs the host microseconds per kernel); the steps between
      * are counted at the run's average of the timed steps */
@@ -1524,7 +1541,7 @@ int ctx_cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
             cl_mem dummy = CL->flags; /* for absent buffers: never read */
             cl_mem m[4] = {dummy, dummy, dummy, dummy}, xm = g == 0 && dom ? (cl_mem)x->dev : dummy;
             cl_int dm = g == 0 && dom;
-            cl_uint c[4] = {0, 0, 0, 0}, slot = (cl_uint)CL->nflags, n = p->n, per = ctx->info.periodic;
+            cl_uint c[4] = {0, 0, 0, 0}, slot = CL->flag_base + (cl_uint)CL->nflags, n = p->n, per = ctx->info.periodic;
             double bytes = 0;
             for (int k = 0; k < 4; k++) {
                 CL->slots[CL->nflags + k] = (flag_slot){i, s, -1, 0};
@@ -1591,22 +1608,60 @@ static int report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots
     return FLOE_OK;
 }
 
-/* Wait for the previous step's flag read (normally long complete) and
- * report what it found. */
+static cl_uint *win_fl(floe_ctx *ctx, int w)
+{
+    return CL->pinned_fl ? CL->pinned_fl + (size_t)w * FLAG_WIN * MAX_FLAGS : CL->win[w].fl;
+}
+
+/* Report the first flagged step of window w (its flags read), in step order. */
+static int win_report(floe_ctx *ctx, int w)
+{
+    struct flag_win *W = &CL->win[w];
+    const cl_uint *fl = win_fl(ctx, w);
+    int n = W->nsteps, rc = FLOE_OK;
+    W->nsteps = 0;
+    for (int b = 0; b < n && rc == FLOE_OK; b++)
+        rc = report_flags(ctx, fl + (size_t)b * MAX_FLAGS, W->slots[b], W->nflags[b], W->step[b], W->time[b]);
+    return rc;
+}
+
+static int win_read(floe_ctx *ctx, int w, int blocking)
+{
+    size_t words = (size_t)CL->win[w].nsteps * MAX_FLAGS;
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->flags, blocking ? CL_TRUE : CL_FALSE, 0, words * 4, win_fl(ctx, w), 0,
+                                      NULL, blocking ? NULL : &CL->wev);
+    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "reading the blow-up checks");
+}
+
+/* Report the window in flight (normally long complete), then read and
+ * report the steps of the filling one: after this every step run so far
+ * has been checked. */
 int ctx_cl_checks_flush(floe_ctx *ctx)
 {
-    if (!CL || !CL->pf.active)
+    if (!CL)
         return FLOE_OK;
-    CL->pf.active = 0;
+    int rc;
     double t0 = now_ms();
-    cl_int e = F->clWaitForEvents(1, &CL->pf.ev);
-    CL->wait_end_ms += now_ms() - t0;
-    F->clReleaseEvent(CL->pf.ev);
-    CL->pf.ev = NULL;
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "waiting for the blow-up checks");
-    return report_flags(ctx, CL->pinned_fl ? CL->pinned_fl : CL->pf.fl, CL->pf.slots, CL->pf.nflags, CL->pf.step,
-                        CL->pf.time);
+    if (CL->wpending >= 0) {
+        int w = CL->wpending;
+        CL->wpending = -1;
+        cl_int e = F->clWaitForEvents(1, &CL->wev);
+        F->clReleaseEvent(CL->wev);
+        CL->wev = NULL;
+        CL->wait_end_ms += now_ms() - t0;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "waiting for the blow-up checks");
+        if ((rc = win_report(ctx, w)))
+            return rc;
+    }
+    if (CL->win[CL->wcur].nsteps > 0) {
+        t0 = now_ms();
+        rc = win_read(ctx, CL->wcur, 1);
+        CL->wait_end_ms += now_ms() - t0;
+        if (rc || (rc = win_report(ctx, CL->wcur)))
+            return rc;
+    }
+    return FLOE_OK;
 }
 
 int ctx_cl_step_end(floe_ctx *ctx)
@@ -1614,8 +1669,6 @@ int ctx_cl_step_end(floe_ctx *ctx)
     if (!CL)
         return FLOE_OK;
     int rc;
-    if ((rc = ctx_cl_checks_flush(ctx)))
-        return rc;
     CL->wait_steps++;
     CL->step_host_ms += now_ms() - CL->step_t0;
     /* untimed steps: the average of the run's timed steps */
@@ -1626,39 +1679,44 @@ int ctx_cl_step_end(floe_ctx *ctx)
                 ctx->stages[i].ms_total += est;
                 ctx->stages[i].ms_frame += est;
             }
-    cl_int e;
+    /* this step's checks: block b of the filling window */
+    struct flag_win *W = &CL->win[CL->wcur];
+    int b = W->nsteps++;
+    W->nflags[b] = CL->nflags;
+    W->step[b] = ctx->info.step;
+    W->time[b] = ctx->info.time;
+    memcpy(W->slots[b], CL->slots, (size_t)CL->nflags * sizeof *CL->slots);
     if (ctx->cl_defer && !CL->sampling && !CL->profile) {
-        /* inside a run: read the flags without waiting; the next step's end
-         * (or the frame's end) reports them. The queue keeps going. */
-        if (CL->nflags) {
-            CL->pf.nflags = CL->nflags;
-            memcpy(CL->pf.slots, CL->slots, (size_t)CL->nflags * sizeof *CL->slots);
-            CL->pf.step = ctx->info.step;
-            CL->pf.time = ctx->info.time;
-            /* into host-allocated (pinned) memory where the runtime gives
-             * it: a read into pageable memory may wait for the copy */
-            if (!CL->pinned) {
-                cl_int em;
-                CL->pinned = F->clCreateBuffer(CL->context, CL_MEM_ALLOC_HOST_PTR, MAX_FLAGS * 4, NULL, &em);
-                if (CL->pinned)
-                    CL->pinned_fl = F->clEnqueueMapBuffer(CL->q, CL->pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                                          MAX_FLAGS * 4, 0, NULL, NULL, &em);
+        /* inside a run: a full window is read without waiting and reported
+         * when the next one is full (or at the frame's end) */
+        if (W->nsteps == FLAG_WIN) {
+            if (CL->wpending >= 0) {
+                int w = CL->wpending;
+                double t0 = now_ms();
+                CL->wpending = -1;
+                cl_int e = F->clWaitForEvents(1, &CL->wev);
+                F->clReleaseEvent(CL->wev);
+                CL->wev = NULL;
+                CL->wait_end_ms += now_ms() - t0;
+                if (e != CL_SUCCESS)
+                    return cl_err(ctx, e, "waiting for the blow-up checks");
+                if ((rc = win_report(ctx, w)))
+                    return rc;
             }
-            e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_FALSE, 0, (size_t)CL->nflags * 4,
-                                       CL->pinned_fl ? CL->pinned_fl : CL->pf.fl, 0, NULL, &CL->pf.ev);
-            if (e != CL_SUCCESS)
-                return cl_err(ctx, e, "reading the blow-up checks");
-            CL->pf.active = 1;
+            if ((rc = win_read(ctx, CL->wcur, 0)))
+                return rc;
+            CL->wpending = CL->wcur;
+            CL->wcur ^= 1;
+            F->clFlush(CL->q);
         }
-        F->clFlush(CL->q);
         return FLOE_OK;
     }
-    cl_uint fl[MAX_FLAGS];
+    /* waits for the step: its checks, then its timing */
+    if ((rc = ctx_cl_checks_flush(ctx)))
+        return rc;
+    cl_int e;
     double t0 = now_ms();
-    if (CL->nflags)
-        e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_TRUE, 0, (size_t)CL->nflags * 4, fl, 0, NULL, NULL);
-    else
-        e = F->clFinish(CL->q);
+    e = F->clFinish(CL->q);
     CL->wait_end_ms += now_ms() - t0;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "waiting for the step");
@@ -1704,7 +1762,7 @@ int ctx_cl_step_end(floe_ctx *ctx)
         CL->npend = 0;
         CL->steps++;
     }
-    return report_flags(ctx, fl, CL->slots, CL->nflags, ctx->info.step, ctx->info.time);
+    return FLOE_OK;
 }
 
 /* ---------------------------------------------------------- profile -- */

@@ -385,6 +385,8 @@ int ctx_run_stages(floe_ctx *ctx)
             st->ms_total += ms;
             st->ms_frame += ms;
         }
+        if (rc == FLOE_ERR_BLOWUP) /* an earlier step's check, reported here: complete as it is */
+            return rc;
         if (rc) {
             char msg[sizeof ctx->error];
             snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
