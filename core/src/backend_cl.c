@@ -803,6 +803,13 @@ static const char *kernel_name(floe_ctx *ctx, cl_kernel k)
     return "?";
 }
 
+/* an environment switch set to "0" */
+static int getenv_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && !strcmp(e, "0");
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -1138,6 +1145,12 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
+    /* a set against itself, no periodic axes, lists of at most 64: the
+     * work-group kernel (candidates staged in local memory) */
+    if (same && !per && stride <= 64 && !getenv_off("FLOE_CL_NB_LOCAL"))
+        return LAUNCH(core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+                      ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
+                      ARG(pitch), ARG(CL->stats), ARG(slot));
     return LAUNCH(core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
                   ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
                   ARG(plo), ARG(period), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats),

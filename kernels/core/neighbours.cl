@@ -216,3 +216,127 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
         atomic_add(&stats[2 * slot + 1], lsum);
     }
 }
+
+/* Lists of a set against itself without periodic axes, one work group of
+ * NBL_WG consecutive sorted slots at a time. When the group's queries all
+ * lie in one row of cells along x (the usual case: slots are sorted by
+ * cell key, x fastest), each of the 9 (3 in 2D) neighbour rows is one
+ * contiguous slot range for the whole group: it is staged through local
+ * memory in chunks, and each query tests the part of the chunk inside its
+ * own 3 cells, in ascending slot order. The hits are gathered in local
+ * memory and written out neighbour-major at the end, so consecutive work
+ * items write consecutive words. Otherwise (a group spanning two rows) each
+ * query walks global memory as in nb_build. Either way the lists are
+ * exactly nb_build's. Needs stride <= NBL_S (the host uses nb_build above). */
+#define NBL_WG 128
+#define NBL_T 256
+#define NBL_S 64
+
+__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
+void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
+                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
+                    uint slot)
+{
+    __local float4 cand[NBL_T];
+    __local uint hits[NBL_S * NBL_WG];
+    __local uint lmax, lsum;
+    const uint lid = get_local_id(0), q = get_global_id(0);
+    const uint g0 = get_group_id(0) * NBL_WG;
+    const uint glast = (g0 + NBL_WG < nq ? g0 + NBL_WG : nq) - 1;
+    if (lid == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    const int act = q < nq;
+    const float4 p = spos[act ? q : g0];
+    const uint i = as_uint(p.w);
+    const float pz = gn.w ? p.z : 0.0f;
+    const int ix = nb_axis(p.x, go.x, go.w, gn.x), iy = nb_axis(p.y, go.y, go.w, gn.y);
+    const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
+    const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
+    /* the group's first and last query (uniform over the group) */
+    const float4 pa = spos[g0], pb = spos[glast];
+    const int ya = nb_axis(pa.y, go.y, go.w, gn.y), yb = nb_axis(pb.y, go.y, go.w, gn.y);
+    const int za = gn.w ? nb_axis(pa.z, go.z, go.w, gn.z) : 0, zb = gn.w ? nb_axis(pb.z, go.z, go.w, gn.z) : 0;
+    const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
+    const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
+    uint c = 0;
+    if (ya == yb && za == zb) {
+        /* one row of cells: every query has the group's y and z ranges */
+        const int xa = nb_axis(pa.x, go.x, go.w, gn.x), xb = nb_axis(pb.x, go.x, go.w, gn.x);
+        const int gxlo = xa > 0 ? xa - 1 : 0, gxhi = xb < gn.x - 1 ? xb + 1 : gn.x - 1;
+        for (int z = zlo; z <= zhi; z++)
+            for (int y = ylo; y <= yhi; y++) {
+                const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
+                const uint ga = cs[row + (uint)gxlo], gb = cs[row + (uint)gxhi + 1];
+                const uint ma = cs[row + (uint)xlo], mb = cs[row + (uint)xhi + 1];
+                for (uint base = ga; base < gb; base += NBL_T) {
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG)
+                        cand[k] = spos[base + k];
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    if (act) {
+                        const uint top = base + NBL_T < gb ? base + NBL_T : gb;
+                        const uint ka = ma > base ? ma : base, kb = mb < top ? mb : top;
+                        for (uint k = ka; k < kb; k++) {
+                            const float4 t = cand[k - base];
+                            const float dx = t.x - p.x, dy = t.y - p.y;
+                            float d2 = dx * dx + dy * dy;
+                            if (gn.w) {
+                                const float dz = t.z - pz;
+                                d2 = d2 + dz * dz;
+                            }
+                            if (d2 < r2) {
+                                const uint j = as_uint(t.w);
+                                if (j != i) {
+                                    if (c < NBL_S)
+                                        hits[c * NBL_WG + lid] = j;
+                                    c++;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+    } else if (act) {
+        /* the group spans two rows: each query on its own */
+        for (int z = zlo; z <= zhi; z++)
+            for (int y = ylo; y <= yhi; y++) {
+                const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
+                const uint a = cs[row + (uint)xlo], b = cs[row + (uint)xhi + 1];
+                for (uint k = a; k < b; k++) {
+                    const float4 t = spos[k];
+                    const float dx = t.x - p.x, dy = t.y - p.y;
+                    float d2 = dx * dx + dy * dy;
+                    if (gn.w) {
+                        const float dz = t.z - pz;
+                        d2 = d2 + dz * dz;
+                    }
+                    if (d2 < r2) {
+                        const uint j = as_uint(t.w);
+                        if (j != i) {
+                            if (c < NBL_S)
+                                hits[c * NBL_WG + lid] = j;
+                            c++;
+                        }
+                    }
+                }
+            }
+    }
+    if (act) {
+        const uint w = c < stride ? c : stride;
+        for (uint k = 0; k < w; k++)
+            idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
+        count[i] = c;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (act) {
+        atomic_max(&lmax, c);
+        atomic_add(&lsum, c);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}
