@@ -125,6 +125,7 @@ static const floe_api core_api = {
     .cl_scratch = api_cl_scratch,
     .cl_run = api_cl_run,
     .cl_fn = api_cl_fn,
+    .cl_pinned = api_cl_pinned,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

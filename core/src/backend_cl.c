@@ -108,6 +108,11 @@ int api_cl_run(floe_ctx *ctx, void *k, size_t n, int na, const floe_cl_arg *a, d
     return ctx_fail(ctx, FLOE_ERR, "the OpenCL backend is not active");
 }
 void *api_cl_fn(const char *name) { return cl_loader_sym(name); }
+void *api_cl_pinned(floe_ctx *ctx, const char *n, size_t b)
+{
+    (void)ctx, (void)n, (void)b;
+    return NULL;
+}
 const char *floe_ctx_backend_name(floe_ctx *ctx)
 {
     (void)ctx;
@@ -200,6 +205,13 @@ struct cl_backend {
         cl_mem mem;
         size_t bytes;
     } scr[MAX_SCRATCH];
+    int npin;
+    struct {
+        char name[96];
+        cl_mem mem;
+        void *host;
+        size_t bytes;
+    } pin[MAX_SCRATCH];
     /* timing */
     int host_timing;        /* clFinish per stage and host clocks */
     /* stage times: the events of a stage's first and last kernel (no
@@ -520,6 +532,14 @@ void ctx_cl_destroy(floe_ctx *ctx)
     rel(ctx, &CL->speed);
     for (int k = 0; k < CL->nscr; k++)
         rel(ctx, &CL->scr[k].mem);
+    for (int k = 0; k < CL->npin; k++) {
+        if (CL->pin[k].host)
+            F->clEnqueueUnmapMemObject(CL->q, CL->pin[k].mem, CL->pin[k].host, 0, NULL, NULL);
+        CL->pin[k].host = NULL;
+        rel(ctx, &CL->pin[k].mem);
+    }
+    if (CL->npin)
+        F->clFinish(CL->q);
     for (int p = 0; p < CL->nprogs; p++) {
         for (int k = 0; k < CL->progs[p].nk; k++)
             F->clReleaseKernel(CL->progs[p].kern[k]);
@@ -968,6 +988,44 @@ void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes)
         CL->scr[k].bytes = b;
     }
     return CL->scr[k].mem;
+}
+
+void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes)
+{
+    if (!CL || !name || !bytes)
+        return NULL;
+    int k;
+    for (k = 0; k < CL->npin; k++)
+        if (!strcmp(CL->pin[k].name, name))
+            break;
+    if (k == CL->npin) {
+        if (CL->npin == MAX_SCRATCH)
+            return NULL;
+        CL->npin++;
+        memset(&CL->pin[k], 0, sizeof CL->pin[k]);
+        snprintf(CL->pin[k].name, sizeof CL->pin[k].name, "%s", name);
+    }
+    if (CL->pin[k].host && CL->pin[k].bytes >= bytes)
+        return CL->pin[k].host;
+    if (CL->pin[k].host) {
+        F->clEnqueueUnmapMemObject(CL->q, CL->pin[k].mem, CL->pin[k].host, 0, NULL, NULL);
+        F->clFinish(CL->q);
+        CL->pin[k].host = NULL;
+    }
+    rel(ctx, &CL->pin[k].mem);
+    cl_int e;
+    CL->pin[k].mem = F->clCreateBuffer(CL->context, CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
+    if (!CL->pin[k].mem)
+        return NULL;
+    CL->pin[k].host = F->clEnqueueMapBuffer(CL->q, CL->pin[k].mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
+                                            NULL, NULL, &e);
+    if (!CL->pin[k].host) {
+        rel(ctx, &CL->pin[k].mem);
+        return NULL;
+    }
+    CL->pin[k].bytes = bytes;
+    memset(CL->pin[k].host, 0, bytes);
+    return CL->pin[k].host;
 }
 
 int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes)

@@ -160,6 +160,7 @@ int api_cl_neighbours(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nl
 void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
 int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
 void *api_cl_fn(const char *name);
+void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes);
 
 /* run-time checks (blowup.c): first bad particle in sets written by the
  * stage; fills msg and returns FLOE_ERR_BLOWUP. */

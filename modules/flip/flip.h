@@ -110,7 +110,9 @@ typedef struct flip_cl_state {
     int acc_used;           /* accumulator of this step's splat */
     int slot;               /* ctrl slot of this step (alternates per grid pass) */
     uint32_t npass;         /* grid passes so far */
-    int ctrl[4];            /* host copy of ctrl: rmax bits [0..1], pushed [2..3] */
+    int *ctrl;              /* host copy of ctrl: rmax bits [0..1], pushed [2..3]
+                             * (pinned memory from the core, else ctrl_plain) */
+    int ctrl_plain[4];
     void *ev_rmax, *ev_pushed;
     int rmax_pending, rmax_slot, pushed_pending, pushed_slot;
     float stat_k, stat_gamma; /* for the time step limit from rmax */

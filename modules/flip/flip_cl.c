@@ -87,6 +87,17 @@ static int load_fns(floe_ctx *ctx)
     return FLOE_OK;
 }
 
+/* where the small per-step reads land: pinned memory when the core has
+ * it (a read into ordinary memory may wait for the copy) */
+static int *ctrl_host(floe_ctx *ctx, flip_state *s)
+{
+    if (!s->cl.ctrl) {
+        int *p = api->cl_pinned ? api->cl_pinned(ctx, "flip.ctrl", sizeof s->cl.ctrl_plain) : NULL;
+        s->cl.ctrl = p ? p : s->cl.ctrl_plain;
+    }
+    return s->cl.ctrl;
+}
+
 static int cl_check(floe_ctx *ctx, int32_t e, const char *what)
 {
     return e == 0 ? FLOE_OK : api->fail(ctx, FLOE_ERR, "flip: OpenCL %s failed (error %d)", what, (int)e);
@@ -552,7 +563,7 @@ int flip_cl_grid(const floe_stage_call *call)
 
     /* the largest density ratio: read back without waiting */
     s->cl.rmax_slot = slot;
-    if ((st = cl_check(ctx, F.read(q, b.ctrl, 0, (size_t)slot * 4, 4, &s->cl.ctrl[slot], 0, NULL, &s->cl.ev_rmax),
+    if ((st = cl_check(ctx, F.read(q, b.ctrl, 0, (size_t)slot * 4, 4, &ctrl_host(ctx, s)[slot], 0, NULL, &s->cl.ev_rmax),
                        "read (density ratio)")))
         return st;
     s->cl.rmax_pending = 1;
@@ -650,7 +661,7 @@ int flip_cl_advect(const floe_stage_call *call)
     if (nob > 0) {
         s->cl.pushed_slot = slot;
         if ((st = cl_check(ctx, F.read(api->cl_queue(ctx), b.ctrl, 0, (size_t)(2 + slot) * 4, 4,
-                                       &s->cl.ctrl[2 + slot], 0, NULL, &s->cl.ev_pushed),
+                                       &ctrl_host(ctx, s)[2 + slot], 0, NULL, &s->cl.ev_pushed),
                            "read (pushed-out count)")))
             return st;
         s->cl.pushed_pending = 1;

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 1
+#define FLOE_ABI_MINOR 2
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -255,6 +255,12 @@ typedef struct floe_api {
     int (*cl_run)(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
     /* Any OpenCL entry point of the runtime the core loaded (dlsym). */
     void *(*cl_fn)(const char *name);
+    /* ABI 1.2: named host memory of at least `bytes` that the runtime can copy
+     * into without waiting (host-allocated, mapped; owned by the core): the
+     * destination for small non-blocking reads (a read into ordinary memory
+     * may wait for the copy). Contents kept while the size fits. NULL if
+     * the runtime gives none: use ordinary memory then. */
+    void *(*cl_pinned)(floe_ctx *ctx, const char *name, size_t bytes);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);
