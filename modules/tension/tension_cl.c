@@ -8,6 +8,7 @@
  * colour, colour_grad2 and normal are attributes (cl_attr), the Shepard sums
  * of eq. 34 and the partial gradient sums of several launches are scratch
  * (cl_scratch). Needs no OpenCL header. */
+#include <floe/cl_module.h>
 #include <floe/module.h>
 
 #include <string.h>
@@ -24,53 +25,23 @@ int ten_cl_he(const floe_stage_call *call, float kappa, float wall);
 int ten_cl_air(const floe_stage_call *call, float p_atm, float wall);
 int ten_cl_akinci(const floe_stage_call *call, double gamma, double beta, double cC, double cA);
 
-typedef struct cset {
-    floe_set set;
-    floe_set_info info;
-} cset;
+typedef floe_cl_set cset; /* floe/cl_module.h */
 
-/* the non-empty sets of a kind */
 static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
 {
-    floe_set s[MAXS];
-    int k = api->set_list(ctx, kind, s, MAXS);
-    if (k < 0 || k > MAXS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, MAXS);
-    *n = 0;
-    for (int i = 0; i < k; i++) {
-        if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);
-        if (kind == FLOE_SET_FLUID && !(out[*n].info.rest_density > 0.0f))
-            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", out[*n].info.name);
-        out[*n].set = s[i];
-        if (out[*n].info.n > 0)
-            (*n)++;
-    }
-    return FLOE_OK;
+    return floe_cl_sets(api, ctx, kind, out, n);
 }
 
 /* kernel constants as kconst_make in tension.c: (1/H, sigma/H, (1e-6 H)^2,
  * sigma), the periods (L on periodic axes, any periodic); returns H */
 static float consts(const floe_sim_info *si, float kc[4], float per[4])
 {
-    floe_kernel k = floe_kernel_make(si->dim, si->support);
-    kc[0] = k.inv_H;
-    kc[1] = k.sigma * k.inv_H;
-    kc[2] = (1e-6f * k.H) * (1e-6f * k.H);
-    kc[3] = k.sigma;
-    for (int d = 0; d < 3; d++)
-        per[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
-    per[3] = si->periodic ? 1.0f : 0.0f;
-    return k.H;
+    return floe_cl_consts(si, kc, per).H;
 }
 
 static void *attr_cl(floe_ctx *ctx, const cset *s, const char *name, floe_type t, unsigned acc, int *st)
 {
-    void *m = api->cl_attr(ctx, s->set, name, t, acc);
-    if (!m && *st == FLOE_OK)
-        *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
-                        t == FLOE_VEC3 ? "vec3" : "f32", name);
-    return m;
+    return floe_cl_attr(api, ctx, s, name, t, acc, st);
 }
 
 static void *dummy(floe_ctx *ctx) { return api->cl_scratch(ctx, "tension.none", 16); }

@@ -5,6 +5,7 @@
  * Needs no OpenCL header: device objects are void * through floe_api.
  *
  * The parameter indices below mirror the descriptor tables in wcsph.c. */
+#include <floe/cl_module.h>
 #include <floe/module.h>
 
 #include <math.h>
@@ -27,52 +28,23 @@ int wcsph_cl_pressure(const floe_stage_call *call);
 int wcsph_cl_viscosity(const floe_stage_call *call);
 int wcsph_cl_pressure_force(const floe_stage_call *call);
 
-typedef struct cset {
-    floe_set set;
-    floe_set_info info;
-} cset;
+typedef floe_cl_set cset; /* floe/cl_module.h */
 
-/* the non-empty sets of a kind */
 static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
 {
-    floe_set s[MAXS];
-    int k = api->set_list(ctx, kind, s, MAXS);
-    if (k < 0 || k > MAXS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, MAXS);
-    *n = 0;
-    for (int i = 0; i < k; i++) {
-        if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);
-        if (kind == FLOE_SET_FLUID && !(out[*n].info.rest_density > 0.0f))
-            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", out[*n].info.name);
-        out[*n].set = s[i];
-        if (out[*n].info.n > 0)
-            (*n)++;
-    }
-    return FLOE_OK;
+    return floe_cl_sets(api, ctx, kind, out, n);
 }
 
 /* kernel constants as in wcsph.c: (1/H, sigma/H, (1e-6 H)^2, sigma) and
  * the periods (L, periodic) */
 static void consts(const floe_sim_info *si, float kc[4], float per[4])
 {
-    floe_kernel k = floe_kernel_make(si->dim, si->support);
-    kc[0] = k.inv_H;
-    kc[1] = k.sigma * k.inv_H;
-    kc[2] = (1e-6f * k.H) * (1e-6f * k.H);
-    kc[3] = k.sigma;
-    for (int d = 0; d < 3; d++)
-        per[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
-    per[3] = si->periodic ? 1.0f : 0.0f;
+    floe_cl_consts(si, kc, per);
 }
 
 static void *attr_cl(floe_ctx *ctx, const cset *s, const char *name, floe_type t, unsigned acc, int *st)
 {
-    void *m = api->cl_attr(ctx, s->set, name, t, acc);
-    if (!m && *st == FLOE_OK)
-        *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
-                        t == FLOE_VEC3 ? "vec3" : "f32", name);
-    return m;
+    return floe_cl_attr(api, ctx, s, name, t, acc, st);
 }
 
 /* One neighbour list as kernel arguments; an absent target (has = 0) gets a
