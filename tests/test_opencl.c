@@ -500,7 +500,8 @@ static int poison_after_frame_1(floe_ctx *ctx, const floe_frame_stats *st, void 
     return 0;
 }
 
-Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600)
+/* frames of `per_frame` steps; the NaN appears at step per_frame */
+static void blowup_in_a_run(int per_frame)
 {
     need_opencl();
     char msg[2][2048];
@@ -509,21 +510,25 @@ Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600)
         pipeline(&w, 0, "xsph", 0.1, 0);
         floe_run_def r = floe_run_default_def();
         r.dt = 2e-4;
-        r.fps = 1.0 / (6 * r.dt);
+        r.fps = 1.0 / (per_frame * r.dt);
         r.frames = 3;
         r.progress = 0;
         r.on_frame = poison_after_frame_1;
         cr_assert_eq(floe_run(w.ctx, &r, NULL), FLOE_ERR_BLOWUP, "%s", floe_ctx_error(w.ctx));
-        /* the device reads the flags once per 8 steps, and at the end of
-         * every frame: it may run on to the end of the frame (step 12) */
+        /* the device reads the flags of 8 steps at once and looks at them
+         * when the next 8 are read, or at the end of the frame: it may run
+         * on, but not past the end of the frame */
         uint64_t at = floe_ctx_info(w.ctx)->step;
-        cr_assert(at == 6 || (b && at > 6 && at <= 12), "the run went on to step %llu", (unsigned long long)at);
+        cr_assert(at == (uint64_t)per_frame || (b && at > (uint64_t)per_frame && at <= 2 * (uint64_t)per_frame),
+                  "the run went on to step %llu", (unsigned long long)at);
         snprintf(msg[b], sizeof msg[b], "%s", floe_ctx_error(w.ctx));
         destroy(&w);
     }
     cr_log_info("cpu:    %s", msg[0]);
     cr_log_info("opencl: %s", msg[1]);
-    cr_assert_not_null(strstr(msg[1], "step 6,"), "%s", msg[1]);
+    char want[64];
+    snprintf(want, sizeof want, "step %d,", per_frame);
+    cr_assert_not_null(strstr(msg[1], want), "%s", msg[1]);
     for (int b = 0; b < 2; b++) {
         char *at = strstr(msg[b], " at ("), *close = at ? strchr(at, ')') : NULL;
         cr_assert(at && close);
@@ -531,6 +536,11 @@ Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600)
     }
     cr_assert_str_eq(msg[0], msg[1]);
 }
+
+/* inside the first window of the frame (reported at the frame's end) */
+Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600) { blowup_in_a_run(6); }
+/* two full windows later (reported when the next window fills) */
+Test(opencl, blowup_in_a_long_frame_names_its_step, .timeout = 600) { blowup_in_a_run(40); }
 
 /* Particles added between runs: the set grows, the backend reallocates the
  * device buffers, every kernel gets new buffer arguments, and the grown

@@ -1693,6 +1693,15 @@ static int win_report(floe_ctx *ctx, int w)
     W->nsteps = 0;
     for (int b = 0; b < n && rc == FLOE_OK; b++)
         rc = report_flags(ctx, fl + (size_t)b * MAX_FLAGS, W->slots[b], W->nflags[b], W->step[b], W->time[b]);
+    if (rc) { /* reported: the later steps' checks are moot (the flags are refilled) */
+        if (CL->wpending >= 0) {
+            F->clWaitForEvents(1, &CL->wev);
+            F->clReleaseEvent(CL->wev);
+            CL->wev = NULL;
+            CL->wpending = -1;
+        }
+        CL->win[0].nsteps = CL->win[1].nsteps = 0;
+    }
     return rc;
 }
 

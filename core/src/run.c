@@ -291,7 +291,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             fr->st.dt_max = fmax(fr->st.dt_max, dt);
         }
         ctx->cl_defer = 0;
-        if (ctx->cl) { /* a blow-up of the step before the failing one is the cause */
+        if (ctx->cl && rc != FLOE_ERR_BLOWUP) { /* a blow-up of a step before the failing one is the cause */
             int frc = ctx_cl_checks_flush(ctx);
             if (frc)
                 rc = frc;
