@@ -500,14 +500,20 @@ static int poison_after_frame_1(floe_ctx *ctx, const floe_frame_stats *st, void 
     return 0;
 }
 
-/* frames of `per_frame` steps; the NaN appears at step per_frame */
-static void blowup_in_a_run(int per_frame)
+/* frames of `per_frame` steps; the NaN appears at step per_frame; with_c:
+ * a C stage (hello.damp) ends each step, so the checks are settled before it */
+static void blowup_in_a_run(int per_frame, int with_c)
 {
     need_opencl();
     char msg[2][2048];
     for (int b = 0; b < 2; b++) {
         world w = make_world(b ? "opencl" : "cpu", 3, 0.02f, TANK3, WATER3, 0, 0);
         pipeline(&w, 0, "xsph", 0.1, 0);
+        if (with_c) {
+            cr_assert_eq(floe_module_load(w.ctx, "hello"), FLOE_OK);
+            floe_param_kv dk[] = {KV_F("rate", 0.5)};
+            add(&w, "hello.damp", 1, dk);
+        }
         floe_run_def r = floe_run_default_def();
         r.dt = 2e-4;
         r.fps = 1.0 / (per_frame * r.dt);
@@ -538,9 +544,11 @@ static void blowup_in_a_run(int per_frame)
 }
 
 /* inside the first window of the frame (reported at the frame's end) */
-Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600) { blowup_in_a_run(6); }
+Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600) { blowup_in_a_run(6, 0); }
 /* two full windows later (reported when the next window fills) */
-Test(opencl, blowup_in_a_long_frame_names_its_step, .timeout = 600) { blowup_in_a_run(40); }
+Test(opencl, blowup_in_a_long_frame_names_its_step, .timeout = 600) { blowup_in_a_run(40, 0); }
+/* found when the C stage settles the checks, reported at the step's end */
+Test(opencl, blowup_before_a_c_stage_names_its_step, .timeout = 600) { blowup_in_a_run(40, 1); }
 
 /* Particles added between runs: the set grows, the backend reallocates the
  * device buffers, every kernel gets new buffer arguments, and the grown

@@ -61,7 +61,11 @@ int ctx_cl_lists_to_host(floe_ctx *ctx) { (void)ctx; return FLOE_ERR; }
 double ctx_cl_max_speed(floe_ctx *ctx) { (void)ctx; return 0; }
 int ctx_cl_step_begin(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 void ctx_cl_run_begin(floe_ctx *ctx) { (void)ctx; }
-void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl) { (void)ctx, (void)st, (void)use_cl; }
+int ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
+{
+    (void)ctx, (void)st, (void)use_cl;
+    return FLOE_OK;
+}
 int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed) { (void)ctx, (void)index; *host_timed = 1; return FLOE_OK; }
 int ctx_cl_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 int ctx_cl_checks_flush(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
@@ -261,6 +265,8 @@ struct cl_backend {
 
 #define CL (ctx->cl)
 #define F (ctx->cl->f)
+
+static int report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots, int n, uint64_t step, double time);
 
 static int cl_err(floe_ctx *ctx, cl_int e, const char *what)
 {
@@ -1536,27 +1542,38 @@ int ctx_cl_step_begin(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
+int ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
 {
     if (!CL)
-        return;
+        return FLOE_OK;
     int i = (int)(st - ctx->stages);
     if (!use_cl) {
         /* a C stage: the host copies of what it declares, current; what
          * it writes is then stale on the device. Host (Lua) stages may touch
          * anything. Waiting here keeps device work out of its time. */
         F->clFinish(CL->q);
-        ctx_cl_checks_flush(ctx); /* complete already; reported at the step end */
+        /* settle the outstanding checks, earlier steps' and this step's so
+         * far, before the host looks at (or reorders) the particles */
+        int rc = ctx_cl_checks_flush(ctx);
+        if (!rc && CL->nflags) {
+            cl_uint fl[MAX_FLAGS];
+            cl_int e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_TRUE, (size_t)CL->flag_base * 4,
+                                              (size_t)CL->nflags * 4, fl, 0, NULL, NULL);
+            rc = e != CL_SUCCESS ? cl_err(ctx, e, "reading the blow-up checks")
+                                 : report_flags(ctx, fl, CL->slots, CL->nflags, ctx->info.step, ctx->info.time);
+        }
+        if (rc)
+            return rc;
         if (!st->desc) {
             for (int s = 0; s < ctx->npsets; s++)
                 ctx_cl_host_set(ctx, &ctx->sets[s], 1);
-            return;
+            return FLOE_OK;
         }
         for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
             for (int s = 0; s < ctx->npsets; s++)
                 if (ctx->sets[s].kind & a->kind)
                     ctx_cl_host(ctx, pset_attr(&ctx->sets[s], a->name), (a->access & FLOE_WRITE) != 0);
-        return;
+        return FLOE_OK;
     }
     if (i >= 0 && i < MAX_STAGES)
         CL->stage_cl[i] = 1;
@@ -1571,6 +1588,7 @@ void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
         }
         CL->cur_stage = i;
     }
+    return FLOE_OK;
 }
 
 static int stage_writes(const stage_inst *st, const char *name, floe_set_kind kind)

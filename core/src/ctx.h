@@ -139,7 +139,7 @@ double ctx_cl_max_speed(floe_ctx *ctx);
  * begin and read (a few bytes) at its end; per-stage device times too */
 int ctx_cl_step_begin(floe_ctx *ctx);
 void ctx_cl_run_begin(floe_ctx *ctx);
-void ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl);
+int ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl);
 int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed);
 int ctx_cl_step_end(floe_ctx *ctx);
 /* Report the blow-up checks of a step read without waiting (ctx->cl_defer);

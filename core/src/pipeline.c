@@ -371,8 +371,10 @@ int ctx_run_stages(floe_ctx *ctx)
         const int use_cl = ctx->cl && st->desc && st->desc->run_cl;
         ctx->current_stage = st->name;
         ctx->error[0] = 0;
-        if (ctx->cl)
-            ctx_cl_stage_begin(ctx, st, use_cl);
+        /* OpenCL: before a C stage every check so far is settled; a
+         * blow-up found there is reported now, as the C path would have */
+        if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
+            return rc;
         ctx->running = st;
         int host_timed = 1;
         double t0 = now_ms();
