@@ -251,7 +251,11 @@ typedef struct floe_api {
     void *(*cl_scratch)(floe_ctx *ctx, const char *name, size_t bytes);
     /* Set the arguments and enqueue kernel over n work items (global size is
      * rounded up: kernels check their index against n). `bytes` estimates
-     * the memory the launch moves (benchmark bandwidth figures; 0 = unknown). */
+     * the memory the launch moves (benchmark bandwidth figures; 0 = unknown).
+     * The core remembers each kernel's arguments and sets only those that
+     * changed: set a core kernel's arguments through cl_run only, and pass
+     * buffers the core owns (cl_attr, cl_scratch) or that live as long as
+     * the kernel is used. */
     int (*cl_run)(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
     /* Any OpenCL entry point of the runtime the core loaded (dlsym). */
     void *(*cl_fn)(const char *name);
