@@ -148,6 +148,9 @@ static void check_sort(const nb_sorted *s, const nb_grid *g, const float *x, uin
 }
 
 /* sort xt, build xq against it, compare with brute force; returns total */
+/* run_case builds the target's near-cell map (nb_sorted_near) first */
+static int with_near;
+
 static uint64_t run_case(int dim, const float lo[3], const float hi[3], float cell, const float *xq, uint32_t nq,
                          const float *xt, uint32_t nt, float radius, int exclude_self)
 {
@@ -157,6 +160,8 @@ static uint64_t run_case(int dim, const float lo[3], const float hi[3], float ce
     nb_list l = {0};
     cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
     check_sort(&s, &g, xt, nt);
+    if (with_near)
+        cr_assert_eq(nb_sorted_near(&s, &g), 0);
     cr_assert_eq(nb_build(&l, &g, xq, nq, &s, xt, radius, exclude_self), 0);
     uint64_t total = check_against_brute(&l, xq, nq, xt, nt, radius, exclude_self, dim);
     nb_list_free(&l);
@@ -731,4 +736,31 @@ Test(neighbours, periodic_matches_minimum_image)
         nb_sorted_free(&srt);
         nb_list_free(&lst);
     }
+}
+
+/* Queries against a set with its near-cell map (as the core does for a
+ * static boundary): the same lists as brute force, for targets spread out,
+ * outside the grid, and a thin wall that most queries are far from. */
+Test(neighbours, near_map_skips_only_far_queries)
+{
+    rng_seed(11);
+    with_near = 1;
+    for (int dim = 2; dim <= 3; dim++) {
+        const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+        const float plo[3] = {-0.5f, -0.5f, -0.5f}, phi[3] = {1.5f, 1.5f, 1.5f};
+        const uint32_t nq = 4000, nt = 3000;
+        float cell = dim == 3 ? 0.1f : 0.05f;
+        float *xq = random_points(nq, plo, phi, dim);
+        float *xt = random_points(nt, plo, phi, dim);
+        uint64_t t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+        cr_assert_gt(t, (uint64_t)nq / 2, "dim %d: only %llu pairs", dim, (unsigned long long)t);
+        /* a wall: targets in a thin slab at y < 0.05 */
+        for (uint32_t j = 0; j < nt; j++)
+            xt[3 * j + 1] = rng_uniform(-0.02f, 0.05f);
+        t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+        cr_assert_gt(t, (uint64_t)0);
+        free(xq);
+        free(xt);
+    }
+    with_near = 0;
 }

@@ -46,6 +46,11 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
         if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
     }
+    /* a static set is searched every step and sorted once: map the cells
+     * near it, so that queries far from it (most fluid particles, for a
+     * tank's walls) skip the search (without memory: the search still works) */
+    if (p->is_static)
+        (void)nb_sorted_near(&p->sorted, &ctx->nbgrid);
     p->sorted_valid = 1;
     return FLOE_OK;
 }

@@ -115,6 +115,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     }
     s->ncells = ncells;
     s->n = n;
+    s->near_cells = 0; /* the near map, if any, is stale now */
 
     uint32_t *restrict key = s->key;
     uint32_t *restrict order = s->order;
@@ -271,8 +272,8 @@ static inline int nb_images(const nb_grid *g, float px, float py, float pz, floa
 }
 
 static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, int same_set,
-                           const uint32_t *restrict cs, const nb_soa *t, float r2, int exclude_self,
-                           uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
+                           const uint32_t *restrict cs, const uint8_t *restrict near, const nb_soa *t, float r2,
+                           int exclude_self, uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
 {
     const float inv = 1.0f / g->cell;
     const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
@@ -300,6 +301,14 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
         }
         uint32_t *restrict dst = idx + (size_t)i * stride;
         uint32_t c = 0;
+        if (near) { /* no target particle within a cell of the query's cell */
+            const int ix = nb_axis(px, o0, inv, n0), iy = nb_axis(py, o1, inv, n1);
+            const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
+            if (!near[(size_t)ix + (size_t)n0 * ((size_t)iy + (size_t)n1 * (size_t)iz)]) {
+                count[i] = 0;
+                continue;
+            }
+        }
         /* periodic axes: also search from the images of the query shifted by
          * one period when it lies within a cell of a periodic face (a period
          * is at least 3 cells, so no pair is found twice) */
@@ -553,8 +562,9 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
                                out->idx, out->stride);
         else
 #endif
-            maxc = build_pass(g, xq, nq, same_set, target->cell_start, &t, r2, exclude_self, out->count,
-                              out->idx, out->stride);
+            maxc = build_pass(g, xq, nq, same_set, target->cell_start,
+                              !g->periodic && target->near && target->near_cells == ncells ? target->near : NULL,
+                              &t, r2, exclude_self, out->count, out->idx, out->stride);
         if (maxc <= out->stride)
             break;
         /* rare: some particle had more neighbours than fit; widen and redo */
@@ -570,10 +580,52 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
 
 /* ---------------------------------------------------------------- free -- */
 
+int nb_sorted_near(nb_sorted *s, const nb_grid *g)
+{
+    if (!s || !g || !grid_ok(g) || !s->cell_start)
+        return -1;
+    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const size_t nc = (size_t)n0 * (size_t)n1 * (size_t)n2;
+    if (nc != s->ncells)
+        return -1;
+    uint8_t *a = realloc(s->near, nc), *b = malloc(nc);
+    if (!a || !b) {
+        free(b);
+        s->near = a;
+        s->near_cells = 0;
+        return -1;
+    }
+    s->near = a;
+    /* occupancy, then a dilation by one cell along x, y and z (clamped at the
+     * grid's faces as the search is) */
+    for (size_t c = 0; c < nc; c++)
+        a[c] = s->cell_start[c + 1] > s->cell_start[c];
+    const size_t st[3] = {1, (size_t)n0, (size_t)n0 * (size_t)n1};
+    const int len[3] = {n0, n1, n2};
+    for (int ax = 0; ax < (g->dim == 3 ? 3 : 2); ax++) {
+        uint8_t *src = ax % 2 ? b : a, *dst = ax % 2 ? a : b;
+        for (size_t c = 0; c < nc; c++) {
+            const int i = (int)(c / st[ax] % (size_t)len[ax]);
+            uint8_t v = src[c];
+            if (i > 0)
+                v |= src[c - st[ax]];
+            if (i < len[ax] - 1)
+                v |= src[c + st[ax]];
+            dst[c] = v;
+        }
+    }
+    if (g->dim == 3) /* three passes end in b, two in a */
+        memcpy(a, b, nc);
+    free(b);
+    s->near_cells = (uint32_t)nc;
+    return 0;
+}
+
 void nb_sorted_free(nb_sorted *s)
 {
     if (!s)
         return;
+    free(s->near);
     free(s->key);
     free(s->order);
     free(s->cell_start);

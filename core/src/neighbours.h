@@ -27,6 +27,11 @@ typedef struct nb_sorted {
     uint32_t *order;       /* order[k] = particle at sorted slot k */
     uint32_t *cell_start;  /* ncells + 1 entries: slots of cell c are [start[c], start[c+1]) */
     uint32_t ncells;
+    /* optional (nb_sorted_near): near[c] != 0 iff a particle lies in the
+     * 3x3(x3) block of cells around c; lets queries far from the set skip
+     * the search. Dropped by every nb_sort. */
+    uint8_t *near;
+    uint32_t near_cells;
 } nb_sorted;
 
 typedef struct nb_list {
@@ -53,6 +58,10 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
 /* Permutation that sorts particles by cell key (for locality reordering):
  * perm[k] = old index now at k. Equal to s->order after nb_sort. */
 
+/* Build s->near for a sorted set that stays put (a static boundary): one
+ * pass over the cells, worth it only when the set is searched many times
+ * between sorts. Returns 0 or -1 (no memory; the search then works without). */
+int nb_sorted_near(nb_sorted *s, const nb_grid *g);
 void nb_sorted_free(nb_sorted *s);
 void nb_list_free(nb_list *l);
 
