@@ -19,22 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl_fixture.h"
+
 #define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
 #define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
 #define KV_B(n, x) ((floe_param_kv){(n), FLOE_PARAM_BOOL, {.b = (x)}})
 #define KV_V(n, x, y, z) ((floe_param_kv){(n), FLOE_PARAM_VEC3, {.v = {(x), (y), (z)}}})
 
-static void count_line(const char *line, void *u)
-{
-    (void)line;
-    (void)u;
-}
-
-static void need_opencl(void)
-{
-    if (floe_cl_devices(count_line, NULL) <= 0)
-        cr_skip_test("no OpenCL platform or device found");
-}
 
 typedef struct world {
     floe_ctx *ctx;

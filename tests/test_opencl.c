@@ -18,17 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void count_line(const char *line, void *u)
-{
-    (void)line;
-    (void)u;
-}
+#include "cl_fixture.h"
 
-static void need_opencl(void)
-{
-    if (floe_cl_devices(count_line, NULL) <= 0)
-        cr_skip_test("no OpenCL platform or device found");
-}
 
 typedef struct world {
     floe_ctx *ctx;

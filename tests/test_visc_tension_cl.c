@@ -21,17 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void count_line(const char *line, void *u)
-{
-    (void)line;
-    (void)u;
-}
+#include "cl_fixture.h"
 
-static void need_opencl(void)
-{
-    if (floe_cl_devices(count_line, NULL) <= 0)
-        cr_skip_test("no OpenCL platform or device found");
-}
 
 enum { W_PERIODIC = 1, W_MULTI = 2 };
 
