@@ -43,6 +43,7 @@
  * OpenCL path (run_cl of both stages): iisph_cl.c and kernels/iisph/iisph.cl,
  * the same arithmetic with every Jacobi iteration on the device
  * (docs/iisph.md, "OpenCL path"). */
+#include <floe/kernel.h>
 #include <floe/module.h>
 
 #include "iisph_cl.h"
@@ -85,24 +86,11 @@ static kconst kconst_make(const floe_sim_info *si)
     return c;
 }
 
-static inline float pos(float a) { return 0.5f * (a + fabsf(a)); } /* max(a, 0) */
 
-/* W / sigma at distance^2 r2 */
-static inline float w_hat(const kconst *c, float r2)
-{
-    const float q = sqrtf(r2) * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return 2.0f * a * a * a - 8.0f * b * b * b;
-}
+/* W / sigma and (dW/dr) / r at distance^2 r2: <floe/kernel.h> */
+static inline float w_hat(const kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
 
-/* (dW/dr) / r at distance^2 r2, so grad W_ij = dw_r * x_ij (0 at r = 0) */
-static inline float dw_r(const kconst *c, float r2)
-{
-    const float r = sqrtf(r2 + c->r_min2);
-    const float q = r * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return c->g * (24.0f * b * b - 6.0f * a * a) / r;
-}
+static inline float dw_r(const kconst *c, float r2) { return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2); }
 
 /* ---- periodic axes: minimum image of x_i - x_j ---------------------------
  * L = period on periodic axes, 0 elsewhere (then the wrap is the identity).
@@ -695,13 +683,13 @@ ROW_FN void setup_fluid(const struct setup *u, const int PER, uint32_t i)
     const float aii = -dt * dt * ir2 * (Gi[0] * Gi[0] + Gi[1] * Gi[1] + Gi[2] * Gi[2] + u->m[i] * s2);
     /* the compression already present, rho_i / rho0 - 1, is removed in this
      * step up to elim; the rest (lag) is left to the next steps */
-    const float lag = pos(rho / u->rho0 - 1.0f - u->elim);
+    const float lag = floe_pos(rho / u->rho0 - 1.0f - u->elim);
     s->b[gi] = 1.0f - rho_adv / u->rho0 + lag;
     s->lag[gi] = lag;
     s->c[gi] = dt * dt / u->rho0;
     s->w[gi] = aii < -u->aii_min ? u->omega * u->rho0 / aii : 0.0f;
     s->irho2[gi] = ir2;
-    const float p0 = s->w[gi] != 0.0f ? u->warm * pos(u->pold[i]) : 0.0f;
+    const float p0 = s->w[gi] != 0.0f ? u->warm * floe_pos(u->pold[i]) : 0.0f;
     s->p[0][gi] = p0;
     s->P[gi] = p0 * ir2;
 }
@@ -780,9 +768,9 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
                 const float r = b[i] - Ap;
                 /* where p > 0 both signs count (too much pressure is an error
                  * too); where p = 0 only compression (free surface) */
-                err += pcur[i] > 0.0f ? fabsf(r) : pos(-r);
-                terr += pos(lag[i] - r);
-                const float pn = w[i] != 0.0f ? pos(pcur[i] + w[i] * r) : 0.0f;
+                err += pcur[i] > 0.0f ? fabsf(r) : floe_pos(-r);
+                terr += floe_pos(lag[i] - r);
+                const float pn = w[i] != 0.0f ? floe_pos(pcur[i] + w[i] * r) : 0.0f;
                 pnext[i] = pn;
                 P[i] = pn * irho2[i];
             }

@@ -35,6 +35,7 @@
  * OpenMP schedule, each neighbour row an omp simd reduction with a
  * branch-free kernel; V = m / rho is computed once per call into scratch.
  * Bitwise the same results for a given thread count. */
+#include <floe/kernel.h>
 #include <floe/module.h>
 
 #include <math.h>
@@ -110,22 +111,11 @@ static kconst kconst_make(const floe_sim_info *si)
     return c;
 }
 
-static inline float pos(float a) { return 0.5f * (a + fabsf(a)); }
 
-static inline float w_hat(const kconst *c, float r2) /* W / sigma */
-{
-    const float q = sqrtf(r2) * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return 2.0f * a * a * a - 8.0f * b * b * b;
-}
+/* W / sigma and (dW/dr) / r at distance^2 r2: <floe/kernel.h> */
+static inline float w_hat(const kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
 
-static inline float dw_r(const kconst *c, float r2) /* (dW/dr) / r */
-{
-    const float r = sqrtf(r2 + c->r_min2);
-    const float q = r * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return c->g * (24.0f * b * b - 6.0f * a * a) / r;
-}
+static inline float dw_r(const kconst *c, float r2) { return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2); }
 
 /* ---- sets ---------------------------------------------------------------- */
 
@@ -346,7 +336,7 @@ ROW_FN void row_energy(const kconst *kc, const uint32_t *restrict id, uint32_t c
  * when r <= H/2 (a mask, exact). */
 ROW_FN float cohesion_hat(const kconst *kc, float r)
 {
-    const float t = pos(kc->H - r);
+    const float t = floe_pos(kc->H - r);
     const float u = t * t * t * r * r * r;
     const float inner = (float)(r <= 0.5f * kc->H);
     const float H3 = kc->H * kc->H * kc->H;
@@ -358,7 +348,7 @@ ROW_FN float cohesion_hat(const kconst *kc, float r)
 ROW_FN float adhesion_hat(const kconst *kc, float r)
 {
     const float on = (float)(r > 0.5f * kc->H) * (float)(r <= kc->H);
-    const float p = pos(-4.0f * r * r * kc->inv_H + 6.0f * r - 2.0f * kc->H);
+    const float p = floe_pos(-4.0f * r * r * kc->inv_H + 6.0f * r - 2.0f * kc->H);
     return on * sqrtf(sqrtf(p));
 }
 

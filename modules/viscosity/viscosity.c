@@ -45,6 +45,7 @@
  * with a branch-free kernel; m_j / rho_j (monaghan) is computed once per
  * call into a scratch array. Results are bitwise the same for a given
  * thread count. */
+#include <floe/kernel.h>
 #include <floe/module.h>
 
 #include <math.h>
@@ -118,22 +119,11 @@ static kconst kconst_make(const floe_sim_info *si)
     return c;
 }
 
-static inline float pos(float a) { return 0.5f * (a + fabsf(a)); } /* max(a, 0) */
 
-static inline float w_hat(const kconst *c, float r2) /* W / sigma */
-{
-    const float q = sqrtf(r2) * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return 2.0f * a * a * a - 8.0f * b * b * b;
-}
+/* W / sigma and (dW/dr) / r at distance^2 r2: <floe/kernel.h> */
+static inline float w_hat(const kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
 
-static inline float dw_r(const kconst *c, float r2) /* (dW/dr) / r */
-{
-    const float r = sqrtf(r2 + c->r_min2);
-    const float q = r * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return c->g * (24.0f * b * b - 6.0f * a * a) / r;
-}
+static inline float dw_r(const kconst *c, float r2) { return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2); }
 
 /* ---- sets ---------------------------------------------------------------- */
 

@@ -25,6 +25,7 @@
  *   dW/dq = sigma (24 max(0, 1/2-q)^2 - 6 max(0, 1-q)^2)
  * the cubic spline of <floe/kernel.h> piece by piece (fmaxf itself would be a
  * library call, which no loop vectorises through). */
+#include <floe/kernel.h>
 #include <floe/module.h>
 
 #include <math.h>
@@ -97,26 +98,11 @@ static kconst kconst_make(const floe_sim_info *si)
 }
 
 static inline float maxf(float a, float b) { return a > b ? a : b; }
-static inline float pos(float a) { return 0.5f * (a + fabsf(a)); } /* max(a, 0) */
-static inline float neg(float a) { return 0.5f * (a - fabsf(a)); } /* min(a, 0) */
 
-/* W / sigma at distance^2 r2 */
-static inline float w_hat(const kconst *c, float r2)
-{
-    const float q = sqrtf(r2) * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return 2.0f * a * a * a - 8.0f * b * b * b;
-}
+/* W / sigma and (dW/dr) / r at distance^2 r2: <floe/kernel.h> */
+static inline float w_hat(const kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
 
-/* (dW/dr) / r at distance^2 r2, so grad W_ij = dw_r * x_ij. At r = 0,
- * dW/dq = 0 and x_ij = 0, so grad W = 0 as in floe_kernel_dw_r. */
-static inline float dw_r(const kconst *c, float r2)
-{
-    const float r = sqrtf(r2 + c->r_min2);
-    const float q = r * c->inv_H;
-    const float a = pos(1.0f - q), b = pos(0.5f - q);
-    return c->g * (24.0f * b * b - 6.0f * a * a) / r;
-}
+static inline float dw_r(const kconst *c, float r2) { return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2); }
 
 /* ---- gathering the sets a fluid set interacts with --------------------- */
 
@@ -360,7 +346,7 @@ ROW_FN void row_artificial(const kconst *kc, const uint32_t *restrict id, uint32
         for (uint32_t k = 0; k < cnt; k++) {
             X_IJ;
             const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float g = m[j] * neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * dw_r(kc, r2);
+            const float g = m[j] * floe_neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * dw_r(kc, r2);
             sx += g * dx;
             sy += g * dy;
             sz += g * dz;
@@ -371,7 +357,7 @@ ROW_FN void row_artificial(const kconst *kc, const uint32_t *restrict id, uint32
         for (uint32_t k = 0; k < cnt; k++) {
             X_IJ;
             const float vx = ui * dx + wi * dy + ti * dz;
-            const float g = m[j] * neg(vx) / (r2 + eps) * dw_r(kc, r2);
+            const float g = m[j] * floe_neg(vx) / (r2 + eps) * dw_r(kc, r2);
             sx += g * dx;
             sy += g * dy;
             sz += g * dz;

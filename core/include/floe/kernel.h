@@ -78,6 +78,32 @@ static inline void floe_kernel_grad(const floe_kernel *k, const float xij[3], fl
     out[2] = f * xij[2];
 }
 
+/* Branch-free forms for the vectorised neighbour loops of the modules (one
+ * definition for wcsph, iisph, viscosity and tension; kernels/core/sph.h is
+ * the same for OpenCL). max(a, 0) = (a + |a|) / 2 is exact in floating point
+ * and, unlike fmaxf, no library call a loop cannot vectorise through. */
+static inline float floe_pos(float a) { return 0.5f * (a + fabsf(a)); } /* max(a, 0) */
+static inline float floe_neg(float a) { return 0.5f * (a - fabsf(a)); } /* min(a, 0) */
+
+/* W / sigma at the squared distance r2 (inv_H = 1 / H) */
+static inline float floe_w_hat(float inv_H, float r2)
+{
+    const float q = sqrtf(r2) * inv_H;
+    const float a = floe_pos(1.0f - q), b = floe_pos(0.5f - q);
+    return 2.0f * a * a * a - 8.0f * b * b * b;
+}
+
+/* (dW/dr) / r at the squared distance r2, so grad W_ij = floe_dw_r_hat * x_ij;
+ * g = sigma / H, r_min2 = (1e-6 H)^2 keeps it finite for coincident
+ * particles (there x_ij = 0, so the gradient is 0) */
+static inline float floe_dw_r_hat(float g, float inv_H, float r_min2, float r2)
+{
+    const float r = sqrtf(r2 + r_min2);
+    const float q = r * inv_H;
+    const float a = floe_pos(1.0f - q), b = floe_pos(0.5f - q);
+    return g * (24.0f * b * b - 6.0f * a * a) / r;
+}
+
 #ifdef __cplusplus
 }
 #endif
