@@ -45,6 +45,7 @@
  * (docs/iisph.md, "OpenCL path"). */
 #include <floe/kernel.h>
 #include <floe/module.h>
+#include <floe/module_sets.h>
 
 #include "iisph_cl.h"
 
@@ -150,44 +151,17 @@ typedef struct target {
     const floe_nlist *nl;
 } target;
 
-typedef struct fluid {
-    floe_set set;
-    floe_set_info info;
-    size_t off; /* offset into the global arrays (all fluid sets concatenated) */
-} fluid;
+typedef floe_fluid fluid; /* <floe/module_sets.h>: set, info, offset in the module's scratch */
 
 static int list_fluids(floe_ctx *ctx, fluid *f, int *nf, size_t *total)
 {
-    floe_set sets[IISPH_MAX_SETS];
-    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, IISPH_MAX_SETS);
-    if (n < 0)
-        return api->fail(ctx, FLOE_ERR, "cannot list fluid sets");
-    if (n > IISPH_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, IISPH_MAX_SETS);
-    size_t off = 0;
-    for (int s = 0; s < n; s++) {
-        f[s].set = sets[s];
-        if (api->set_info(ctx, sets[s], &f[s].info) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
-        if (!(f[s].info.rest_density > 0.0f))
-            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", f[s].info.name);
-        f[s].off = off;
-        off += f[s].info.n;
-    }
-    *nf = n;
-    if (total)
-        *total = off;
-    return FLOE_OK;
+    return floe_fluid_sets(api, ctx, f, nf, total);
 }
 
 static const float *need(floe_ctx *ctx, floe_set set, const char *set_name, const char *attr, floe_type type,
                          int *status)
 {
-    const float *p = api->attr(ctx, set, attr, type);
-    if (!p && *status == FLOE_OK)
-        *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
-                            type == FLOE_VEC3 ? "vec3" : "f32", attr);
-    return p;
+    return floe_need(api, ctx, set, set_name, attr, type, status);
 }
 
 /* Targets of fluid set q: every non-empty fluid set, then every non-empty

@@ -47,6 +47,7 @@
  * thread count. */
 #include <floe/kernel.h>
 #include <floe/module.h>
+#include <floe/module_sets.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -137,43 +138,17 @@ typedef struct target {
     const floe_nlist *nl;
 } target;
 
-typedef struct fluid {
-    floe_set set;
-    floe_set_info info;
-    size_t off; /* into the V scratch */
-} fluid;
+typedef floe_fluid fluid; /* <floe/module_sets.h>: set, info, offset in the module's scratch */
 
 static int list_fluids(floe_ctx *ctx, fluid *f, int *nf, size_t *total)
 {
-    floe_set sets[VISC_MAX_SETS];
-    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, VISC_MAX_SETS);
-    if (n < 0)
-        return api->fail(ctx, FLOE_ERR, "cannot list fluid sets");
-    if (n > VISC_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, VISC_MAX_SETS);
-    size_t off = 0;
-    for (int s = 0; s < n; s++) {
-        f[s].set = sets[s];
-        if (api->set_info(ctx, sets[s], &f[s].info) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
-        if (!(f[s].info.rest_density > 0.0f))
-            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", f[s].info.name);
-        f[s].off = off;
-        off += f[s].info.n;
-    }
-    *nf = n;
-    *total = off;
-    return FLOE_OK;
+    return floe_fluid_sets(api, ctx, f, nf, total);
 }
 
 static const float *need(floe_ctx *ctx, floe_set set, const char *set_name, const char *attr, floe_type type,
                          int *status)
 {
-    const float *p = api->attr(ctx, set, attr, type);
-    if (!p && *status == FLOE_OK)
-        *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
-                            type == FLOE_VEC3 ? "vec3" : "f32", attr);
-    return p;
+    return floe_need(api, ctx, set, set_name, attr, type, status);
 }
 
 /* V_j = m_j / rho_j of every fluid set into the scratch. */

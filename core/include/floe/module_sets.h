@@ -1,0 +1,68 @@
+/* Helpers for a module's C stages (header only: modules link against no
+ * core symbol, so everything goes through the floe_api table passed in).
+ * Used by wcsph, iisph, viscosity and tension.
+ *
+ *   floe_fluid f[FLOE_MODULE_MAX_SETS]; int nf; size_t total;
+ *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
+ *   const float *x = floe_need(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
+ */
+#ifndef FLOE_MODULE_SETS_H
+#define FLOE_MODULE_SETS_H
+
+#include <floe/module.h>
+
+#include <stddef.h>
+
+#define FLOE_MODULE_MAX_SETS 16
+
+/* A fluid set, its info, and its offset when all fluid sets' particles are
+ * laid end to end (per-particle module scratch covering every set). */
+typedef struct floe_fluid {
+    floe_set set;
+    floe_set_info info;
+    size_t off;
+} floe_fluid;
+
+/* Every fluid set (empty ones too), at most FLOE_MODULE_MAX_SETS; a set
+ * without a positive rest density is an error naming it. total (if not
+ * NULL) gets the particles of all of them. */
+static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid *f, int *nf, size_t *total)
+{
+    floe_set sets[FLOE_MODULE_MAX_SETS];
+    *nf = 0;
+    if (total)
+        *total = 0;
+    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MODULE_MAX_SETS);
+    if (n < 0)
+        return api->fail(ctx, FLOE_ERR, "cannot list fluid sets");
+    if (n > FLOE_MODULE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, FLOE_MODULE_MAX_SETS);
+    size_t off = 0;
+    for (int s = 0; s < n; s++) {
+        f[s].set = sets[s];
+        if (api->set_info(ctx, sets[s], &f[s].info) != FLOE_OK)
+            return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
+        if (!(f[s].info.rest_density > 0.0f))
+            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", f[s].info.name);
+        f[s].off = off;
+        off += f[s].info.n;
+    }
+    *nf = n;
+    if (total)
+        *total = off;
+    return FLOE_OK;
+}
+
+/* An attribute's host data; when absent, *status (if still FLOE_OK) becomes
+ * an error naming the set, the type and the attribute. */
+static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                     const char *attr, floe_type type, int *status)
+{
+    const float *p = (const float *)api->attr(ctx, set, attr, type);
+    if (!p && *status == FLOE_OK)
+        *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
+                            type == FLOE_VEC3 ? "vec3" : "f32", attr);
+    return p;
+}
+
+#endif
