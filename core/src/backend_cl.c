@@ -222,6 +222,7 @@ struct cl_backend {
      * marker commands, which cost the queue a few microseconds each) */
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
+    int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -455,6 +456,10 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
     CL->wpending = -1;
     const char *se = getenv("FLOE_CL_STAGE_SAMPLE");
     CL->sample_every = se && atoi(se) > 0 ? atoi(se) : 16;
+    /* A/B switches for timing (docs/opencl.md), read once */
+    const char *ac = getenv("FLOE_CL_ARGCACHE"), *nl = getenv("FLOE_CL_NB_LOCAL");
+    CL->argcache_off = ac && !strcmp(ac, "0");
+    CL->nb_local_off = nl && !strcmp(nl, "0");
     ctx_log(ctx, FLOE_LOG_INFO, "backend %s", CL->desc);
     return FLOE_OK;
 }
@@ -474,12 +479,7 @@ static void rel(floe_ctx *ctx, cl_mem *m)
 
 static argcache *argc_of(floe_ctx *ctx, cl_kernel k)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("FLOE_CL_ARGCACHE");
-        off = e && !strcmp(e, "0");
-    }
-    if (off)
+    if (CL->argcache_off)
         return NULL;
     if (!CL->argc && !(CL->argc = calloc(ARGC_SLOTS, sizeof *CL->argc)))
         return NULL;
@@ -827,13 +827,6 @@ static const char *kernel_name(floe_ctx *ctx, cl_kernel k)
             if (CL->progs[p].kern[i] == k)
                 return CL->progs[p].kname[i];
     return "?";
-}
-
-/* an environment switch set to "0" */
-static int getenv_off(const char *name)
-{
-    const char *e = getenv(name);
-    return e && !strcmp(e, "0");
 }
 
 static double now_ms(void)
@@ -1211,7 +1204,7 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
     /* a set against itself, no periodic axes, lists of at most 64: the
      * work-group kernel (candidates staged in local memory) */
-    if (same && !per && stride <= 64 && !getenv_off("FLOE_CL_NB_LOCAL"))
+    if (same && !per && stride <= 64 && !CL->nb_local_off)
         return LAUNCH(core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                       ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
                       ARG(pitch), ARG(CL->stats), ARG(slot));
