@@ -431,6 +431,56 @@ Test(iisph, dam_break_2d_martin_moyce, .timeout = 1200)
  * 0.5 m/s: pressure forces are pairwise antisymmetric and the floor is
  * uniform, so the mean x velocity stays; particles cross the periodic faces
  * (wrapped by the core) and the density error stays within the tolerance. */
+/* ---- Chebyshev acceleration ---------------------------------------------------- */
+
+/* One solve of a 2D tank at rest from p = 0 (no warm start), to a tight
+ * tolerance: the iterations it took and the pressures. */
+static float *one_solve(double chebyshev, double *iterations, uint32_t *n)
+{
+    const float tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
+    fixture f = tank_fixture(2, 0.01f, 2.0f, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "iisph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    floe_param_kv kv[] = {KV_F("chebyshev", chebyshev), KV_F("tolerance", 1e-4), KV_F("max_iterations", 5000),
+                          KV_F("warm_start", 0), KV_F("max_correction_speed", 0)};
+    fixture_add(&f, "iisph.solve", 5, kv);
+    cr_assert_eq(floe_step(f.ctx, 0.001), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    *iterations = -1;
+    for (int i = 0; i < f.ctx->nstats; i++)
+        if (!strcmp(f.ctx->stats[i].name, "iisph.iterations"))
+            *iterations = f.ctx->stats[i].sum;
+    *n = floe_set_size(f.ctx, f.fluid);
+    float *p = malloc(*n * sizeof *p);
+    memcpy(p, floe_attr(f.ctx, f.fluid, "p", FLOE_F32), *n * sizeof *p);
+    floe_ctx_destroy(f.ctx);
+    return p;
+}
+
+/* Chebyshev acceleration (the default, chebyshev = 0.9) reaches the same
+ * pressures as plain relaxed Jacobi (chebyshev = 0) in fewer iterations. */
+Test(iisph, chebyshev_same_pressure_fewer_iterations, .timeout = 600)
+{
+    double it_j, it_c;
+    uint32_t nj, nc;
+    float *pj = one_solve(0, &it_j, &nj), *pc = one_solve(0.9, &it_c, &nc);
+    cr_assert_eq(nj, nc);
+    double d2 = 0, p2 = 0;
+    for (uint32_t i = 0; i < nj; i++) {
+        d2 += ((double)pc[i] - pj[i]) * ((double)pc[i] - pj[i]);
+        p2 += (double)pj[i] * pj[i];
+    }
+    const double rel = sqrt(d2 / p2);
+    cr_log_info("tank at rest from p = 0 to tolerance 1e-4: Jacobi %.0f iterations, Chebyshev %.0f; pressure "
+                "relative L2 difference %.3g", it_j, it_c, rel);
+    cr_assert(it_j > 0 && it_c > 0);
+    cr_assert(it_c < 0.6 * it_j, "Chebyshev took %.0f iterations, Jacobi %.0f", it_c, it_j);
+    cr_assert(rel < 0.01, "the two answers differ by %.3g (relative L2)", rel);
+    free(pj);
+    free(pc);
+}
+
 Test(iisph, periodic_channel_keeps_its_flow, .timeout = 600)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
@@ -469,7 +519,13 @@ Test(iisph, periodic_channel_keeps_its_flow, .timeout = 600)
     cr_log_info("periodic channel: mean vx %.5f m/s (start 0.5), top %.4f m, %llu steps, %.1f iterations per step, "
                 "density error %.4f%% mean per step",
                 vx, y_max, (unsigned long long)R.steps, R.it_sum / (double)R.steps, 100 * err_stat);
-    cr_assert(fabs(vx - 0.5) < 0.005, "mean x velocity %.5f m/s drifted from 0.5", vx);
+    /* the floor's particles push each fluid particle back and forth along
+     * x as it passes over them; with a pressure converged only to the
+     * tolerance these pushes do not cancel exactly, and the mean velocity
+     * wanders: measured -0.0088 to +0.0084 m/s over thirteen solver settings
+     * (tolerance 0.002-0.1%, chebyshev 0-0.95, delay 2-6; docs/iisph.md). Friction or
+     * a lost periodic wrap would take far more. */
+    cr_assert(fabs(vx - 0.5) < 0.015, "mean x velocity %.5f m/s drifted from 0.5", vx);
     cr_assert(y_max < 0.15, "the layer did not stay on the floor (top %.3f m)", y_max);
     cr_assert(err_stat <= 0.0005, "density error %.4f%% > 0.05%%", 100 * err_stat);
     floe_ctx_destroy(f.ctx);

@@ -311,7 +311,8 @@ __kernel void iisph_accel(uint n, __global const float4 *xm, __global const floa
  * into part[group] (a fixed-order tree: deterministic). */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *G,
-       __global const float4 *co, float c, __global const float *pcur, __global float *pnext, __global float *P,
+       __global const float4 *co, float c, __global const float *pprev, __global const float *pcur,
+       __global float *pnext, float om, __global float *P,
        __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
        uint pitchf)
 {
@@ -337,7 +338,10 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
         const float pc = pcur[i];
         e.x = pc > 0.0f ? fabs(r) : floe_pos(-r);
         e.y = floe_pos(ci.y - r);
-        const float pn = ci.z != 0.0f ? floe_pos(pc + ci.z * r) : 0.0f;
+        /* Jacobi iterate; with Chebyshev acceleration (om != 1) extrapolated
+         * from the previous iterate */
+        const float pj = pc + ci.z * r;
+        const float pn = ci.z == 0.0f ? 0.0f : om == 1.0f ? floe_pos(pj) : floe_pos(pprev[i] + om * (pj - pprev[i]));
         pnext[i] = pn;
         P[i] = pn * ci.w;
     }

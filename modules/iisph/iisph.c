@@ -309,7 +309,7 @@ typedef struct iisph_state {
     float *w;           /* N: omega rho0 / a_ii (0 where a_ii vanishes) */
     float *irho2;       /* N: 1 / rho^2 */
     float *P;           /* N: p / rho^2 of the current iterate */
-    float *p[2];        /* N: pressure iterates (ping-pong) */
+    float *p[3];        /* N: pressure iterates (rotating: previous, current, next) */
     double *part;       /* density error partial sums, two per chunk */
     struct iisph_cl *cl; /* the OpenCL path's state (iisph_cl.c), NULL until used */
 } iisph_state;
@@ -340,6 +340,7 @@ static void free_particles(iisph_state *s)
     free(s->P);
     free(s->p[0]);
     free(s->p[1]);
+    free(s->p[2]);
     free(s->part);
 }
 
@@ -388,12 +389,13 @@ static int ensure_particles(iisph_state *s, size_t n)
     s->P = alloc64(cap * sizeof(float));
     s->p[0] = alloc64(cap * sizeof(float));
     s->p[1] = alloc64(cap * sizeof(float));
+    s->p[2] = alloc64(cap * sizeof(float));
     s->part = alloc64(2 * (chunks + 1) * sizeof(double));
     if (!s->cnt || !s->boff || !s->vadv || !s->G || !s->E || !s->ap || !s->b || !s->lag || !s->c || !s->w || !s->irho2 || !s->P ||
-        !s->p[0] || !s->p[1] || !s->part) {
+        !s->p[0] || !s->p[1] || !s->p[2] || !s->part) {
         free_particles(s);
         s->cnt = s->boff = NULL, s->vadv = s->G = s->E = s->ap = s->b = s->lag = s->c = s->w = s->irho2 = s->P = NULL;
-        s->p[0] = s->p[1] = NULL, s->part = NULL;
+        s->p[0] = s->p[1] = s->p[2] = NULL, s->part = NULL;
         s->cap_n = 0;
         return -1;
     }
@@ -710,8 +712,8 @@ static void pass_accel(iisph_state *restrict s, size_t N)
  * where p_i > 0 and of max(-r_i, 0) where p_i = 0, and in *true_err the
  * average predicted compression, mean of max(lag_i - r_i, 0). Partial sums
  * over fixed chunks of CHUNK particles, added in order. */
-static double pass_update(iisph_state *restrict s, size_t N, const float *restrict pcur, float *restrict pnext,
-                          double *true_err)
+static double pass_update(iisph_state *restrict s, size_t N, const float *restrict pprev, const float *restrict pcur,
+                          float *restrict pnext, float cheb, double *true_err)
 {
     const uint32_t *restrict boff = s->boff, *restrict nj = s->nj;
     const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
@@ -744,7 +746,12 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
                  * too); where p = 0 only compression (free surface) */
                 err += pcur[i] > 0.0f ? fabsf(r) : floe_pos(-r);
                 terr += floe_pos(lag[i] - r);
-                const float pn = w[i] != 0.0f ? floe_pos(pcur[i] + w[i] * r) : 0.0f;
+                /* Jacobi iterate pcur + w r; with Chebyshev acceleration
+                 * (cheb > 1) extrapolated from the previous iterate */
+                const float pj = pcur[i] + w[i] * r;
+                const float pn = w[i] == 0.0f ? 0.0f
+                                 : cheb == 1.0f ? floe_pos(pj)
+                                                : floe_pos(pprev[i] + cheb * (pj - pprev[i]));
                 pnext[i] = pn;
                 P[i] = pn * irho2[i];
             }
@@ -778,6 +785,8 @@ static int st_solve(const floe_stage_call *call)
     const double nu_b = call->param[SO_BVISC].f, damping = call->param[SO_DAMPING].f;
     const double force_courant = call->param[SO_FORCE_COURANT].f;
     const double corr_speed = call->param[SO_CORR_SPEED].f;
+    const float cheb_rho = (float)call->param[SO_CHEB].f;
+    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
     const float dt = (float)si->dt;
     fluid f[IISPH_MAX_SETS];
     target t[2 * IISPH_MAX_SETS];
@@ -913,16 +922,20 @@ static int st_solve(const floe_stage_call *call)
     /* relaxed Jacobi: evaluate a^p and the density error of the current
      * iterate; stop when converged (after min_iterations evaluations) or
      * after max_iterations, else take the next iterate */
-    int cur = 0;
+    int prev = 2, cur = 0, next = 1;
     int64_t it = 0;
     double err = 0.0, true_err = 0.0;
+    float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        err = pass_update(s, N, s->p[cur], s->p[1 - cur], &true_err);
+        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph_cl.h) */
+        om = iisph_cheb_weight(cheb_rho, it + 1, cheb_delay, om);
+        err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
             break;
-        cur = 1 - cur;
+        const int old = prev;
+        prev = cur, cur = next, next = old;
     }
     /* a += a^p of the iterate whose error was measured, p = that iterate */
     for (int q = 0; q < nf; q++) {
@@ -1007,6 +1020,13 @@ static const floe_param_desc solve_params[] = {
         .def = 0.1, .min = 0, .max = 1e4, .unit = "m/s",
         .doc = "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
                "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit" },
+    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
+        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
+        .doc = "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
+               "(0 = plain relaxed Jacobi)" },
+    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
+        .def = 4, .min = 2, .max = 100000, .unit = "",
+        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
     {0},
 };
 

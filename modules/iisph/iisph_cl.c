@@ -246,7 +246,8 @@ typedef struct solver {
     struct iisph_cl *cl;
     void *k_accel, *k_update, *k_reduce;
     uint32_t n, nparts, pitch;
-    int64_t min_it;
+    int64_t min_it, cheb_delay;
+    float cheb_rho, om; /* Chebyshev: spectral radius estimate, weight of the last enqueued iteration */
     void *xm, *G, *E, *co, *P, *ap[2], *p[3], *part, *red, *cnt, *idx;
     float kc[4], per[4], cc; /* cc = dt^2 / rho0 */
     double pairs;
@@ -264,14 +265,15 @@ static int cl_check(floe_ctx *ctx, int32_t e, const char *what)
 static int enqueue_iteration(solver *S, int64_t r)
 {
     floe_ctx *ctx = S->ctx;
-    void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3];
+    void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3], *pp = S->p[(r + 2) % 3];
+    S->om = iisph_cheb_weight(S->cheb_rho, r + 1, S->cheb_delay, S->om);
     const uint32_t n = S->n;
     int st;
     floe_cl_arg aa[] = {ARG(n), ARG(S->xm), ARG(S->P), ARG(S->G), ARG(S->E), ARG(ap), ARG(S->kc), ARG(S->per),
                         ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
     if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)))
         return st;
-    floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pc), ARG(pn), ARG(S->P),
+    floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pp), ARG(pc), ARG(pn), ARG(S->om), ARG(S->P),
                         ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
     if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
         return st;
@@ -358,6 +360,9 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     consts(si, S.kc, S.per, &H);
     S.n = n;
     S.min_it = min_it;
+    S.cheb_rho = (float)call->param[SO_CHEB].f;
+    S.cheb_delay = call->param[SO_CHEB_DELAY].i;
+    S.om = 1.0f;
     S.nparts = (n + WGS - 1) / WGS;
 
     st = FLOE_OK;

@@ -4,6 +4,8 @@
 
 #include <floe/module.h>
 
+#include <stdint.h>
+
 /* returned by iisph_cl_solve when the scene needs the C path (several
  * non-empty fluid sets): the caller runs st_solve instead */
 #define IISPH_CL_USE_C 1
@@ -20,7 +22,21 @@ enum {
     SO_DAMPING,
     SO_FORCE_COURANT,
     SO_CORR_SPEED,
+    SO_CHEB,
+    SO_CHEB_DELAY,
 };
+
+/* Chebyshev semi-iterative acceleration (Wang 2015) of the Jacobi
+ * iteration: the weight of iteration k (1-based), given the previous one;
+ * 1 (plain Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2),
+ * then om_k+1 = 4 / (4 - rho^2 om_k). The iterate is then
+ * p_prev + om (Jacobi(p) - p_prev). Shared so that both paths use the same floats. */
+static inline float iisph_cheb_weight(float rho, int64_t k, int64_t delay, float prev)
+{
+    if (!(rho > 0.0f) || k < delay)
+        return 1.0f;
+    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
+}
 
 extern const floe_api *iisph_cl_api; /* set by the entry point in iisph.c */
 

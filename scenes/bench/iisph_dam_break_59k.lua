@@ -29,7 +29,8 @@ sim:pipeline{
   "neighbours",
   "iisph.density",
   "gravity",
-  { "iisph.solve", tolerance = tolerance },
+  { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
+    chebyshev_delay = floe.param("cheb_delay", 4) },
   "integrate",
 }
 sim:run{ end_time = seconds, fps = 20, cfl = floe.param("cfl", 0.6), out = "out/bench_iisph_dam_break_59k" }

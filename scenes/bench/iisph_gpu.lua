@@ -41,7 +41,7 @@ sim:pipeline{
   "neighbours",
   "iisph.density",
   "gravity",
-  { "iisph.solve", tolerance = tolerance },
+  { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9) },
   "integrate",
 }
 -- warm-up: the kernel builds, and the first steps, which start at dt = 1e-4 s
