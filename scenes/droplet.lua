@@ -96,5 +96,5 @@ sim:on_frame(function(s, st)
                          st.time, rmax / r_eq, math.sqrt(hi / lo), st.max_speed))
 end)
 
-sim:run{ end_time = seconds, fps = 30, out = "out/droplet", name = "water",
-         formats = { "ply", "vtk" }, attributes = { "v", "rho", "p" } }
+sim:run{ end_time = seconds, fps = floe.param("fps", 30), out = "out/droplet", name = "water",
+         formats = { "ply", "vtk" }, attributes = { "v", "rho", "p", "id" } }

@@ -79,8 +79,8 @@ sim:on_frame(function(s, st)
 end)
 
 sim:run{
-  end_time = seconds, fps = 30, cfl = 0.4,
+  end_time = seconds, fps = floe.param("fps", 30), cfl = 0.4,
   out = "out/viscous_drop_on_wall", name = "water",
   formats = { "ply", "vtk" },
-  attributes = tension == "he" and { "v", "rho", "p", "colour_grad2" } or { "v", "rho", "p" },
+  attributes = tension == "he" and { "v", "rho", "p", "id", "colour_grad2" } or { "v", "rho", "p", "id" },
 }
