@@ -309,6 +309,13 @@ Test(iisph, hydrostatic_tank_3d, .timeout = 900)
  * T = 1.2 (WCSPH's test: 14%, limit 15%). docs/iisph.md. */
 #define BOUNDARY_VISCOSITY 0.01
 #define FRONT_TOL 0.15
+/* Martin & Moyce's gate took time to lift: simulations that release the
+ * column at once lead the measured front by a roughly constant time. The
+ * validation data's README names the usual correction, the time origin
+ * shifted by 0.175 in T (Lethe's dam-break-2d.py); compared that way the
+ * front must lie within the issue's 10% (docs/iisph.md). */
+#define FRONT_SHIFT 0.175
+#define FRONT_TOL_SHIFTED 0.10
 
 typedef struct front_log {
     int n;
@@ -402,15 +409,17 @@ Test(iisph, dam_break_2d_martin_moyce, .timeout = 1200)
     cr_assert_not_null(csv, "cannot open %s", path);
     char line[512];
     int compared = 0;
-    double worst = 0;
-    cr_log_info("T      Z_exp  Z_floe  rel.error");
+    double worst = 0, worst_shift = 0;
+    cr_log_info("T      Z_exp  Z_floe  rel.error  Z_floe(T - %.3f)  rel.error", FRONT_SHIFT);
     while (fgets(line, sizeof line, csv)) {
         double T, Z;
         if (line[0] == '#' || sscanf(line, "%lf,%lf", &T, &Z) != 2 || T < 0.5 || T > 2.5)
             continue;
-        double zs = interp(&L, T), e = fabs(zs - Z) / Z;
-        cr_log_info("%.2f  %.2f   %.3f   %+.1f%%", T, Z, zs, 100 * (zs - Z) / Z);
+        double zs = interp(&L, T), e = fabs(zs - Z) / Z, zsh = interp(&L, T - FRONT_SHIFT);
+        cr_log_info("%.2f  %.2f   %.3f   %+5.1f%%   %.3f  %+5.1f%%", T, Z, zs, 100 * (zs - Z) / Z, zsh,
+                    100 * (zsh - Z) / Z);
         worst = fmax(worst, e);
+        worst_shift = fmax(worst_shift, fabs(zsh - Z) / Z);
         compared++;
     }
     fclose(csv);
@@ -422,6 +431,9 @@ Test(iisph, dam_break_2d_martin_moyce, .timeout = 1200)
     cr_assert(compared >= 8, "compared only %d points", compared);
     cr_assert(worst < FRONT_TOL, "surge front deviates %.1f%% from Martin & Moyce (limit %.0f%%)", 100 * worst,
               100 * FRONT_TOL);
+    cr_assert(worst_shift < FRONT_TOL_SHIFTED,
+              "surge front with the time origin shifted by %.3f deviates %.1f%% from Martin & Moyce (limit %.0f%%)",
+              FRONT_SHIFT, 100 * worst_shift, 100 * FRONT_TOL_SHIFTED);
     floe_ctx_destroy(f.ctx);
 }
 

@@ -210,6 +210,10 @@ static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
     return 0;
 }
 
+/* the time origin shifted by 0.175 in T, the usual correction for Martin &
+ * Moyce's gate (Lethe's dam-break-2d.py; tests/validation/README.md) */
+#define FRONT_SHIFT 0.175
+
 static double interp(const front_log *L, double T)
 {
     for (int i = 1; i < L->n; i++)
@@ -279,20 +283,25 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
     cr_assert_not_null(csv, "cannot open %s", path);
     char line[512];
     int compared = 0;
-    double worst = 0;
-    cr_log_info("T      Z_exp  Z_floe  rel.error");
+    double worst = 0, worst_shift = 0;
+    cr_log_info("T      Z_exp  Z_floe  rel.error  Z_floe(T - %.3f)  rel.error", FRONT_SHIFT);
     while (fgets(line, sizeof line, csv)) {
         double T, Z;
         if (line[0] == '#' || sscanf(line, "%lf,%lf", &T, &Z) != 2 || T < 0.5 || T > 2.5)
             continue;
-        double zs = interp(&L, T), e = fabs(zs - Z) / Z;
-        cr_log_info("%.2f  %.2f   %.3f   %+.1f%%", T, Z, zs, 100 * (zs - Z) / Z);
+        double zs = interp(&L, T), e = fabs(zs - Z) / Z, zsh = interp(&L, T - FRONT_SHIFT);
+        cr_log_info("%.2f  %.2f   %.3f   %+5.1f%%   %.3f  %+5.1f%%", T, Z, zs, 100 * (zs - Z) / Z, zsh,
+                    100 * (zsh - Z) / Z);
         worst = fmax(worst, e);
+        worst_shift = fmax(worst_shift, fabs(zsh - Z) / Z);
         compared++;
     }
     fclose(csv);
     cr_assert(compared >= 8, "compared only %d points", compared);
     cr_assert(worst < 0.15, "surge front deviates %.1f%% from Martin & Moyce (limit 15%%)", 100 * worst);
+    cr_assert(worst_shift < 0.10,
+              "surge front with the time origin shifted by %.3f deviates %.1f%% from Martin & Moyce (limit 10%%)",
+              FRONT_SHIFT, 100 * worst_shift);
     floe_ctx_destroy(f.ctx);
 }
 
