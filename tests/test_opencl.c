@@ -29,13 +29,15 @@ typedef struct world {
 /* A tank [0, tank] with water [0, water] at spacing d on the given backend;
  * jitter (fraction of d) perturbs the fluid lattice and gives every
  * particle a velocity, the same for both backends (fixed seed). */
-static world make_world(const char *backend, int dim, float d, const float tank[3], const float water[3],
-                        float jitter, int periodic_x)
+static world make_world_h(const char *backend, int dim, float d, const float tank[3], const float water[3],
+                          float jitter, int periodic_x, float support)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
     floe_sim_def def = floe_sim_default_def();
     def.dim = dim;
     def.spacing = d;
+    if (support > 0)
+        def.support_factor = support;
     def.threads = 2;
     def.backend = backend;
     for (int k = 0; k < 3; k++) {
@@ -78,6 +80,12 @@ static world make_world(const char *backend, int dim, float d, const float tank[
     }
     cr_assert_eq(floe_module_load(w.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     return w;
+}
+
+static world make_world(const char *backend, int dim, float d, const float tank[3], const float water[3],
+                        float jitter, int periodic_x)
+{
+    return make_world_h(backend, dim, d, tank, water, jitter, periodic_x, 0);
 }
 
 static void add(world *w, const char *stage, int n, const floe_param_kv *kv)
@@ -572,4 +580,51 @@ Test(opencl, set_grown_between_runs_agrees, .timeout = 600)
     cr_assert_lt(ev, 1e-3);
     destroy(&w[0]);
     destroy(&w[1]);
+}
+
+/* Neighbour lists are built without waiting for their overflow check
+ * (backend_cl.c, pipeline.c): stages that only overwrite what they write
+ * (wcsph.density, wcsph.pressure, gravity) run on them at once, and the
+ * check is settled before wcsph.pressure_force. With support 3.5 d in 2D the
+ * first build overflows the initial stride of 32: the lists are rebuilt
+ * wider and the three stages run again. The run must be bitwise the one
+ * that waits for the check after every build (FLOE_CL_NB_SPECULATE=0). */
+Test(opencl, speculative_lists_rebuilt_and_stages_replayed, .timeout = 600)
+{
+    need_opencl();
+    const float support = 3.5f, d = 0.01f;
+    /* the overflow happens: more than 32 neighbours on the C path's lists */
+    world c = make_world_h("cpu", 2, d, TANK2, WATER2, 0.3f, 0, support);
+    pipeline(&c, 1, "fused", 0.01, 0);
+    cr_assert_eq(floe_step(c.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(c.ctx));
+    const floe_nlist *nl = floe_core_api()->neighbours(c.ctx, c.fluid, c.fluid);
+    cr_assert_not_null(nl);
+    uint32_t nmax = 0;
+    for (uint32_t i = 0; i < floe_set_size(c.ctx, c.fluid); i++)
+        nmax = nl->count[i] > nmax ? nl->count[i] : nmax;
+    cr_assert(nmax > 32, "only %u neighbours: the initial stride does not overflow", nmax);
+    destroy(&c);
+
+    float *x[2] = {NULL, NULL};
+    uint32_t n[2];
+    for (int k = 0; k < 2; k++) {
+        setenv("FLOE_CL_NB_SPECULATE", k ? "1" : "0", 1);
+        world w = make_world_h("opencl", 2, d, TANK2, WATER2, 0.3f, 0, support);
+        pipeline(&w, 0, "fused", 0.01, 0);
+        for (int s = 0; s < 30; s++)
+            cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+        n[k] = floe_set_size(w.ctx, w.fluid);
+        const float *xs = floe_attr(w.ctx, w.fluid, "x", FLOE_VEC3);
+        const uint32_t *id = floe_attr(w.ctx, w.fluid, "id", FLOE_U32);
+        x[k] = malloc(3 * (size_t)n[k] * sizeof(float));
+        for (uint32_t i = 0; i < n[k]; i++)
+            memcpy(x[k] + 3 * (size_t)id[i], xs + 3 * (size_t)i, 3 * sizeof(float));
+        destroy(&w);
+    }
+    unsetenv("FLOE_CL_NB_SPECULATE");
+    cr_assert_eq(n[0], n[1]);
+    cr_assert(memcmp(x[0], x[1], 3 * (size_t)n[0] * sizeof(float)) == 0,
+              "speculative lists and waiting for the counts give different runs");
+    free(x[0]);
+    free(x[1]);
 }

@@ -70,6 +70,8 @@ int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed) { (void)ctx, (vo
 int ctx_cl_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 int ctx_cl_checks_flush(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder) { (void)reorder; return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
+int ctx_cl_nb_pending(floe_ctx *ctx) { (void)ctx; return 0; }
+int ctx_cl_nb_settle(floe_ctx *ctx, int *rebuilt) { (void)ctx; *rebuilt = 0; return FLOE_OK; }
 int ctx_cl_gravity(floe_ctx *ctx) { return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
 int ctx_cl_integrate(floe_ctx *ctx) { return ctx_fail(ctx, FLOE_ERR, "no OpenCL"); }
 int floe_cl_devices(void (*fn)(const char *line, void *u), void *u)
@@ -223,6 +225,14 @@ struct cl_backend {
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
+    /* neighbour lists built speculatively: the counts (overflow check) are
+     * read without waiting and settled before the first stage that cannot
+     * simply be run again (ctx_cl_nb_settle; FLOE_CL_NB_SPECULATE=0: at once) */
+    int nb_spec_off;
+    int nb_pending;         /* a build whose counts have not been looked at */
+    int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
+    cl_event nb_ev;         /* the counts' read */
+    cl_uint nb_st_page[2 * MAX_SETS * MAX_SETS]; /* where they go without pinned memory */
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -460,6 +470,8 @@ int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *er
     const char *ac = getenv("FLOE_CL_ARGCACHE"), *nl = getenv("FLOE_CL_NB_LOCAL");
     CL->argcache_off = ac && !strcmp(ac, "0");
     CL->nb_local_off = nl && !strcmp(nl, "0");
+    const char *sp = getenv("FLOE_CL_NB_SPECULATE");
+    CL->nb_spec_off = sp && !strcmp(sp, "0");
     ctx_log(ctx, FLOE_LOG_INFO, "backend %s", CL->desc);
     return FLOE_OK;
 }
@@ -504,6 +516,9 @@ void ctx_cl_destroy(floe_ctx *ctx)
         return;
     if (CL->q)
         F->clFinish(CL->q);
+    if (CL->nb_ev)
+        F->clReleaseEvent(CL->nb_ev);
+    CL->nb_ev = NULL;
     if (CL->profile && CL->steps)
         print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
@@ -1160,6 +1175,13 @@ static int dev_reorder(floe_ctx *ctx, int s)
     return FLOE_OK;
 }
 
+/* where the neighbour counts are read to: pinned memory where there is some */
+static cl_uint *nb_stats_host(floe_ctx *ctx)
+{
+    cl_uint *p = api_cl_pinned(ctx, "core.nb_stats", sizeof CL->nb_st_page);
+    return p ? p : CL->nb_st_page;
+}
+
 static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 {
     pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
@@ -1216,7 +1238,10 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
 {
-    int rc = ctx_nb_grid_ensure(ctx);
+    int rb, rc;
+    if (CL && CL->nb_pending && (rc = ctx_cl_nb_settle(ctx, &rb))) /* an earlier build not looked at */
+        return rc;
+    rc = ctx_nb_grid_ensure(ctx);
     if (rc)
         return rc;
     for (int s = 0; s < ctx->npsets; s++) {
@@ -1237,37 +1262,79 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
     enum { NPAIR = MAX_SETS * MAX_SETS };
     if (!CL->stats && !(CL->stats = mk(ctx, 2 * NPAIR * 4)))
         return FLOE_ERR_NOMEM;
-    int pq[NPAIR], pt[NPAIR], np = 0;
+    int np = 0;
     for (int q = 0; q < ctx->npsets; q++)
         if (ctx->sets[q].kind == FLOE_SET_FLUID)
             for (int t = 0; t < ctx->npsets; t++) {
-                pq[np] = q;
-                pt[np] = t;
+                CL->nb_pq[np] = q;
+                CL->nb_pt[np] = t;
                 np++;
             }
-    int pending[NPAIR], npending = np;
+    CL->nb_np = np;
+    cl_uint zero = 0;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "clEnqueueFillBuffer");
     for (int k = 0; k < np; k++)
-        pending[k] = k;
-    cl_uint st[2 * NPAIR];
-    for (int round = 0; npending > 0; round++) {
-        cl_uint zero = 0;
-        cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
-        if (e != CL_SUCCESS)
-            return cl_err(ctx, e, "clEnqueueFillBuffer");
-        for (int k = 0; k < npending; k++)
-            if ((rc = build_pair(ctx, pq[pending[k]], pt[pending[k]], (cl_uint)pending[k])))
-                return rc;
-        /* the one small read of the neighbour update: the largest count */
-        double t0 = now_ms();
-        e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
-        CL->wait_nb_ms += now_ms() - t0;
-        if (e != CL_SUCCESS)
-            return cl_err(ctx, e, "reading the neighbour counts");
+        if ((rc = build_pair(ctx, CL->nb_pq[k], CL->nb_pt[k], (cl_uint)k)))
+            return rc;
+    /* the one small read of the neighbour update, the largest count and the
+     * total of every pair: without waiting for it */
+    cl_uint *st = nb_stats_host(ctx);
+    e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)2 * np * 4, st, 0, NULL, &CL->nb_ev);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    F->clFlush(CL->q);
+    CL->nb_pending = 1;
+    ctx->nb_dev_valid = 1;
+    ctx->nb_valid = 0;
+    ctx->nb_updates++;
+    if (CL->nb_spec_off) {
+        int rebuilt;
+        return ctx_cl_nb_settle(ctx, &rebuilt);
+    }
+    return FLOE_OK;
+}
+
+int ctx_cl_nb_pending(floe_ctx *ctx)
+{
+    return CL && CL->nb_pending;
+}
+
+/* Look at the counts of the last build: where a list overflowed its stride
+ * (rows were cut), widen it and build that pair again, now waiting for the
+ * counts. *rebuilt tells the caller that stages run on the speculative
+ * lists must run again. */
+int ctx_cl_nb_settle(floe_ctx *ctx, int *rebuilt)
+{
+    *rebuilt = 0;
+    if (!CL || !CL->nb_pending)
+        return FLOE_OK;
+    CL->nb_pending = 0;
+    enum { NPAIR = MAX_SETS * MAX_SETS };
+    const int np = CL->nb_np;
+    cl_uint *st = nb_stats_host(ctx);
+    double t0 = now_ms();
+    cl_int e = F->clWaitForEvents(1, &CL->nb_ev);
+    CL->wait_nb_ms += now_ms() - t0;
+    F->clReleaseEvent(CL->nb_ev);
+    CL->nb_ev = NULL;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    int pending[NPAIR], npending = 0, rc;
+    for (int round = 0;; round++) {
+        /* an overflow: kernels enqueued on the speculative lists may still
+         * read them; let them finish before the lists are released */
+        for (int k = 0; !round && k < np; k++)
+            if (st[2 * k] > CL->sets[CL->nb_pq[k]].lstride[CL->nb_pt[k]]) {
+                F->clFinish(CL->q);
+                break;
+            }
         int left = 0;
-        for (int k = 0; k < npending; k++) {
-            int pr = pending[k];
-            cl_setdev *d = &CL->sets[pq[pr]];
-            int t = pt[pr];
+        for (int k = 0; k < (round ? npending : np); k++) {
+            int pr = round ? pending[k] : k;
+            cl_setdev *d = &CL->sets[CL->nb_pq[pr]];
+            int t = CL->nb_pt[pr];
             d->ltotal[t] = st[2 * pr + 1];
             if (st[2 * pr] > d->lstride[t]) { /* rare: widen, rebuild this pair */
                 d->lstride[t] = (st[2 * pr] + 7u) & ~7u;
@@ -1277,12 +1344,24 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
             }
         }
         npending = left;
+        if (!npending)
+            break;
+        *rebuilt = 1;
         if (round > 4)
             return ctx_fail(ctx, FLOE_ERR, "OpenCL: neighbour lists keep overflowing");
+        cl_uint zero = 0;
+        e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "clEnqueueFillBuffer");
+        for (int k = 0; k < npending; k++)
+            if ((rc = build_pair(ctx, CL->nb_pq[pending[k]], CL->nb_pt[pending[k]], (cl_uint)pending[k])))
+                return rc;
+        t0 = now_ms();
+        e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
+        CL->wait_nb_ms += now_ms() - t0;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "reading the neighbour counts");
     }
-    ctx->nb_dev_valid = 1;
-    ctx->nb_valid = 0;
-    ctx->nb_updates++;
     return FLOE_OK;
 }
 
@@ -1291,6 +1370,11 @@ int ctx_cl_lists_to_host(floe_ctx *ctx)
 {
     if (!CL || !ctx->nb_dev_valid)
         return FLOE_ERR;
+    int rebuilt, rc;
+    /* the pipeline settles the lists before any C stage; this is for other
+     * callers, which have run nothing on the speculative lists */
+    if ((rc = ctx_cl_nb_settle(ctx, &rebuilt)))
+        return rc;
     uint32_t *tmp = NULL;
     size_t tcap = 0;
     for (int q = 0; q < ctx->npsets; q++) {

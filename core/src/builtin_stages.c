@@ -186,7 +186,7 @@ static const floe_attr_desc nb_attrs[] = {
     {0}};
 
 static const floe_attr_desc gravity_attrs[] = {
-    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "a", .type = FLOE_VEC3, .access = FLOE_WRITE},
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "a", .type = FLOE_VEC3, .access = FLOE_WRITE | FLOE_OVERWRITE},
     {0}};
 
 static const floe_attr_desc integrate_attrs[] = {

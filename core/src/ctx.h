@@ -147,6 +147,11 @@ int ctx_cl_step_end(floe_ctx *ctx);
 int ctx_cl_checks_flush(floe_ctx *ctx);
 /* the core's OpenCL stages (builtin_stages.c run_cl) */
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder);
+/* the last device build's overflow check not done yet (lists speculative) */
+int ctx_cl_nb_pending(floe_ctx *ctx);
+/* do it: wait for the counts, rebuild overflowed lists; *rebuilt = 1 when
+ * lists changed, so stages run on the speculative lists must run again */
+int ctx_cl_nb_settle(floe_ctx *ctx, int *rebuilt);
 int ctx_cl_gravity(floe_ctx *ctx);
 int ctx_cl_integrate(floe_ctx *ctx);
 /* the floe_api entries of ABI 1.1 (api.c) */

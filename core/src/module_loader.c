@@ -106,8 +106,13 @@ static int check_stage(floe_ctx *ctx, const char *mod, const floe_stage_desc *s)
         return ctx_fail(ctx, FLOE_ERR_ARG, "%s: more than %d parameters", where, MAX_PARAMS);
     for (const floe_attr_desc *a = s->attrs; a && a->name; a++) {
         if (a->size < sizeof(floe_attr_desc) || !valid_name(a->name) || a->type < FLOE_F32 || a->type > FLOE_U32 ||
-            !(a->kind & FLOE_SET_ANY) || !(a->access & (FLOE_READ | FLOE_WRITE)))
+            !(a->kind & FLOE_SET_ANY) || !(a->access & (FLOE_READ | FLOE_WRITE)) ||
+            (a->access & ~(unsigned)(FLOE_READ | FLOE_WRITE | FLOE_OVERWRITE)))
             return ctx_fail(ctx, FLOE_ERR_ARG, "%s: malformed attribute descriptor '%s'", where, a->name);
+        if ((a->access & FLOE_OVERWRITE) && (a->access & (FLOE_READ | FLOE_WRITE)) != FLOE_WRITE)
+            return ctx_fail(ctx, FLOE_ERR_ARG,
+                            "%s: attribute '%s' is FLOE_OVERWRITE, which needs FLOE_WRITE and excludes FLOE_READ", where,
+                            a->name);
     }
     return FLOE_OK;
 }

@@ -356,48 +356,100 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* On the OpenCL backend a stage with a run_cl runs on the device; the others
- * run on the C path after ctx_cl_stage_begin copied back what they declare.
- * Device stages are checked for blow-ups on the device (flags read at the
- * end of the step) and timed with marker events (backend_cl.c). */
+/* Run stage i. On the OpenCL backend a stage with a run_cl runs on the
+ * device; the others run on the C path after ctx_cl_stage_begin copied back
+ * what they declare. Device stages are checked for blow-ups on the device
+ * (flags read at the end of the step) and timed with marker events
+ * (backend_cl.c). */
+static int run_stage(floe_ctx *ctx, int i)
+{
+    int rc;
+    stage_inst *st = &ctx->stages[i];
+    floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
+    const int use_cl = ctx->cl && st->desc && st->desc->run_cl;
+    ctx->current_stage = st->name;
+    ctx->error[0] = 0;
+    /* OpenCL: before a C stage every check so far is settled; a blow-up
+     * found there is reported now, as the C path would have */
+    if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
+        return rc;
+    ctx->running = st;
+    int host_timed = 1;
+    double t0 = now_ms();
+    rc = use_cl ? st->desc->run_cl(&call) : st->fn(&call);
+    ctx->running = NULL;
+    if (!rc && use_cl)
+        rc = ctx_cl_stage_end(ctx, i, &host_timed);
+    double ms = now_ms() - t0;
+    if (host_timed) {
+        st->ms_total += ms;
+        st->ms_frame += ms;
+    }
+    if (rc == FLOE_ERR_BLOWUP) /* an earlier step's check, reported here: complete as it is */
+        return rc;
+    if (rc) {
+        char msg[sizeof ctx->error];
+        snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
+        return ctx_fail(ctx, rc, "stage '%s' failed at step %llu (t = %.6g s): %s", st->name,
+                        (unsigned long long)ctx->info.step, ctx->info.time, msg);
+    }
+    if (!use_cl && (rc = ctx_check_blowup(ctx, st, 1)))
+        return rc;
+    return FLOE_OK;
+}
+
+/* A device stage the core may simply run again: it writes something, and
+ * all it writes it overwrites from what it does not write (every written
+ * attribute declared FLOE_OVERWRITE). */
+static int replayable(const floe_ctx *ctx, const stage_inst *st)
+{
+    if (!ctx->cl || !st->desc || !st->desc->run_cl || !st->desc->attrs)
+        return 0;
+    int writes = 0;
+    for (const floe_attr_desc *a = st->desc->attrs; a->name; a++)
+        if (a->access & FLOE_WRITE) {
+            if (!(a->access & FLOE_OVERWRITE))
+                return 0;
+            writes = 1;
+        }
+    return writes;
+}
+
+/* The OpenCL backend builds neighbour lists without waiting for the check
+ * that no list overflowed; the stages after the build that are replayable
+ * run on them at once, and the check is settled before the first stage
+ * that is not (or at the end of the step). Where a list did overflow, it
+ * is rebuilt wider and the stages from..to-1 run again. */
+static int settle_lists(floe_ctx *ctx, int from, int to)
+{
+    int rebuilt, rc;
+    if ((rc = ctx_cl_nb_settle(ctx, &rebuilt)))
+        return rc;
+    for (int k = from; rebuilt && k < to; k++)
+        if ((rc = run_stage(ctx, k)))
+            return rc;
+    return FLOE_OK;
+}
+
 int ctx_run_stages(floe_ctx *ctx)
 {
     int rc;
     if (ctx->cl && (rc = ctx_cl_step_begin(ctx)))
         return rc;
+    int spec = -1; /* first stage run on unchecked (speculative) lists */
     for (int i = 0; i < ctx->nstages; i++) {
-        stage_inst *st = &ctx->stages[i];
-        floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
-        const int use_cl = ctx->cl && st->desc && st->desc->run_cl;
-        ctx->current_stage = st->name;
-        ctx->error[0] = 0;
-        /* OpenCL: before a C stage every check so far is settled; a
-         * blow-up found there is reported now, as the C path would have */
-        if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
-            return rc;
-        ctx->running = st;
-        int host_timed = 1;
-        double t0 = now_ms();
-        rc = use_cl ? st->desc->run_cl(&call) : st->fn(&call);
-        ctx->running = NULL;
-        if (!rc && use_cl)
-            rc = ctx_cl_stage_end(ctx, i, &host_timed);
-        double ms = now_ms() - t0;
-        if (host_timed) {
-            st->ms_total += ms;
-            st->ms_frame += ms;
+        if (spec >= 0 && !replayable(ctx, &ctx->stages[i])) {
+            if ((rc = settle_lists(ctx, spec, i)))
+                return rc;
+            spec = -1;
         }
-        if (rc == FLOE_ERR_BLOWUP) /* an earlier step's check, reported here: complete as it is */
+        if ((rc = run_stage(ctx, i)))
             return rc;
-        if (rc) {
-            char msg[sizeof ctx->error];
-            snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
-            return ctx_fail(ctx, rc, "stage '%s' failed at step %llu (t = %.6g s): %s", st->name,
-                            (unsigned long long)ctx->info.step, ctx->info.time, msg);
-        }
-        if (!use_cl && (rc = ctx_check_blowup(ctx, st, 1)))
-            return rc;
+        if (spec < 0 && ctx->cl && ctx_cl_nb_pending(ctx))
+            spec = i + 1;
     }
+    if (spec >= 0 && (rc = settle_lists(ctx, spec, ctx->nstages)))
+        return rc;
     ctx->current_stage = NULL;
     if (ctx->cl && (rc = ctx_cl_step_end(ctx)))
         return rc;

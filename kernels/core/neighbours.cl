@@ -206,7 +206,9 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
                     }
                 }
         }
-        count[i] = c;
+        /* a row longer than the stride is cut: the lists stay readable
+         * (the host widens them when it sees the true count in stats) */
+        count[i] = c < stride ? c : stride;
         atomic_max(&lmax, c);
         atomic_add(&lsum, c);
     }
@@ -327,7 +329,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         const uint w = c < stride ? c : stride;
         for (uint k = 0; k < w; k++)
             idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
-        count[i] = c;
+        count[i] = w; /* cut as nb_build does */
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (act) {

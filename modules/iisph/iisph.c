@@ -979,7 +979,7 @@ static int st_solve_cl(const floe_stage_call *call)
 static const floe_attr_desc density_attrs[] = {
     FLUID("x", FLOE_VEC3, FLOE_READ),
     FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE),
+    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
     BOUND("x", FLOE_VEC3),
     BOUND("V", FLOE_F32),
     {0},

@@ -668,7 +668,7 @@ static int st_viscosity(const floe_stage_call *call)
 static const floe_attr_desc density_attrs[] = {
     FLUID("x", FLOE_VEC3, FLOE_READ),
     FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE),
+    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
     BOUND("x", FLOE_VEC3),
     BOUND("V", FLOE_F32),
     {0},
@@ -695,7 +695,7 @@ static const floe_param_desc pressure_params[] = {
 
 static const floe_attr_desc pressure_attrs[] = {
     FLUID("rho", FLOE_F32, FLOE_READ),
-    FLUID("p", FLOE_F32, FLOE_WRITE),
+    FLUID("p", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
     {0},
 };
 

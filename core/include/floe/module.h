@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 2
+#define FLOE_ABI_MINOR 3
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -61,7 +61,13 @@ typedef union floe_value {
 
 /* ---- attributes ------------------------------------------------------- */
 
-enum { FLOE_READ = 1, FLOE_WRITE = 2 };
+/* FLOE_OVERWRITE (with FLOE_WRITE, without FLOE_READ): the stage sets every
+ * value of the attribute from inputs it does not write, so running it twice
+ * in a row gives what running it once does. A device stage whose writes are
+ * all FLOE_OVERWRITE (and that records no statistics; dt_limit is fine) may be run again by
+ * the core, e.g. after neighbour lists built speculatively had to be rebuilt
+ * (ABI 1.3). */
+enum { FLOE_READ = 1, FLOE_WRITE = 2, FLOE_OVERWRITE = 4 };
 
 /* An attribute a stage reads or writes on every set of a kind. Written
  * attributes are created (zeroed) when the stage joins a pipeline; read
@@ -71,7 +77,7 @@ typedef struct floe_attr_desc {
     floe_set_kind kind;
     const char *name;
     floe_type type;
-    unsigned access;        /* FLOE_READ | FLOE_WRITE */
+    unsigned access;        /* FLOE_READ | FLOE_WRITE [| FLOE_OVERWRITE] */
 } floe_attr_desc;
 
 /* ---- stages and modules ----------------------------------------------- */
