@@ -76,6 +76,11 @@ Test(loader, descriptor_with_wrong_name) { expect_load_error("wrongname", "calls
 
 Test(loader, default_out_of_range) { expect_load_error("badparam", "outside its range", "'k'"); }
 
+Test(loader, overwrite_with_read_refused)
+{
+    expect_load_error("badoverwrite", "FLOE_OVERWRITE, which needs FLOE_WRITE and excludes FLOE_READ", "'v'");
+}
+
 Test(loader, init_failure_carries_module_message) { expect_load_error("initfail", "init failed", "refuses to start"); }
 
 Test(loader, bad_module_name) { cr_assert_neq(floe_module_load(ctx, "../etc/passwd"), FLOE_OK); }

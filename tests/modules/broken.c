@@ -18,8 +18,20 @@ static const floe_param_desc params[] = {
 #endif
     {0}};
 
+#if defined(BAD_OVERWRITE)
+/* FLOE_OVERWRITE on an attribute the stage also reads: contradictory */
+static const floe_attr_desc attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3,
+     .access = FLOE_READ | FLOE_WRITE | FLOE_OVERWRITE},
+    {0}};
+#else
+static const floe_attr_desc attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3, .access = FLOE_READ},
+    {0}};
+#endif
+
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "run", .run = run, .params = params},
+    {FLOE_SIZED(floe_stage_desc), .name = "run", .run = run, .params = params, .attrs = attrs},
 #if defined(DUP_STAGE)
     {FLOE_SIZED(floe_stage_desc), .name = "run", .run = run},
 #endif
