@@ -420,8 +420,11 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
     cr_assert_eq(s[0].steps, s[1].steps);
     cr_assert_lt(ex, tol_x);
     cr_assert_lt(fabs(it[1] - it[0]) / it[0], tol_it);
-    cr_assert_lt(fabs(es[1] - es[0]), 2e-5);
-    cr_assert_lt(fabs(s[1].err_avg - s[0].err_avg), 2e-5);
+    /* density errors: within a fifth of the solver's tolerance (0.05%);
+     * the settling tank's run-record values differed by 1.7e-5 (release
+     * build) and 4.6e-5 (the sanitizer build, no -march=native) */
+    cr_assert_lt(fabs(es[1] - es[0]), 1e-4);
+    cr_assert_lt(fabs(s[1].err_avg - s[0].err_avg), 1e-4);
     destroy(&w[0]);
     destroy(&w[1]);
 }
