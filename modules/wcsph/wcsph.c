@@ -49,6 +49,10 @@ static const floe_api *api; /* the core's services, from the entry point */
 typedef struct wcsph_state {
     float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
     size_t cap;
+    /* packed records of every fluid set (rows_avx2.h), 4 floats each:
+     * A = (x, y, z, m), B = (P, rho, vx, vy); 64-byte aligned */
+    float *A, *B;
+    size_t cap_rec;
 } wcsph_state;
 
 static int wcsph_init(floe_ctx *ctx, void **state)
@@ -64,8 +68,11 @@ static int wcsph_init(floe_ctx *ctx, void **state)
 static void wcsph_fini(void *state)
 {
     wcsph_state *s = state;
-    if (s)
+    if (s) {
         free(s->prho2);
+        free(s->A);
+        free(s->B);
+    }
     free(s);
 }
 
@@ -115,6 +122,7 @@ typedef struct target {
     const float *rho;   /* fluid only */
     const float *v;     /* fluid only, when asked */
     const float *prho2; /* fluid only, when asked: p / rho^2 */
+    size_t off;         /* fluid only: offset of the set in the module's scratch */
     const floe_nlist *nl;
 } target;
 
@@ -154,6 +162,7 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
             tg->v = need(ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
         if (prho2)
             tg->prho2 = prho2 + f[s].off;
+        tg->off = f[s].off;
         tg->nl = api->neighbours(ctx, q->set, f[s].set);
     }
     if (with_boundary) {
@@ -190,6 +199,55 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
     *nt = n;
     return FLOE_OK;
 }
+
+/* ---- packed records (rows_avx2.h) ------------------------------------- */
+
+#if defined(__AVX2__) && !defined(FLOE_WCSPH_GENERIC)
+#include "rows_avx2.h" /* packed-record rows; FLOE_WCSPH_GENERIC=1 builds without them */
+#endif
+
+#ifdef ROWS_AVX2
+/* Room for the records of `total` fluid particles. Returns 0, or -1 when
+ * out of memory. */
+static int ensure_records(wcsph_state *ws, size_t total)
+{
+    if (total <= ws->cap_rec)
+        return 0;
+    const size_t cap = total + total / 4 + 64;
+    float *A = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
+    float *B = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
+    if (!A || !B) {
+        free(A);
+        free(B);
+        return -1;
+    }
+    free(ws->A);
+    free(ws->B);
+    ws->A = A, ws->B = B, ws->cap_rec = cap;
+    return 0;
+}
+
+/* Pack A = (x, y, z, m) and, with P non-NULL, B = (P, rho, vx, vy) (rho and
+ * v may be NULL: zeros) of the n particles of one set at record offset off. */
+static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *restrict x, const float *restrict m,
+                         const float *restrict P, const float *restrict rho, const float *restrict v)
+{
+    float *restrict A = ws->A + 4 * off, *restrict B = ws->B + 4 * off;
+#pragma omp parallel for schedule(static)
+    for (uint32_t i = 0; i < n; i++) {
+        A[4 * i] = x[3 * i];
+        A[4 * i + 1] = x[3 * i + 1];
+        A[4 * i + 2] = x[3 * i + 2];
+        A[4 * i + 3] = m[i];
+        if (P) {
+            B[4 * i] = P[i];
+            B[4 * i + 1] = rho ? rho[i] : 0.0f;
+            B[4 * i + 2] = v ? v[3 * i] : 0.0f;
+            B[4 * i + 3] = v ? v[3 * i + 1] : 0.0f;
+        }
+    }
+}
+#endif
 
 /* ---- sums over one neighbour row ------------------------------------------
  * Particle i at (xi, yi, zi); its neighbours in one target set are
@@ -372,6 +430,7 @@ static inline void prefetch_rows(const target *t, int nt, uint32_t i, uint32_t n
 static int st_density(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
+    wcsph_state *ws = call->state;
     const kconst kc = kconst_make(api->sim(ctx));
     fluid f[WCSPH_MAX_SETS];
     target t[2 * WCSPH_MAX_SETS];
@@ -379,6 +438,23 @@ static int st_density(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf)) != FLOE_OK)
         return st;
+    int packed = 0;
+    (void)ws;
+#ifdef ROWS_AVX2
+    /* fluid rows over packed (x, y, z, m) records */
+    if (ws && !kc.periodic && nf > 0) {
+        if (ensure_records(ws, f[nf - 1].off + f[nf - 1].info.n))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
+        for (int s = 0; s < nf; s++) {
+            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
+            if (!x || !m)
+                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no 'x' or 'm'", f[s].info.name);
+            pack_records(ws, f[s].off, f[s].info.n, x, m, NULL, NULL, NULL);
+        }
+        packed = 1;
+    }
+#endif
+    (void)packed;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -398,7 +474,13 @@ static int st_density(const floe_stage_call *call)
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             float acc = ms[i]; /* m_i W(0) / sigma */
             for (int b = 0; b < nt; b++) {
+#ifdef ROWS_AVX2
+                const float sum = packed && !t[b].boundary
+                                      ? row_w_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, xi, yi, zi)
+                                      : ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+#else
                 const float sum = ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+#endif
                 acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
             }
             rho[i] = kc.sigma * acc;
@@ -513,6 +595,24 @@ static int st_pressure_force(const floe_stage_call *call)
         for (uint32_t i = 0; i < n; i++)
             P[i] = p[i] / (rho[i] * rho[i]);
     }
+    int packed = 0;
+#ifdef ROWS_AVX2
+    /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
+    if (!kc.periodic && nf > 0) {
+        if (ensure_records(ws, total))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
+        for (int s = 0; s < nf; s++) {
+            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
+            const float *rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
+            const float *v = cv > 0.0f ? api->attr(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+            if (!x || !m || (cv > 0.0f && !v))
+                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no 'x', 'm' or 'v'", f[s].info.name);
+            pack_records(ws, f[s].off, f[s].info.n, x, m, ws->prho2 + f[s].off, rho, v);
+        }
+        packed = 1;
+    }
+#endif
+    (void)packed;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -540,6 +640,18 @@ static int st_pressure_force(const floe_stage_call *call)
             for (int b = 0; b < nt; b++) {
                 if (t[b].boundary) /* sum_b V_b grad W_ib */
                     ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, NULL, 0.0f, xi, yi, zi, ab);
+#ifdef ROWS_AVX2
+                else if (packed) {
+                    const float vi[3] = {cv > 0.0f ? vs[3 * i] : 0.0f, cv > 0.0f ? vs[3 * i + 1] : 0.0f,
+                                         cv > 0.0f ? vs[3 * i + 2] : 0.0f};
+                    if (cv > 0.0f)
+                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
+                                    rhos[i], vi, xi, yi, zi, af, sv, 1);
+                    else
+                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, NULL, Pi,
+                                    0.0f, vi, xi, yi, zi, af, sv, 0);
+                }
+#endif
                 else if (cv > 0.0f) {
                     const float vi[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
                     ROW_CALL(row_grad_xsph, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, t[b].rho, t[b].v,
