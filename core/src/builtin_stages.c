@@ -49,8 +49,10 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
     /* a static set is searched every step and sorted once: map the cells
      * near it, so that queries far from it (most fluid particles, for a
      * tank's walls) skip the search (without memory: the search still works) */
-    if (p->is_static)
+    if (p->is_static) {
         (void)nb_sorted_near(&p->sorted, &ctx->nbgrid);
+        (void)nb_sorted_keep_slots(&p->sorted, pset_attr(p, "x")->data); /* without memory: gathered per build */
+    }
     p->sorted_valid = 1;
     return FLOE_OK;
 }

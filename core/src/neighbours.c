@@ -116,6 +116,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     s->ncells = ncells;
     s->n = n;
     s->near_cells = 0; /* the near map, if any, is stale now */
+    s->slots_x = NULL; /* and the kept slots */
 
     uint32_t *restrict key = s->key;
     uint32_t *restrict order = s->order;
@@ -499,6 +500,31 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
 }
 #endif
 
+/* x of the target's particles into buf in sorted-slot order: len floats of
+ * x, y, z, then len particle indices; the NB_PAD slots past n are padding
+ * (zeros, index UINT32_MAX), read only by vector loads past a range's end */
+static void gather_slots(const nb_sorted *target, const float *xt, float *buf, size_t len)
+{
+    const uint32_t nt = target->n;
+    const uint32_t *restrict order = target->order;
+    float *restrict tx = buf, *restrict ty = buf + len, *restrict tz = buf + 2 * len;
+    uint32_t *restrict tj = (uint32_t *)(void *)(buf + 3 * len);
+    const int64_t nn = (int64_t)nt;
+#pragma omp parallel for schedule(static) if (nt >= NB_PAR_MIN)
+    for (int64_t k = 0; k < nn; k++) {
+        const uint32_t j = order[k];
+        const float *p = xt + 3 * (size_t)j;
+        tx[k] = p[0];
+        ty[k] = p[1];
+        tz[k] = p[2];
+        tj[k] = j;
+    }
+    for (size_t k = nt; k < len; k++) {
+        tx[k] = ty[k] = tz[k] = 0.0f;
+        tj[k] = UINT32_MAX;
+    }
+}
+
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
              const float *xt, float radius, int exclude_self)
 {
@@ -522,33 +548,18 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
         return 0;
     }
 
-    /* Gather the target positions into sorted-slot order, so the candidate
-     * loop streams through memory instead of chasing order[]. */
+    /* The target positions in sorted-slot order, so the candidate loop
+     * streams through memory instead of chasing order[]: kept by a static
+     * target (nb_sorted_keep_slots), else gathered here. */
     const size_t len = (size_t)nt + NB_PAD;
-    float *buf = malloc(len * (3 * sizeof(float) + sizeof(uint32_t)));
-    if (!buf)
+    float *buf = NULL;
+    if (target->slots && target->slots_x == xt && target->slots_len == len)
+        buf = target->slots;
+    else if (!(buf = malloc(len * (3 * sizeof(float) + sizeof(uint32_t)))))
         return -1;
+    else
+        gather_slots(target, xt, buf, len);
     nb_soa t = {buf, buf + len, buf + 2 * len, (uint32_t *)(void *)(buf + 3 * len)};
-    {
-        const uint32_t *restrict order = target->order;
-        const float *restrict xtp = xt;
-        float *restrict tx = t.x, *restrict ty = t.y, *restrict tz = t.z;
-        uint32_t *restrict tj = t.j;
-        const int64_t nn = (int64_t)nt;
-#pragma omp parallel for schedule(static) if (nt >= NB_PAR_MIN)
-        for (int64_t k = 0; k < nn; k++) {
-            const uint32_t j = order[k];
-            const float *p = xtp + 3 * (size_t)j;
-            tx[k] = p[0];
-            ty[k] = p[1];
-            tz[k] = p[2];
-            tj[k] = j;
-        }
-        for (size_t k = nt; k < len; k++) {
-            tx[k] = ty[k] = tz[k] = 0.0f;
-            tj[k] = UINT32_MAX;
-        }
-    }
     /* the set against itself: walk the queries in sorted order */
     const int same_set = xq == xt && nq == nt;
 
@@ -574,8 +585,26 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
             break;
         }
     }
-    free(buf);
+    if (buf != target->slots)
+        free(buf);
     return rc;
+}
+
+int nb_sorted_keep_slots(nb_sorted *s, const float *x)
+{
+    if (!s || (s->n && !x) || !s->order)
+        return -1;
+    const size_t len = (size_t)s->n + NB_PAD;
+    if (s->slots_len != len || !s->slots) {
+        float *b = realloc(s->slots, len * (3 * sizeof(float) + sizeof(uint32_t)));
+        if (!b)
+            return -1;
+        s->slots = b;
+        s->slots_len = len;
+    }
+    gather_slots(s, x, s->slots, len);
+    s->slots_x = x;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- free -- */
@@ -626,6 +655,7 @@ void nb_sorted_free(nb_sorted *s)
     if (!s)
         return;
     free(s->near);
+    free(s->slots);
     free(s->key);
     free(s->order);
     free(s->cell_start);

@@ -8,6 +8,7 @@
 #ifndef FLOE_NEIGHBOURS_H
 #define FLOE_NEIGHBOURS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct nb_grid {
@@ -32,6 +33,12 @@ typedef struct nb_sorted {
      * the search. Dropped by every nb_sort. */
     uint8_t *near;
     uint32_t near_cells;
+    /* optional (nb_sorted_keep_slots): the positions gathered into sorted
+     * slot order, as nb_build needs them, kept for a set that does not move
+     * (a wall is searched every step and sorted once). Dropped by nb_sort. */
+    float *slots;
+    const float *slots_x;  /* the positions they were gathered from */
+    size_t slots_len;
 } nb_sorted;
 
 typedef struct nb_list {
@@ -62,6 +69,10 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
  * pass over the cells, worth it only when the set is searched many times
  * between sorts. Returns 0 or -1 (no memory; the search then works without). */
 int nb_sorted_near(nb_sorted *s, const nb_grid *g);
+/* Keep the sorted-slot copy of x (the positions s was sorted from) for the
+ * builds against s until the next nb_sort. Returns 0, or -1 without memory
+ * (the builds then gather it themselves). */
+int nb_sorted_keep_slots(nb_sorted *s, const float *x);
 void nb_sorted_free(nb_sorted *s);
 void nb_list_free(nb_list *l);
 
