@@ -150,6 +150,8 @@ static void check_sort(const nb_sorted *s, const nb_grid *g, const float *x, uin
 /* sort xt, build xq against it, compare with brute force; returns total */
 /* run_case builds the target's near-cell map (nb_sorted_near) first */
 static int with_near;
+/* run_case keeps the target's sorted-slot positions (nb_sorted_keep_slots) */
+static int with_slots;
 
 static uint64_t run_case(int dim, const float lo[3], const float hi[3], float cell, const float *xq, uint32_t nq,
                          const float *xt, uint32_t nt, float radius, int exclude_self)
@@ -162,6 +164,8 @@ static uint64_t run_case(int dim, const float lo[3], const float hi[3], float ce
     check_sort(&s, &g, xt, nt);
     if (with_near)
         cr_assert_eq(nb_sorted_near(&s, &g), 0);
+    if (with_slots)
+        cr_assert_eq(nb_sorted_keep_slots(&s, xt), 0);
     cr_assert_eq(nb_build(&l, &g, xq, nq, &s, xt, radius, exclude_self), 0);
     uint64_t total = check_against_brute(&l, xq, nq, xt, nt, radius, exclude_self, dim);
     nb_list_free(&l);
@@ -763,4 +767,50 @@ Test(neighbours, near_map_skips_only_far_queries)
         free(xt);
     }
     with_near = 0;
+}
+
+/* A static target keeps its positions in sorted-slot order between builds
+ * (nb_sorted_keep_slots): the lists are those of a build that gathers them,
+ * checked against brute force, for a wall-like and a random target, with
+ * and without the near map; a second build reuses the kept slots. */
+Test(neighbours, kept_slots_give_the_same_lists)
+{
+    rng_seed(12);
+    with_slots = 1;
+    for (int near = 0; near <= 1; near++) {
+        with_near = near;
+        for (int dim = 2; dim <= 3; dim++) {
+            const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+            const uint32_t nq = 3000, nt = 2500;
+            const float cell = dim == 3 ? 0.1f : 0.05f;
+            float *xq = random_points(nq, lo, hi, dim);
+            float *xt = random_points(nt, lo, hi, dim);
+            uint64_t t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+            cr_assert_gt(t, (uint64_t)nq, "dim %d: only %llu pairs", dim, (unsigned long long)t);
+            for (uint32_t j = 0; j < nt; j++)
+                xt[3 * j + 1] = rng_uniform(-0.02f, 0.05f);
+            t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+            cr_assert_gt(t, (uint64_t)0);
+            /* two builds against the same kept slots, the second after the
+             * queries moved */
+            nb_grid g;
+            cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+            nb_sorted s = {0};
+            nb_list l = {0};
+            cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
+            cr_assert_eq(nb_sorted_keep_slots(&s, xt), 0);
+            for (int round = 0; round < 2; round++) {
+                cr_assert_eq(nb_build(&l, &g, xq, nq, &s, xt, cell, 0), 0);
+                check_against_brute(&l, xq, nq, xt, nt, cell, 0, dim);
+                for (uint32_t i = 0; i < 3 * nq; i++)
+                    xq[i] = xq[i] * 0.9f + 0.05f;
+            }
+            nb_list_free(&l);
+            nb_sorted_free(&s);
+            free(xq);
+            free(xt);
+        }
+    }
+    with_near = 0;
+    with_slots = 0;
 }
