@@ -20,30 +20,15 @@
 #ifndef FLOE_WCSPH_ROWS_AVX2_H
 #define FLOE_WCSPH_ROWS_AVX2_H
 
+#include <floe/simd.h>
+
 #include <immintrin.h>
 #include <stdint.h>
 
 #define ROWS_AVX2 1
 
-/* 8 records of 4 floats at base + 4 j[l] into 4 vectors, lane l from j[l] */
-static inline __attribute__((always_inline)) void load4x8(const float *restrict base, const uint32_t j[8],
-                                                          __m256 *o0, __m256 *o1, __m256 *o2, __m256 *o3)
-{
-    const __m256 r04 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(base + 4 * (size_t)j[0])),
-                                            _mm_load_ps(base + 4 * (size_t)j[4]), 1);
-    const __m256 r15 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(base + 4 * (size_t)j[1])),
-                                            _mm_load_ps(base + 4 * (size_t)j[5]), 1);
-    const __m256 r26 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(base + 4 * (size_t)j[2])),
-                                            _mm_load_ps(base + 4 * (size_t)j[6]), 1);
-    const __m256 r37 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(base + 4 * (size_t)j[3])),
-                                            _mm_load_ps(base + 4 * (size_t)j[7]), 1);
-    const __m256 t0 = _mm256_unpacklo_ps(r04, r15), t1 = _mm256_unpackhi_ps(r04, r15);
-    const __m256 t2 = _mm256_unpacklo_ps(r26, r37), t3 = _mm256_unpackhi_ps(r26, r37);
-    *o0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    *o1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    *o2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    *o3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-}
+/* 8 records of 4 floats into 4 vectors (<floe/simd.h>) */
+#define load4x8 floe_load4x8
 
 /* floe_pos lane by lane: 0.5 (a + |a|) */
 static inline __attribute__((always_inline)) __m256 v_pos(__m256 a)
