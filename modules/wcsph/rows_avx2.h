@@ -30,81 +30,6 @@
 /* 8 records of 4 floats into 4 vectors (<floe/simd.h>) */
 #define load4x8 floe_load4x8
 
-/* floe_pos lane by lane: 0.5 (a + |a|) */
-static inline __attribute__((always_inline)) __m256 v_pos(__m256 a)
-{
-    const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
-    return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(a, abs));
-}
-
-/* floe_w_hat: 2 a^3 - 8 b^3, a = (1 - q)+, b = (1/2 - q)+, q = sqrt(r2) / H */
-static inline __attribute__((always_inline)) __m256 v_w_hat(__m256 inv_H, __m256 r2)
-{
-    const __m256 q = _mm256_mul_ps(_mm256_sqrt_ps(r2), inv_H);
-    const __m256 a = v_pos(_mm256_sub_ps(_mm256_set1_ps(1.0f), q));
-    const __m256 b = v_pos(_mm256_sub_ps(_mm256_set1_ps(0.5f), q));
-    const __m256 a3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), a), a), a);
-    const __m256 b3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(8.0f), b), b), b);
-    return _mm256_sub_ps(a3, b3);
-}
-
-/* floe_dw_r_hat: g (24 b^2 - 6 a^2) / r, r = sqrt(r2 + r_min2) */
-static inline __attribute__((always_inline)) __m256 v_dw_r(__m256 g, __m256 inv_H, __m256 rmin2, __m256 r2)
-{
-    const __m256 r = _mm256_sqrt_ps(_mm256_add_ps(r2, rmin2));
-    const __m256 q = _mm256_mul_ps(r, inv_H);
-    const __m256 a = v_pos(_mm256_sub_ps(_mm256_set1_ps(1.0f), q));
-    const __m256 b = v_pos(_mm256_sub_ps(_mm256_set1_ps(0.5f), q));
-    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(24.0f), b), b),
-                                   _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(6.0f), a), a));
-    return _mm256_div_ps(_mm256_mul_ps(g, t), r);
-}
-
-/* lanes 0..7 added in order */
-static inline __attribute__((always_inline)) float v_sum(__m256 v)
-{
-    float l[8];
-    _mm256_storeu_ps(l, v);
-    return ((((((l[0] + l[1]) + l[2]) + l[3]) + l[4]) + l[5]) + l[6]) + l[7];
-}
-
-/* indices of block k of a row (padded with id[0]) and the lanes' mask */
-static inline __attribute__((always_inline)) const uint32_t *block_ids(const uint32_t *restrict id, uint32_t cnt,
-                                                                       uint32_t k, uint32_t tmp[8], __m256 *mask)
-{
-    const uint32_t rem = cnt - k;
-    if (rem >= 8) {
-        *mask = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-        return id + k;
-    }
-    for (uint32_t l = 0; l < 8; l++)
-        tmp[l] = l < rem ? id[k + l] : id[0];
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    *mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), lane));
-    return tmp;
-}
-
-/* sum_j m_j W_ij / sigma over a fluid row, records A = (x, y, z, m) */
-static inline __attribute__((always_inline)) float row_w_avx2(const kconst *kc, const uint32_t *restrict id,
-                                                              uint32_t cnt, const float *restrict A, float xi,
-                                                              float yi, float zi)
-{
-    const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
-    const __m256 inv_H = _mm256_set1_ps(kc->inv_H);
-    __m256 s = _mm256_setzero_ps();
-    uint32_t tmp[8];
-    for (uint32_t k = 0; k < cnt; k += 8) {
-        __m256 mask, X, Y, Z, M;
-        const uint32_t *j = block_ids(id, cnt, k, tmp, &mask);
-        load4x8(A, j, &X, &Y, &Z, &M);
-        const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
-        const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
-                                        _mm256_mul_ps(dz, dz));
-        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_and_ps(M, mask), v_w_hat(inv_H, r2)));
-    }
-    return v_sum(s);
-}
-
 /* Pressure force over a fluid row, and with XSPH (xsph = 1, a constant)
  * the XSPH sum in the same walk:
  *   g3 += sum_j m_j (P_i + P_j) grad W_ij
@@ -124,14 +49,14 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
     uint32_t tmp[8];
     for (uint32_t k = 0; k < cnt; k += 8) {
         __m256 mask, X, Y, Z, M, P, R, VX, VY;
-        const uint32_t *j = block_ids(id, cnt, k, tmp, &mask);
+        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
         load4x8(A, j, &X, &Y, &Z, &M);
         load4x8(B, j, &P, &R, &VX, &VY);
         M = _mm256_and_ps(M, mask);
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
         const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
                                         _mm256_mul_ps(dz, dz));
-        const __m256 gk = _mm256_mul_ps(_mm256_mul_ps(M, _mm256_add_ps(vPi, P)), v_dw_r(g, inv_H, rmin2, r2));
+        const __m256 gk = _mm256_mul_ps(_mm256_mul_ps(M, _mm256_add_ps(vPi, P)), floe_dw_r_hat8(g, inv_H, rmin2, r2));
         gx = _mm256_add_ps(gx, _mm256_mul_ps(gk, dx));
         gy = _mm256_add_ps(gy, _mm256_mul_ps(gk, dy));
         gz = _mm256_add_ps(gz, _mm256_mul_ps(gk, dz));
@@ -139,19 +64,19 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
             const __m256 VZ = _mm256_setr_ps(v[3 * (size_t)j[0] + 2], v[3 * (size_t)j[1] + 2], v[3 * (size_t)j[2] + 2],
                                              v[3 * (size_t)j[3] + 2], v[3 * (size_t)j[4] + 2], v[3 * (size_t)j[5] + 2],
                                              v[3 * (size_t)j[6] + 2], v[3 * (size_t)j[7] + 2]);
-            const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), v_w_hat(inv_H, r2));
+            const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), floe_w_hat8(inv_H, r2));
             sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_sub_ps(VX, ui)));
             sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_sub_ps(VY, wi)));
             sz = _mm256_add_ps(sz, _mm256_mul_ps(c, _mm256_sub_ps(VZ, ti)));
         }
     }
-    g3[0] += v_sum(gx);
-    g3[1] += v_sum(gy);
-    g3[2] += v_sum(gz);
+    g3[0] += floe_hsum8(gx);
+    g3[1] += floe_hsum8(gy);
+    g3[2] += floe_hsum8(gz);
     if (xsph) {
-        sv[0] += v_sum(sx);
-        sv[1] += v_sum(sy);
-        sv[2] += v_sum(sz);
+        sv[0] += floe_hsum8(sx);
+        sv[1] += floe_hsum8(sy);
+        sv[2] += floe_hsum8(sz);
     }
 }
 

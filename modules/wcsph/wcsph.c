@@ -476,7 +476,7 @@ static int st_density(const floe_stage_call *call)
             for (int b = 0; b < nt; b++) {
 #ifdef ROWS_AVX2
                 const float sum = packed && !t[b].boundary
-                                      ? row_w_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, xi, yi, zi)
+                                      ? floe_row_w8(kc.inv_H, ROW(t[b].nl, i), ws->A + 4 * t[b].off, xi, yi, zi)
                                       : ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
 #else
                 const float sum = ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);

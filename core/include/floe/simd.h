@@ -2,7 +2,10 @@
  * empty without __AVX2__). Neighbour loops over packed 16-byte particle
  * records (four floats per particle, 16-byte aligned) load eight neighbours
  * with eight 16-byte loads and one 4 x 8 transpose instead of 32 scalar
- * inserts: modules/wcsph/rows_avx2.h and modules/iisph/iisph.c use it. */
+ * inserts (floe_load4x8); the cubic spline of <floe/kernel.h> eight lanes at
+ * a time, operation for operation, so each lane is the scalar function's
+ * float; a row's padded blocks; the density row sum.
+ * modules/wcsph/rows_avx2.h and modules/iisph/iisph.c use them. */
 #ifndef FLOE_SIMD_H
 #define FLOE_SIMD_H
 
@@ -30,6 +33,85 @@ static inline __attribute__((always_inline)) void floe_load4x8(const float *base
     *o1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
     *o2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
     *o3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+/* floe_pos (kernel.h) lane by lane: 0.5 (a + |a|) */
+static inline __attribute__((always_inline)) __m256 floe_pos8(__m256 a)
+{
+    const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+    return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(a, abs));
+}
+
+/* floe_w_hat lane by lane, the same operations in the same order (no fused
+ * multiply-add): 2 a^3 - 8 b^3, a = (1 - q)+, b = (1/2 - q)+, q = sqrt(r2) / H */
+static inline __attribute__((always_inline)) __m256 floe_w_hat8(__m256 inv_H, __m256 r2)
+{
+    const __m256 q = _mm256_mul_ps(_mm256_sqrt_ps(r2), inv_H);
+    const __m256 a = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(1.0f), q));
+    const __m256 b = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(0.5f), q));
+    const __m256 a3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), a), a), a);
+    const __m256 b3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(8.0f), b), b), b);
+    return _mm256_sub_ps(a3, b3);
+}
+
+/* floe_dw_r_hat lane by lane: g (24 b^2 - 6 a^2) / r, r = sqrt(r2 + r_min2) */
+static inline __attribute__((always_inline)) __m256 floe_dw_r_hat8(__m256 g, __m256 inv_H, __m256 rmin2, __m256 r2)
+{
+    const __m256 r = _mm256_sqrt_ps(_mm256_add_ps(r2, rmin2));
+    const __m256 q = _mm256_mul_ps(r, inv_H);
+    const __m256 a = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(1.0f), q));
+    const __m256 b = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(0.5f), q));
+    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(24.0f), b), b),
+                                   _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(6.0f), a), a));
+    return _mm256_div_ps(_mm256_mul_ps(g, t), r);
+}
+
+/* lanes 0..7 added in that order */
+static inline __attribute__((always_inline)) float floe_hsum8(__m256 v)
+{
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    return ((((((l[0] + l[1]) + l[2]) + l[3]) + l[4]) + l[5]) + l[6]) + l[7];
+}
+
+/* The indices of block k (eight entries from k) of a neighbour row of cnt
+ * entries, padded past cnt with id[0] (tmp holds them then), and the mask of
+ * the lanes below cnt */
+static inline __attribute__((always_inline)) const uint32_t *floe_block_ids8(const uint32_t *id, uint32_t cnt,
+                                                                             uint32_t k, uint32_t tmp[8],
+                                                                             __m256 *mask)
+{
+    const uint32_t rem = cnt - k;
+    if (rem >= 8) {
+        *mask = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        return id + k;
+    }
+    for (uint32_t l = 0; l < 8; l++)
+        tmp[l] = l < rem ? id[k + l] : id[0];
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    *mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), lane));
+    return tmp;
+}
+
+/* sum_j w_j W_ij / sigma over a neighbour row id[0..cnt) of packed records
+ * A = (x, y, z, w) (no periodic image): the density sum of floe_w_hat */
+static inline __attribute__((always_inline)) float floe_row_w8(float inv_H, const uint32_t *id, uint32_t cnt,
+                                                               const float *A, float xi, float yi, float zi)
+{
+    const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
+    const __m256 vinv = _mm256_set1_ps(inv_H);
+    __m256 s = _mm256_setzero_ps();
+    uint32_t tmp[8];
+    for (uint32_t k = 0; k < cnt; k += 8) {
+        __m256 mask, X, Y, Z, W;
+        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
+        floe_load4x8(A, j, &X, &Y, &Z, &W);
+        const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
+        const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
+                                        _mm256_mul_ps(dz, dz));
+        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_and_ps(W, mask), floe_w_hat8(vinv, r2)));
+    }
+    return floe_hsum8(s);
 }
 #endif
 
