@@ -80,4 +80,49 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
     }
 }
 
+/* Monaghan's artificial viscosity over a fluid row (row_artificial in
+ * wcsph.c, term for term): s += sum_j m_j min(v_ij . x_ij, 0) /
+ * ((rho_i + rho_j)(r^2 + eps)) grad W_ij; records A = (x, y, z, m), B = (.,
+ * rho, vx, vy), v the target's velocities (for vz) */
+static inline __attribute__((always_inline)) void
+row_art_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
+             const float *restrict B, const float *restrict v, float xi, float yi, float zi, float rhoi,
+             const float vi[3], float eps, float s3[3])
+{
+    const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
+    const __m256 inv_H = _mm256_set1_ps(kc->inv_H), g = _mm256_set1_ps(kc->g), rmin2 = _mm256_set1_ps(kc->r_min2);
+    const __m256 vrhoi = _mm256_set1_ps(rhoi), veps = _mm256_set1_ps(eps);
+    const __m256 ui = _mm256_set1_ps(vi[0]), wi = _mm256_set1_ps(vi[1]), ti = _mm256_set1_ps(vi[2]);
+    const __m256 half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f);
+    __m256 sx = _mm256_setzero_ps(), sy = sx, sz = sx;
+    uint32_t tmp[8];
+    for (uint32_t k = 0; k < cnt; k += 8) {
+        __m256 mask, X, Y, Z, M, P, R, VX, VY;
+        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
+        floe_load4x8(A, j, &X, &Y, &Z, &M);
+        floe_load4x8(B, j, &P, &R, &VX, &VY);
+        (void)P;
+        M = _mm256_and_ps(M, mask);
+        const __m256 VZ = _mm256_setr_ps(v[3 * (size_t)j[0] + 2], v[3 * (size_t)j[1] + 2], v[3 * (size_t)j[2] + 2],
+                                         v[3 * (size_t)j[3] + 2], v[3 * (size_t)j[4] + 2], v[3 * (size_t)j[5] + 2],
+                                         v[3 * (size_t)j[6] + 2], v[3 * (size_t)j[7] + 2]);
+        const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
+        const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
+                                        _mm256_mul_ps(dz, dz));
+        const __m256 vx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui, VX), dx),
+                                                      _mm256_mul_ps(_mm256_sub_ps(wi, VY), dy)),
+                                        _mm256_mul_ps(_mm256_sub_ps(ti, VZ), dz));
+        /* floe_neg: 0.5 (a - |a|) */
+        const __m256 neg = _mm256_mul_ps(half, _mm256_sub_ps(vx, _mm256_andnot_ps(sign, vx)));
+        const __m256 den = _mm256_mul_ps(_mm256_add_ps(vrhoi, R), _mm256_add_ps(r2, veps));
+        const __m256 gk = _mm256_mul_ps(_mm256_div_ps(_mm256_mul_ps(M, neg), den), floe_dw_r_hat8(g, inv_H, rmin2, r2));
+        sx = _mm256_add_ps(sx, _mm256_mul_ps(gk, dx));
+        sy = _mm256_add_ps(sy, _mm256_mul_ps(gk, dy));
+        sz = _mm256_add_ps(sz, _mm256_mul_ps(gk, dz));
+    }
+    s3[0] += floe_hsum8(sx);
+    s3[1] += floe_hsum8(sy);
+    s3[2] += floe_hsum8(sz);
+}
+
 #endif

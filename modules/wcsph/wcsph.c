@@ -227,8 +227,8 @@ static int ensure_records(wcsph_state *ws, size_t total)
     return 0;
 }
 
-/* Pack A = (x, y, z, m) and, with P non-NULL, B = (P, rho, vx, vy) (rho and
- * v may be NULL: zeros) of the n particles of one set at record offset off. */
+/* Pack A = (x, y, z, m) and, with P or rho non-NULL, B = (P, rho, vx, vy)
+ * (NULL ones: zeros) of the n particles of one set at record offset off. */
 static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *restrict x, const float *restrict m,
                          const float *restrict P, const float *restrict rho, const float *restrict v)
 {
@@ -239,8 +239,8 @@ static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *r
         A[4 * i + 1] = x[3 * i + 1];
         A[4 * i + 2] = x[3 * i + 2];
         A[4 * i + 3] = m[i];
-        if (P) {
-            B[4 * i] = P[i];
+        if (P || rho) {
+            B[4 * i] = P ? P[i] : 0.0f;
             B[4 * i + 1] = rho ? rho[i] : 0.0f;
             B[4 * i + 2] = v ? v[3 * i] : 0.0f;
             B[4 * i + 3] = v ? v[3 * i + 1] : 0.0f;
@@ -718,6 +718,25 @@ static int st_viscosity(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf)) != FLOE_OK)
         return st;
+    wcsph_state *ws = call->state;
+    int packed = 0;
+    (void)ws;
+#ifdef ROWS_AVX2
+    /* artificial viscosity over packed records A = (x, y, z, m), B = (0, rho, vx, vy) */
+    if (artificial && ws && !kc.periodic && nf > 0) {
+        if (ensure_records(ws, f[nf - 1].off + f[nf - 1].info.n))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
+        for (int s = 0; s < nf; s++) {
+            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
+            const float *rho = api->attr(ctx, f[s].set, "rho", FLOE_F32), *v = api->attr(ctx, f[s].set, "v", FLOE_VEC3);
+            if (!x || !m || !rho || !v)
+                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m, rho or v", f[s].info.name);
+            pack_records(ws, f[s].off, f[s].info.n, x, m, NULL, rho, v);
+        }
+        packed = 1;
+    }
+#endif
+    (void)packed;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -742,6 +761,12 @@ static int st_viscosity(const floe_stage_call *call)
             for (int b = 0; b < nt; b++) {
                 const target *tg = &t[b];
                 if (!tg->boundary) {
+#ifdef ROWS_AVX2
+                    if (packed)
+                        row_art_avx2(&kc, ROW(tg->nl, i), ws->A + 4 * tg->off, ws->B + 4 * tg->off, tg->v, xi, yi, zi,
+                                     rhoi, vi, eps, af);
+                    else
+#endif
                     if (artificial)
                         ROW_CALL(row_artificial, &kc, ROW(tg->nl, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi,
                                  rhoi, vi, eps, af);
