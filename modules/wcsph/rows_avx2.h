@@ -30,6 +30,14 @@
 /* 8 records of 4 floats into 4 vectors (<floe/simd.h>) */
 #define load4x8 floe_load4x8
 
+/* the z velocities of the eight neighbours j[0..7] (v: three floats each) */
+static inline __attribute__((always_inline)) __m256 vz8(const float *restrict v, const uint32_t j[8])
+{
+    return _mm256_setr_ps(v[3 * (size_t)j[0] + 2], v[3 * (size_t)j[1] + 2], v[3 * (size_t)j[2] + 2],
+                          v[3 * (size_t)j[3] + 2], v[3 * (size_t)j[4] + 2], v[3 * (size_t)j[5] + 2],
+                          v[3 * (size_t)j[6] + 2], v[3 * (size_t)j[7] + 2]);
+}
+
 /* Pressure force over a fluid row, and with XSPH (xsph = 1, a constant)
  * the XSPH sum in the same walk:
  *   g3 += sum_j m_j (P_i + P_j) grad W_ij
@@ -61,9 +69,7 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
         gy = _mm256_add_ps(gy, _mm256_mul_ps(gk, dy));
         gz = _mm256_add_ps(gz, _mm256_mul_ps(gk, dz));
         if (xsph) {
-            const __m256 VZ = _mm256_setr_ps(v[3 * (size_t)j[0] + 2], v[3 * (size_t)j[1] + 2], v[3 * (size_t)j[2] + 2],
-                                             v[3 * (size_t)j[3] + 2], v[3 * (size_t)j[4] + 2], v[3 * (size_t)j[5] + 2],
-                                             v[3 * (size_t)j[6] + 2], v[3 * (size_t)j[7] + 2]);
+            const __m256 VZ = vz8(v, j);
             const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), floe_w_hat8(inv_H, r2));
             sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_sub_ps(VX, ui)));
             sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_sub_ps(VY, wi)));
@@ -103,9 +109,7 @@ row_art_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const 
         floe_load4x8(B, j, &P, &R, &VX, &VY);
         (void)P;
         M = _mm256_and_ps(M, mask);
-        const __m256 VZ = _mm256_setr_ps(v[3 * (size_t)j[0] + 2], v[3 * (size_t)j[1] + 2], v[3 * (size_t)j[2] + 2],
-                                         v[3 * (size_t)j[3] + 2], v[3 * (size_t)j[4] + 2], v[3 * (size_t)j[5] + 2],
-                                         v[3 * (size_t)j[6] + 2], v[3 * (size_t)j[7] + 2]);
+        const __m256 VZ = vz8(v, j);
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
         const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
                                         _mm256_mul_ps(dz, dz));

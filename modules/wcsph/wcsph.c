@@ -249,6 +249,37 @@ static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *r
 }
 #endif
 
+enum { PACK_P = 1, PACK_RHO = 2, PACK_V = 4 };
+
+/* Pack every fluid set into the records of the AVX2 rows: A = (x, y, z, m)
+ * always, B = (P, rho, vx, vy) with the parts in `what` (PACK_*; P from the
+ * p / rho^2 scratch, absent parts zero) when any is asked. *packed = 1 when
+ * the rows may use them (AVX2 build, module state, no periodic axis). */
+static int pack_fluids(floe_ctx *ctx, wcsph_state *ws, const kconst *kc, const fluid *f, int nf, unsigned what,
+                       int *packed)
+{
+    *packed = 0;
+#ifdef ROWS_AVX2
+    if (!ws || kc->periodic || nf == 0)
+        return FLOE_OK;
+    if (ensure_records(ws, f[nf - 1].off + f[nf - 1].info.n))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
+    for (int s = 0; s < nf; s++) {
+        const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
+        const float *rho = what & PACK_RHO ? api->attr(ctx, f[s].set, "rho", FLOE_F32) : NULL;
+        const float *v = what & PACK_V ? api->attr(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        if (!x || !m || (what & PACK_RHO && !rho) || (what & PACK_V && !v))
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m%s%s", f[s].info.name,
+                             what & PACK_RHO ? ", rho" : "", what & PACK_V ? " or v" : "");
+        pack_records(ws, f[s].off, f[s].info.n, x, m, what & PACK_P ? ws->prho2 + f[s].off : NULL, rho, v);
+    }
+    *packed = 1;
+#else
+    (void)ctx, (void)ws, (void)kc, (void)f, (void)nf, (void)what;
+#endif
+    return FLOE_OK;
+}
+
 /* ---- sums over one neighbour row ------------------------------------------
  * Particle i at (xi, yi, zi); its neighbours in one target set are
  * id[0..cnt) (a row of the fixed-stride list). The row functions take a last
@@ -438,23 +469,9 @@ static int st_density(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf)) != FLOE_OK)
         return st;
-    int packed = 0;
-    (void)ws;
-#ifdef ROWS_AVX2
-    /* fluid rows over packed (x, y, z, m) records */
-    if (ws && !kc.periodic && nf > 0) {
-        if (ensure_records(ws, f[nf - 1].off + f[nf - 1].info.n))
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
-        for (int s = 0; s < nf; s++) {
-            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
-            if (!x || !m)
-                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no 'x' or 'm'", f[s].info.name);
-            pack_records(ws, f[s].off, f[s].info.n, x, m, NULL, NULL, NULL);
-        }
-        packed = 1;
-    }
-#endif
-    (void)packed;
+    int packed; /* fluid rows over packed (x, y, z, m) records */
+    if ((st = pack_fluids(ctx, ws, &kc, f, nf, 0, &packed)) != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -595,24 +612,9 @@ static int st_pressure_force(const floe_stage_call *call)
         for (uint32_t i = 0; i < n; i++)
             P[i] = p[i] / (rho[i] * rho[i]);
     }
-    int packed = 0;
-#ifdef ROWS_AVX2
-    /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
-    if (!kc.periodic && nf > 0) {
-        if (ensure_records(ws, total))
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
-        for (int s = 0; s < nf; s++) {
-            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
-            const float *rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
-            const float *v = cv > 0.0f ? api->attr(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
-            if (!x || !m || (cv > 0.0f && !v))
-                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no 'x', 'm' or 'v'", f[s].info.name);
-            pack_records(ws, f[s].off, f[s].info.n, x, m, ws->prho2 + f[s].off, rho, v);
-        }
-        packed = 1;
-    }
-#endif
-    (void)packed;
+    int packed; /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
+    if ((st = pack_fluids(ctx, ws, &kc, f, nf, PACK_P | PACK_RHO | (cv > 0.0f ? PACK_V : 0), &packed)) != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -718,25 +720,12 @@ static int st_viscosity(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf)) != FLOE_OK)
         return st;
-    wcsph_state *ws = call->state;
-    int packed = 0;
-    (void)ws;
-#ifdef ROWS_AVX2
     /* artificial viscosity over packed records A = (x, y, z, m), B = (0, rho, vx, vy) */
-    if (artificial && ws && !kc.periodic && nf > 0) {
-        if (ensure_records(ws, f[nf - 1].off + f[nf - 1].info.n))
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
-        for (int s = 0; s < nf; s++) {
-            const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
-            const float *rho = api->attr(ctx, f[s].set, "rho", FLOE_F32), *v = api->attr(ctx, f[s].set, "v", FLOE_VEC3);
-            if (!x || !m || !rho || !v)
-                return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m, rho or v", f[s].info.name);
-            pack_records(ws, f[s].off, f[s].info.n, x, m, NULL, rho, v);
-        }
-        packed = 1;
-    }
-#endif
-    (void)packed;
+    int packed = 0;
+    if (artificial && (st = pack_fluids(ctx, call->state, &kc, f, nf, PACK_RHO | PACK_V, &packed)) != FLOE_OK)
+        return st;
+    const wcsph_state *ws = call->state; /* the records of the rows above */
+    (void)ws;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
