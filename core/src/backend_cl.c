@@ -1236,6 +1236,23 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
                   ARG(slot));
 }
 
+/* Clear the counts and build the lists of the set pairs which[0..n) (all
+ * of CL->nb_pq/nb_pt when which is NULL), each reporting into its slot */
+static int build_pairs(floe_ctx *ctx, const int *which, int n)
+{
+    cl_uint zero = 0;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * CL->nb_np * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "clEnqueueFillBuffer");
+    for (int k = 0; k < n; k++) {
+        const int pr = which ? which[k] : k;
+        int rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)pr);
+        if (rc)
+            return rc;
+    }
+    return FLOE_OK;
+}
+
 int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
 {
     int rb, rc;
@@ -1271,17 +1288,12 @@ int ctx_cl_neighbours(floe_ctx *ctx, int reorder)
                 np++;
             }
     CL->nb_np = np;
-    cl_uint zero = 0;
-    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "clEnqueueFillBuffer");
-    for (int k = 0; k < np; k++)
-        if ((rc = build_pair(ctx, CL->nb_pq[k], CL->nb_pt[k], (cl_uint)k)))
-            return rc;
+    if ((rc = build_pairs(ctx, NULL, np)))
+        return rc;
     /* the one small read of the neighbour update, the largest count and the
      * total of every pair: without waiting for it */
     cl_uint *st = nb_stats_host(ctx);
-    e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)2 * np * 4, st, 0, NULL, &CL->nb_ev);
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)2 * np * 4, st, 0, NULL, &CL->nb_ev);
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
     F->clFlush(CL->q);
@@ -1349,13 +1361,8 @@ int ctx_cl_nb_settle(floe_ctx *ctx, int *rebuilt)
         *rebuilt = 1;
         if (round > 4)
             return ctx_fail(ctx, FLOE_ERR, "OpenCL: neighbour lists keep overflowing");
-        cl_uint zero = 0;
-        e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * np * 4, 0, NULL, NULL);
-        if (e != CL_SUCCESS)
-            return cl_err(ctx, e, "clEnqueueFillBuffer");
-        for (int k = 0; k < npending; k++)
-            if ((rc = build_pair(ctx, CL->nb_pq[pending[k]], CL->nb_pt[pending[k]], (cl_uint)pending[k])))
-                return rc;
+        if ((rc = build_pairs(ctx, pending, npending)))
+            return rc;
         t0 = now_ms();
         e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
         CL->wait_nb_ms += now_ms() - t0;
