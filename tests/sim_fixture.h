@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <floe/floe.h>
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +79,62 @@ static inline floe_run_def fixture_run_def(double seconds, double fps)
     r.progress = 0;
     r.out_dir = NULL;
     return r;
+}
+
+/* ---- the 2D dam break against Martin & Moyce (1952) ------------------------- */
+
+/* The simulated surge front Z = z / a against T = t sqrt(2 g / a), one entry
+ * per frame (each test's frame callback decides what the front is). */
+typedef struct front_log {
+    int n;
+    double T[4096], Z[4096];
+    double a, tscale, t0;
+    floe_set fluid;
+    float d;
+} front_log;
+
+/* the time origin shifted by 0.175 in T, the usual correction for Martin &
+ * Moyce's gate (Lethe's dam-break-2d.py; tests/validation/README.md) */
+#define FRONT_SHIFT 0.175
+
+static inline double front_interp(const front_log *L, double T)
+{
+    for (int i = 1; i < L->n; i++)
+        if (L->T[i] >= T) {
+            double w = (T - L->T[i - 1]) / (L->T[i] - L->T[i - 1]);
+            return L->Z[i - 1] + w * (L->Z[i] - L->Z[i - 1]);
+        }
+    return L->Z[L->n - 1];
+}
+
+/* Compare with Martin & Moyce's Table 2 (n^2 = 2) for T in [0.5, 2.5], as
+ * measured and with the time origin shifted by FRONT_SHIFT; logs the table
+ * and returns the number of points compared, the worst relative errors in
+ * *worst and *worst_shift. */
+static inline int front_vs_martin_moyce(const front_log *L, double *worst, double *worst_shift)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/dambreak2d_martin_moyce_n2eq2_a2.25in_table2_front.csv",
+             FLOE_TEST_SOURCE_ROOT "/tests/validation");
+    FILE *csv = fopen(path, "r");
+    cr_assert_not_null(csv, "cannot open %s", path);
+    char line[512];
+    int compared = 0;
+    *worst = *worst_shift = 0;
+    cr_log_info("T      Z_exp  Z_floe  rel.error  Z_floe(T - %.3f)  rel.error", FRONT_SHIFT);
+    while (fgets(line, sizeof line, csv)) {
+        double T, Z;
+        if (line[0] == '#' || sscanf(line, "%lf,%lf", &T, &Z) != 2 || T < 0.5 || T > 2.5)
+            continue;
+        double zs = front_interp(L, T), zsh = front_interp(L, T - FRONT_SHIFT);
+        cr_log_info("%.2f  %.2f   %.3f   %+5.1f%%   %.3f  %+5.1f%%", T, Z, zs, 100 * (zs - Z) / Z, zsh,
+                    100 * (zsh - Z) / Z);
+        *worst = fmax(*worst, fabs(zs - Z) / Z);
+        *worst_shift = fmax(*worst_shift, fabs(zsh - Z) / Z);
+        compared++;
+    }
+    fclose(csv);
+    return compared;
 }
 
 #endif
