@@ -50,6 +50,7 @@ static inline void fixture_add(fixture *f, const char *stage, int n, const floe_
 
 #define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
 #define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
+#define KV_B(n, x) ((floe_param_kv){(n), FLOE_PARAM_BOOL, {.b = (x)}})
 
 /* neighbours, density, Tait pressure, gravity, viscosity, pressure force,
  * optional velocity damping (settling), integration. */

@@ -13,6 +13,9 @@
 
 /* The IISPH pipeline: neighbours, density, gravity, pressure solve (with
  * velocity damping while settling), an optional host stage, integration. */
+/* gradient_correction of iisph.solve in the pipelines below (the hydrostatic tanks) */
+static int grad_corr;
+
 static void iisph_pipeline(fixture *f, double damping, double boundary_viscosity, floe_stage_fn host, void *user)
 {
     cr_assert_eq(floe_module_load(f->ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
@@ -20,8 +23,9 @@ static void iisph_pipeline(fixture *f, double damping, double boundary_viscosity
     fixture_add(f, "neighbours", 0, NULL);
     fixture_add(f, "iisph.density", 0, NULL);
     fixture_add(f, "gravity", 0, NULL);
-    floe_param_kv kv[] = {KV_F("damping", damping), KV_F("boundary_viscosity", boundary_viscosity)};
-    fixture_add(f, "iisph.solve", 2, kv);
+    floe_param_kv kv[] = {KV_F("damping", damping), KV_F("boundary_viscosity", boundary_viscosity),
+                          KV_B("gradient_correction", grad_corr)};
+    fixture_add(f, "iisph.solve", 3, kv);
     if (host)
         cr_assert_eq(floe_pipeline_add_fn(f->ctx, "test.host", host, user), FLOE_OK, "%s", floe_ctx_error(f->ctx));
     fixture_add(f, "integrate", 0, NULL);
@@ -121,12 +125,17 @@ static int cmp_hy(const void *a, const void *b)
 }
 
 /* Layer-averaged pressure p (heights y) against rho0 g h below the top two
- * layers, where h is the depth of water above the particle: rho0 h = the
- * mass above it per unit base area (half its own mass included), so the
- * reference needs no guess of where the SPH free surface lies. Layers are
- * bins of h of height d. Returns the worst relative error; logs every layer. */
+ * layers, where h is the depth of water above the particle: the mass above
+ * it per unit base area (half its own mass included) over rho0 s, so the
+ * reference needs no guess of where the SPH free surface lies. s = -dh/dy of
+ * that mass depth against height, fitted below the top two layers: the share
+ * of the base the fluid fills (1.000 in the 2D tank; 0.984 in the 3D one,
+ * whose 12-particle cross-section keeps a wider gap at the side walls; the
+ * interior packing itself sums to rho0 within 0.05%). *fill returns s. Layers
+ * are bins of h of height bin. Returns the worst relative error; logs every
+ * layer. */
 static double layer_pressure_error(fixture *f, const float *p, const float *y, double base_area, float d, double bin,
-                                   int *layers, const char *what)
+                                   int *layers, double *fill, const char *what)
 {
     floe_ctx *ctx = f->ctx;
     uint32_t n = floe_set_size(ctx, f->fluid);
@@ -140,8 +149,19 @@ static double layer_pressure_error(fixture *f, const float *p, const float *y, d
     double psum[NB] = {0}, hsum[NB] = {0};
     int cnt[NB] = {0};
     double above = 0;
+    /* the fill s: least squares of the mass depth against y below 2 d */
+    double sy = 0, sh = 0, syy = 0, syh = 0, sn = 0;
     for (uint32_t k = 0; k < n; k++) {
         double h = (above + 0.5 * s[k].m) / (rho0 * base_area);
+        above += s[k].m;
+        if (h > 2.0 * d) {
+            sy += s[k].y, sh += h, syy += (double)s[k].y * s[k].y, syh += s[k].y * h, sn++;
+        }
+    }
+    *fill = -(sn * syh - sy * sh) / (sn * syy - sy * sy);
+    above = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        double h = (above + 0.5 * s[k].m) / (rho0 * base_area * *fill);
         above += s[k].m;
         int b = (int)floor(h / bin);
         if (b >= 0 && b < NB) {
@@ -154,8 +174,11 @@ static double layer_pressure_error(fixture *f, const float *p, const float *y, d
     double worst = 0;
     *layers = 0;
     /* below the top two layers: bins whose top is at least 2 d deep */
+    /* a bin holding less than half of what a full one holds is the floor
+     * layer split by the bin edge, not a layer */
+    const double full = n * bin / (above / (rho0 * base_area * *fill));
     for (int b = (int)ceil(2.0 * d / bin - 1e-9); b < NB; b++) {
-        if (cnt[b] < 3)
+        if (cnt[b] < 3 || cnt[b] < 0.5 * full)
             continue;
         double pm = psum[b] / cnt[b], ref = rho0 * g * hsum[b] / cnt[b];
         double e = fabs(pm - ref) / ref;
@@ -205,27 +228,29 @@ static fixture tank_fixture(int dim, float d, float support, const float tank[3]
 
 /* ---- hydrostatic tanks ------------------------------------------------------ */
 
-/* Pressure limits. The issue asks for 2%; measured (docs/iisph.md), the
- * time-averaged pressure is 1-2.5% below rho g h in the interior (it follows
- * the boundary model), and single layers near the floor carry an odd-even
- * pattern of a few percent that exerts no force: worst layer 4.0% (2D) and
- * 4.6% (3D) in the release build, 6.0% (2D) in the sanitizer build (no
- * -march=native, other rounding). Averaged in slabs one support radius high,
- * as the WCSPH test does, the pattern cancels: worst 2.2% (2D), 3.3% (3D).
- * The tests assert the slabs at 4% and single layers at 8%. */
-#define P_TOL 0.08
-#define P_TOL_SLAB 0.04
+/* Pressure limits (measured, docs/iisph.md). With gradient_correction the
+ * time-averaged pressure in slabs one support radius high (as the WCSPH
+ * test) is within 1.4% (2D) and 1.1% (3D) of rho g h, single interior layers
+ * within 0.8%; the four layers within one support radius of the floor carry
+ * an odd-even pattern (2D: +-2.4 to 3.9%) that exerts no force and cancels
+ * in the slabs. Without it the pressure sits 1.5-2.4% high in 2D (the settled
+ * packing's tr M / dim = 0.984) and 1.4% in 3D: asserted at 3%. */
+#define P_TOL_SLAB 0.02
+#define P_TOL_LAYER 0.05
+#define P_TOL_SLAB_PLAIN 0.03
 
-/* Settle with velocity damping, then measure without it: the density error
+/* Settle with velocity damping, then measure without it (damping only
+ * slows the velocity, so it would not bias the pressure either): the density error
  * (run record definition, from rho, and the solver's own per-step value),
  * the time-averaged layer pressure against rho g h (the snapshot is logged
  * too: IISPH pressure carries an odd-even part that exerts no force, see
  * docs/iisph.md), and the mean time step against WCSPH's acoustic step
  * dt = 0.4 d / c with c = 10 sqrt(2 g H) (about 1% density error). */
 static void hydrostatic(int dim, float d, float support, const float tank[3], const float water[3], double settle,
-                        double measure, double p_tol)
+                        double measure, int corr, double slab_tol, double layer_tol)
 {
     fixture f = tank_fixture(dim, d, support, tank, water, 0);
+    grad_corr = corr;
     static pavg A;
     A.fluid = f.fluid;
     A.T = 0;
@@ -239,7 +264,7 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
     run_logged(&f, settle, 10, &S);
 
     run_log L = {0};
-    iisph_pipeline(&f, 20, 0, accumulate_p, &A);
+    iisph_pipeline(&f, 0, 0, accumulate_p, &A);
     float *ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32), *ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
     memset(ps, 0, n0 * sizeof *ps);
     memset(ys, 0, n0 * sizeof *ys);
@@ -269,18 +294,21 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
     }
     const double area = tank[0] * (dim == 3 ? tank[2] : 1.0);
     int layers, layers_snap;
+    double fill, fill_snap;
     double worst_snap = layer_pressure_error(&f, floe_attr(f.ctx, f.fluid, "p", FLOE_F32), yn, area, d, d,
-                                             &layers_snap, "snapshot");
-    double worst = layer_pressure_error(&f, pa, ya, area, d, d, &layers, "time-averaged");
+                                             &layers_snap, &fill_snap, "snapshot");
+    double worst = layer_pressure_error(&f, pa, ya, area, d, d, &layers, &fill, "time-averaged");
     int slabs;
     const double Hs = floe_ctx_info(f.ctx)->support;
-    double worst_slab = layer_pressure_error(&f, pa, ya, area, d, Hs, &slabs, "time-averaged");
+    double worst_slab = layer_pressure_error(&f, pa, ya, area, d, Hs, &slabs, &fill, "time-averaged");
     free(pa);
     free(ya);
     free(yn);
     cr_log_info("layer pressure vs rho g h below the top two layers: worst %.2f%% time-averaged over %.2f s, "
                 "%.2f%% snapshot (%d layers); in slabs one support radius high (as the WCSPH test): worst %.2f%% "
                 "(%d slabs)", 100 * worst, A.T, 100 * worst_snap, layers, 100 * worst_slab, slabs);
+    cr_log_info("the fluid fills %.4f of the base (snapshot %.4f)", fill, fill_snap);
+    cr_assert(fill > 0.97 && fill < 1.01, "the fluid fills %.4f of the base: compressed or spread", fill);
     cr_assert(layers >= 10, "too few layers compared (%d)", layers);
     cr_assert(slabs >= 5, "too few slabs compared (%d)", slabs);
 
@@ -290,9 +318,10 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
     cr_log_info("mean dt %.3g s (settling %.3g s) vs WCSPH 0.4 d / c = %.3g s (c = %.1f m/s): %.1fx", dt_mean,
                 (S.t1 - S.t0) / (double)S.steps, dt_wcsph, c, dt_mean / dt_wcsph);
     cr_assert(dt_mean >= 5 * dt_wcsph, "mean dt %.3g s < 5 x WCSPH's %.3g s", dt_mean, dt_wcsph);
-    cr_assert(worst < p_tol, "layer pressure deviates %.2f%% from rho g h (limit %.0f%%)", 100 * worst, 100 * p_tol);
-    cr_assert(worst_slab < P_TOL_SLAB, "slab pressure deviates %.2f%% from rho g h (limit %.0f%%)", 100 * worst_slab,
-              100 * P_TOL_SLAB);
+    cr_assert(worst < layer_tol, "layer pressure deviates %.2f%% from rho g h (limit %.0f%%)", 100 * worst,
+              100 * layer_tol);
+    cr_assert(worst_slab < slab_tol, "slab pressure deviates %.2f%% from rho g h (limit %.0f%%)", 100 * worst_slab,
+              100 * slab_tol);
     /* the solver's own measure is held to the tolerance; the density summed
      * at the new positions (the run record's) may exceed it slightly: the
      * prediction is linear in the motion and, at the walls, counts the
@@ -305,13 +334,26 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
 Test(iisph, hydrostatic_tank_2d, .timeout = 600)
 {
     const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
-    hydrostatic(2, d, 2.0f, tank, water, 1.5, 1.0, P_TOL);
+    hydrostatic(2, d, 2.0f, tank, water, 1.5, 1.0, 1, P_TOL_SLAB, P_TOL_LAYER);
+}
+
+/* the same without gradient_correction (the default) */
+Test(iisph, hydrostatic_tank_2d_plain, .timeout = 600)
+{
+    const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
+    hydrostatic(2, d, 2.0f, tank, water, 1.5, 1.0, 0, P_TOL_SLAB_PLAIN, P_TOL_LAYER);
 }
 
 Test(iisph, hydrostatic_tank_3d, .timeout = 900)
 {
     const float d = 0.02f, tank[3] = {0.24f, 0.5f, 0.24f}, water[3] = {0.24f, 0.4f, 0.24f};
-    hydrostatic(3, d, 2.0f, tank, water, 1.2, 0.5, P_TOL);
+    hydrostatic(3, d, 2.0f, tank, water, 1.2, 0.5, 1, P_TOL_SLAB, P_TOL_LAYER);
+}
+
+Test(iisph, hydrostatic_tank_3d_plain, .timeout = 900)
+{
+    const float d = 0.02f, tank[3] = {0.24f, 0.5f, 0.24f}, water[3] = {0.24f, 0.4f, 0.24f};
+    hydrostatic(3, d, 2.0f, tank, water, 1.2, 0.5, 0, P_TOL_SLAB_PLAIN, P_TOL_LAYER);
 }
 
 /* ---- 2D dam break vs Martin & Moyce (1952), n^2 = 2 ------------------ */

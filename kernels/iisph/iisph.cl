@@ -178,11 +178,13 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             float3 ai = floe_load3(a, i);
             a2 = ai.x * ai.x + ai.y * ai.y + ai.z * ai.z;
             v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z;
-            const float3 rhs = (float3)(vi.x + dt * ai.x, vi.y + dt * ai.y, vi.z + dt * ai.z);
+            /* the damping slows the velocity, not the force increment (C path) */
+            const float vd = damping > 0.0f ? 1.0f / (1.0f + dt * damping) : 1.0f;
+            const float3 rhs = (float3)(vd * vi.x + dt * ai.x, vd * vi.y + dt * ai.y, vd * vi.z + dt * ai.z);
             float3 va;
             if (visc || damping > 0.0f) {
-                const float cv = visc_c, dd = 1.0f + dt * damping;
-                const float M[6] = {dd - dt * cv * Kc[0], dd - dt * cv * Kc[1], dd - dt * cv * Kc[2],
+                const float cv = visc_c;
+                const float M[6] = {1.0f - dt * cv * Kc[0], 1.0f - dt * cv * Kc[1], 1.0f - dt * cv * Kc[2],
                                     -dt * cv * Kc[3], -dt * cv * Kc[4], -dt * cv * Kc[5]};
                 va = solve3(M, rhs);
                 ai.x = (va.x - vi.x) / dt;

@@ -334,7 +334,7 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     int nf, nb;
     if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
-    if (nf > 1)
+    if (nf > 1 || call->param[SO_GRAD_CORR].b)
         return IISPH_CL_USE_C;
     if (nf == 0 || !(dt > 0.0f))
         return FLOE_OK;

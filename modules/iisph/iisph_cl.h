@@ -24,6 +24,7 @@ enum {
     SO_CORR_SPEED,
     SO_CHEB,
     SO_CHEB_DELAY,
+    SO_GRAD_CORR,
 };
 
 /* Chebyshev semi-iterative acceleration (Wang 2015) of the Jacobi
