@@ -110,6 +110,7 @@ typedef struct solve_opt {
     int iterations;
     const char *boundary;
     double damping, boundary_viscosity, tolerance;
+    int gradient_correction;
 } solve_opt;
 
 static void add_solve(world *w, const solve_opt *o)
@@ -126,6 +127,8 @@ static void add_solve(world *w, const solve_opt *o)
     kv[n++] = KV_F("boundary_viscosity", o->boundary_viscosity);
     if (o->tolerance > 0)
         kv[n++] = KV_F("tolerance", o->tolerance);
+    if (o->gradient_correction)
+        kv[n++] = (floe_param_kv){"gradient_correction", FLOE_PARAM_BOOL, {.b = 1}};
     add(w, "iisph.solve", n, kv);
 }
 
@@ -276,6 +279,29 @@ Test(iisph_cl, stage_solve_damping_and_wall_friction, .timeout = 300)
     solve_opt o = {.iterations = 6, .damping = 20, .boundary_viscosity = 0.01};
     solve_agrees(3, 0, &o, "3D damping + wall friction");
     solve_agrees(2, 0, &o, "2D damping + wall friction");
+}
+
+/* gradient_correction runs the C solve on the OpenCL backend: the same
+ * answer as the cpu backend, and not the uncorrected one */
+Test(iisph_cl, stage_solve_gradient_correction_falls_back_to_c, .timeout = 300)
+{
+    solve_opt o = {.iterations = 6, .gradient_correction = 1};
+    solve_agrees(3, 0, &o, "3D gradient_correction");
+    solve_agrees(2, 0, &o, "2D gradient_correction");
+    need_opencl();
+    world w[2];
+    for (int b = 0; b < 2; b++) {
+        solve_opt ob = {.iterations = 6, .gradient_correction = b};
+        w[b] = make_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, 0);
+        pipeline(&w[b], 1, 0, &ob);
+        for (int s = 0; s < 2; s++)
+            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
+    }
+    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
+    cr_log_info("with and without gradient_correction: p relative L2 %.3g", ep);
+    cr_assert_gt(ep, 1e-3, "gradient_correction changed p by only %.3g", ep);
+    destroy(&w[0]);
+    destroy(&w[1]);
 }
 
 Test(iisph_cl, stage_solve_two_boundary_sets, .timeout = 300)
