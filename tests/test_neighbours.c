@@ -545,13 +545,16 @@ Test(neighbours, sort_properties)
         uint32_t n;
         float cell;
     } cases[] = {{3, 5000, 0.1f}, {3, 100, 0.05f}, {2, 7000, 0.02f}, {3, 9000, 0.3f},
-                 {2, 1, 1.0f},    {3, 0, 0.1f},     {3, 3000, 0.07f}};
+                 {2, 1, 1.0f},    {3, 0, 0.1f},     {3, 3000, 0.07f},
+                 /* grids of millions of cells: the radix sort's two and
+                  * three passes, the cell table filled in parallel ranges */
+                 {3, 20000, 0.01f}, {3, 5000, 0.006f}, {2, 3000, 0.0005f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
         const float plo[3] = {-1.2f, -0.1f, 1.9f}, phi[3] = {1.2f, 1.1f, 3.1f};
         float *x = random_points(cases[c].n, plo, phi, cases[c].dim);
         nb_grid g;
-        cr_assert_eq(nb_grid_init(&g, cases[c].dim, lo, hi, cases[c].cell, 1u << 22), 0);
+        cr_assert_eq(nb_grid_init(&g, cases[c].dim, lo, hi, cases[c].cell, 1u << 24), 0);
         cr_assert_eq(nb_sort(&s, &g, x, cases[c].n), 0);
         check_sort(&s, &g, x, cases[c].n);
         cr_assert_geq(s.cap, cases[c].n);

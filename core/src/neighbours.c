@@ -14,6 +14,7 @@
 
 /* Below this many particles the OpenMP fork/join costs more than it saves. */
 #define NB_PAR_MIN 2048u
+#define NB_RADIX_BITS 11
 
 /* ---------------------------------------------------------------- grid -- */
 
@@ -83,13 +84,17 @@ static int grid_ok(const nb_grid *g)
            (uint64_t)g->n[0] * (uint64_t)g->n[1] * (uint64_t)g->n[2] < (uint64_t)UINT32_MAX;
 }
 
+/* (Re)allocate *p for n entries, 64-byte aligned, contents undefined
+ * (every caller rewrites them). The alignment keeps each list row's
+ * vector loads within cache lines: with realloc's 16-byte alignment the
+ * layout of the heap decided it, and the density and force passes ran
+ * 20-40% slower in some layouts (docs/performance.md). */
 static int grow_u32(uint32_t **p, size_t n)
 {
-    void *q = realloc(*p, (n ? n : 1) * sizeof(uint32_t));
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
+    free(*p);
+    const size_t bytes = ((n ? n : 1) * sizeof(uint32_t) + 63) / 64 * 64;
+    *p = aligned_alloc(64, bytes);
+    return *p ? 0 : -1;
 }
 
 int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
@@ -98,13 +103,14 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         return -1;
     const uint32_t ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
 
-    if (n > s->cap || !s->key || !s->order) {
+    if (n > s->cap || !s->key || !s->order || !s->scratch) {
         uint64_t want = (uint64_t)s->cap + s->cap / 2;
         if (want < n)
             want = n;
         if (want > UINT32_MAX)
             want = UINT32_MAX;
-        if (grow_u32(&s->key, (size_t)want) || grow_u32(&s->order, (size_t)want))
+        if (grow_u32(&s->key, (size_t)want) || grow_u32(&s->order, (size_t)want) ||
+            grow_u32(&s->scratch, (size_t)want))
             return -1;
         s->cap = (uint32_t)want;
     }
@@ -119,7 +125,6 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     s->slots_x = NULL; /* and the kept slots */
 
     uint32_t *restrict key = s->key;
-    uint32_t *restrict order = s->order;
     uint32_t *restrict cs = s->cell_start;
 
     /* keys (parallel) */
@@ -141,19 +146,74 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         }
     }
 
-    /* histogram -> inclusive prefix sum (cs[c] = end of cell c) -> stable
-     * scatter walking backwards (leaves cs[c] = start of cell c). */
-    memset(cs, 0, ((size_t)ncells + 1) * sizeof(uint32_t));
-    for (uint32_t i = 0; i < n; i++)
-        cs[key[i]]++;
-    uint32_t acc = 0;
-    for (uint32_t c = 0; c < ncells; c++) {
-        acc += cs[c];
-        cs[c] = acc;
+    /* LSD radix sort of the indices by key, digits of up to NB_RADIX_BITS:
+     * each pass a histogram, its prefix and a forward (stable) scatter, so
+     * order lists each cell's particles by ascending index, as a counting
+     * sort would, at a cost in n, not in the number of cells (a scene's
+     * generous domain has millions of empty cells) */
+    int bits = 1;
+    while (bits < 32 && ((uint64_t)1 << bits) < (uint64_t)ncells)
+        bits++;
+    const int passes = (bits + NB_RADIX_BITS - 1) / NB_RADIX_BITS;
+    const int dbits = (bits + passes - 1) / passes;
+    const uint32_t dmask = (1u << dbits) - 1u;
+    uint32_t hist[1u << NB_RADIX_BITS];
+    /* the last pass writes into order: start in order for an even count */
+    uint32_t *restrict src = NULL, *restrict dst = passes % 2 ? s->order : s->scratch;
+    for (int ps = 0; ps < passes; ps++) {
+        const int sh = ps * dbits;
+        memset(hist, 0, ((size_t)dmask + 1) * sizeof hist[0]);
+        for (uint32_t k = 0; k < n; k++)
+            hist[(key[src ? src[k] : k] >> sh) & dmask]++;
+        uint32_t acc = 0;
+        for (uint32_t d = 0; d <= dmask; d++) {
+            const uint32_t c = hist[d];
+            hist[d] = acc;
+            acc += c;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            const uint32_t i = src ? src[k] : k;
+            dst[hist[(key[i] >> sh) & dmask]++] = i;
+        }
+        src = dst;
+        dst = dst == s->order ? s->scratch : s->order;
     }
-    cs[ncells] = n;
-    for (uint32_t i = n; i-- > 0;)
-        order[--cs[key[i]]] = i;
+    uint32_t *restrict order = s->order;
+
+    /* cell start table: cs[c] = number of particles with key < c, each
+     * thread filling one range of cells by a merge walk over the sorted keys */
+    uint32_t *restrict skey = s->scratch;
+    {
+        const int64_t nn = (int64_t)n;
+#pragma omp parallel for schedule(static) if (n >= NB_PAR_MIN)
+        for (int64_t k = 0; k < nn; k++)
+            skey[k] = key[order[k]];
+    }
+    const int64_t nranges = ncells >= (1u << 16) && n >= NB_PAR_MIN ? 64 : 1;
+#pragma omp parallel for schedule(static) if (nranges > 1)
+    for (int64_t r = 0; r < nranges; r++) {
+        const uint32_t c0 = (uint32_t)((uint64_t)(ncells + 1) * (uint64_t)r / (uint64_t)nranges);
+        const uint32_t c1 = (uint32_t)((uint64_t)(ncells + 1) * (uint64_t)(r + 1) / (uint64_t)nranges);
+        uint32_t lo = 0, hi = n; /* first k with skey[k] >= c0 */
+        while (lo < hi) {
+            const uint32_t mid = lo + (hi - lo) / 2;
+            if (skey[mid] < c0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        /* cells c..e all have k as their first slot with key >= c: one
+         * run of stores per occupied cell and per gap */
+        uint32_t k = lo, c = c0;
+        while (c < c1) {
+            const uint32_t e = k < n && skey[k] < c1 ? skey[k] : c1 - 1;
+            for (uint32_t q = c; q <= e; q++)
+                cs[q] = k;
+            c = e + 1;
+            while (k < n && skey[k] < c)
+                k++;
+        }
+    }
     return 0;
 }
 
@@ -658,6 +718,7 @@ void nb_sorted_free(nb_sorted *s)
     free(s->slots);
     free(s->key);
     free(s->order);
+    free(s->scratch);
     free(s->cell_start);
     memset(s, 0, sizeof *s);
 }

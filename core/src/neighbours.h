@@ -1,7 +1,8 @@
 /* Cell-sorted neighbour search (internal).
  *
- * Counting sort of particles by linear cell key (the "sorted key" scheme of
- * Kipfer & Westermann 2006), a cell start table, then fixed-stride neighbour
+ * Stable sort of particles by linear cell key (the "sorted key" scheme of
+ * Kipfer & Westermann 2006; an LSD radix sort, so its cost does not grow
+ * with the number of cells), a cell start table, then fixed-stride neighbour
  * lists gathered from the 3x3(x3) cell block. Cell coordinates are clamped
  * into the grid, which keeps the search exact for particles outside it
  * (clamping never separates two cells that were adjacent). */
@@ -26,6 +27,7 @@ typedef struct nb_sorted {
     uint32_t n, cap;
     uint32_t *key;         /* key of particle i (unsorted order) */
     uint32_t *order;       /* order[k] = particle at sorted slot k */
+    uint32_t *scratch;     /* cap: the radix sort's second buffer, then the sorted keys */
     uint32_t *cell_start;  /* ncells + 1 entries: slots of cell c are [start[c], start[c+1]) */
     uint32_t ncells;
     /* optional (nb_sorted_near): near[c] != 0 iff a particle lies in the
