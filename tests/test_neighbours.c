@@ -560,6 +560,25 @@ Test(neighbours, sort_properties)
         cr_assert_geq(s.cap, cases[c].n);
         free(x);
     }
+    /* the same number of particles sorted again after moving, on the same
+     * grid: only the cells between the old and new extreme keys are
+     * rewritten; moved away from both ends, then towards them */
+    {
+        const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
+        const float plo[3] = {-0.5f, 0.3f, 2.4f}, phi[3] = {0.2f, 0.6f, 2.7f};
+        const uint32_t n = 6000;
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.01f, 1u << 24), 0);
+        for (int round = 0; round < 4; round++) {
+            float *x = random_points(n, plo, phi, 3);
+            for (uint32_t i = 0; i < n; i++)
+                for (int k = 0; k < 3; k++)
+                    x[3 * i + k] += (round % 2 ? -0.25f : 0.2f) * (float)round * (k == 2 ? 0.5f : 1.0f);
+            cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+            check_sort(&s, &g, x, n);
+            free(x);
+        }
+    }
     /* many particles per cell, in reverse spatial order: stability matters */
     {
         const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};

@@ -30,6 +30,10 @@ typedef struct nb_sorted {
     uint32_t *scratch;     /* cap: the radix sort's second buffer, then the sorted keys */
     uint32_t *cell_start;  /* ncells + 1 entries: slots of cell c are [start[c], start[c+1]) */
     uint32_t ncells;
+    /* the smallest and largest key and n of the last sort, when fill_ok:
+     * the next sort of as many particles rewrites only the cells between */
+    uint32_t fill_kmin, fill_kmax, fill_n;
+    int fill_ok;
     /* optional (nb_sorted_near): near[c] != 0 iff a particle lies in the
      * 3x3(x3) block of cells around c; lets queries far from the set skip
      * the search. Dropped by every nb_sort. */
