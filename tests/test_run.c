@@ -201,3 +201,39 @@ Test(run, record_has_modules_params_and_frames)
     free(rec);
     floe_ctx_destroy(f.ctx);
 }
+
+/* Large sets are scanned in parallel: with two bad particles far apart the
+ * message still names the first (the smaller index), for NaN and for a
+ * particle outside the domain. */
+static int two_bad(const floe_stage_call *c)
+{
+    const int *what = c->user;
+    floe_set s = floe_set_find(c->ctx, "fluid");
+    if (*what == 0) {
+        float *v = floe_attr(c->ctx, s, "v", FLOE_VEC3);
+        v[3 * 38000 + 2] = NAN;
+        v[3 * 21000 + 1] = INFINITY;
+    } else {
+        float *x = floe_attr(c->ctx, s, "x", FLOE_VEC3);
+        x[3 * 39000] = 50.0f;
+        x[3 * 33000 + 1] = -50.0f;
+    }
+    return FLOE_OK;
+}
+
+Test(run, first_bad_particle_of_a_large_set_is_reported)
+{
+    for (int what = 0; what < 2; what++) {
+        const float d = 0.002f, tank[3] = {0.4f, 0.45f, 0}, water[3] = {0.4f, 0.4f, 0};
+        fixture f = fixture_tank(2, d, tank, water, 1);
+        cr_assert_geq(floe_set_size(f.ctx, f.fluid), 40000u);
+        floe_pipeline_clear(f.ctx);
+        cr_assert_eq(floe_pipeline_add_fn(f.ctx, "two_bad", two_bad, &what), FLOE_OK);
+        int rc = floe_step(f.ctx, 1e-4);
+        const char *msg = floe_ctx_error(f.ctx);
+        cr_assert_eq(rc, FLOE_ERR_BLOWUP, "rc %d: %s", rc, msg);
+        cr_assert_not_null(strstr(msg, what ? "index 33000" : "index 21000"), "%s", msg);
+        cr_assert_not_null(strstr(msg, what ? "left the simulation domain" : "Inf"), "%s", msg);
+        floe_ctx_destroy(f.ctx);
+    }
+}

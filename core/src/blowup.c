@@ -7,21 +7,30 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Index of the first non-finite float of n, or -1 (branch-free scan). */
+/* Index of the first non-finite float of n, or -1: a branch-free scan of
+ * blocks (in parallel for long arrays; the first bad block wins, so the
+ * answer does not depend on the thread count), then the bad block again. */
 static long first_nonfinite(const float *f, size_t n)
 {
     const uint32_t *u = (const uint32_t *)f;
-    size_t blk = 4096;
-    for (size_t b = 0; b < n; b += blk) {
-        size_t e = b + blk < n ? b + blk : n;
+    const size_t blk = 4096;
+    const int64_t nb = (int64_t)((n + blk - 1) / blk);
+    int64_t first = nb;
+#pragma omp parallel for schedule(static) reduction(min : first) if (nb >= 8)
+    for (int64_t b = 0; b < nb; b++) {
+        const size_t s = (size_t)b * blk, e = s + blk < n ? s + blk : n;
         uint32_t bad = 0;
-        for (size_t i = b; i < e; i++)
+        for (size_t i = s; i < e; i++)
             bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
-        if (bad)
-            for (size_t i = b; i < e; i++)
-                if (!isfinite(f[i]))
-                    return (long)i;
+        if (bad && b < first)
+            first = b;
     }
+    if (first == nb)
+        return -1;
+    const size_t s = (size_t)first * blk, e = s + blk < n ? s + blk : n;
+    for (size_t i = s; i < e; i++)
+        if (!isfinite(f[i]))
+            return (long)i;
     return -1;
 }
 
@@ -79,11 +88,22 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
             continue;
         const float *x = p->attrs[0].data;
         const float *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
-        int dim = ctx->info.dim;
-        for (uint32_t i = 0; i < p->n; i++)
+        const int dim = ctx->info.dim;
+        const unsigned per = ctx->info.periodic;
+        /* the first particle outside (parallel for many: the smallest index
+         * wins, whatever the thread count) */
+        const int64_t n = (int64_t)p->n;
+        int64_t out = n;
+#pragma omp parallel for schedule(static) reduction(min : out) if (n >= 32768)
+        for (int64_t i = 0; i < n; i++) {
+            int bad = 0;
             for (int k = 0; k < dim; k++)
-                if (!(ctx->info.periodic & (1u << k)) && (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k]))
-                    return ctx_blowup_report(ctx, p, i, st->name, "left the simulation domain");
+                bad |= !(per & (1u << k)) && (x[3 * i + k] < lo[k] || x[3 * i + k] > hi[k]);
+            if (bad && i < out)
+                out = i;
+        }
+        if (out < n)
+            return ctx_blowup_report(ctx, p, (uint32_t)out, st->name, "left the simulation domain");
     }
     return FLOE_OK;
 }
