@@ -281,9 +281,10 @@ Test(iisph_cl, stage_solve_damping_and_wall_friction, .timeout = 300)
     solve_agrees(2, 0, &o, "2D damping + wall friction");
 }
 
-/* gradient_correction runs the C solve on the OpenCL backend: the same
- * answer as the cpu backend, and not the uncorrected one */
-Test(iisph_cl, stage_solve_gradient_correction_falls_back_to_c, .timeout = 300)
+/* gradient_correction on the device (iisph_gamma, the corrected pair
+ * gradients in every pass): the cpu backend's answer, and not the
+ * uncorrected one */
+Test(iisph_cl, stage_solve_gradient_correction, .timeout = 300)
 {
     solve_opt o = {.iterations = 6, .gradient_correction = 1};
     solve_agrees(3, 0, &o, "3D gradient_correction");

@@ -6,6 +6,7 @@
  *   density   rho_i = sigma (m_i + sum_j m_j w_ij + rho0 sum_b V_b w_ib)
  *   setup_b   boundary sums G_b, E, K; implicit damping / wall friction;
  *             v_adv; packs (x, m) into float4; max |v|^2 and max |a|^2
+ *   gamma     gradient_correction only: gamma_i, G_b and E scaled by it
  *   setup_f   fluid sums G, sum m_j |grad W|^2, sum v_adv_j . m_j grad W;
  *             rho_adv, a_ii, source term, warm-started pressure
  *   accel     a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij)
@@ -104,7 +105,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         __global float4 *xm, __global float4 *vadv, __global float4 *Gb, __global float4 *Eb, __global float *K,
         float4 kc, float4 per, float4 gv, float rho0, float dt, float beta, int hyd, float visc_c, float damping,
         int init, int fin, int hasb, __global const float *xb, __global const float *Vb, __global const uint *cntb,
-        __global const uint *idxb, uint pitchb, __global uint *mx)
+        __global const uint *idxb, uint pitchb, __global uint *mx, int kgc, __global float *tr)
 {
     __local float red[WGS];
     const uint i = get_global_id(0);
@@ -122,15 +123,19 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
                 for (int c = 0; c < 6; c++)
                     Kc[c] = K[6 * i + c];
         }
+        float trb = kgc && !init ? tr[i] : 0.0f; /* gradient_correction: -tr M, boundary part */
         if (hasb) {
             float3 s = (float3)(0.0f), se = (float3)(0.0f);
             float kxx = 0.0f, kyy = 0.0f, kzz = 0.0f, kxy = 0.0f, kxz = 0.0f, kyz = 0.0f;
+            float st = 0.0f;
             const uint c = cntb[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
                 X_IJ(xb);
                 const float dw = floe_dw_r(kc, r2);
                 const float g = Vb[j] * dw;
+                if (kgc)
+                    st += Vb[j] * dw * r2;
                 s.x += g * d.x;
                 s.y += g * d.y;
                 s.z += g * d.z;
@@ -153,6 +158,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             G.x += s.x;
             G.y += s.y;
             G.z += s.z;
+            trb += st;
             if (hyd) {
                 E.x += se.x;
                 E.y += se.y;
@@ -167,6 +173,8 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
                 Kc[5] += kyz;
             }
         }
+        if (kgc)
+            tr[i] = trb;
         if (!fin) {
             Gb[i] = (float4)(G, 0.0f);
             Eb[i] = (float4)(E, 0.0f);
@@ -213,6 +221,36 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
     }
 }
 
+/* gradient_correction (gamma_one of the C path): gamma_i = dim / tr M_i,
+ * tr M_i = -(sum_j m_j / rho0 dW/dr r + the boundary part from setup_b),
+ * clamped to [lo, 1/lo]; the boundary sums G_b and E are scaled by gamma_i
+ * (setup_f adds the fluid part with pair factors (gamma_i + gamma_j) / 2). */
+__kernel void iisph_gamma(uint n, __global const float4 *xm, __global float4 *G, __global float4 *E,
+                          __global const float *tr, __global float *gam, float4 kc, float4 per, float inv_rho0,
+                          float dim, float lo, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = xm[i].xyz;
+    float s = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        const float4 xj = xm[j];
+        const float3 d = floe_min_image(xi - xj.xyz, per);
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        s += xj.w * floe_dw_r(kc, r2) * r2;
+    }
+    const float t = -(inv_rho0 * s) - tr[i];
+    float g = t > 0.0f ? dim / t : 1.0f / lo;
+    g = g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+    gam[i] = g;
+    float4 Gi = G[i], Ei = E[i];
+    G[i] = (float4)(g * Gi.x, g * Gi.y, g * Gi.z, Gi.w);
+    E[i] = (float4)(g * Ei.x, g * Ei.y, g * Ei.z, Ei.w);
+}
+
 /* Fluid pass (setup_fluid of the C path): G = G_b + sum_j m_j grad W_ij,
  * E /= rho, rho_adv, a_ii, the source term and the warm-started pressure.
  * cf = (rho0, dt, omega, warm), cg = (aii_min, max_correction_speed,
@@ -220,11 +258,13 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
 __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const float4 *vadv, __global const float *rho,
                       __global const float *pold, __global float4 *G, __global float4 *E, __global float4 *co,
                       __global float *p0, __global float *P, float4 kc, float4 per, float4 cf, float4 cg,
-                      __global const uint *mx, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+                      __global const uint *mx, __global const uint *cntf, __global const uint *idxf, uint pitchf,
+                      int kgc, __global const float *gam)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
+    const float gi = kgc ? gam[i] : 1.0f;
     const float4 xmi = xm[i];
     const float3 xi = xmi.xyz;
     float3 s = (float3)(0.0f);
@@ -236,7 +276,7 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
         const float3 d = floe_min_image(xi - xj.xyz, per);
         const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
         const float dw = floe_dw_r(kc, r2);
-        const float g = xj.w * dw;
+        const float g = kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
         const float ux = g * d.x, uy = g * d.y, uz = g * d.z;
         s.x += ux;
         s.y += uy;
@@ -282,11 +322,13 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
 /* a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij) */
 __kernel void iisph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *G,
                     __global const float4 *E, __global float4 *ap, float4 kc, float4 per,
-                    __global const uint *cntf, __global const uint *idxf, uint pitchf)
+                    __global const uint *cntf, __global const uint *idxf, uint pitchf, int kgc,
+                    __global const float *gam)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
+    const float gi = kgc ? gam[i] : 1.0f;
     const float3 xi = xm[i].xyz;
     float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const uint c = cntf[i];
@@ -295,7 +337,8 @@ __kernel void iisph_accel(uint n, __global const float4 *xm, __global const floa
         const float4 xj = xm[j];
         const float3 d = floe_min_image(xi - xj.xyz, per);
         const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-        const float g = xj.w * floe_dw_r(kc, r2);
+        const float dw = floe_dw_r(kc, r2);
+        const float g = kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
         const float Pj = P[j];
         sx += Pj * (g * d.x);
         sy += Pj * (g * d.y);
@@ -316,13 +359,14 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
        __global const float4 *co, float c, __global const float *pprev, __global const float *pcur,
        __global float *pnext, float om, __global float *P,
        __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
-       uint pitchf)
+       uint pitchf, int kgc, __global const float *gam)
 {
     __local float2 red[WGS];
     const uint i = get_global_id(0), l = get_local_id(0);
     float2 e = (float2)(0.0f);
     if (i < n) {
         const float3 xi = xm[i].xyz;
+        const float gi = kgc ? gam[i] : 1.0f;
         float sum = 0.0f;
         const uint cnt = cntf[i];
         for (uint k = 0; k < cnt; k++) {
@@ -330,7 +374,8 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
             const float4 xj = xm[j];
             const float3 d = floe_min_image(xi - xj.xyz, per);
             const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-            const float g = xj.w * floe_dw_r(kc, r2);
+            const float dw = floe_dw_r(kc, r2);
+            const float g = kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
             const float4 aj = ap[j];
             sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z);
         }

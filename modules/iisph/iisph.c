@@ -507,7 +507,7 @@ static inline void solve3(const float M[6], const float b[3], float x[3])
  * 0.98-0.99, which alone puts the hydrostatic pressure 1.5-2% high
  * (docs/iisph.md). Clamped to [0.9, 1/0.9]: at the free surface M_i is
  * deficient and the plain gradient is kept within 10%. */
-#define GAMMA_LO 0.9f
+#define GAMMA_LO IISPH_GAMMA_LO
 ROW_FN float gamma_one(const kconst *kc, const per *pr, const int PER, const target *t, int nt, uint32_t i,
                        const float *restrict xs, float inv_rho0, int dim)
 {
@@ -1100,8 +1100,8 @@ static const floe_param_desc solve_params[] = {
     [SO_GRAD_CORR] = { FLOE_SIZED(floe_param_desc), .name = "gradient_correction", .type = FLOE_PARAM_BOOL,
         .def = 0, .unit = "",
         .doc = "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
-               "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing (the C solve, also on the "
-               "OpenCL backend)" },
+               "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "
+               "step" },
     {0},
 };
 

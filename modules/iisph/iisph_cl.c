@@ -249,6 +249,8 @@ typedef struct solver {
     int64_t min_it, cheb_delay;
     float cheb_rho, om; /* Chebyshev: spectral radius estimate, weight of the last enqueued iteration */
     void *xm, *G, *E, *co, *P, *ap[2], *p[3], *part, *red, *cnt, *idx;
+    void *gam;  /* gradient_correction: gamma per particle (else any buffer, unread) */
+    int32_t corr;
     float kc[4], per[4], cc; /* cc = dt^2 / rho0 */
     double pairs;
     void *ev[RING];
@@ -269,12 +271,14 @@ static int enqueue_iteration(solver *S, int64_t r)
     S->om = iisph_cheb_weight(S->cheb_rho, r + 1, S->cheb_delay, S->om);
     const uint32_t n = S->n;
     int st;
-    floe_cl_arg aa[] = {ARG(n), ARG(S->xm), ARG(S->P), ARG(S->G), ARG(S->E), ARG(ap), ARG(S->kc), ARG(S->per),
-                        ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    floe_cl_arg aa[] = {ARG(n),      ARG(S->xm),  ARG(S->P),   ARG(S->G),     ARG(S->E),    ARG(ap),
+                        ARG(S->kc),  ARG(S->per), ARG(S->cnt), ARG(S->idx),   ARG(S->pitch), ARG(S->corr),
+                        ARG(S->gam)};
     if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)))
         return st;
     floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pp), ARG(pc), ARG(pn), ARG(S->om), ARG(S->P),
-                        ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+                        ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch),
+                        ARG(S->corr), ARG(S->gam)};
     if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
         return st;
     if (r + 1 < S->min_it)
@@ -334,8 +338,9 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     int nf, nb;
     if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
-    if (nf > 1 || call->param[SO_GRAD_CORR].b)
+    if (nf > 1)
         return IISPH_CL_USE_C;
+    const int32_t corr = call->param[SO_GRAD_CORR].b ? 1 : 0;
     if (nf == 0 || !(dt > 0.0f))
         return FLOE_OK;
 
@@ -346,11 +351,12 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
         return FLOE_ERR;
     void *k_setup_b = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_setup_b");
     void *k_setup_f = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_setup_f");
+    void *k_gamma = corr ? api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_gamma") : NULL;
     void *k_finish = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_finish");
     S.k_accel = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_accel");
     S.k_update = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_update");
     S.k_reduce = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_reduce");
-    if (!k_setup_b || !k_setup_f || !k_finish || !S.k_accel || !S.k_update || !S.k_reduce)
+    if (!k_setup_b || !k_setup_f || !k_finish || !S.k_accel || !S.k_update || !S.k_reduce || (corr && !k_gamma))
         return FLOE_ERR;
 
     const cset *q = &f[0];
@@ -390,6 +396,9 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     S.red = scratch(ctx, "iisph.red", RED_FLOATS * sizeof(float), &st);
     const float visc_c = (float)(2.0 * (si->dim + 2) * nu_b), damp = (float)damping;
     void *K = visc_c > 0.0f && nb > 1 ? scratch(ctx, "iisph.K", (size_t)n * 24, &st) : S.red;
+    S.corr = corr;
+    S.gam = corr ? scratch(ctx, "iisph.gamma", n1, &st) : S.red;
+    void *tr = corr ? scratch(ctx, "iisph.trace", n1, &st) : S.red;
     if (st)
         return st == FLOE_ERR_NOMEM ? api->fail(ctx, st, "OpenCL: out of device memory (%u particles)", n) : st;
 
@@ -410,7 +419,7 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
         floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(acc), ARG(S.xm), ARG(vadv), ARG(S.G), ARG(S.E), ARG(K),
                            ARG(S.kc), ARG(S.per), ARG(gv), ARG(rho0), ARG(dt), ARG(beta), ARG(hyd), ARG(visc_c),
                            ARG(damp), ARG(init), ARG(fin), ARG(rb.has), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
-                           ARG(rb.pitch), ARG(S.red)};
+                           ARG(rb.pitch), ARG(S.red), ARG(corr), ARG(tr)};
         if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, bytes)))
             return st;
     }
@@ -433,10 +442,19 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
     const float cf[4] = {rho0, dt, (float)omega, (float)call->param[SO_WARM].f};
     const float cg[4] = {aii_min, (float)corr_speed, si->spacing, 0.0f};
+    if (corr) { /* gamma before any pair gradient uses it (iisph.c gamma_one) */
+        const float ir0 = 1.0f / rho0, dimf = (float)si->dim, lo = IISPH_GAMMA_LO;
+        floe_cl_arg a[] = {ARG(n),     ARG(S.xm), ARG(S.G), ARG(S.E),  ARG(tr),    ARG(S.gam), ARG(S.kc),
+                           ARG(S.per), ARG(ir0),  ARG(dimf), ARG(lo),  ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch)};
+        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 72.0 * n + 20.0 * rf.total))) {
+            S.cl->release_event(ev_mx);
+            return st;
+        }
+    }
     {
         floe_cl_arg a[] = {ARG(n), ARG(S.xm), ARG(vadv), ARG(rho), ARG(pold), ARG(S.G), ARG(S.E), ARG(S.co),
                            ARG(S.p[0]), ARG(S.P), ARG(S.kc), ARG(S.per), ARG(cf), ARG(cg), ARG(S.red), ARG(S.cnt),
-                           ARG(S.idx), ARG(S.pitch)};
+                           ARG(S.idx), ARG(S.pitch), ARG(corr), ARG(S.gam)};
         if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 140.0 * n + 36.0 * rf.total))) {
             S.cl->release_event(ev_mx);
             return st;

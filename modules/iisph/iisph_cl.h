@@ -27,6 +27,9 @@ enum {
     SO_GRAD_CORR,
 };
 
+/* gradient_correction: gamma_i is clamped to [IISPH_GAMMA_LO, 1 / IISPH_GAMMA_LO] */
+#define IISPH_GAMMA_LO 0.9f
+
 /* Chebyshev semi-iterative acceleration (Wang 2015) of the Jacobi
  * iteration: the weight of iteration k (1-based), given the previous one;
  * 1 (plain Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2),
