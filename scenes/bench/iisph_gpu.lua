@@ -8,7 +8,8 @@
 --   floe bench scenes/bench/iisph_gpu.lua --backend opencl --set n=1M
 --   n: 100k, 1M, 4M or any count (k/M suffixes); steps: number of timed
 --   steps; warmup: simulated seconds before them (default 0.05 s: the start's
---   compression and the kernel builds); tolerance; cfl
+--   compression and the kernel builds); tolerance; cfl; chebyshev;
+--   gradient_correction (0 or 1, iisph.solve's kernel gradient correction)
 local floe = require "floe"
 
 local function count(s)
@@ -41,7 +42,8 @@ sim:pipeline{
   "neighbours",
   "iisph.density",
   "gravity",
-  { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9) },
+  { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
+    gradient_correction = floe.param("gradient_correction", 0) ~= 0 },
   "integrate",
 }
 -- warm-up: the kernel builds, and the first steps, which start at dt = 1e-4 s
