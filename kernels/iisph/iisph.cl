@@ -332,18 +332,25 @@ __kernel void iisph_accel(uint n, __global const float4 *xm, __global const floa
     const float3 xi = xm[i].xyz;
     float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const uint c = cntf[i];
-    for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 d = floe_min_image(xi - xj.xyz, per);
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-        const float dw = floe_dw_r(kc, r2);
-        const float g = kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
-        const float Pj = P[j];
-        sx += Pj * (g * d.x);
-        sy += Pj * (g * d.y);
-        sz += Pj * (g * d.z);
+    /* two loops, so that the plain one carries no load of gamma */
+#define ACCEL_PAIR(G_OF)                                             \
+    for (uint k = 0; k < c; k++) {                                   \
+        const uint j = idxf[k * pitchf + i];                         \
+        const float4 xj = xm[j];                                     \
+        const float3 d = floe_min_image(xi - xj.xyz, per);           \
+        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;          \
+        const float dw = floe_dw_r(kc, r2);                          \
+        const float g = G_OF;                                        \
+        const float Pj = P[j];                                       \
+        sx += Pj * (g * d.x);                                        \
+        sy += Pj * (g * d.y);                                        \
+        sz += Pj * (g * d.z);                                        \
     }
+    if (kgc)
+        ACCEL_PAIR(xj.w * dw * (0.5f * (gi + gam[j])))
+    else
+        ACCEL_PAIR(xj.w * dw)
+#undef ACCEL_PAIR
     const float Pi = P[i], on = Pi > 0.0f ? 1.0f : 0.0f;
     const float4 Gi = G[i], Ei = E[i];
     ap[i] = (float4)(on * Ei.x - (Pi * Gi.x + sx), on * Ei.y - (Pi * Gi.y + sy), on * Ei.z - (Pi * Gi.z + sz), 0.0f);
@@ -369,16 +376,22 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
         const float gi = kgc ? gam[i] : 1.0f;
         float sum = 0.0f;
         const uint cnt = cntf[i];
-        for (uint k = 0; k < cnt; k++) {
-            const uint j = idxf[k * pitchf + i];
-            const float4 xj = xm[j];
-            const float3 d = floe_min_image(xi - xj.xyz, per);
-            const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-            const float dw = floe_dw_r(kc, r2);
-            const float g = kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
-            const float4 aj = ap[j];
-            sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z);
+#define UPDATE_PAIR(G_OF)                                                \
+        for (uint k = 0; k < cnt; k++) {                                 \
+            const uint j = idxf[k * pitchf + i];                         \
+            const float4 xj = xm[j];                                     \
+            const float3 d = floe_min_image(xi - xj.xyz, per);           \
+            const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;          \
+            const float dw = floe_dw_r(kc, r2);                          \
+            const float g = G_OF;                                        \
+            const float4 aj = ap[j];                                     \
+            sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z); \
         }
+        if (kgc)
+            UPDATE_PAIR(xj.w * dw * (0.5f * (gi + gam[j])))
+        else
+            UPDATE_PAIR(xj.w * dw)
+#undef UPDATE_PAIR
         const float4 ai = ap[i], Gi = G[i], ci = co[i];
         const float Ap = c * (ai.x * Gi.x + ai.y * Gi.y + ai.z * Gi.z - sum);
         const float r = ci.x - Ap;
