@@ -8,7 +8,7 @@
 -- about 500 steps of 10 iterations against 700 of 6.5; docs/iisph.md).
 --
 --   floe bench scenes/bench/iisph_dam_break_59k.lua [--threads N] [--set seconds=0.1]
---       [--set per_side=40]
+--       [--set per_side=40] [--set gradient_correction=1]
 local floe = require "floe"
 
 local seconds = floe.param("seconds", 1.0)
@@ -30,7 +30,8 @@ sim:pipeline{
   "iisph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
-    chebyshev_delay = floe.param("cheb_delay", 4) },
+    chebyshev_delay = floe.param("cheb_delay", 4),
+    gradient_correction = floe.param("gradient_correction", 0) ~= 0 },
   "integrate",
 }
 sim:run{ end_time = seconds, fps = 20, cfl = floe.param("cfl", 0.6), out = "out/bench_iisph_dam_break_59k" }
