@@ -225,6 +225,41 @@ Test(neighbours, cross_set)
     }
 }
 
+static const nb_grid *key_grid;
+static int cmp_key(const void *a, const void *b)
+{
+    const uint32_t ka = nb_cell_key(key_grid, a), kb = nb_cell_key(key_grid, b);
+    return (ka > kb) - (ka < kb);
+}
+
+/* Queries of another set in cell-key order (as a reordered fluid comes):
+ * runs of queries in one cell are searched as groups (build_cross), runs
+ * longer than a group included; with and without the near map, 2D and 3D,
+ * against brute force */
+Test(neighbours, cross_set_queries_in_cell_order)
+{
+    rng_seed(31);
+    for (int dim = 2; dim <= 3; dim++)
+        for (int near = 0; near < 2; near++) {
+            const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+            const float qlo[3] = {0.2f, 0.1f, 0.3f}, qhi[3] = {0.7f, 0.6f, 0.6f};
+            const uint32_t nq = 6000, nt = 2500;
+            float *xq = random_points(nq, qlo, qhi, dim);
+            float *xt = random_points(nt, lo, hi, dim);
+            const float cell = dim == 3 ? 0.1f : 0.05f;
+            nb_grid g;
+            cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+            key_grid = &g;
+            qsort(xq, nq, 3 * sizeof(float), cmp_key);
+            with_near = near;
+            uint64_t t = run_case(dim, lo, hi, cell, xq, nq, xt, nt, cell, 0);
+            with_near = 0;
+            cr_assert_gt(t, (uint64_t)nq, "dim %d: only %llu pairs", dim, (unsigned long long)t);
+            free(xq);
+            free(xt);
+        }
+}
+
 Test(neighbours, all_in_one_cell)
 {
     rng_seed(4);

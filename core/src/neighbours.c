@@ -473,6 +473,79 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 #if defined(__AVX2__)
 /* Queries per group, and sorted slots per work chunk, in build_cells. */
 #define NB_GROUP 8
+
+/* Test the gn <= NB_GROUP queries (qx, qy, qz; self[u]: an index that is
+ * not a neighbour, UINT32_MAX for none) against the nr candidate ranges
+ * [ra[r], rb[r]) of the sorted slots t, one block of 8 candidates for all
+ * queries at a time, appending hits to dst[u] (c[u] so far, at most stride
+ * stored). Per query, candidates come in ascending slot order. */
+static inline void test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *self,
+                              uint32_t *const *dst, uint32_t *c, const uint32_t *ra, const uint32_t *rb, int nr,
+                              const nb_soa *t, int dim3, float r2, uint32_t stride)
+{
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const uint32_t *restrict sj = t->j;
+    const __m256 vr2 = _mm256_set1_ps(r2);
+    const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    const __m256i vnib = _mm256_set1_epi32(15);
+    for (int r = 0; r < nr; r++) {
+        const uint32_t b = rb[r];
+        for (uint32_t k = ra[r]; k < b; k += 8) {
+            const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
+            const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
+            const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
+            const uint32_t rem = b - k;
+            const uint32_t tail = rem >= 8 ? 0xFFu : (1u << rem) - 1u;
+            for (uint32_t u = 0; u < gn; u++) {
+                const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(qx + u));
+                const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(qy + u));
+                __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+                if (dim3) {
+                    const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(qz + u));
+                    d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
+                }
+                const __m256i eq = _mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]));
+                const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(eq), _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
+                const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
+                uint32_t cu = c[u];
+                if (cu + 8 <= stride) {
+                    const __m256i perm = _mm256_and_si256(
+                        _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
+                    _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
+                    cu += (uint32_t)__builtin_popcount(m);
+                } else {
+                    for (uint32_t mm = m; mm; mm &= mm - 1) {
+                        if (cu < stride)
+                            dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                        cu++;
+                    }
+                }
+                c[u] = cu;
+            }
+        }
+    }
+}
+
+/* The candidate ranges of cell (ix, iy, iz): one per (y, z) row of the
+ * 3x3(x3) block, three cells of x each. Returns their number. */
+static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int ix, int iy, int iz, uint32_t ra[9],
+                              uint32_t rb[9])
+{
+    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
+    const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
+    const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
+    int nr = 0;
+    for (int z = zlo; z <= zhi; z++)
+        for (int y = ylo; y <= yhi; y++) {
+            const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
+            ra[nr] = cs[row + (uint32_t)xlo];
+            rb[nr] = cs[row + (uint32_t)xhi + 1];
+            nr++;
+        }
+    return nr;
+}
+
 #define NB_CHUNK 256u
 
 /* The set against itself, AVX2: the queries of one cell share the same
@@ -485,7 +558,7 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
                             const nb_soa *t, uint32_t nt, float r2, int exclude_self, uint32_t *restrict count,
                             uint32_t *restrict idx, uint32_t stride)
 {
-    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const int n0 = g->n[0], n1 = g->n[1];
     const int dim3 = g->dim == 3;
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
@@ -505,22 +578,8 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
             qb = cs[cell + 1] < chi ? cs[cell + 1] : chi;
             const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
             const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
-            const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
-            const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
-            const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
             uint32_t ra[9], rb[9];
-            int nr = 0;
-            for (int z = zlo; z <= zhi; z++)
-                for (int y = ylo; y <= yhi; y++) {
-                    const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-                    ra[nr] = cs[row + (uint32_t)xlo];
-                    rb[nr] = cs[row + (uint32_t)xhi + 1];
-                    nr++;
-                }
-            const __m256 vr2 = _mm256_set1_ps(r2);
-            const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-            const __m256i vnib = _mm256_set1_epi32(15);
-
+            const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb);
             for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                 const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
                 uint32_t c[NB_GROUP], self[NB_GROUP];
@@ -531,49 +590,80 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
                     self[u] = exclude_self ? i : UINT32_MAX;
                     dst[u] = idx + (size_t)i * stride;
                 }
-                for (int r = 0; r < nr; r++) {
-                    const uint32_t b = rb[r];
-                    for (uint32_t k = ra[r]; k < b; k += 8) {
-                        const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
-                        const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
-                        const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
-                        const uint32_t rem = b - k;
-                        const uint32_t tail = rem >= 8 ? 0xFFu : (1u << rem) - 1u;
-                        for (uint32_t u = 0; u < gn; u++) {
-                            const uint32_t q = g0 + u;
-                            const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(sx + q));
-                            const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(sy + q));
-                            __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-                            if (dim3) {
-                                const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(sz + q));
-                                d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
-                            }
-                            const __m256i eq = _mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]));
-                            const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(eq),
-                                                                _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
-                            const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
-                            uint32_t cu = c[u];
-                            if (cu + 8 <= stride) {
-                                const __m256i perm = _mm256_and_si256(
-                                    _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
-                                _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
-                                cu += (uint32_t)__builtin_popcount(m);
-                            } else {
-                                for (uint32_t mm = m; mm; mm &= mm - 1) {
-                                    if (cu < stride)
-                                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                                    cu++;
-                                }
-                            }
-                            c[u] = cu;
-                        }
-                    }
-                }
+                test_group(gn, sx + g0, sy + g0, sz + g0, self, dst, c, ra, rb, nr, t, dim3, r2, stride);
                 for (uint32_t u = 0; u < gn; u++) {
                     count[sj[g0 + u]] = c[u];
                     if (c[u] > maxc)
                         maxc = c[u];
                 }
+            }
+        }
+    }
+    return maxc;
+}
+
+/* One set against another (a fluid against its walls), AVX2, no periodic
+ * axis: runs of consecutive queries in one cell (queries reordered along
+ * the cell key come in such runs) share the near-map test and the candidate
+ * ranges and are tested as one group, as in build_cells. Results are
+ * identical to build_pass. */
+static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t nq, const uint32_t *restrict cs,
+                            const uint8_t *restrict near, const nb_soa *t, float r2, uint32_t *restrict count,
+                            uint32_t *restrict idx, uint32_t stride)
+{
+    const float inv = 1.0f / g->cell;
+    const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const int dim3 = g->dim == 3;
+    const int64_t nchunks = ((int64_t)nq + NB_CHUNK - 1) / NB_CHUNK;
+    uint32_t maxc = 0;
+
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : maxc) if (nq >= NB_PAR_MIN)
+    for (int64_t ch = 0; ch < nchunks; ch++) {
+        const uint32_t q0 = (uint32_t)ch * NB_CHUNK;
+        const uint32_t q1 = nq - q0 < NB_CHUNK ? nq : q0 + NB_CHUNK;
+#define CELL_OF(q, c)                                                                \
+    do {                                                                             \
+        (c)[0] = nb_axis(xq[3 * (size_t)(q)], o0, inv, n0);                          \
+        (c)[1] = nb_axis(xq[3 * (size_t)(q) + 1], o1, inv, n1);                      \
+        (c)[2] = dim3 ? nb_axis(xq[3 * (size_t)(q) + 2], o2, inv, n2) : 0;           \
+    } while (0)
+        for (uint32_t qa = q0, qb; qa < q1; qa = qb) {
+            int cx[3];
+            CELL_OF(qa, cx);
+            /* the run: following queries in the same cell, at most NB_GROUP */
+            for (qb = qa + 1; qb < q1 && qb - qa < NB_GROUP; qb++) {
+                int cn[3];
+                CELL_OF(qb, cn);
+                if (cn[0] != cx[0] || cn[1] != cx[1] || cn[2] != cx[2])
+                    break;
+            }
+#undef CELL_OF
+            const uint32_t gn = qb - qa;
+            if (near && !near[(size_t)cx[0] + (size_t)n0 * ((size_t)cx[1] + (size_t)n1 * (size_t)cx[2])]) {
+                for (uint32_t u = 0; u < gn; u++)
+                    count[qa + u] = 0;
+                continue;
+            }
+            uint32_t ra[9], rb[9];
+            const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb);
+            float qx[NB_GROUP], qy[NB_GROUP], qz[NB_GROUP];
+            uint32_t c[NB_GROUP], self[NB_GROUP];
+            uint32_t *dst[NB_GROUP];
+            for (uint32_t u = 0; u < gn; u++) {
+                const size_t q = qa + u;
+                qx[u] = xq[3 * q];
+                qy[u] = xq[3 * q + 1];
+                qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
+                c[u] = 0;
+                self[u] = UINT32_MAX;
+                dst[u] = idx + q * stride;
+            }
+            test_group(gn, qx, qy, qz, self, dst, c, ra, rb, nr, t, dim3, r2, stride);
+            for (uint32_t u = 0; u < gn; u++) {
+                count[qa + u] = c[u];
+                if (c[u] > maxc)
+                    maxc = c[u];
             }
         }
     }
@@ -652,6 +742,10 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
         if (same_set && !g->periodic)
             maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
                                out->idx, out->stride);
+        else if (!same_set && !exclude_self && !g->periodic)
+            maxc = build_cross(g, xq, nq, target->cell_start,
+                               target->near && target->near_cells == ncells ? target->near : NULL, &t, r2,
+                               out->count, out->idx, out->stride);
         else
 #endif
             maxc = build_pass(g, xq, nq, same_set, target->cell_start,
