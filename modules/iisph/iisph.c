@@ -1082,7 +1082,8 @@ static const floe_param_desc solve_params[] = {
                "2(dim+2) nu sum_b psi_b/rho_i (v_i.x_ib)/(r^2+0.01H^2) grad W_ib; 0 = free slip" },
     [SO_DAMPING] = { FLOE_SIZED(floe_param_desc), .name = "damping", .type = FLOE_PARAM_FLOAT,
         .def = 0, .min = 0, .max = 1e4, .unit = "1/s",
-        .doc = "velocity damping a -= damping v before the solve (for settling a scene at rest; 0 = none)" },
+        .doc = "velocity damping v_adv = v / (1 + dt damping) + dt a: slows the velocity, not the step's force "
+               "increment (for settling a scene at rest; 0 = none)" },
     [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
         .def = 0.05, .min = 0, .max = 10, .unit = "",
         .doc = "proposes dt <= force_courant sqrt(d / |a|max), a the non-pressure acceleration (0 proposes nothing)" },
