@@ -149,6 +149,25 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         }
     }
 
+    /* Few cells for the particles (a tight grid): a counting sort, one
+     * histogram, a prefix over the cells and a stable scatter, is cheapest. */
+    if ((uint64_t)ncells <= 2 * (uint64_t)n) {
+        uint32_t *restrict order = s->order;
+        memset(cs, 0, ((size_t)ncells + 1) * sizeof(uint32_t));
+        for (uint32_t i = 0; i < n; i++)
+            cs[key[i]]++;
+        uint32_t acc = 0;
+        for (uint32_t c = 0; c < ncells; c++) {
+            acc += cs[c];
+            cs[c] = acc;
+        }
+        cs[ncells] = n;
+        for (uint32_t i = n; i-- > 0;)
+            order[--cs[key[i]]] = i;
+        s->fill_ok = 0;
+        return 0;
+    }
+
     /* LSD radix sort of the indices by key, digits of up to NB_RADIX_BITS:
      * each pass a histogram, its prefix and a forward (stable) scatter, so
      * order lists each cell's particles by ascending index, as a counting

@@ -1,8 +1,9 @@
 /* Cell-sorted neighbour search (internal).
  *
  * Stable sort of particles by linear cell key (the "sorted key" scheme of
- * Kipfer & Westermann 2006; an LSD radix sort, so its cost does not grow
- * with the number of cells), a cell start table, then fixed-stride neighbour
+ * Kipfer & Westermann 2006; a counting sort on tight grids, else an LSD
+ * radix sort, whose cost does not grow with the number of cells), a cell
+ * start table, then fixed-stride neighbour
  * lists gathered from the 3x3(x3) cell block. Cell coordinates are clamped
  * into the grid, which keeps the search exact for particles outside it
  * (clamping never separates two cells that were adjacent). */
