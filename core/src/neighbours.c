@@ -2,8 +2,9 @@
  * Westermann 2006), cell start table, fixed-stride neighbour lists gathered
  * from the 3x3(x3) cell block. See neighbours.h for the contract.
  *
- * Everything here is deterministic: the sort is a stable LSD radix sort (its
- * result, the counting sort's, does not depend on the thread count), and each query particle of
+ * Everything here is deterministic: the sort is stable (a counting sort on
+ * tight grids, else an LSD radix sort with the same result; neither depends
+ * on the thread count), and each query particle of
  * nb_build writes only its own slots, in ascending sorted-slot order. */
 #include "neighbours.h"
 
