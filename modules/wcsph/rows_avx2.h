@@ -64,13 +64,18 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
         const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
                                         _mm256_mul_ps(dz, dz));
-        const __m256 gk = _mm256_mul_ps(_mm256_mul_ps(M, _mm256_add_ps(vPi, P)), floe_dw_r_hat8(g, inv_H, rmin2, r2));
+        __m256 W, DW;
+        if (xsph)
+            floe_w_dw_r_hat8(g, inv_H, rmin2, r2, &W, &DW);
+        else
+            DW = floe_dw_r_hat8(g, inv_H, rmin2, r2);
+        const __m256 gk = _mm256_mul_ps(_mm256_mul_ps(M, _mm256_add_ps(vPi, P)), DW);
         gx = _mm256_add_ps(gx, _mm256_mul_ps(gk, dx));
         gy = _mm256_add_ps(gy, _mm256_mul_ps(gk, dy));
         gz = _mm256_add_ps(gz, _mm256_mul_ps(gk, dz));
         if (xsph) {
             const __m256 VZ = vz8(v, j);
-            const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), floe_w_hat8(inv_H, r2));
+            const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), W);
             sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_sub_ps(VX, ui)));
             sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_sub_ps(VY, wi)));
             sz = _mm256_add_ps(sz, _mm256_mul_ps(c, _mm256_sub_ps(VZ, ti)));

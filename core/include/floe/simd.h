@@ -66,6 +66,26 @@ static inline __attribute__((always_inline)) __m256 floe_dw_r_hat8(__m256 g, __m
     return _mm256_div_ps(_mm256_mul_ps(g, t), r);
 }
 
+/* floe_w_hat8 and floe_dw_r_hat8 of the same pairs from one square root,
+ * r = sqrt(r2 + r_min2): the rows that need both (XSPH fused with the
+ * pressure force) save a vsqrtps a block. r_min2 = (1e-6 H)^2 is below
+ * float resolution against r2 for r > 0.004 H, so both are the separate
+ * functions' floats for every pair but (nearly) coincident ones. */
+static inline __attribute__((always_inline)) void floe_w_dw_r_hat8(__m256 g, __m256 inv_H, __m256 rmin2, __m256 r2,
+                                                                   __m256 *w, __m256 *dw)
+{
+    const __m256 r = _mm256_sqrt_ps(_mm256_add_ps(r2, rmin2));
+    const __m256 q = _mm256_mul_ps(r, inv_H);
+    const __m256 a = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(1.0f), q));
+    const __m256 b = floe_pos8(_mm256_sub_ps(_mm256_set1_ps(0.5f), q));
+    const __m256 a3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), a), a), a);
+    const __m256 b3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(8.0f), b), b), b);
+    *w = _mm256_sub_ps(a3, b3);
+    const __m256 t = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(24.0f), b), b),
+                                   _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(6.0f), a), a));
+    *dw = _mm256_div_ps(_mm256_mul_ps(g, t), r);
+}
+
 /* lanes 0..7 added in that order */
 static inline __attribute__((always_inline)) float floe_hsum8(__m256 v)
 {
