@@ -181,7 +181,8 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     const int dbits = (bits + passes - 1) / passes;
     const uint32_t dmask = (1u << dbits) - 1u;
     uint32_t hist[1u << NB_RADIX_BITS];
-    /* the last pass writes into order: start in order for an even count */
+    /* passes alternate between order and scratch, the last one writing
+     * order: an odd count starts in order, an even one in scratch */
     uint32_t *restrict src = NULL, *restrict dst = passes % 2 ? s->order : s->scratch;
     for (int ps = 0; ps < passes; ps++) {
         const int sh = ps * dbits;
@@ -494,20 +495,29 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 /* Queries per group, and sorted slots per work chunk, in build_cells. */
 #define NB_GROUP 8
 
-/* Test the gn <= NB_GROUP queries (qx, qy, qz; self[u]: an index that is
- * not a neighbour, UINT32_MAX for none) against the nr candidate ranges
- * [ra[r], rb[r]) of the sorted slots t, one block of 8 candidates for all
- * queries at a time, appending hits to dst[u] (c[u] so far, at most stride
- * stored). Per query, candidates come in ascending slot order. */
-static inline void test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *self,
-                              uint32_t *const *dst, uint32_t *c, const uint32_t *ra, const uint32_t *rb, int nr,
-                              const nb_soa *t, int dim3, float r2, uint32_t stride)
+/* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
+ * id[u]; with exclude_self, id[u] itself is no neighbour) in the nr
+ * candidate ranges [ra[r], rb[r]) of the sorted slots t, one block of 8
+ * candidates for all queries at a time: row id[u] of idx (stride entries)
+ * gets the hits in ascending slot order, count[id[u]] their number (which
+ * may exceed stride: the caller widens and rebuilds). Returns the largest. */
+static inline uint32_t test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id,
+                                  int exclude_self, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t,
+                                  int dim3, float r2, uint32_t *restrict count, uint32_t *restrict idx,
+                                  uint32_t stride)
 {
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
     const __m256 vr2 = _mm256_set1_ps(r2);
     const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     const __m256i vnib = _mm256_set1_epi32(15);
+    uint32_t c[NB_GROUP], self[NB_GROUP];
+    uint32_t *dst[NB_GROUP];
+    for (uint32_t u = 0; u < gn; u++) {
+        c[u] = 0;
+        self[u] = exclude_self ? id[u] : UINT32_MAX;
+        dst[u] = idx + (size_t)id[u] * stride;
+    }
     for (int r = 0; r < nr; r++) {
         const uint32_t b = rb[r];
         for (uint32_t k = ra[r]; k < b; k += 8) {
@@ -544,6 +554,12 @@ static inline void test_group(uint32_t gn, const float *qx, const float *qy, con
             }
         }
     }
+    uint32_t maxc = 0;
+    for (uint32_t u = 0; u < gn; u++) {
+        count[id[u]] = c[u];
+        maxc = c[u] > maxc ? c[u] : maxc;
+    }
+    return maxc;
 }
 
 /* The candidate ranges of cell (ix, iy, iz): one per (y, z) row of the
@@ -602,20 +618,9 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
             const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb);
             for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                 const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                uint32_t c[NB_GROUP], self[NB_GROUP];
-                uint32_t *dst[NB_GROUP];
-                for (uint32_t u = 0; u < gn; u++) {
-                    const uint32_t i = sj[g0 + u];
-                    c[u] = 0;
-                    self[u] = exclude_self ? i : UINT32_MAX;
-                    dst[u] = idx + (size_t)i * stride;
-                }
-                test_group(gn, sx + g0, sy + g0, sz + g0, self, dst, c, ra, rb, nr, t, dim3, r2, stride);
-                for (uint32_t u = 0; u < gn; u++) {
-                    count[sj[g0 + u]] = c[u];
-                    if (c[u] > maxc)
-                        maxc = c[u];
-                }
+                const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, ra, rb, nr, t,
+                                              dim3, r2, count, idx, stride);
+                maxc = m > maxc ? m : maxc;
             }
         }
     }
@@ -668,23 +673,16 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
             uint32_t ra[9], rb[9];
             const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb);
             float qx[NB_GROUP], qy[NB_GROUP], qz[NB_GROUP];
-            uint32_t c[NB_GROUP], self[NB_GROUP];
-            uint32_t *dst[NB_GROUP];
+            uint32_t id[NB_GROUP];
             for (uint32_t u = 0; u < gn; u++) {
                 const size_t q = qa + u;
                 qx[u] = xq[3 * q];
                 qy[u] = xq[3 * q + 1];
                 qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
-                c[u] = 0;
-                self[u] = UINT32_MAX;
-                dst[u] = idx + q * stride;
+                id[u] = (uint32_t)q;
             }
-            test_group(gn, qx, qy, qz, self, dst, c, ra, rb, nr, t, dim3, r2, stride);
-            for (uint32_t u = 0; u < gn; u++) {
-                count[qa + u] = c[u];
-                if (c[u] > maxc)
-                    maxc = c[u];
-            }
+            const uint32_t m = test_group(gn, qx, qy, qz, id, 0, ra, rb, nr, t, dim3, r2, count, idx, stride);
+            maxc = m > maxc ? m : maxc;
         }
     }
     return maxc;
