@@ -319,6 +319,53 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
 
 /* ---- the Jacobi iteration ------------------------------------------------- */
 
+/* m_j dW/dr / r of pair (i, j), times (gamma_i + gamma_j) / 2 with
+ * gradient_correction (kgc); d = x_i - x_j. The row functions below take kgc
+ * as a constant at each call, so that each compiles to its own loop (a
+ * select inside one loop cost the plain solve 10% on the H200). */
+inline float pair_g(float3 xi, float4 xj, float gi, __global const float *gam, uint j, float4 kc, float4 per,
+                    const int kgc, float3 *d)
+{
+    *d = floe_min_image(xi - xj.xyz, per);
+    const float r2 = d->x * d->x + d->y * d->y + d->z * d->z;
+    const float dw = floe_dw_r(kc, r2);
+    return kgc ? xj.w * dw * (0.5f * (gi + gam[j])) : xj.w * dw;
+}
+
+/* sum_j P_j m_j grad W_ij over the fluid row of i */
+inline float3 accel_row(uint i, uint c, float3 xi, float gi, __global const float4 *xm, __global const float *P,
+                        __global const float *gam, float4 kc, float4 per, __global const uint *idxf, uint pitchf,
+                        const int kgc)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        float3 d;
+        const float g = pair_g(xi, xm[j], gi, gam, j, kc, per, kgc, &d);
+        const float Pj = P[j];
+        sx += Pj * (g * d.x);
+        sy += Pj * (g * d.y);
+        sz += Pj * (g * d.z);
+    }
+    return (float3)(sx, sy, sz);
+}
+
+/* sum_j a^p_j . m_j grad W_ij over the fluid row of i */
+inline float update_row(uint i, uint c, float3 xi, float gi, __global const float4 *xm, __global const float4 *ap,
+                        __global const float *gam, float4 kc, float4 per, __global const uint *idxf, uint pitchf,
+                        const int kgc)
+{
+    float sum = 0.0f;
+    for (uint k = 0; k < c; k++) {
+        const uint j = idxf[k * pitchf + i];
+        float3 d;
+        const float g = pair_g(xi, xm[j], gi, gam, j, kc, per, kgc, &d);
+        const float4 aj = ap[j];
+        sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z);
+    }
+    return sum;
+}
+
 /* a^p_i = on_i E_i - (P_i G_i + sum_j P_j m_j grad W_ij) */
 __kernel void iisph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *G,
                     __global const float4 *E, __global float4 *ap, float4 kc, float4 per,
@@ -330,27 +377,10 @@ __kernel void iisph_accel(uint n, __global const float4 *xm, __global const floa
         return;
     const float gi = kgc ? gam[i] : 1.0f;
     const float3 xi = xm[i].xyz;
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-    const uint c = cntf[i];
-    /* two loops, so that the plain one carries no load of gamma */
-#define ACCEL_PAIR(G_OF)                                             \
-    for (uint k = 0; k < c; k++) {                                   \
-        const uint j = idxf[k * pitchf + i];                         \
-        const float4 xj = xm[j];                                     \
-        const float3 d = floe_min_image(xi - xj.xyz, per);           \
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;          \
-        const float dw = floe_dw_r(kc, r2);                          \
-        const float g = G_OF;                                        \
-        const float Pj = P[j];                                       \
-        sx += Pj * (g * d.x);                                        \
-        sy += Pj * (g * d.y);                                        \
-        sz += Pj * (g * d.z);                                        \
-    }
-    if (kgc)
-        ACCEL_PAIR(xj.w * dw * (0.5f * (gi + gam[j])))
-    else
-        ACCEL_PAIR(xj.w * dw)
-#undef ACCEL_PAIR
+    /* a constant kgc per call: the plain loop carries no load of gamma */
+    const float3 s = kgc ? accel_row(i, cntf[i], xi, gi, xm, P, gam, kc, per, idxf, pitchf, 1)
+                         : accel_row(i, cntf[i], xi, gi, xm, P, gam, kc, per, idxf, pitchf, 0);
+    const float sx = s.x, sy = s.y, sz = s.z;
     const float Pi = P[i], on = Pi > 0.0f ? 1.0f : 0.0f;
     const float4 Gi = G[i], Ei = E[i];
     ap[i] = (float4)(on * Ei.x - (Pi * Gi.x + sx), on * Ei.y - (Pi * Gi.y + sy), on * Ei.z - (Pi * Gi.z + sz), 0.0f);
@@ -374,24 +404,8 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
     if (i < n) {
         const float3 xi = xm[i].xyz;
         const float gi = kgc ? gam[i] : 1.0f;
-        float sum = 0.0f;
-        const uint cnt = cntf[i];
-#define UPDATE_PAIR(G_OF)                                                \
-        for (uint k = 0; k < cnt; k++) {                                 \
-            const uint j = idxf[k * pitchf + i];                         \
-            const float4 xj = xm[j];                                     \
-            const float3 d = floe_min_image(xi - xj.xyz, per);           \
-            const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;          \
-            const float dw = floe_dw_r(kc, r2);                          \
-            const float g = G_OF;                                        \
-            const float4 aj = ap[j];                                     \
-            sum += aj.x * (g * d.x) + aj.y * (g * d.y) + aj.z * (g * d.z); \
-        }
-        if (kgc)
-            UPDATE_PAIR(xj.w * dw * (0.5f * (gi + gam[j])))
-        else
-            UPDATE_PAIR(xj.w * dw)
-#undef UPDATE_PAIR
+        const float sum = kgc ? update_row(i, cntf[i], xi, gi, xm, ap, gam, kc, per, idxf, pitchf, 1)
+                              : update_row(i, cntf[i], xi, gi, xm, ap, gam, kc, per, idxf, pitchf, 0);
         const float4 ai = ap[i], Gi = G[i], ci = co[i];
         const float Ap = c * (ai.x * Gi.x + ai.y * Gi.y + ai.z * Gi.z - sum);
         const float r = ci.x - Ap;
