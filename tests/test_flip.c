@@ -16,9 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
-#define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
-#define KV_B(n, x) ((floe_param_kv){(n), FLOE_PARAM_BOOL, {.b = (x)}})
+#include "sim_fixture.h" /* KV_F/S/B, front_log and front_interp */
+
 #define KV_V(n, x, y, z) ((floe_param_kv){(n), FLOE_PARAM_VEC3, {.v = {(x), (y), (z)}}})
 
 static floe_ctx *make_sim(int dim, float d, const float lo[3], const float hi[3], int threads)
@@ -356,14 +355,6 @@ Test(flip, settled_tank_stays_at_rest, .timeout = 300)
 
 /* ---- 2D dam break vs Martin & Moyce (1952), n^2 = 2 ---------------------------------- */
 
-typedef struct front_log {
-    int n;
-    double T[4096], Z[4096];
-    double a, tscale, t0;
-    floe_set fluid;
-    float d;
-} front_log;
-
 static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 {
     front_log *L = user;
@@ -371,22 +362,12 @@ static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
     double xmax = 0;
     for (uint32_t i = 0; i < floe_set_size(ctx, L->fluid); i++)
         xmax = fmax(xmax, x[3 * i]);
-    if (L->n < 4096) {
+    if (L->n < (int)(sizeof L->T / sizeof L->T[0])) {
         L->T[L->n] = (st->time - L->t0) * L->tscale;
         L->Z[L->n] = (xmax + 0.5 * L->d) / L->a;
         L->n++;
     }
     return 0;
-}
-
-static double interp(const front_log *L, double T)
-{
-    for (int i = 1; i < L->n; i++)
-        if (L->T[i] >= T) {
-            double w = (T - L->T[i - 1]) / (L->T[i] - L->T[i - 1]);
-            return L->Z[i - 1] + w * (L->Z[i] - L->Z[i - 1]);
-        }
-    return L->Z[L->n - 1];
 }
 
 /* The tank is the domain (its faces are the walls). The column settles
@@ -436,7 +417,7 @@ Test(flip, dam_break_2d_martin_moyce, .timeout = 600)
         double T, Z;
         if (line[0] == '#' || sscanf(line, "%lf,%lf", &T, &Z) != 2 || T > 2.5)
             continue;
-        double zs = interp(&L, T), e = (zs - Z) / Z;
+        double zs = front_interp(&L, T), e = (zs - Z) / Z;
         cr_log_info("%.2f  %.2f   %.3f   %+.1f%%%s", T, Z, zs, 100 * e, T >= 0.5 && T <= 2.0 ? "" : "  (not checked)");
         if (T < 0.5 || T > 2.0)
             continue;
