@@ -13,10 +13,10 @@
 
 /* The IISPH pipeline: neighbours, density, gravity, pressure solve (with
  * velocity damping while settling), an optional host stage, integration. */
-/* gradient_correction of iisph.solve in the pipelines below (the hydrostatic tanks) */
-static int grad_corr;
-
-static void iisph_pipeline(fixture *f, double damping, double boundary_viscosity, floe_stage_fn host, void *user)
+/* neighbours, density, gravity, the solve (damping, wall friction, gradient
+ * correction), an optional host stage, integration */
+static void iisph_pipeline(fixture *f, double damping, double boundary_viscosity, int grad_corr, floe_stage_fn host,
+                           void *user)
 {
     cr_assert_eq(floe_module_load(f->ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
     floe_pipeline_clear(f->ctx);
@@ -250,7 +250,6 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
                         double measure, int corr, double slab_tol, double layer_tol)
 {
     fixture f = tank_fixture(dim, d, support, tank, water, 0);
-    grad_corr = corr;
     static pavg A;
     A.fluid = f.fluid;
     A.T = 0;
@@ -260,11 +259,11 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
     double m0 = total_mass(&f);
 
     run_log S = {0};
-    iisph_pipeline(&f, 20, 0, NULL, NULL);
+    iisph_pipeline(&f, 20, 0, corr, NULL, NULL);
     run_logged(&f, settle, 10, &S);
 
     run_log L = {0};
-    iisph_pipeline(&f, 0, 0, accumulate_p, &A);
+    iisph_pipeline(&f, 0, 0, corr, accumulate_p, &A);
     float *ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32), *ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
     memset(ps, 0, n0 * sizeof *ps);
     memset(ys, 0, n0 * sizeof *ys);
@@ -424,11 +423,11 @@ Test(iisph, dam_break_2d_martin_moyce, .timeout = 1200)
     const double bvisc = BOUNDARY_VISCOSITY;
 
     run_log S = {0};
-    iisph_pipeline(&f, 20, 0, NULL, NULL);
+    iisph_pipeline(&f, 20, 0, 0, NULL, NULL);
     run_logged(&f, 0.4, 10, &S);
 
     cr_assert_eq(floe_core_api()->set_resize(f.ctx, gate, 0), FLOE_OK);
-    iisph_pipeline(&f, 0, bvisc, NULL, NULL);
+    iisph_pipeline(&f, 0, bvisc, 0, NULL, NULL);
 
     static front_log L;
     L.n = 0;
@@ -535,7 +534,7 @@ Test(iisph, periodic_channel_keeps_its_flow, .timeout = 600)
     float b0[3] = {0, -2 * d, 0}, b1[3] = {L, 0, 0};
     cr_assert(floe_fill_box(f.ctx, f.fluid, w0, w1, v0) > 0);
     cr_assert(floe_boundary_solid_box(f.ctx, f.bnd, b0, b1) > 0);
-    iisph_pipeline(&f, 0, 0, NULL, NULL);
+    iisph_pipeline(&f, 0, 0, 0, NULL, NULL);
     run_log R = {0};
     run_logged(&f, 0.5, 10, &R);
 
@@ -571,7 +570,7 @@ static float *collapse_positions(int threads, uint32_t *n)
     const float d = 0.01f, tank[3] = {0.6f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
     fixture f = tank_fixture(2, d, 2.0f, tank, water, 1);
     floe_ctx_set_threads(f.ctx, threads);
-    iisph_pipeline(&f, 0, 0.001, NULL, NULL);
+    iisph_pipeline(&f, 0, 0.001, 0, NULL, NULL);
     run_log R = {0};
     run_logged(&f, 0.3, 10, &R);
     *n = floe_set_size(f.ctx, f.fluid);
