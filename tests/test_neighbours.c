@@ -78,7 +78,7 @@ static uint64_t check_band(const nb_list *l, const float *xq, uint32_t nq, const
                            float radius, int exclude_self, int dim, double band)
 {
     cr_assert_eq(l->n, nq, "list has %u rows, expected %u", l->n, nq);
-    cr_assert(nq == 0 || l->stride >= 8, "stride %u", l->stride);
+    cr_assert(nq == 0 || (l->stride >= 8 && l->stride % 8 == 0), "stride %u", l->stride);
     uint32_t *stamp = calloc(nt ? nt : 1, sizeof *stamp);
     cr_assert_not_null(stamp);
     const double r2 = (double)radius * radius;
@@ -98,6 +98,10 @@ static uint64_t check_band(const nb_list *l, const float *xq, uint32_t nq, const
             cr_assert_lt(d2, r2 * (1.0 + band), "particle %u: %u at distance %g >= radius %g", i, j,
                          sqrt(d2), (double)radius);
         }
+        /* padded to whole blocks of 8 with the first index (floe_nlist) */
+        for (uint32_t k = c; c > 0 && k < ((c + 7u) & ~7u) && k < l->stride; k++)
+            cr_assert_eq(row[k], row[0], "particle %u: pad slot %u holds %u, not the first index %u", i, k, row[k],
+                         row[0]);
         for (uint32_t j = 0; j < nt; j++) {
             if (exclude_self && j == i)
                 continue;

@@ -277,6 +277,7 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
     }
     if (stride < l->stride)
         stride = l->stride;
+    stride = (stride + 7u) & ~7u; /* rows are padded to whole blocks of 8 (pad_row) */
     if (cap == l->cap && stride == l->stride && l->count && l->idx)
         return 0;
     uint64_t nidx = (uint64_t)cap * stride;
@@ -293,6 +294,19 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
     return 0;
 }
 
+/* Pad a row of c <= stride neighbours up to the next multiple of 8 (or
+ * stride) with its first entry: vector loops may then read whole blocks of
+ * 8 indices, masking the lanes past c, and every index read is valid. */
+static inline void pad_row(uint32_t *restrict dst, uint32_t c, uint32_t stride)
+{
+    if (c == 0 || c >= stride)
+        return;
+    const uint32_t e = (c + 7u) & ~7u;
+    const uint32_t end = e < stride ? e : stride;
+    for (uint32_t k = c; k < end; k++)
+        dst[k] = dst[0];
+}
+
 /* Target set gathered into sorted-slot order, structure of arrays, each
  * padded with NB_PAD entries so vector loads may run past a range's end. */
 #define NB_PAD 8u
@@ -303,41 +317,82 @@ typedef struct nb_soa {
 
 #if defined(__AVX2__)
 #include <immintrin.h>
-/* Compress table: nibble t of entry m is the lane of the t-th set bit of m. */
-static const uint32_t nb_compress_lut[256] = {
-    0x00000000u, 0x00000000u, 0x00000001u, 0x00000010u, 0x00000002u, 0x00000020u, 0x00000021u, 0x00000210u,
-    0x00000003u, 0x00000030u, 0x00000031u, 0x00000310u, 0x00000032u, 0x00000320u, 0x00000321u, 0x00003210u,
-    0x00000004u, 0x00000040u, 0x00000041u, 0x00000410u, 0x00000042u, 0x00000420u, 0x00000421u, 0x00004210u,
-    0x00000043u, 0x00000430u, 0x00000431u, 0x00004310u, 0x00000432u, 0x00004320u, 0x00004321u, 0x00043210u,
-    0x00000005u, 0x00000050u, 0x00000051u, 0x00000510u, 0x00000052u, 0x00000520u, 0x00000521u, 0x00005210u,
-    0x00000053u, 0x00000530u, 0x00000531u, 0x00005310u, 0x00000532u, 0x00005320u, 0x00005321u, 0x00053210u,
-    0x00000054u, 0x00000540u, 0x00000541u, 0x00005410u, 0x00000542u, 0x00005420u, 0x00005421u, 0x00054210u,
-    0x00000543u, 0x00005430u, 0x00005431u, 0x00054310u, 0x00005432u, 0x00054320u, 0x00054321u, 0x00543210u,
-    0x00000006u, 0x00000060u, 0x00000061u, 0x00000610u, 0x00000062u, 0x00000620u, 0x00000621u, 0x00006210u,
-    0x00000063u, 0x00000630u, 0x00000631u, 0x00006310u, 0x00000632u, 0x00006320u, 0x00006321u, 0x00063210u,
-    0x00000064u, 0x00000640u, 0x00000641u, 0x00006410u, 0x00000642u, 0x00006420u, 0x00006421u, 0x00064210u,
-    0x00000643u, 0x00006430u, 0x00006431u, 0x00064310u, 0x00006432u, 0x00064320u, 0x00064321u, 0x00643210u,
-    0x00000065u, 0x00000650u, 0x00000651u, 0x00006510u, 0x00000652u, 0x00006520u, 0x00006521u, 0x00065210u,
-    0x00000653u, 0x00006530u, 0x00006531u, 0x00065310u, 0x00006532u, 0x00065320u, 0x00065321u, 0x00653210u,
-    0x00000654u, 0x00006540u, 0x00006541u, 0x00065410u, 0x00006542u, 0x00065420u, 0x00065421u, 0x00654210u,
-    0x00006543u, 0x00065430u, 0x00065431u, 0x00654310u, 0x00065432u, 0x00654320u, 0x00654321u, 0x06543210u,
-    0x00000007u, 0x00000070u, 0x00000071u, 0x00000710u, 0x00000072u, 0x00000720u, 0x00000721u, 0x00007210u,
-    0x00000073u, 0x00000730u, 0x00000731u, 0x00007310u, 0x00000732u, 0x00007320u, 0x00007321u, 0x00073210u,
-    0x00000074u, 0x00000740u, 0x00000741u, 0x00007410u, 0x00000742u, 0x00007420u, 0x00007421u, 0x00074210u,
-    0x00000743u, 0x00007430u, 0x00007431u, 0x00074310u, 0x00007432u, 0x00074320u, 0x00074321u, 0x00743210u,
-    0x00000075u, 0x00000750u, 0x00000751u, 0x00007510u, 0x00000752u, 0x00007520u, 0x00007521u, 0x00075210u,
-    0x00000753u, 0x00007530u, 0x00007531u, 0x00075310u, 0x00007532u, 0x00075320u, 0x00075321u, 0x00753210u,
-    0x00000754u, 0x00007540u, 0x00007541u, 0x00075410u, 0x00007542u, 0x00075420u, 0x00075421u, 0x00754210u,
-    0x00007543u, 0x00075430u, 0x00075431u, 0x00754310u, 0x00075432u, 0x00754320u, 0x00754321u, 0x07543210u,
-    0x00000076u, 0x00000760u, 0x00000761u, 0x00007610u, 0x00000762u, 0x00007620u, 0x00007621u, 0x00076210u,
-    0x00000763u, 0x00007630u, 0x00007631u, 0x00076310u, 0x00007632u, 0x00076320u, 0x00076321u, 0x00763210u,
-    0x00000764u, 0x00007640u, 0x00007641u, 0x00076410u, 0x00007642u, 0x00076420u, 0x00076421u, 0x00764210u,
-    0x00007643u, 0x00076430u, 0x00076431u, 0x00764310u, 0x00076432u, 0x00764320u, 0x00764321u, 0x07643210u,
-    0x00000765u, 0x00007650u, 0x00007651u, 0x00076510u, 0x00007652u, 0x00076520u, 0x00076521u, 0x00765210u,
-    0x00007653u, 0x00076530u, 0x00076531u, 0x00765310u, 0x00076532u, 0x00765320u, 0x00765321u, 0x07653210u,
-    0x00007654u, 0x00076540u, 0x00076541u, 0x00765410u, 0x00076542u, 0x00765420u, 0x00765421u, 0x07654210u,
-    0x00076543u, 0x00765430u, 0x00765431u, 0x07654310u, 0x00765432u, 0x07654320u, 0x07654321u, 0x76543210u,
+/* Compress table: byte t of entry m is the lane of the t-th set bit of m
+ * (nb_compress8 widens it to the vpermd indices with one vpmovzxbd). */
+static const uint64_t nb_compress_lut[256] = {
+    0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000001ull, 0x0000000000000100ull,
+    0x0000000000000002ull, 0x0000000000000200ull, 0x0000000000000201ull, 0x0000000000020100ull,
+    0x0000000000000003ull, 0x0000000000000300ull, 0x0000000000000301ull, 0x0000000000030100ull,
+    0x0000000000000302ull, 0x0000000000030200ull, 0x0000000000030201ull, 0x0000000003020100ull,
+    0x0000000000000004ull, 0x0000000000000400ull, 0x0000000000000401ull, 0x0000000000040100ull,
+    0x0000000000000402ull, 0x0000000000040200ull, 0x0000000000040201ull, 0x0000000004020100ull,
+    0x0000000000000403ull, 0x0000000000040300ull, 0x0000000000040301ull, 0x0000000004030100ull,
+    0x0000000000040302ull, 0x0000000004030200ull, 0x0000000004030201ull, 0x0000000403020100ull,
+    0x0000000000000005ull, 0x0000000000000500ull, 0x0000000000000501ull, 0x0000000000050100ull,
+    0x0000000000000502ull, 0x0000000000050200ull, 0x0000000000050201ull, 0x0000000005020100ull,
+    0x0000000000000503ull, 0x0000000000050300ull, 0x0000000000050301ull, 0x0000000005030100ull,
+    0x0000000000050302ull, 0x0000000005030200ull, 0x0000000005030201ull, 0x0000000503020100ull,
+    0x0000000000000504ull, 0x0000000000050400ull, 0x0000000000050401ull, 0x0000000005040100ull,
+    0x0000000000050402ull, 0x0000000005040200ull, 0x0000000005040201ull, 0x0000000504020100ull,
+    0x0000000000050403ull, 0x0000000005040300ull, 0x0000000005040301ull, 0x0000000504030100ull,
+    0x0000000005040302ull, 0x0000000504030200ull, 0x0000000504030201ull, 0x0000050403020100ull,
+    0x0000000000000006ull, 0x0000000000000600ull, 0x0000000000000601ull, 0x0000000000060100ull,
+    0x0000000000000602ull, 0x0000000000060200ull, 0x0000000000060201ull, 0x0000000006020100ull,
+    0x0000000000000603ull, 0x0000000000060300ull, 0x0000000000060301ull, 0x0000000006030100ull,
+    0x0000000000060302ull, 0x0000000006030200ull, 0x0000000006030201ull, 0x0000000603020100ull,
+    0x0000000000000604ull, 0x0000000000060400ull, 0x0000000000060401ull, 0x0000000006040100ull,
+    0x0000000000060402ull, 0x0000000006040200ull, 0x0000000006040201ull, 0x0000000604020100ull,
+    0x0000000000060403ull, 0x0000000006040300ull, 0x0000000006040301ull, 0x0000000604030100ull,
+    0x0000000006040302ull, 0x0000000604030200ull, 0x0000000604030201ull, 0x0000060403020100ull,
+    0x0000000000000605ull, 0x0000000000060500ull, 0x0000000000060501ull, 0x0000000006050100ull,
+    0x0000000000060502ull, 0x0000000006050200ull, 0x0000000006050201ull, 0x0000000605020100ull,
+    0x0000000000060503ull, 0x0000000006050300ull, 0x0000000006050301ull, 0x0000000605030100ull,
+    0x0000000006050302ull, 0x0000000605030200ull, 0x0000000605030201ull, 0x0000060503020100ull,
+    0x0000000000060504ull, 0x0000000006050400ull, 0x0000000006050401ull, 0x0000000605040100ull,
+    0x0000000006050402ull, 0x0000000605040200ull, 0x0000000605040201ull, 0x0000060504020100ull,
+    0x0000000006050403ull, 0x0000000605040300ull, 0x0000000605040301ull, 0x0000060504030100ull,
+    0x0000000605040302ull, 0x0000060504030200ull, 0x0000060504030201ull, 0x0006050403020100ull,
+    0x0000000000000007ull, 0x0000000000000700ull, 0x0000000000000701ull, 0x0000000000070100ull,
+    0x0000000000000702ull, 0x0000000000070200ull, 0x0000000000070201ull, 0x0000000007020100ull,
+    0x0000000000000703ull, 0x0000000000070300ull, 0x0000000000070301ull, 0x0000000007030100ull,
+    0x0000000000070302ull, 0x0000000007030200ull, 0x0000000007030201ull, 0x0000000703020100ull,
+    0x0000000000000704ull, 0x0000000000070400ull, 0x0000000000070401ull, 0x0000000007040100ull,
+    0x0000000000070402ull, 0x0000000007040200ull, 0x0000000007040201ull, 0x0000000704020100ull,
+    0x0000000000070403ull, 0x0000000007040300ull, 0x0000000007040301ull, 0x0000000704030100ull,
+    0x0000000007040302ull, 0x0000000704030200ull, 0x0000000704030201ull, 0x0000070403020100ull,
+    0x0000000000000705ull, 0x0000000000070500ull, 0x0000000000070501ull, 0x0000000007050100ull,
+    0x0000000000070502ull, 0x0000000007050200ull, 0x0000000007050201ull, 0x0000000705020100ull,
+    0x0000000000070503ull, 0x0000000007050300ull, 0x0000000007050301ull, 0x0000000705030100ull,
+    0x0000000007050302ull, 0x0000000705030200ull, 0x0000000705030201ull, 0x0000070503020100ull,
+    0x0000000000070504ull, 0x0000000007050400ull, 0x0000000007050401ull, 0x0000000705040100ull,
+    0x0000000007050402ull, 0x0000000705040200ull, 0x0000000705040201ull, 0x0000070504020100ull,
+    0x0000000007050403ull, 0x0000000705040300ull, 0x0000000705040301ull, 0x0000070504030100ull,
+    0x0000000705040302ull, 0x0000070504030200ull, 0x0000070504030201ull, 0x0007050403020100ull,
+    0x0000000000000706ull, 0x0000000000070600ull, 0x0000000000070601ull, 0x0000000007060100ull,
+    0x0000000000070602ull, 0x0000000007060200ull, 0x0000000007060201ull, 0x0000000706020100ull,
+    0x0000000000070603ull, 0x0000000007060300ull, 0x0000000007060301ull, 0x0000000706030100ull,
+    0x0000000007060302ull, 0x0000000706030200ull, 0x0000000706030201ull, 0x0000070603020100ull,
+    0x0000000000070604ull, 0x0000000007060400ull, 0x0000000007060401ull, 0x0000000706040100ull,
+    0x0000000007060402ull, 0x0000000706040200ull, 0x0000000706040201ull, 0x0000070604020100ull,
+    0x0000000007060403ull, 0x0000000706040300ull, 0x0000000706040301ull, 0x0000070604030100ull,
+    0x0000000706040302ull, 0x0000070604030200ull, 0x0000070604030201ull, 0x0007060403020100ull,
+    0x0000000000070605ull, 0x0000000007060500ull, 0x0000000007060501ull, 0x0000000706050100ull,
+    0x0000000007060502ull, 0x0000000706050200ull, 0x0000000706050201ull, 0x0000070605020100ull,
+    0x0000000007060503ull, 0x0000000706050300ull, 0x0000000706050301ull, 0x0000070605030100ull,
+    0x0000000706050302ull, 0x0000070605030200ull, 0x0000070605030201ull, 0x0007060503020100ull,
+    0x0000000007060504ull, 0x0000000706050400ull, 0x0000000706050401ull, 0x0000070605040100ull,
+    0x0000000706050402ull, 0x0000070605040200ull, 0x0000070605040201ull, 0x0007060504020100ull,
+    0x0000000706050403ull, 0x0000070605040300ull, 0x0000070605040301ull, 0x0007060504030100ull,
+    0x0000070605040302ull, 0x0007060504030200ull, 0x0007060504030201ull, 0x0706050403020100ull,
 };
+
+/* The lanes of v selected by mask m (movemask order) moved to the front, in
+ * lane order; the lanes past popcount(m) hold lane 0. */
+static inline __m256i nb_compress8(__m256i v, uint32_t m)
+{
+    const __m256i perm = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&nb_compress_lut[m]));
+    return _mm256_permutevar8x32_epi32(v, perm);
+}
 #endif
 
 /* One pass over all query particles. `qslot` (may be NULL) iterates the
@@ -433,8 +488,6 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
             const __m256 vx = _mm256_set1_ps(px), vy = _mm256_set1_ps(py), vz = _mm256_set1_ps(pz);
             const __m256 vr2 = _mm256_set1_ps(r2);
             const __m256i vself = _mm256_set1_epi32((int)self);
-            const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-            const __m256i vnib = _mm256_set1_epi32(15);
     #else
             uint32_t spill; /* sink for stores past the end of a full row */
     #endif
@@ -458,9 +511,7 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
                         const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & (rem >= 8 ? 0xFFu : (1u << rem) - 1u);
                         if (c + 8 <= stride) {
                             /* compress the hits to the front, store all 8 lanes */
-                            const __m256i perm = _mm256_and_si256(
-                                _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
-                            _mm256_storeu_si256((__m256i *)(dst + c), _mm256_permutevar8x32_epi32(jv, perm));
+                            _mm256_storeu_si256((__m256i *)(dst + c), nb_compress8(jv, m));
                             c += (uint32_t)__builtin_popcount(m);
                         } else {
                             for (uint32_t mm = m; mm; mm &= mm - 1) {
@@ -484,6 +535,7 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
                 }
             }
         }
+        pad_row(dst, c, stride);
         count[i] = c;
         if (c > maxc)
             maxc = c;
@@ -495,83 +547,112 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 /* Queries per group, and sorted slots per work chunk, in build_cells. */
 #define NB_GROUP 8
 
-/* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
- * id[u]; with exclude_self, id[u] itself is no neighbour) in the nr
- * candidate ranges [ra[r], rb[r]) of the sorted slots t, one block of 8
- * candidates for all queries at a time: row id[u] of idx (stride entries)
- * gets the hits in ascending slot order, count[id[u]] their number (which
- * may exceed stride: the caller widens and rebuilds). Returns the largest. */
-static inline uint32_t test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id,
-                                  int exclude_self, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t,
-                                  int dim3, float r2, uint32_t *restrict count, uint32_t *restrict idx,
-                                  uint32_t stride)
+/* One range [a, b) of candidate slots of t against the gn <= NB_GROUP
+ * queries of a group, one block of 8 candidates for all queries at a time
+ * (each block is loaded once per group, and the trip counts are the same
+ * for every query, which keeps the branches predictable): the hits of
+ * query u are appended to dst[u] from c[u]. The constant flags: own,
+ * whether the range may hold a query itself (self[u]); room, whether every
+ * row has room for b - a + 8 more entries (no check per store). */
+static inline __attribute__((always_inline)) void
+test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
+           const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, __m256 vr2,
+           uint32_t *const *dst, uint32_t *c, uint32_t stride)
 {
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
+    for (uint32_t k = a; k < b; k += 8) {
+        const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
+        const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
+        const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
+        const uint32_t rem = b - k;
+        const uint32_t tail = rem >= 8 ? 0xFFu : _bzhi_u32(0xFFu, rem);
+        for (uint32_t u = 0; u < gn; u++) {
+            const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(qx + u));
+            const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(qy + u));
+            __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
+            if (dim3) {
+                const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(qz + u));
+                d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
+            }
+            __m256 hit = _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ);
+            if (own)
+                hit = _mm256_andnot_ps(
+                    _mm256_castsi256_ps(_mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]))), hit);
+            const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
+            uint32_t cu = c[u];
+            if (room || cu + 8 <= stride) {
+                _mm256_storeu_si256((__m256i *)(dst[u] + cu), nb_compress8(jv, m));
+                cu += (uint32_t)__builtin_popcount(m);
+            } else {
+                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                    if (cu < stride)
+                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                    cu++;
+                }
+            }
+            c[u] = cu;
+        }
+    }
+}
+
+/* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
+ * id[u]; with exclude_self, id[u] itself is no neighbour, and only range
+ * rself can hold it) in the nr candidate ranges [ra[r], rb[r]) of the
+ * sorted slots t: row id[u] of idx (stride entries) gets the hits in
+ * ascending slot order, padded (pad_row), count[id[u]] their number (which
+ * may exceed stride: the caller widens and rebuilds). Returns the largest.
+ * dim3 is a constant at each call. */
+static inline __attribute__((always_inline)) uint32_t
+test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id, int exclude_self,
+           int rself, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3, float r2,
+           uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
+{
     const __m256 vr2 = _mm256_set1_ps(r2);
-    const __m256i vshift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-    const __m256i vnib = _mm256_set1_epi32(15);
     uint32_t c[NB_GROUP], self[NB_GROUP];
     uint32_t *dst[NB_GROUP];
     for (uint32_t u = 0; u < gn; u++) {
         c[u] = 0;
-        self[u] = exclude_self ? id[u] : UINT32_MAX;
+        self[u] = id[u];
         dst[u] = idx + (size_t)id[u] * stride;
     }
+    uint32_t cmax = 0; /* the largest c[u] so far */
     for (int r = 0; r < nr; r++) {
-        const uint32_t b = rb[r];
-        for (uint32_t k = ra[r]; k < b; k += 8) {
-            const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
-            const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
-            const __m256i jv = _mm256_loadu_si256((const __m256i *)(sj + k));
-            const uint32_t rem = b - k;
-            const uint32_t tail = rem >= 8 ? 0xFFu : (1u << rem) - 1u;
-            for (uint32_t u = 0; u < gn; u++) {
-                const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(qx + u));
-                const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(qy + u));
-                __m256 d2 = _mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy));
-                if (dim3) {
-                    const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(qz + u));
-                    d2 = _mm256_add_ps(d2, _mm256_mul_ps(dz, dz));
-                }
-                const __m256i eq = _mm256_cmpeq_epi32(jv, _mm256_set1_epi32((int)self[u]));
-                const __m256 hit = _mm256_andnot_ps(_mm256_castsi256_ps(eq), _mm256_cmp_ps(d2, vr2, _CMP_LT_OQ));
-                const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
-                uint32_t cu = c[u];
-                if (cu + 8 <= stride) {
-                    const __m256i perm = _mm256_and_si256(
-                        _mm256_srlv_epi32(_mm256_set1_epi32((int)nb_compress_lut[m]), vshift), vnib);
-                    _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
-                    cu += (uint32_t)__builtin_popcount(m);
-                } else {
-                    for (uint32_t mm = m; mm; mm &= mm - 1) {
-                        if (cu < stride)
-                            dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                        cu++;
-                    }
-                }
-                c[u] = cu;
-            }
-        }
+        const uint32_t a = ra[r], b = rb[r];
+        if (a >= b)
+            continue;
+        const int own = exclude_self && r == rself;
+        if ((uint64_t)cmax + (b - a) + 8 <= stride) { /* the usual case */
+            if (own)
+                test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride);
+            else
+                test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride);
+        } else if (own)
+            test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride);
+        else
+            test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride);
+        for (uint32_t u = 0; u < gn; u++)
+            cmax = c[u] > cmax ? c[u] : cmax;
     }
-    uint32_t maxc = 0;
     for (uint32_t u = 0; u < gn; u++) {
+        pad_row(dst[u], c[u], stride);
         count[id[u]] = c[u];
-        maxc = c[u] > maxc ? c[u] : maxc;
     }
-    return maxc;
+    return cmax;
 }
 
 /* The candidate ranges of cell (ix, iy, iz): one per (y, z) row of the
- * 3x3(x3) block, three cells of x each. Returns their number. */
+ * 3x3(x3) block, three cells of x each. Returns their number; *rself is
+ * the index of the range holding the cell itself. */
 static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int ix, int iy, int iz, uint32_t ra[9],
-                              uint32_t rb[9])
+                              uint32_t rb[9], int *rself)
 {
     const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
     const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
     const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
     const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
     int nr = 0;
+    *rself = (iz - zlo) * (yhi - ylo + 1) + (iy - ylo);
     for (int z = zlo; z <= zhi; z++)
         for (int y = ylo; y <= yhi; y++) {
             const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
@@ -615,11 +696,15 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
             const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
             const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
             uint32_t ra[9], rb[9];
-            const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb);
+            int rself;
+            const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
             for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                 const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, ra, rb, nr, t,
-                                              dim3, r2, count, idx, stride);
+                const uint32_t m =
+                    dim3 ? test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t, 1,
+                                      r2, count, idx, stride)
+                         : test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t, 0,
+                                      r2, count, idx, stride);
                 maxc = m > maxc ? m : maxc;
             }
         }
@@ -671,7 +756,8 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
                 continue;
             }
             uint32_t ra[9], rb[9];
-            const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb);
+            int rself;
+            const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb, &rself);
             float qx[NB_GROUP], qy[NB_GROUP], qz[NB_GROUP];
             uint32_t id[NB_GROUP];
             for (uint32_t u = 0; u < gn; u++) {
@@ -681,7 +767,8 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
                 qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
                 id[u] = (uint32_t)q;
             }
-            const uint32_t m = test_group(gn, qx, qy, qz, id, 0, ra, rb, nr, t, dim3, r2, count, idx, stride);
+            const uint32_t m = dim3 ? test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, 1, r2, count, idx, stride)
+                                    : test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, 0, r2, count, idx, stride);
             maxc = m > maxc ? m : maxc;
         }
     }

@@ -65,7 +65,9 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n);
 /* For each of the nq query particles xq, the indices j of target particles
  * xt with |xq_i - xt_j| < radius (radius <= g->cell), excluding j == i when
  * exclude_self. Parallel over query particles, deterministic. Grows stride
- * when a particle has more neighbours than fit. Returns 0 or -1. */
+ * (a multiple of 8) when a particle has more neighbours than fit. Rows are
+ * padded with their first index up to a multiple of 8 entries (floe_nlist).
+ * Returns 0 or -1. */
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
              const nb_sorted *target, const float *xt, float radius, int exclude_self);
 

@@ -42,25 +42,28 @@ static inline __attribute__((always_inline)) __m256 vz8(const float *restrict v,
  * the XSPH sum in the same walk:
  *   g3 += sum_j m_j (P_i + P_j) grad W_ij
  *   sv += sum_j m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma
- * records A = (x, y, z, m), B = (P, rho, vx, vy), vz the target's v (z in
- * every third float) */
+ * records A = (x, y, z, m), B = (P, rho, vx, vy), v the target's velocities
+ * (for vz). With umass (a constant; XSPH only) every neighbour's mass is mu
+ * and A = (x, y, z, vz): the block loads vz with the positions instead of
+ * eight scalar reads of v, and each pair term is the same float. */
 static inline __attribute__((always_inline)) void
 row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
             const float *restrict B, const float *restrict v, float Pi, float rhoi, const float vi[3], float xi,
-            float yi, float zi, float g3[3], float sv[3], const int xsph)
+            float yi, float zi, float g3[3], float sv[3], const int xsph, const int umass, float mu)
 {
     const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
     const __m256 inv_H = _mm256_set1_ps(kc->inv_H), g = _mm256_set1_ps(kc->g), rmin2 = _mm256_set1_ps(kc->r_min2);
     const __m256 vPi = _mm256_set1_ps(Pi), vrhoi = _mm256_set1_ps(rhoi);
     const __m256 ui = _mm256_set1_ps(vi[0]), wi = _mm256_set1_ps(vi[1]), ti = _mm256_set1_ps(vi[2]);
     __m256 gx = _mm256_setzero_ps(), gy = gx, gz = gx, sx = gx, sy = gx, sz = gx;
-    uint32_t tmp[8];
     for (uint32_t k = 0; k < cnt; k += 8) {
-        __m256 mask, X, Y, Z, M, P, R, VX, VY;
-        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
-        load4x8(A, j, &X, &Y, &Z, &M);
+        __m256 X, Y, Z, M, P, R, VX, VY;
+        const __m256 mask = floe_row_mask8(cnt, k);
+        const uint32_t *j = id + k;
+        __m256 A4;
+        load4x8(A, j, &X, &Y, &Z, &A4);
         load4x8(B, j, &P, &R, &VX, &VY);
-        M = _mm256_and_ps(M, mask);
+        M = _mm256_and_ps(umass ? _mm256_set1_ps(mu) : A4, mask);
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
         const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
                                         _mm256_mul_ps(dz, dz));
@@ -74,7 +77,7 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
         gy = _mm256_add_ps(gy, _mm256_mul_ps(gk, dy));
         gz = _mm256_add_ps(gz, _mm256_mul_ps(gk, dz));
         if (xsph) {
-            const __m256 VZ = vz8(v, j);
+            const __m256 VZ = umass ? A4 : vz8(v, j);
             const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), W);
             sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_sub_ps(VX, ui)));
             sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_sub_ps(VY, wi)));
@@ -106,10 +109,10 @@ row_art_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const 
     const __m256 ui = _mm256_set1_ps(vi[0]), wi = _mm256_set1_ps(vi[1]), ti = _mm256_set1_ps(vi[2]);
     const __m256 half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f);
     __m256 sx = _mm256_setzero_ps(), sy = sx, sz = sx;
-    uint32_t tmp[8];
     for (uint32_t k = 0; k < cnt; k += 8) {
-        __m256 mask, X, Y, Z, M, P, R, VX, VY;
-        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
+        __m256 X, Y, Z, M, P, R, VX, VY;
+        const __m256 mask = floe_row_mask8(cnt, k);
+        const uint32_t *j = id + k;
         floe_load4x8(A, j, &X, &Y, &Z, &M);
         floe_load4x8(B, j, &P, &R, &VX, &VY);
         (void)P;

@@ -53,6 +53,10 @@ typedef struct wcsph_state {
      * A = (x, y, z, m), B = (P, rho, vx, vy); 64-byte aligned */
     float *A, *B;
     size_t cap_rec;
+    /* per fluid set (index in list_fluids' order), after a pack with
+     * PACK_VZ: the mass shared by all its particles, whose records then hold
+     * A = (x, y, z, vz); 0 when the masses differ (A = (x, y, z, m)) */
+    float umass[WCSPH_MAX_SETS];
 } wcsph_state;
 
 static int wcsph_init(floe_ctx *ctx, void **state)
@@ -123,6 +127,7 @@ typedef struct target {
     const float *v;     /* fluid only, when asked */
     const float *prho2; /* fluid only, when asked: p / rho^2 */
     size_t off;         /* fluid only: offset of the set in the module's scratch */
+    float umass;        /* fluid only: wcsph_state.umass of the set (0: none) */
     const floe_nlist *nl;
 } target;
 
@@ -227,10 +232,25 @@ static int ensure_records(wcsph_state *ws, size_t total)
     return 0;
 }
 
-/* Pack A = (x, y, z, m) and, with P or rho non-NULL, B = (P, rho, vx, vy)
- * (NULL ones: zeros) of the n particles of one set at record offset off. */
+/* The mass shared by all n particles of m, or 0 when they differ. */
+static float uniform_mass(const float *restrict m, uint32_t n)
+{
+    if (n == 0)
+        return 0.0f;
+    float lo = m[0], hi = m[0];
+#pragma omp parallel for simd schedule(static) reduction(min : lo) reduction(max : hi)
+    for (uint32_t i = 0; i < n; i++) {
+        lo = m[i] < lo ? m[i] : lo;
+        hi = m[i] > hi ? m[i] : hi;
+    }
+    return lo == hi && lo > 0.0f ? lo : 0.0f;
+}
+
+/* Pack A = (x, y, z, m), or (x, y, z, vz) when a4 is v's z (vz_in_a), and,
+ * with P or rho non-NULL, B = (P, rho, vx, vy) (NULL ones: zeros) of the n
+ * particles of one set at record offset off. */
 static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *restrict x, const float *restrict m,
-                         const float *restrict P, const float *restrict rho, const float *restrict v)
+                         const float *restrict P, const float *restrict rho, const float *restrict v, int vz_in_a)
 {
     float *restrict A = ws->A + 4 * off, *restrict B = ws->B + 4 * off;
 #pragma omp parallel for schedule(static)
@@ -238,7 +258,7 @@ static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *r
         A[4 * i] = x[3 * i];
         A[4 * i + 1] = x[3 * i + 1];
         A[4 * i + 2] = x[3 * i + 2];
-        A[4 * i + 3] = m[i];
+        A[4 * i + 3] = vz_in_a ? v[3 * i + 2] : m[i];
         if (P || rho) {
             B[4 * i] = P ? P[i] : 0.0f;
             B[4 * i + 1] = rho ? rho[i] : 0.0f;
@@ -249,12 +269,14 @@ static void pack_records(wcsph_state *ws, size_t off, uint32_t n, const float *r
 }
 #endif
 
-enum { PACK_P = 1, PACK_RHO = 2, PACK_V = 4 };
+enum { PACK_P = 1, PACK_RHO = 2, PACK_V = 4, PACK_VZ = 8 };
 
 /* Pack every fluid set into the records of the AVX2 rows: A = (x, y, z, m)
- * always, B = (P, rho, vx, vy) with the parts in `what` (PACK_*; P from the
- * p / rho^2 scratch, absent parts zero) when any is asked. *packed = 1 when
- * the rows may use them (AVX2 build, module state, no periodic axis). */
+ * always (with PACK_VZ and PACK_V, (x, y, z, vz) for a set whose particles
+ * all have one mass, ws->umass), B = (P, rho, vx, vy) with the parts in
+ * `what` (PACK_*; P from the p / rho^2 scratch, absent parts zero) when any
+ * is asked. *packed = 1 when the rows may use them (AVX2 build, module
+ * state, no periodic axis). */
 static int pack_fluids(floe_ctx *ctx, wcsph_state *ws, const kconst *kc, const fluid *f, int nf, unsigned what,
                        int *packed)
 {
@@ -271,7 +293,10 @@ static int pack_fluids(floe_ctx *ctx, wcsph_state *ws, const kconst *kc, const f
         if (!x || !m || (what & PACK_RHO && !rho) || (what & PACK_V && !v))
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m%s%s", f[s].info.name,
                              what & PACK_RHO ? ", rho" : "", what & PACK_V ? " or v" : "");
-        pack_records(ws, f[s].off, f[s].info.n, x, m, what & PACK_P ? ws->prho2 + f[s].off : NULL, rho, v);
+        /* PACK_VZ (with PACK_V): a set of one mass keeps vz in A instead */
+        ws->umass[s] = what & PACK_VZ && v ? uniform_mass(m, f[s].info.n) : 0.0f;
+        pack_records(ws, f[s].off, f[s].info.n, x, m, what & PACK_P ? ws->prho2 + f[s].off : NULL, rho, v,
+                     ws->umass[s] > 0.0f);
     }
     *packed = 1;
 #else
@@ -613,7 +638,8 @@ static int st_pressure_force(const floe_stage_call *call)
             P[i] = p[i] / (rho[i] * rho[i]);
     }
     int packed; /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
-    if ((st = pack_fluids(ctx, ws, &kc, f, nf, PACK_P | PACK_RHO | (cv > 0.0f ? PACK_V : 0), &packed)) != FLOE_OK)
+    if ((st = pack_fluids(ctx, ws, &kc, f, nf, PACK_P | PACK_RHO | (cv > 0.0f ? PACK_V | PACK_VZ : 0), &packed)) !=
+        FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
@@ -622,6 +648,10 @@ static int st_pressure_force(const floe_stage_call *call)
         const unsigned needs = cv > 0.0f ? NEED_RHO | NEED_V : 0;
         if ((st = list_targets(ctx, &f[s], f, nf, 1, needs, ws->prho2, t, &nt)) != FLOE_OK)
             return st;
+        for (int b = 0; b < nt; b++) /* the fluid targets' records with vz (PACK_VZ) */
+            for (int u = 0; u < nf && packed && !t[b].boundary; u++)
+                if (f[u].info.n > 0 && f[u].off == t[b].off)
+                    t[b].umass = ws->umass[u];
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         float *restrict a = api->attr(ctx, f[s].set, "a", FLOE_VEC3);
         if (!a)
@@ -646,12 +676,15 @@ static int st_pressure_force(const floe_stage_call *call)
                 else if (packed) {
                     const float vi[3] = {cv > 0.0f ? vs[3 * i] : 0.0f, cv > 0.0f ? vs[3 * i + 1] : 0.0f,
                                          cv > 0.0f ? vs[3 * i + 2] : 0.0f};
-                    if (cv > 0.0f)
+                    if (cv > 0.0f && t[b].umass > 0.0f)
                         row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
-                                    rhos[i], vi, xi, yi, zi, af, sv, 1);
+                                    rhos[i], vi, xi, yi, zi, af, sv, 1, 1, t[b].umass);
+                    else if (cv > 0.0f)
+                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
+                                    rhos[i], vi, xi, yi, zi, af, sv, 1, 0, 0.0f);
                     else
                         row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, NULL, Pi,
-                                    0.0f, vi, xi, yi, zi, af, sv, 0);
+                                    0.0f, vi, xi, yi, zi, af, sv, 0, 0, 0.0f);
                 }
 #endif
                 else if (cv > 0.0f) {

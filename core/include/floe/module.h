@@ -155,7 +155,10 @@ typedef struct floe_set_info {
 
 /* Neighbours of each particle of a query set inside a target set, within the
  * support radius, excluding the particle itself: for particle i,
- * idx[i * stride + k] for k < count[i]. Valid until the next "neighbours". */
+ * idx[i * stride + k] for k < count[i]. Valid until the next "neighbours".
+ * stride is a multiple of 8, and each row is padded with its first index up
+ * to the next multiple of 8 (or stride): vector loops read whole blocks of 8
+ * indices (<floe/simd.h> floe_row_mask8). */
 typedef struct floe_nlist {
     uint32_t n;
     uint32_t stride;

@@ -113,19 +113,29 @@ static inline __attribute__((always_inline)) const uint32_t *floe_block_ids8(con
     return tmp;
 }
 
-/* sum_j w_j W_ij / sigma over a neighbour row id[0..cnt) of packed records
- * A = (x, y, z, w) (no periodic image): the density sum of floe_w_hat */
+/* The mask of the lanes of block k (eight entries from k) of a row of the
+ * core's neighbour lists that lie below cnt. Those rows are padded to whole
+ * blocks of eight with valid indices (floe_nlist), so id + k may be read as
+ * a block as it is: the masked lanes only need a zero weight. */
+static inline __attribute__((always_inline)) __m256 floe_row_mask8(uint32_t cnt, uint32_t k)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cnt - k)), lane));
+}
+
+/* sum_j w_j W_ij / sigma over a row id[0..cnt) of the core's (padded)
+ * neighbour lists, over packed records A = (x, y, z, w) (no periodic
+ * image): the density sum of floe_w_hat */
 static inline __attribute__((always_inline)) float floe_row_w8(float inv_H, const uint32_t *id, uint32_t cnt,
                                                                const float *A, float xi, float yi, float zi)
 {
     const __m256 vxi = _mm256_set1_ps(xi), vyi = _mm256_set1_ps(yi), vzi = _mm256_set1_ps(zi);
     const __m256 vinv = _mm256_set1_ps(inv_H);
     __m256 s = _mm256_setzero_ps();
-    uint32_t tmp[8];
     for (uint32_t k = 0; k < cnt; k += 8) {
-        __m256 mask, X, Y, Z, W;
-        const uint32_t *j = floe_block_ids8(id, cnt, k, tmp, &mask);
-        floe_load4x8(A, j, &X, &Y, &Z, &W);
+        __m256 X, Y, Z, W;
+        const __m256 mask = floe_row_mask8(cnt, k);
+        floe_load4x8(A, id + k, &X, &Y, &Z, &W);
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
         const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
                                         _mm256_mul_ps(dz, dz));
