@@ -546,6 +546,8 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 #if defined(__AVX2__)
 /* Queries per group, and sorted slots per work chunk, in build_cells. */
 #define NB_GROUP 8
+/* Candidates of a group copied into one range (test_group), at most. */
+#define NB_MERGE 768u
 
 /* One range [a, b) of candidate slots of t against the gn <= NB_GROUP
  * queries of a group, one block of 8 candidates for all queries at a time
@@ -615,6 +617,48 @@ test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const
         c[u] = 0;
         self[u] = id[u];
         dst[u] = idx + (size_t)id[u] * stride;
+    }
+    /* The usual case: all candidates fit the merge buffer and every row has
+     * room for all of them. The ranges are copied one after another (in
+     * range order, so the hits keep ascending slot order) and tested as one
+     * range: no partly filled block at the end of each range, one loop. */
+    uint32_t total = 0;
+    for (int r = 0; r < nr; r++)
+        total += rb[r] - ra[r];
+    if (total + 8 <= NB_MERGE && total + 8 <= stride) {
+        _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
+        _Alignas(32) uint32_t mj[NB_MERGE];
+        const nb_soa m = {mx, my, mz, mj};
+        uint32_t p = 0, po = 0, no = 0; /* the own range at [po, po + no) */
+        for (int r = 0; r < nr; r++) {
+            const uint32_t a = ra[r], n = rb[r] - ra[r];
+            if (r == rself)
+                po = p, no = n;
+            /* whole blocks of 8: the slots have NB_PAD entries of slack
+             * past their end, the buffer 8 past total */
+            for (uint32_t k = 0; k < n; k += 8) {
+                _mm256_storeu_ps(mx + p + k, _mm256_loadu_ps(t->x + a + k));
+                _mm256_storeu_ps(my + p + k, _mm256_loadu_ps(t->y + a + k));
+                if (dim3)
+                    _mm256_storeu_ps(mz + p + k, _mm256_loadu_ps(t->z + a + k));
+                _mm256_storeu_si256((__m256i *)(mj + p + k), _mm256_loadu_si256((const __m256i *)(t->j + a + k)));
+            }
+            p += n;
+        }
+        if (exclude_self && no > 0) { /* the blocks holding the own range test self */
+            const uint32_t s0 = po & ~7u, e = (po + no + 7u) & ~7u, s1 = e < total ? e : total;
+            test_range(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+            test_range(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride);
+            test_range(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+        } else
+            test_range(0, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+        uint32_t cm = 0;
+        for (uint32_t u = 0; u < gn; u++) {
+            pad_row(dst[u], c[u], stride);
+            count[id[u]] = c[u];
+            cm = c[u] > cm ? c[u] : cm;
+        }
+        return cm;
     }
     uint32_t cmax = 0; /* the largest c[u] so far */
     for (int r = 0; r < nr; r++) {

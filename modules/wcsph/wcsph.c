@@ -510,7 +510,7 @@ static int st_density(const floe_stage_call *call)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute 'rho'", f[s].info.name);
         const float rho0 = f[s].info.rest_density;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 256)
         for (uint32_t i = 0; i < n; i++) {
             prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
@@ -663,7 +663,7 @@ static int st_pressure_force(const floe_stage_call *call)
         const float *restrict Ps = ws->prho2 + f[s].off;
         const float rho0 = f[s].info.rest_density;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 256)
         for (uint32_t i = 0; i < n; i++) {
             prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
