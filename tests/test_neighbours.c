@@ -635,6 +635,24 @@ Test(neighbours, sort_properties)
         check_sort(&s, &g, x, n);
         free(x);
     }
+    /* the same on a grid of millions of cells with enough particles for the
+     * radix sort's parallel parts: runs of one cell cross the parts */
+    {
+        const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+        const uint32_t n = 50000;
+        float *x = malloc(n * 3 * sizeof(float));
+        cr_assert_not_null(x);
+        for (uint32_t i = 0; i < n; i++) {
+            x[3 * i + 0] = 1.0f - (float)(i / 7) / (float)n * 7.0f; /* 7 in a row share x */
+            x[3 * i + 1] = (float)(i % 3) * 0.3f + 0.05f;
+            x[3 * i + 2] = 0.5f;
+        }
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.005f, 1u << 24), 0);
+        cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+        check_sort(&s, &g, x, n);
+        free(x);
+    }
     nb_sorted_free(&s);
     cr_assert_null(s.order);
 }

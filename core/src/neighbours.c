@@ -16,6 +16,7 @@
 /* Below this many particles the OpenMP fork/join costs more than it saves. */
 #define NB_PAR_MIN 2048u
 #define NB_RADIX_BITS 11
+#define NB_SORT_PARTS 4
 
 /* ---------------------------------------------------------------- grid -- */
 
@@ -180,24 +181,44 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     const int passes = (bits + NB_RADIX_BITS - 1) / NB_RADIX_BITS;
     const int dbits = (bits + passes - 1) / passes;
     const uint32_t dmask = (1u << dbits) - 1u;
-    uint32_t hist[1u << NB_RADIX_BITS];
+    /* Each pass in NB_SORT_PARTS fixed parts of the input, each with its own
+     * histogram: the prefix runs over digits, then parts, so part p's items
+     * of a digit land after part p - 1's, and the result is the serial
+     * stable sort's whatever the number of threads. */
+    uint32_t hist[NB_SORT_PARTS][1u << NB_RADIX_BITS]; /* 32 KB */
+    const int64_t nparts = n >= 4 * NB_PAR_MIN ? NB_SORT_PARTS : 1;
     /* passes alternate between order and scratch, the last one writing
      * order: an odd count starts in order, an even one in scratch */
     uint32_t *restrict src = NULL, *restrict dst = passes % 2 ? s->order : s->scratch;
     for (int ps = 0; ps < passes; ps++) {
         const int sh = ps * dbits;
-        memset(hist, 0, ((size_t)dmask + 1) * sizeof hist[0]);
-        for (uint32_t k = 0; k < n; k++)
-            hist[(key[src ? src[k] : k] >> sh) & dmask]++;
-        uint32_t acc = 0;
-        for (uint32_t d = 0; d <= dmask; d++) {
-            const uint32_t c = hist[d];
-            hist[d] = acc;
-            acc += c;
+        const uint32_t *restrict from = src;
+        uint32_t *restrict to = dst;
+#pragma omp parallel for schedule(static) if (nparts > 1)
+        for (int64_t pt = 0; pt < nparts; pt++) {
+            const uint32_t k0 = (uint32_t)((uint64_t)n * (uint64_t)pt / (uint64_t)nparts);
+            const uint32_t k1 = (uint32_t)((uint64_t)n * (uint64_t)(pt + 1) / (uint64_t)nparts);
+            uint32_t *restrict h = hist[pt];
+            memset(h, 0, ((size_t)dmask + 1) * sizeof h[0]);
+            for (uint32_t k = k0; k < k1; k++)
+                h[(key[from ? from[k] : k] >> sh) & dmask]++;
         }
-        for (uint32_t k = 0; k < n; k++) {
-            const uint32_t i = src ? src[k] : k;
-            dst[hist[(key[i] >> sh) & dmask]++] = i;
+        uint32_t acc = 0;
+        for (uint32_t d = 0; d <= dmask; d++)
+            for (int64_t pt = 0; pt < nparts; pt++) {
+                const uint32_t c = hist[pt][d];
+                hist[pt][d] = acc;
+                acc += c;
+            }
+#pragma omp parallel for schedule(static) if (nparts > 1)
+        for (int64_t pt = 0; pt < nparts; pt++) {
+            const uint32_t k0 = (uint32_t)((uint64_t)n * (uint64_t)pt / (uint64_t)nparts);
+            const uint32_t k1 = (uint32_t)((uint64_t)n * (uint64_t)(pt + 1) / (uint64_t)nparts);
+            uint32_t *restrict h = hist[pt];
+            for (uint32_t k = k0; k < k1; k++) {
+                const uint32_t i = from ? from[k] : k;
+                to[h[(key[i] >> sh) & dmask]++] = i;
+            }
         }
         src = dst;
         dst = dst == s->order ? s->scratch : s->order;
