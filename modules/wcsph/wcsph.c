@@ -129,6 +129,9 @@ typedef struct target {
     size_t off;         /* fluid only: offset of the set in the module's scratch */
     float umass;        /* fluid only: wcsph_state.umass of the set (0: none) */
     const floe_nlist *nl;
+    /* nl's row data, copied so that a row costs one load less */
+    const uint32_t *idx, *cnt;
+    uint32_t stride;
 } target;
 
 typedef floe_fluid fluid; /* <floe/module_sets.h>: set, info, offset in the module's scratch */
@@ -193,6 +196,11 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
     if (st != FLOE_OK)
         return st;
     for (int s = 0; s < n; s++) {
+        if (t[s].nl) {
+            t[s].idx = t[s].nl->idx;
+            t[s].cnt = t[s].nl->count;
+            t[s].stride = t[s].nl->stride;
+        }
         if (!t[s].nl)
             return api->fail(ctx, FLOE_ERR_ARG,
                              "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
@@ -311,7 +319,7 @@ static int pack_fluids(floe_ctx *ctx, wcsph_state *ws, const kconst *kc, const f
  * argument `per`, always a constant (ROW_CALL passes 1 or 0), so each is
  * compiled twice: with the minimum image on periodic axes, and without. */
 
-#define ROW(nl, i) (nl)->idx + (size_t)(i) * (nl)->stride, (nl)->count[i]
+#define ROW(tg, i) (tg)->idx + (size_t)(i) * (tg)->stride, (tg)->cnt[i]
 #define ROW_CALL(fn, ...) (kc.periodic ? fn(__VA_ARGS__, 1) : fn(__VA_ARGS__, 0))
 
 /* minimum image of one component, branch-free (L = 0: unchanged) */
@@ -472,7 +480,7 @@ static inline void prefetch_rows(const target *t, int nt, uint32_t i, uint32_t n
     if (i + PREFETCH_AHEAD >= n)
         return;
     for (int ti = 0; ti < nt; ti++) {
-        const char *row = (const char *)(t[ti].nl->idx + (size_t)(i + PREFETCH_AHEAD) * t[ti].nl->stride);
+        const char *row = (const char *)(t[ti].idx + (size_t)(i + PREFETCH_AHEAD) * t[ti].stride);
         __builtin_prefetch(row);
         __builtin_prefetch(row + 64);
     }
@@ -510,7 +518,7 @@ static int st_density(const floe_stage_call *call)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute 'rho'", f[s].info.name);
         const float rho0 = f[s].info.rest_density;
 
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
         for (uint32_t i = 0; i < n; i++) {
             prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
@@ -518,10 +526,10 @@ static int st_density(const floe_stage_call *call)
             for (int b = 0; b < nt; b++) {
 #ifdef ROWS_AVX2
                 const float sum = packed && !t[b].boundary
-                                      ? floe_row_w8(kc.inv_H, ROW(t[b].nl, i), ws->A + 4 * t[b].off, xi, yi, zi)
-                                      : ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+                                      ? floe_row_w8(kc.inv_H, ROW(&t[b], i), ws->A + 4 * t[b].off, xi, yi, zi)
+                                      : ROW_CALL(row_w, &kc, ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi);
 #else
-                const float sum = ROW_CALL(row_w, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+                const float sum = ROW_CALL(row_w, &kc, ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi);
 #endif
                 acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
             }
@@ -663,7 +671,7 @@ static int st_pressure_force(const floe_stage_call *call)
         const float *restrict Ps = ws->prho2 + f[s].off;
         const float rho0 = f[s].info.rest_density;
 
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
         for (uint32_t i = 0; i < n; i++) {
             prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
@@ -671,28 +679,28 @@ static int st_pressure_force(const floe_stage_call *call)
             float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}, sv[3] = {0.0f, 0.0f, 0.0f};
             for (int b = 0; b < nt; b++) {
                 if (t[b].boundary) /* sum_b V_b grad W_ib */
-                    ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, NULL, 0.0f, xi, yi, zi, ab);
+                    ROW_CALL(row_grad, &kc, ROW(&t[b], i), t[b].x, t[b].mass, NULL, 0.0f, xi, yi, zi, ab);
 #ifdef ROWS_AVX2
                 else if (packed) {
                     const float vi[3] = {cv > 0.0f ? vs[3 * i] : 0.0f, cv > 0.0f ? vs[3 * i + 1] : 0.0f,
                                          cv > 0.0f ? vs[3 * i + 2] : 0.0f};
                     if (cv > 0.0f && t[b].umass > 0.0f)
-                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
+                        row_pf_avx2(&kc, ROW(&t[b], i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
                                     rhos[i], vi, xi, yi, zi, af, sv, 1, 1, t[b].umass);
                     else if (cv > 0.0f)
-                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
+                        row_pf_avx2(&kc, ROW(&t[b], i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, t[b].v, Pi,
                                     rhos[i], vi, xi, yi, zi, af, sv, 1, 0, 0.0f);
                     else
-                        row_pf_avx2(&kc, ROW(t[b].nl, i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, NULL, Pi,
+                        row_pf_avx2(&kc, ROW(&t[b], i), ws->A + 4 * t[b].off, ws->B + 4 * t[b].off, NULL, Pi,
                                     0.0f, vi, xi, yi, zi, af, sv, 0, 0, 0.0f);
                 }
 #endif
                 else if (cv > 0.0f) {
                     const float vi[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
-                    ROW_CALL(row_grad_xsph, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, t[b].rho, t[b].v,
+                    ROW_CALL(row_grad_xsph, &kc, ROW(&t[b], i), t[b].x, t[b].mass, t[b].prho2, t[b].rho, t[b].v,
                              Pi, rhos[i], vi, xi, yi, zi, af, sv);
                 } else /* sum_j m_j (P_i + P_j) grad W_ij */
-                    ROW_CALL(row_grad, &kc, ROW(t[b].nl, i), t[b].x, t[b].mass, t[b].prho2, Pi, xi, yi, zi, af);
+                    ROW_CALL(row_grad, &kc, ROW(&t[b], i), t[b].x, t[b].mass, t[b].prho2, Pi, xi, yi, zi, af);
             }
             if (cv > 0.0f) { /* as a preceding wcsph.viscosity{kind = "xsph"} would add */
                 a[3 * i] += cv * sv[0];
@@ -785,25 +793,25 @@ static int st_viscosity(const floe_stage_call *call)
                 if (!tg->boundary) {
 #ifdef ROWS_AVX2
                     if (packed)
-                        row_art_avx2(&kc, ROW(tg->nl, i), ws->A + 4 * tg->off, ws->B + 4 * tg->off, tg->v, xi, yi, zi,
+                        row_art_avx2(&kc, ROW(tg, i), ws->A + 4 * tg->off, ws->B + 4 * tg->off, tg->v, xi, yi, zi,
                                      rhoi, vi, eps, af);
                     else
 #endif
                     if (artificial)
-                        ROW_CALL(row_artificial, &kc, ROW(tg->nl, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi,
+                        ROW_CALL(row_artificial, &kc, ROW(tg, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi,
                                  rhoi, vi, eps, af);
                     else
-                        ROW_CALL(row_xsph, &kc, ROW(tg->nl, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi, rhoi,
+                        ROW_CALL(row_xsph, &kc, ROW(tg, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi, rhoi,
                                  vi, af);
                 } else {
                     /* boundary at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
                     if (artificial) {
-                        ROW_CALL(row_artificial, &kc, ROW(tg->nl, i), tg->x, tg->mass, NULL, NULL, xi, yi, zi, rhoi,
+                        ROW_CALL(row_artificial, &kc, ROW(tg, i), tg->x, tg->mass, NULL, NULL, xi, yi, zi, rhoi,
                                  vi, eps, ab);
                     } else {
                         /* m_b / (rho_i + rho_b) (0 - v_i) W_ib = -V_b W_ib v_i / (2 rho_i), times rho0 below */
                         const float sw =
-                            -ROW_CALL(row_w, &kc, ROW(tg->nl, i), tg->x, tg->mass, xi, yi, zi) / (2.0f * rhoi);
+                            -ROW_CALL(row_w, &kc, ROW(tg, i), tg->x, tg->mass, xi, yi, zi) / (2.0f * rhoi);
                         ab[0] += sw * vi[0];
                         ab[1] += sw * vi[1];
                         ab[2] += sw * vi[2];

@@ -35,11 +35,12 @@ static inline __attribute__((always_inline)) void floe_load4x8(const float *base
     *o3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
-/* floe_pos (kernel.h) lane by lane: 0.5 (a + |a|) */
+/* floe_pos (kernel.h) lane by lane, 0.5 (a + |a|), as max(a, +0): the
+ * same float for every a but NaN (0 here, NaN there), in one operation
+ * instead of three, and two fewer constants held in the neighbour loops */
 static inline __attribute__((always_inline)) __m256 floe_pos8(__m256 a)
 {
-    const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
-    return _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(a, abs));
+    return _mm256_max_ps(a, _mm256_setzero_ps());
 }
 
 /* floe_w_hat lane by lane, the same operations in the same order (no fused
