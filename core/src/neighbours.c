@@ -639,10 +639,14 @@ test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const
         self[u] = id[u];
         dst[u] = idx + (size_t)id[u] * stride;
     }
-    /* The usual case: all candidates fit the merge buffer and every row has
-     * room for all of them. The ranges are copied one after another (in
-     * range order, so the hits keep ascending slot order) and tested as one
-     * range: no partly filled block at the end of each range, one loop. */
+    /* Few candidates (sparse regions: splashes, surfaces; the fluid against
+     * thin walls): when every row has room for all of them, the ranges are
+     * copied one after another (in range order, so the hits keep ascending
+     * slot order) and tested as one range: no partly filled block at the
+     * end of each range, one loop, no check per store. Late in the
+     * reference bench about a quarter of the groups take this path; a
+     * dense group (about 216 candidates for 64 slots a row) takes the
+     * ranges one by one below. */
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
