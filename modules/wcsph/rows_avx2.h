@@ -11,8 +11,9 @@
  * lane in the same order without fused multiply-adds, so each pair term is
  * the generic path's float; only the order of the row sum differs (eight
  * lane sums, then lanes 0..7 in order), a fixed order, so results stay
- * bitwise reproducible for any thread count. Rows shorter than a multiple of
- * eight are padded with a valid index and a zero mass (no contribution).
+ * bitwise reproducible for any thread count. The core pads each row to a
+ * multiple of eight with its first index (floe_nlist); the lanes past the
+ * count get a zero mass (no contribution).
  * Boundary rows keep the generic path: packing the (large, mostly idle)
  * boundary sets on every call cost more than it saved (reference bench
  * 56.5-58.3 s without, 58.5 s with). Periodic domains take the generic rows
