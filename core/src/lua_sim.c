@@ -1288,6 +1288,10 @@ static int m_set(lua_State *L)
         for (int k = 0; k < n; k++)
             v[k] = (float)to_finite(L, 5 + k, "sim:set", "a component");
         memcpy((float *)r.data + 3 * r.i, v, sizeof v);
+        /* a moved particle: the core's sort of its set (kept for a static
+         * set) and, for walls, the boundary volumes are stale now */
+        if (strcmp(lua_tostring(L, 3), "x") == 0)
+            floe_set_moved(s->ctx, arg_set(L, s, "sim:set"));
     } else if (r.type == FLOE_F32)
         ((float *)r.data)[r.i] = (float)to_finite(L, 5, "sim:set", "the value");
     else {

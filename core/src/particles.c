@@ -277,6 +277,15 @@ int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
     return FLOE_OK;
 }
 
+int floe_set_moved(floe_ctx *ctx, floe_set set)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "invalid particle set handle");
+    invalidate(ctx, p);
+    return FLOE_OK;
+}
+
 floe_set ctx_set_handle(floe_ctx *ctx, int index)
 {
     if (index < 0 || index >= ctx->npsets || !ctx->sets[index].gen)

@@ -55,6 +55,11 @@ int floe_set_clear(floe_ctx *ctx, floe_set set);
 /* Apply a permutation (new index k takes old particle perm[k]) to every
  * attribute of the set. */
 int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm);
+/* Positions of the set were changed from outside the pipeline (sim:set):
+ * its cell sort is redone at the next "neighbours" (a static set is sorted
+ * and reordered again once, not kept), and the boundary volumes are
+ * recomputed when it is a boundary set. */
+int floe_set_moved(floe_ctx *ctx, floe_set set);
 void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 /* Attribute enumeration (for writers): returns 0 past the end. */
