@@ -263,6 +263,12 @@ static void same_neighbours(int dim, int periodic)
             cr_assert_leq(k, 512);
             memcpy(a, lc->idx + (size_t)i * lc->stride, k * 4);
             memcpy(b, lg->idx + (size_t)i * lg->stride, k * 4);
+            /* the device's lists on the host are padded as nb_build's are */
+            const uint32_t *row = lg->idx + (size_t)i * lg->stride;
+            cr_assert_eq(lg->stride % 8, 0u, "host copy of the device lists: stride %u", lg->stride);
+            for (uint32_t p = k; k > 0 && p < ((k + 7u) & ~7u) && p < lg->stride; p++)
+                cr_assert_eq(row[p], row[0], "particle %u, target %d: pad slot %u holds %u, not %u", i, t, p,
+                             row[p], row[0]);
             qsort(a, k, 4, cmp_u32);
             qsort(b, k, 4, cmp_u32);
             cr_assert_eq(memcmp(a, b, k * 4), 0, "particle %u, target %d: other neighbours", i, t);

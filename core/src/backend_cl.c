@@ -1392,11 +1392,15 @@ int ctx_cl_lists_to_host(floe_ctx *ctx)
         for (int t = 0; t < ctx->npsets; t++) {
             nb_list *l = &pq->lists[t];
             uint32_t n = d->ln[t], stride = d->lstride[t], pitch = d->lcap[t];
+            /* host rows as nb_build leaves them: the stride a multiple of 8,
+             * each row padded with its first index to a whole block of 8
+             * (floe_nlist; the AVX2 rows read whole blocks) */
+            const uint32_t hstride = (stride + 7u) & ~7u;
             size_t need = (size_t)pitch * stride;
             uint32_t *c = realloc(l->count, (size_t)(n ? n : 1) * 4);
             if (c)
                 l->count = c;
-            uint32_t *ix = c ? realloc(l->idx, (size_t)(n ? n : 1) * stride * 4) : NULL;
+            uint32_t *ix = c ? realloc(l->idx, (size_t)(n ? n : 1) * (hstride ? hstride : 8) * 4) : NULL;
             if (ix)
                 l->idx = ix;
             if (need > tcap) {
@@ -1410,7 +1414,7 @@ int ctx_cl_lists_to_host(floe_ctx *ctx)
             }
             l->n = n;
             l->cap = n ? n : 1;
-            l->stride = stride;
+            l->stride = hstride ? hstride : 8;
             if (n) {
                 cl_int e = F->clEnqueueReadBuffer(CL->q, d->cnt[t], CL_TRUE, 0, (size_t)n * 4, l->count, 0, NULL, NULL);
                 if (e == CL_SUCCESS)
@@ -1419,9 +1423,15 @@ int ctx_cl_lists_to_host(floe_ctx *ctx)
                     free(tmp);
                     return cl_err(ctx, e, "reading neighbour lists");
                 }
-                for (uint32_t i = 0; i < n; i++)
-                    for (uint32_t k = 0; k < l->count[i] && k < stride; k++)
-                        l->idx[(size_t)i * stride + k] = tmp[(size_t)k * pitch + i];
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t *row = l->idx + (size_t)i * l->stride;
+                    const uint32_t cnt = l->count[i] < stride ? l->count[i] : stride;
+                    for (uint32_t k = 0; k < cnt; k++)
+                        row[k] = tmp[(size_t)k * pitch + i];
+                    const uint32_t e = (cnt + 7u) & ~7u;
+                    for (uint32_t k = cnt; cnt > 0 && k < e && k < l->stride; k++)
+                        row[k] = row[0];
+                }
             }
         }
     }
