@@ -1428,9 +1428,7 @@ int ctx_cl_lists_to_host(floe_ctx *ctx)
                     const uint32_t cnt = l->count[i] < stride ? l->count[i] : stride;
                     for (uint32_t k = 0; k < cnt; k++)
                         row[k] = tmp[(size_t)k * pitch + i];
-                    const uint32_t e = (cnt + 7u) & ~7u;
-                    for (uint32_t k = cnt; cnt > 0 && k < e && k < l->stride; k++)
-                        row[k] = row[0];
+                    nb_pad_row(row, cnt, l->stride);
                 }
             }
         }

@@ -1231,6 +1231,8 @@ typedef struct attr_ref {
     floe_type type;
     void *data;
     uint32_t i;              /* 0-based */
+    floe_set set;
+    const char *name;
 } attr_ref;
 
 /* (set, attr, i) at 2, 3, 4. */
@@ -1252,7 +1254,7 @@ static attr_ref arg_attr(lua_State *L, lsim *s, const char *fn)
     uint32_t n = floe_set_size(s->ctx, set);
     if (i < 1 || i > (lua_Integer)n)
         luaL_error(L, "%s: index %I out of range [1, %d] of set '%s'", fn, i, (int)n, lua_tostring(L, 2));
-    attr_ref r = {0, NULL, (uint32_t)(i - 1)};
+    attr_ref r = {0, NULL, (uint32_t)(i - 1), set, want};
     for (int k = 0; floe_attr_at(s->ctx, set, k, &name, &r.type, &r.data); k++)
         if (strcmp(name, want) == 0)
             return r;
@@ -1290,8 +1292,8 @@ static int m_set(lua_State *L)
         memcpy((float *)r.data + 3 * r.i, v, sizeof v);
         /* a moved particle: the core's sort of its set (kept for a static
          * set) and, for walls, the boundary volumes are stale now */
-        if (strcmp(lua_tostring(L, 3), "x") == 0)
-            floe_set_moved(s->ctx, arg_set(L, s, "sim:set"));
+        if (strcmp(r.name, "x") == 0)
+            floe_set_moved(s->ctx, r.set);
     } else if (r.type == FLOE_F32)
         ((float *)r.data)[r.i] = (float)to_finite(L, 5, "sim:set", "the value");
     else {

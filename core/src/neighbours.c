@@ -99,6 +99,12 @@ static int grow_u32(uint32_t **p, size_t n)
     return *p ? 0 : -1;
 }
 
+/* The first of the n items in part pt of nparts equal parts. */
+static inline uint32_t part_start(uint32_t n, int64_t pt, int64_t nparts)
+{
+    return (uint32_t)((uint64_t)n * (uint64_t)pt / (uint64_t)nparts);
+}
+
 int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
 {
     if (!s || !g || (n && !x) || !grid_ok(g))
@@ -196,8 +202,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         uint32_t *restrict to = dst;
 #pragma omp parallel for schedule(static) if (nparts > 1)
         for (int64_t pt = 0; pt < nparts; pt++) {
-            const uint32_t k0 = (uint32_t)((uint64_t)n * (uint64_t)pt / (uint64_t)nparts);
-            const uint32_t k1 = (uint32_t)((uint64_t)n * (uint64_t)(pt + 1) / (uint64_t)nparts);
+            const uint32_t k0 = part_start(n, pt, nparts), k1 = part_start(n, pt + 1, nparts);
             uint32_t *restrict h = hist[pt];
             memset(h, 0, ((size_t)dmask + 1) * sizeof h[0]);
             for (uint32_t k = k0; k < k1; k++)
@@ -212,8 +217,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
             }
 #pragma omp parallel for schedule(static) if (nparts > 1)
         for (int64_t pt = 0; pt < nparts; pt++) {
-            const uint32_t k0 = (uint32_t)((uint64_t)n * (uint64_t)pt / (uint64_t)nparts);
-            const uint32_t k1 = (uint32_t)((uint64_t)n * (uint64_t)(pt + 1) / (uint64_t)nparts);
+            const uint32_t k0 = part_start(n, pt, nparts), k1 = part_start(n, pt + 1, nparts);
             uint32_t *restrict h = hist[pt];
             for (uint32_t k = k0; k < k1; k++) {
                 const uint32_t i = from ? from[k] : k;
@@ -298,7 +302,7 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
     }
     if (stride < l->stride)
         stride = l->stride;
-    stride = (stride + 7u) & ~7u; /* rows are padded to whole blocks of 8 (pad_row) */
+    stride = (stride + 7u) & ~7u; /* rows are padded to whole blocks of 8 (nb_pad_row) */
     if (cap == l->cap && stride == l->stride && l->count && l->idx)
         return 0;
     uint64_t nidx = (uint64_t)cap * stride;
@@ -313,19 +317,6 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
     l->cap = cap;
     l->stride = stride;
     return 0;
-}
-
-/* Pad a row of c <= stride neighbours up to the next multiple of 8 (or
- * stride) with its first entry: vector loops may then read whole blocks of
- * 8 indices, masking the lanes past c, and every index read is valid. */
-static inline void pad_row(uint32_t *restrict dst, uint32_t c, uint32_t stride)
-{
-    if (c == 0 || c >= stride)
-        return;
-    const uint32_t e = (c + 7u) & ~7u;
-    const uint32_t end = e < stride ? e : stride;
-    for (uint32_t k = c; k < end; k++)
-        dst[k] = dst[0];
 }
 
 /* Target set gathered into sorted-slot order, structure of arrays, each
@@ -556,7 +547,7 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
                 }
             }
         }
-        pad_row(dst, c, stride);
+        nb_pad_row(dst, c, stride);
         count[i] = c;
         if (c > maxc)
             maxc = c;
@@ -619,17 +610,34 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
     }
 }
 
+/* test_range with its flags chosen at run time (each variant compiled
+ * with constant ones). */
+static inline __attribute__((always_inline)) void
+test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
+          const uint32_t *self, const nb_soa *t, const int dim3, int own, int room, __m256 vr2,
+          uint32_t *const *dst, uint32_t *c, uint32_t stride)
+{
+    if (own && room)
+        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride);
+    else if (room)
+        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride);
+    else if (own)
+        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride);
+    else
+        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride);
+}
+
 /* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
  * id[u]; with exclude_self, id[u] itself is no neighbour, and only range
  * rself can hold it) in the nr candidate ranges [ra[r], rb[r]) of the
  * sorted slots t: row id[u] of idx (stride entries) gets the hits in
- * ascending slot order, padded (pad_row), count[id[u]] their number (which
+ * ascending slot order, padded (nb_pad_row), count[id[u]] their number (which
  * may exceed stride: the caller widens and rebuilds). Returns the largest.
- * dim3 is a constant at each call. */
+ * dim3 is a constant here (test_group picks the variant). */
 static inline __attribute__((always_inline)) uint32_t
-test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id, int exclude_self,
-           int rself, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3, float r2,
-           uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
+test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id, int exclude_self,
+             int rself, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3, float r2,
+             uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
 {
     const __m256 vr2 = _mm256_set1_ps(r2);
     uint32_t c[NB_GROUP], self[NB_GROUP];
@@ -646,7 +654,7 @@ test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const
      * end of each range, one loop, no check per store. Late in the
      * reference bench about a quarter of the groups take this path; a
      * dense group (about 216 candidates for 64 slots a row) takes the
-     * ranges one by one below. */
+     * ranges one by one. */
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
@@ -670,44 +678,41 @@ test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const
             }
             p += n;
         }
-        if (exclude_self && no > 0) { /* the blocks holding the own range test self */
-            const uint32_t s0 = po & ~7u, e = (po + no + 7u) & ~7u, s1 = e < total ? e : total;
-            test_range(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
-            test_range(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride);
-            test_range(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
-        } else
-            test_range(0, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
-        uint32_t cm = 0;
-        for (uint32_t u = 0; u < gn; u++) {
-            pad_row(dst[u], c[u], stride);
-            count[id[u]] = c[u];
-            cm = c[u] > cm ? c[u] : cm;
+        /* only the blocks holding the own range test for self */
+        const int own = exclude_self && no > 0;
+        const uint32_t e = (po + no + 7u) & ~7u, s0 = own ? po & ~7u : total, s1 = own && e < total ? e : total;
+        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride);
+        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+    } else {
+        uint32_t cmax = 0; /* the largest c[u] so far */
+        for (int r = 0; r < nr; r++) {
+            const uint32_t a = ra[r], b = rb[r];
+            if (a >= b)
+                continue;
+            test_span(a, b, gn, qx, qy, qz, self, t, dim3, exclude_self && r == rself,
+                      (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride);
+            for (uint32_t u = 0; u < gn; u++)
+                cmax = c[u] > cmax ? c[u] : cmax;
         }
-        return cm;
     }
-    uint32_t cmax = 0; /* the largest c[u] so far */
-    for (int r = 0; r < nr; r++) {
-        const uint32_t a = ra[r], b = rb[r];
-        if (a >= b)
-            continue;
-        const int own = exclude_self && r == rself;
-        if ((uint64_t)cmax + (b - a) + 8 <= stride) { /* the usual case */
-            if (own)
-                test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride);
-            else
-                test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride);
-        } else if (own)
-            test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride);
-        else
-            test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride);
-        for (uint32_t u = 0; u < gn; u++)
-            cmax = c[u] > cmax ? c[u] : cmax;
-    }
+    uint32_t cm = 0;
     for (uint32_t u = 0; u < gn; u++) {
-        pad_row(dst[u], c[u], stride);
+        nb_pad_row(dst[u], c[u], stride);
         count[id[u]] = c[u];
+        cm = c[u] > cm ? c[u] : cm;
     }
-    return cmax;
+    return cm;
+}
+
+/* test_group_d for dim3 = g->dim == 3, each compiled with it constant. */
+static inline uint32_t test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id,
+                                  int exclude_self, int rself, const uint32_t *ra, const uint32_t *rb, int nr,
+                                  const nb_soa *t, int dim3, float r2, uint32_t *restrict count,
+                                  uint32_t *restrict idx, uint32_t stride)
+{
+    return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride)
+                : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride);
 }
 
 /* The candidate ranges of cell (ix, iy, iz): one per (y, z) row of the
@@ -769,11 +774,8 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
             const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
             for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                 const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                const uint32_t m =
-                    dim3 ? test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t, 1,
-                                      r2, count, idx, stride)
-                         : test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t, 0,
-                                      r2, count, idx, stride);
+                const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
+                                              nr, t, dim3, r2, count, idx, stride);
                 maxc = m > maxc ? m : maxc;
             }
         }
@@ -836,8 +838,7 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
                 qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
                 id[u] = (uint32_t)q;
             }
-            const uint32_t m = dim3 ? test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, 1, r2, count, idx, stride)
-                                    : test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, 0, r2, count, idx, stride);
+            const uint32_t m = test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, dim3, r2, count, idx, stride);
             maxc = m > maxc ? m : maxc;
         }
     }

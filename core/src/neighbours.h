@@ -68,6 +68,20 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n);
  * (a multiple of 8) when a particle has more neighbours than fit. Rows are
  * padded with their first index up to a multiple of 8 entries (floe_nlist).
  * Returns 0 or -1. */
+/* Pad a row of c <= stride neighbours up to the next multiple of 8 (or
+ * stride) with its first entry: vector loops may then read whole blocks of
+ * 8 indices, masking the lanes past c, and every index read is valid. Every
+ * producer of host lists calls it (nb_build, the OpenCL backend's copy). */
+static inline void nb_pad_row(uint32_t *restrict row, uint32_t c, uint32_t stride)
+{
+    if (c == 0 || c >= stride)
+        return;
+    const uint32_t e = (c + 7u) & ~7u;
+    const uint32_t end = e < stride ? e : stride;
+    for (uint32_t k = c; k < end; k++)
+        row[k] = row[0];
+}
+
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
              const nb_sorted *target, const float *xt, float radius, int exclude_self);
 

@@ -150,9 +150,10 @@ static const float *need(floe_ctx *ctx, floe_set set, const char *set_name, cons
 }
 
 /* Targets of fluid set q: every fluid set, then (if with_boundary) every
- * boundary set, with their neighbour lists from q. */
+ * boundary set, with their neighbour lists from q. umass (NULL: none) is
+ * wcsph_state.umass of the fluid sets, after a pack with PACK_VZ. */
 static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, int with_boundary,
-                        unsigned needs, const float *prho2, target *t, int *nt)
+                        unsigned needs, const float *prho2, const float *umass, target *t, int *nt)
 {
     int st = FLOE_OK;
     int n = 0;
@@ -171,6 +172,7 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
         if (prho2)
             tg->prho2 = prho2 + f[s].off;
         tg->off = f[s].off;
+        tg->umass = umass ? umass[s] : 0.0f;
         tg->nl = api->neighbours(ctx, q->set, f[s].set);
     }
     if (with_boundary) {
@@ -509,7 +511,7 @@ static int st_density(const floe_stage_call *call)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, NULL, t, &nt)) != FLOE_OK)
+        if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
@@ -654,12 +656,9 @@ static int st_pressure_force(const floe_stage_call *call)
         if (n == 0)
             continue;
         const unsigned needs = cv > 0.0f ? NEED_RHO | NEED_V : 0;
-        if ((st = list_targets(ctx, &f[s], f, nf, 1, needs, ws->prho2, t, &nt)) != FLOE_OK)
+        if ((st = list_targets(ctx, &f[s], f, nf, 1, needs, ws->prho2, packed ? ws->umass : NULL, t, &nt)) !=
+            FLOE_OK)
             return st;
-        for (int b = 0; b < nt; b++) /* the fluid targets' records with vz (PACK_VZ) */
-            for (int u = 0; u < nf && packed && !t[b].boundary; u++)
-                if (f[u].info.n > 0 && f[u].off == t[b].off)
-                    t[b].umass = ws->umass[u];
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         float *restrict a = api->attr(ctx, f[s].set, "a", FLOE_VEC3);
         if (!a)
@@ -771,7 +770,7 @@ static int st_viscosity(const floe_stage_call *call)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        if ((st = list_targets(ctx, &f[s], f, nf, balpha > 0.0f, NEED_RHO | NEED_V, NULL, t, &nt)) != FLOE_OK)
+        if ((st = list_targets(ctx, &f[s], f, nf, balpha > 0.0f, NEED_RHO | NEED_V, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         const float *restrict vs = api->attr(ctx, f[s].set, "v", FLOE_VEC3);
