@@ -893,3 +893,146 @@ Test(neighbours, kept_slots_give_the_same_lists)
     with_near = 0;
     with_slots = 0;
 }
+
+/* ------------------------------------------------------- kernel sums -- */
+
+#include "floe/kernel.h"
+#include "floe/simd.h"
+
+/* nb_build_sums of xq against xt (weights w; uniform: all w equal) and
+ * checks of every query's sum: against the sum over all targets within the
+ * radius in double (so the rows and weights are right), and, with AVX2,
+ * bitwise against floe_row_w8 over the built row (the float a module's own
+ * density sum gives). Positions have z = 0 in 2D, as a simulation keeps
+ * them. Returns how many sums were nonzero. */
+static uint32_t check_ksums(int dim, const float lo[3], const float hi[3], float cell, const float *xq, uint32_t nq,
+                            const float *xt, uint32_t nt, const float *w, float radius, int exclude_self)
+{
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
+    const float inv_H = floe_kernel_make(dim, radius).inv_H;
+    float *out = malloc((size_t)(nq ? nq : 1) * sizeof(float));
+    cr_assert_not_null(out);
+    int uniform = nt > 0;
+    for (uint32_t j = 1; j < nt; j++)
+        uniform &= w[j] == w[0];
+    nb_ksum ks = {.w = w, .uniform = uniform, .w0 = nt ? w[0] : 0.0f, .inv_H = inv_H, .out = out};
+    cr_assert_eq(nb_build_sums(&l, &g, xq, nq, &s, xt, radius, exclude_self, &ks), 0);
+    check_against_brute(&l, xq, nq, xt, nt, radius, exclude_self, dim);
+#if defined(__AVX2__)
+    cr_assert_eq(ks.done, 1, "the AVX2 build computed no kernel sums");
+#endif
+    uint32_t nonzero = 0;
+    if (!ks.done) {
+        free(out);
+        nb_list_free(&l);
+        nb_sorted_free(&s);
+        return 0;
+    }
+    float *rec = malloc((size_t)(nt ? nt : 1) * 4 * sizeof(float) + 64);
+    cr_assert_not_null(rec);
+    float *A = (float *)(((uintptr_t)rec + 15) & ~(uintptr_t)15);
+    for (uint32_t j = 0; j < nt; j++) {
+        A[4 * j] = xt[3 * j];
+        A[4 * j + 1] = xt[3 * j + 1];
+        A[4 * j + 2] = xt[3 * j + 2];
+        A[4 * j + 3] = w[j];
+    }
+    const double r2max = (double)radius * radius;
+    for (uint32_t i = 0; i < nq; i++) {
+        double ref = 0.0, mag = 0.0;
+        for (uint32_t j = 0; j < nt; j++) {
+            if (exclude_self && j == i)
+                continue;
+            const float dx = xq[3 * i] - xt[3 * j], dy = xq[3 * i + 1] - xt[3 * j + 1];
+            const float dz = dim == 3 ? xq[3 * i + 2] - xt[3 * j + 2] : 0.0f;
+            const float d2 = dx * dx + dy * dy + dz * dz;
+            if (!((double)d2 < r2max))
+                continue;
+            const double t = (double)w[j] * (double)floe_w_hat(inv_H, d2);
+            ref += t;
+            mag += fabs(t);
+        }
+        cr_assert(fabs((double)out[i] - ref) <= 1e-5 * mag + 1e-30,
+                  "query %u: kernel sum %.9g, brute force %.9g", i, (double)out[i], ref);
+        nonzero += out[i] != 0.0f;
+#if defined(__AVX2__)
+        const float mine = floe_row_w8(inv_H, l.idx + (size_t)i * l.stride, l.count[i], A, xq[3 * i],
+                                       xq[3 * i + 1], xq[3 * i + 2]);
+        cr_assert(memcmp(&mine, &out[i], sizeof mine) == 0, "query %u: kernel sum %.9g, floe_row_w8 %.9g", i,
+                  (double)out[i], (double)mine);
+#endif
+    }
+    free(rec);
+    free(out);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    return nonzero;
+}
+
+static float *weights(uint32_t n, int uniform)
+{
+    float *w = malloc((size_t)(n ? n : 1) * sizeof(float));
+    cr_assert_not_null(w);
+    for (uint32_t j = 0; j < n; j++)
+        w[j] = uniform ? 0.015625f : rng_uniform(0.5f, 2.0f);
+    return w;
+}
+
+Test(neighbours, kernel_sums_equal_the_row_sums)
+{
+    rng_seed(31);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    for (int dim = 2; dim <= 3; dim++) {
+        const uint32_t n = dim == 3 ? 5000 : 3000, nb = 2500;
+        float *x = random_points(n, lo, hi, dim), *xb = random_points(nb, lo, hi, dim);
+        if (dim == 2)
+            for (uint32_t i = 0; i < n; i++)
+                x[3 * i + 2] = 0.0f;
+        if (dim == 2)
+            for (uint32_t i = 0; i < nb; i++)
+                xb[3 * i + 2] = 0.0f;
+        const float r = dim == 3 ? 0.08f : 0.04f;
+        for (int uniform = 0; uniform <= 1; uniform++) {
+            float *w = weights(n, uniform), *wb = weights(nb, uniform);
+            /* the set against itself (build_cells), and a fluid against a wall (build_cross) */
+            cr_assert_gt(check_ksums(dim, lo, hi, r, x, n, x, n, w, r, 1), n / 2);
+            cr_assert_gt(check_ksums(dim, lo, hi, r, x, n, xb, nb, wb, r, 0), n / 4);
+            /* a radius below the cell edge */
+            check_ksums(dim, lo, hi, r, x, n, x, n, w, 0.7f * r, 1);
+            free(w), free(wb);
+        }
+        free(x), free(xb);
+    }
+}
+
+Test(neighbours, kernel_sums_of_crowded_and_empty_rows)
+{
+    rng_seed(32);
+    /* all in one cell: 400 neighbours a row, the stride grows and the
+     * rows fill up (the checked stores); then no target at all */
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1}, clo[3] = {0.5f, 0.5f, 0.5f}, chi[3] = {0.55f, 0.55f, 0.55f};
+    const uint32_t n = 400;
+    float *x = random_points(n, clo, chi, 3);
+    float *w = weights(n, 0);
+    cr_assert_eq(check_ksums(3, lo, hi, 0.1f, x, n, x, n, w, 0.1f, 1), n);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.1f, 1u << 24), 0);
+    nb_sorted s = {0};
+    nb_list l = {0};
+    cr_assert_eq(nb_sort(&s, &g, x, 0), 0);
+    float out[400];
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = 1.0f;
+    nb_ksum ks = {.w = w, .inv_H = 10.0f, .out = out};
+    cr_assert_eq(nb_build_sums(&l, &g, x, n, &s, x, 0.1f, 0, &ks), 0);
+    cr_assert_eq(ks.done, 1);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(out[i], 0.0f, "query %u: %g without targets", i, (double)out[i]);
+    nb_list_free(&l);
+    nb_sorted_free(&s);
+    free(x), free(w);
+}

@@ -341,3 +341,91 @@ Test(wcsph, pressure_force_xsph_equals_viscosity_stage, .timeout = 300)
     cr_assert(e0 > 1e-3, "xsph 0.05 changed the velocities only by %.2e", e0);
     free(xs), free(vs), free(xf), free(vf), free(x0), free(v0);
 }
+
+/* ---- wcsph.density over the core's kernel sums ------------------------------
+ * After its first call, wcsph.density takes each row's sum from the
+ * neighbours stage (floe_nlist.wsum) instead of walking the rows. Ways:
+ * 0 neighbours, density: the sums from the second step on;
+ * 1 neighbours, a C function stage that does nothing, density: a function
+ *   stage may move particles, which ends the sums: density walks its rows;
+ * 2 as 1, the function stage shearing the particles: density must see
+ *   where they are now, not the sums from before. */
+static int shear_stage(const floe_stage_call *c)
+{
+    if (!c->user)
+        return FLOE_OK;
+    floe_set s = floe_set_find(c->ctx, "fluid");
+    float *x = floe_attr(c->ctx, s, "x", FLOE_VEC3);
+    for (uint32_t i = 0; i < floe_set_size(c->ctx, s); i++)
+        x[3 * i] += 0.004f * x[3 * i + 1];
+    return FLOE_OK;
+}
+
+static float *density_by_way(int way, uint32_t *n_out, int *sums_left, uint32_t **wall_count)
+{
+    const float d = 0.05f, tank[3] = {0.6f, 0.6f, 0.4f}, water[3] = {0.3f, 0.4f, 0.4f};
+    static int shear = 1;
+    fixture f = fixture_tank(3, d, tank, water, 1);
+    fixture_add(&f, "neighbours", 0, NULL);
+    if (way >= 1)
+        cr_assert_eq(floe_pipeline_add_fn(f.ctx, "move", shear_stage, way == 2 ? &shear : NULL), FLOE_OK);
+    fixture_add(&f, "wcsph.density", 0, NULL);
+    floe_run_def r = fixture_run_def(3 * 0.001, 1 / (3 * 0.001));
+    r.dt = 0.001;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    const uint32_t n = floe_set_size(f.ctx, f.fluid);
+    const floe_api *api = floe_core_api();
+    const floe_nlist *ff = api->neighbours(f.ctx, f.fluid, f.fluid), *fb = api->neighbours(f.ctx, f.fluid, f.bnd);
+    cr_assert(ff && fb);
+    *sums_left = ff->wsum != NULL && fb->wsum != NULL;
+    if (wall_count) {
+        *wall_count = malloc((size_t)n * sizeof **wall_count);
+        memcpy(*wall_count, fb->count, (size_t)n * sizeof **wall_count);
+    }
+    float *rho = malloc((size_t)n * sizeof *rho);
+    memcpy(rho, floe_attr(f.ctx, f.fluid, "rho", FLOE_F32), (size_t)n * sizeof *rho);
+    *n_out = n;
+    floe_ctx_destroy(f.ctx);
+    return rho;
+}
+
+Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
+{
+    uint32_t n[3];
+    int left[3];
+    uint32_t *walls;
+    float *rho[3];
+    for (int w = 0; w < 3; w++)
+        rho[w] = density_by_way(w, &n[w], &left[w], w == 0 ? &walls : NULL);
+    cr_assert(n[1] == n[0] && n[2] == n[0]);
+#if defined(__AVX2__)
+    cr_assert(left[0], "the neighbours stage computed no kernel sums for wcsph.density");
+#endif
+    cr_assert(!left[1] && !left[2], "kernel sums outlived a stage that may move particles");
+    /* fluid rows: the same floats; wall rows: the same terms, summed in
+     * another order (the core's blocks, the generic loop's lanes) */
+    uint32_t exact = 0;
+    double worst = 0.0;
+    for (uint32_t i = 0; i < n[0]; i++) {
+        const double e = fabs((double)rho[0][i] - rho[1][i]) / rho[1][i];
+        worst = e > worst ? e : worst;
+        if (walls[i] == 0) {
+            cr_assert(memcmp(&rho[0][i], &rho[1][i], sizeof(float)) == 0,
+                      "particle %u (no wall neighbour): rho %.9g from kernel sums, %.9g from its rows", i,
+                      (double)rho[0][i], (double)rho[1][i]);
+            exact++;
+        }
+    }
+    cr_log_info("kernel sums vs rows: %u of %u particles (those without wall neighbours) bitwise equal, worst %.2e",
+                exact, n[0], worst);
+    cr_assert(exact > n[0] / 10 && worst < 1e-6, "%u bitwise equal, worst relative difference %.2e", exact, worst);
+    /* sheared after the search: the density of where the particles are */
+    double moved = 0.0;
+    for (uint32_t i = 0; i < n[0]; i++)
+        moved = fmax(moved, fabs((double)rho[2][i] - rho[1][i]) / rho[1][i]);
+    cr_log_info("sheared: density changed by up to %.2e", moved);
+    cr_assert(moved > 1e-4, "density did not follow the moved particles (%.2e)", moved);
+    free(walls);
+    for (int w = 0; w < 3; w++)
+        free(rho[w]);
+}

@@ -92,7 +92,14 @@ static const floe_nlist *api_neighbours(floe_ctx *ctx, floe_set query, floe_set 
     v->stride = l->stride;
     v->count = l->count;
     v->idx = l->idx;
+    v->wsum = ctx->ksums_valid && q->ksum_ok[t - ctx->sets] ? q->ksum[t - ctx->sets] : NULL;
     return v;
+}
+
+static void api_want_kernel_sums(floe_ctx *ctx)
+{
+    if (ctx)
+        ctx->ksums_wanted = 1;
 }
 
 static const floe_api core_api = {
@@ -112,6 +119,7 @@ static const floe_api core_api = {
     .attr = floe_attr,
     .attr_add = floe_attr_add,
     .neighbours = api_neighbours,
+    .want_kernel_sums = api_want_kernel_sums,
     .grid_add = floe_grid_add,
     .grid_find = floe_grid_find,
     .grid_info = floe_grid_get_info,

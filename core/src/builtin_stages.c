@@ -3,7 +3,10 @@
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
 #include "ctx.h"
 
+#include "floe/kernel.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- neighbours ------------------------------------------------------- */
@@ -57,6 +60,36 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
     return FLOE_OK;
 }
 
+/* The weights and the room of the kernel sums of fluid set pq's list in
+ * set t (floe_nlist.wsum): m of a fluid target, V of a boundary one. A
+ * target without them gets none (ks->w stays NULL). */
+static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
+{
+    const pset *pt = &ctx->sets[t];
+    attr *w = pset_attr((pset *)pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
+    if (!w || w->type != FLOE_F32)
+        return FLOE_OK;
+    if (pq->ksum_cap[t] < pq->n || !pq->ksum[t]) {
+        float *b = aligned_alloc(64, ((size_t)(pq->n ? pq->n : 1) * sizeof(float) + 63) / 64 * 64);
+        if (!b)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for kernel sums of '%s'", pq->name);
+        free(pq->ksum[t]);
+        pq->ksum[t] = b;
+        pq->ksum_cap[t] = pq->n;
+    }
+    *ks = (nb_ksum){.w = w->data, .inv_H = inv_H, .out = pq->ksum[t]};
+    /* one mass for the whole set (the usual fluid): no loads of w per row */
+    if (pt->kind == FLOE_SET_FLUID && pt->n) {
+        const float *wd = w->data;
+        int same = 1;
+        for (uint32_t i = 1; i < pt->n; i++)
+            same &= wd[i] == wd[0];
+        ks->uniform = same;
+        ks->w0 = wd[0];
+    }
+    return FLOE_OK;
+}
+
 int ctx_neighbours_update(floe_ctx *ctx, int reorder)
 {
     int rc = ctx_nb_grid_ensure(ctx);
@@ -69,6 +102,8 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
         /* static sets are reordered once, on their first sort */
         rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
     }
+    ctx->ksums_valid = 0;
+    const float inv_H = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H;
     for (int q = 0; q < ctx->npsets && !rc; q++) {
         pset *pq = &ctx->sets[q];
         if (pq->kind != FLOE_SET_FLUID)
@@ -77,12 +112,21 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
         for (int t = 0; t < ctx->npsets; t++) {
             pset *pt = &ctx->sets[t];
             const float *xt = pset_attr(pt, "x")->data;
-            if (nb_build(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t))
+            nb_ksum ks = {0}, *ksp = NULL;
+            pq->ksum_ok[t] = 0;
+            if (ctx->ksums_wanted && (rc = ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
+                ksp = &ks;
+            if (rc)
+                return rc;
+            if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
+                              ksp))
                 return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
+            pq->ksum_ok[t] = ksp && ks.done;
         }
     }
     if (!rc) {
         ctx->nb_valid = 1;
+        ctx->ksums_valid = ctx->ksums_wanted;
         ctx->nb_updates++;
     }
     return rc;
@@ -172,6 +216,7 @@ static int stage_neighbours_cl(const floe_stage_call *c)
     floe_ctx *ctx = c->ctx;
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
+    ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
     return ctx_cl_neighbours(ctx, reorder);
 }
 

@@ -123,8 +123,10 @@ void floe_ctx_destroy(floe_ctx *ctx)
         for (int a = 0; a < p->nattrs; a++)
             free(p->attrs[a].data);
         nb_sorted_free(&p->sorted);
-        for (int t = 0; t < MAX_SETS; t++)
+        for (int t = 0; t < MAX_SETS; t++) {
             nb_list_free(&p->lists[t]);
+            free(p->ksum[t]);
+        }
     }
     for (int g = 0; g < ctx->ngrids; g++)
         free(ctx->grids[g].data);

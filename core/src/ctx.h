@@ -40,6 +40,9 @@ typedef struct pset {
     int sorted_valid;        /* static sets keep their sort */
     nb_list lists[MAX_SETS]; /* fluid sets: neighbours in set t */
     floe_nlist views[MAX_SETS]; /* what modules see of lists[] */
+    float *ksum[MAX_SETS];   /* fluid sets: kernel sums of lists[t] (floe_nlist.wsum) */
+    uint32_t ksum_cap[MAX_SETS];
+    uint8_t ksum_ok[MAX_SETS]; /* computed by the last update */
     int dev_sorted_valid;    /* OpenCL: the device cell sort is current */
 } pset;
 
@@ -88,6 +91,8 @@ struct floe_ctx {
     stage_inst stages[MAX_STAGES];
     nb_grid nbgrid;
     int nb_valid;            /* lists valid for the current positions */
+    int ksums_wanted;        /* a module asked for kernel sums (want_kernel_sums) */
+    int ksums_valid;         /* the sums match the positions (no stage moved them since) */
     uint64_t nb_updates;
     double dt_limit;         /* smallest limit proposed this step */
     double dt_last;          /* last step taken by floe_run (0 = none yet) */

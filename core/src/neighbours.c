@@ -8,6 +8,8 @@
  * nb_build writes only its own slots, in ascending sorted-slot order. */
 #include "neighbours.h"
 
+#include "bigmem.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,12 +92,12 @@ static int grid_ok(const nb_grid *g)
  * (every caller rewrites them). The alignment keeps each list row's
  * vector loads within cache lines: with realloc's 16-byte alignment the
  * layout of the heap decided it, and the density and force passes ran
- * 20-40% slower in some layouts (docs/performance.md). */
+ * 20-40% slower in some layouts (docs/performance.md). Large ones (rows,
+ * cell tables) may get huge pages (bigmem.h). */
 static int grow_u32(uint32_t **p, size_t n)
 {
     free(*p);
-    const size_t bytes = ((n ? n : 1) * sizeof(uint32_t) + 63) / 64 * 64;
-    *p = aligned_alloc(64, bytes);
+    *p = n > ((size_t)-1) / sizeof(uint32_t) ? NULL : floe_big_alloc((n ? n : 1) * sizeof(uint32_t));
     return *p ? 0 : -1;
 }
 
@@ -329,6 +331,8 @@ typedef struct nb_soa {
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+
+#include "floe/simd.h" /* floe_w_hat8, floe_row_mask8, floe_hsum8: the kernel sums */
 /* Compress table: byte t of entry m is the lane of the t-th set bit of m
  * (nb_compress8 widens it to the vpermd indices with one vpmovzxbd). */
 static const uint64_t nb_compress_lut[256] = {
@@ -404,6 +408,12 @@ static inline __m256i nb_compress8(__m256i v, uint32_t m)
 {
     const __m256i perm = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&nb_compress_lut[m]));
     return _mm256_permutevar8x32_epi32(v, perm);
+}
+
+/* nb_compress8's permutation for mask m, to apply to several vectors */
+static inline __m256i nb_compress_perm(uint32_t m)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&nb_compress_lut[m]));
 }
 #endif
 
@@ -565,16 +575,20 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
  * queries of a group, one block of 8 candidates for all queries at a time
  * (each block is loaded once per group, and the trip counts are the same
  * for every query, which keeps the branches predictable): the hits of
- * query u are appended to dst[u] from c[u]. The constant flags: own,
+ * query u are appended to dst[u] from c[u], and with sums their squared
+ * distances to d2dst[u] at the same places. The constant flags: own,
  * whether the range may hold a query itself (self[u]); room, whether every
- * row has room for b - a + 8 more entries (no check per store). */
-static inline __attribute__((always_inline)) void
+ * row has room for b - a + 8 more entries (no check per store). Returns
+ * the largest c[u] after the range (kept in a register: reading c[] back
+ * as a vector right after its scalar stores stalled on store forwarding). */
+static inline __attribute__((always_inline)) uint32_t
 test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
            const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, __m256 vr2,
-           uint32_t *const *dst, uint32_t *c, uint32_t stride)
+           uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
+    uint32_t cm = 0;
     for (uint32_t k = a; k < b; k += 8) {
         const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
         const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
@@ -596,35 +610,74 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
             const uint32_t m = (uint32_t)_mm256_movemask_ps(hit) & tail;
             uint32_t cu = c[u];
             if (room || cu + 8 <= stride) {
-                _mm256_storeu_si256((__m256i *)(dst[u] + cu), nb_compress8(jv, m));
+                const __m256i perm = nb_compress_perm(m);
+                _mm256_storeu_si256((__m256i *)(dst[u] + cu), _mm256_permutevar8x32_epi32(jv, perm));
+                if (sums)
+                    _mm256_storeu_ps(d2dst[u] + cu, _mm256_permutevar8x32_ps(d2, perm));
                 cu += (uint32_t)__builtin_popcount(m);
             } else {
+                _Alignas(32) float d2l[8];
+                if (sums)
+                    _mm256_store_ps(d2l, d2);
                 for (uint32_t mm = m; mm; mm &= mm - 1) {
-                    if (cu < stride)
+                    if (cu < stride) {
                         dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                        if (sums)
+                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
+                    }
                     cu++;
                 }
             }
             c[u] = cu;
+            cm = cu > cm ? cu : cm;
         }
     }
+    return cm;
 }
 
 /* test_range with its flags chosen at run time (each variant compiled
  * with constant ones). */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) uint32_t
 test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
           const uint32_t *self, const nb_soa *t, const int dim3, int own, int room, __m256 vr2,
-          uint32_t *const *dst, uint32_t *c, uint32_t stride)
+          uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
     if (own && room)
-        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride);
-    else if (room)
-        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride);
-    else if (own)
-        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride);
-    else
-        test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride);
+        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
+    if (room)
+        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+    if (own)
+        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
+    return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
+}
+
+/* Kernel sums of one finished row (nb_ksum): sum_k w[row[k]] W^(r2[k]),
+ * W^ = floe_w_hat, in blocks of 8 in row order, lane by lane, then the lanes
+ * in order: floe_row_w8's operations on the same floats (its r2 is the
+ * same float: (dx^2 + dy^2) + dz^2 of the same positions), so a module's
+ * own density sum over this row gives the same float. r2 is padded like
+ * the row (nb_pad_row) first. */
+static inline float row_ksum(const uint32_t *row, float *r2, uint32_t cnt, uint32_t stride, const nb_ksum *ks,
+                             __m256 inv_H)
+{
+    const float *w = ks->w;
+    if (cnt == 0)
+        return 0.0f;
+    const uint32_t e = (cnt + 7u) & ~7u;
+    for (uint32_t k = cnt; k < e && k < stride; k++)
+        r2[k] = r2[0];
+    __m256 s = _mm256_setzero_ps();
+    for (uint32_t k = 0; k < cnt; k += 8) {
+        const __m256 mask = floe_row_mask8(cnt, k);
+        /* no vgatherdps: on Zen 3 it took about 2.5 ms a step of the
+         * reference bench here, eight loads take a fraction */
+        const uint32_t *j = row + k;
+        const __m256 wj = ks->uniform ? _mm256_set1_ps(ks->w0)
+                                      : _mm256_setr_ps(w[j[0]], w[j[1]], w[j[2]], w[j[3]], w[j[4]], w[j[5]],
+                                                       w[j[6]], w[j[7]]);
+        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_and_ps(wj, mask), floe_w_hat8(inv_H, _mm256_loadu_ps(r2 + k))));
+    }
+    return floe_hsum8(s);
 }
 
 /* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
@@ -632,20 +685,25 @@ test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy,
  * rself can hold it) in the nr candidate ranges [ra[r], rb[r]) of the
  * sorted slots t: row id[u] of idx (stride entries) gets the hits in
  * ascending slot order, padded (nb_pad_row), count[id[u]] their number (which
- * may exceed stride: the caller widens and rebuilds). Returns the largest.
- * dim3 is a constant here (test_group picks the variant). */
+ * may exceed stride: the caller widens and rebuilds). With sums (ks, and
+ * d2buf: NB_GROUP * stride floats of the calling thread) also the row's
+ * kernel sum into ks->out[id[u]]. Returns the largest count. dim3 and sums
+ * are constants here (test_group picks the variant). */
 static inline __attribute__((always_inline)) uint32_t
 test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id, int exclude_self,
              int rself, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3, float r2,
-             uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
+             uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, float *d2buf,
+             const int sums)
 {
     const __m256 vr2 = _mm256_set1_ps(r2);
     uint32_t c[NB_GROUP], self[NB_GROUP];
     uint32_t *dst[NB_GROUP];
+    float *d2dst[NB_GROUP];
     for (uint32_t u = 0; u < gn; u++) {
         c[u] = 0;
         self[u] = id[u];
         dst[u] = idx + (size_t)id[u] * stride;
+        d2dst[u] = sums ? d2buf + (size_t)u * stride : NULL;
     }
     /* Few candidates (sparse regions: splashes, surfaces; the fluid against
      * thin walls): when every row has room for all of them, the ranges are
@@ -681,19 +739,18 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
         /* only the blocks holding the own range test for self */
         const int own = exclude_self && no > 0;
         const uint32_t e = (po + no + 7u) & ~7u, s0 = own ? po & ~7u : total, s1 = own && e < total ? e : total;
-        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
-        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride);
-        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride);
+        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
+        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
     } else {
         uint32_t cmax = 0; /* the largest c[u] so far */
         for (int r = 0; r < nr; r++) {
             const uint32_t a = ra[r], b = rb[r];
             if (a >= b)
                 continue;
-            test_span(a, b, gn, qx, qy, qz, self, t, dim3, exclude_self && r == rself,
-                      (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride);
-            for (uint32_t u = 0; u < gn; u++)
-                cmax = c[u] > cmax ? c[u] : cmax;
+            /* the counts only grow, and every query takes part in each block */
+            cmax = test_span(a, b, gn, qx, qy, qz, self, t, dim3, exclude_self && r == rself,
+                             (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride, d2dst, sums);
         }
     }
     uint32_t cm = 0;
@@ -701,18 +758,28 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
         nb_pad_row(dst[u], c[u], stride);
         count[id[u]] = c[u];
         cm = c[u] > cm ? c[u] : cm;
+        if (sums && c[u] <= stride) /* else truncated: the caller rebuilds */
+            ks->out[id[u]] = row_ksum(dst[u], d2dst[u], c[u], stride, ks, _mm256_set1_ps(ks->inv_H));
     }
     return cm;
 }
 
-/* test_group_d for dim3 = g->dim == 3, each compiled with it constant. */
+/* test_group_d for dim3 = g->dim == 3 and sums = (ks != NULL), each
+ * compiled with them constant. */
 static inline uint32_t test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id,
                                   int exclude_self, int rself, const uint32_t *ra, const uint32_t *rb, int nr,
                                   const nb_soa *t, int dim3, float r2, uint32_t *restrict count,
-                                  uint32_t *restrict idx, uint32_t stride)
+                                  uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, float *d2buf)
 {
-    return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride)
-                : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride);
+    if (ks)
+        return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride,
+                                   ks, d2buf, 1)
+                    : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride,
+                                   ks, d2buf, 1);
+    return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride,
+                               NULL, NULL, 0)
+                : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride,
+                               NULL, NULL, 0);
 }
 
 /* The candidate ranges of cell (ix, iy, iz): one per (y, z) row of the
@@ -747,7 +814,7 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
  * build_pass: per query, candidates in ascending slot order. */
 static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
                             const nb_soa *t, uint32_t nt, float r2, int exclude_self, uint32_t *restrict count,
-                            uint32_t *restrict idx, uint32_t stride)
+                            uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
 {
     const int n0 = g->n[0], n1 = g->n[1];
     const int dim3 = g->dim == 3;
@@ -760,25 +827,37 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
      * number of cells); inside a chunk, runs of slots of one cell share
      * their candidate ranges. A cell cut by a chunk edge is simply done as
      * two runs: results do not depend on the split. */
-#pragma omp parallel for schedule(dynamic, 1) reduction(max : maxc) if (nt >= NB_PAR_MIN)
-    for (int64_t ch = 0; ch < nchunks; ch++) {
-        const uint32_t clo = (uint32_t)ch * NB_CHUNK;
-        const uint32_t chi = nt - clo < NB_CHUNK ? nt : clo + NB_CHUNK;
-        for (uint32_t qa = clo, qb; qa < chi; qa = qb) {
-            const uint32_t cell = key[sj[qa]];
-            qb = cs[cell + 1] < chi ? cs[cell + 1] : chi;
-            const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
-            const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
-            uint32_t ra[9], rb[9];
-            int rself;
-            const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
-            for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
-                const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
-                                              nr, t, dim3, r2, count, idx, stride);
-                maxc = m > maxc ? m : maxc;
+#pragma omp parallel reduction(max : maxc) if (nt >= NB_PAR_MIN)
+    {
+        /* with kernel sums: the squared distances of a group's rows */
+        float *d2buf = ks ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
+        if (ks && !d2buf) {
+#pragma omp atomic write
+            *nomem = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            if (ks && !d2buf)
+                continue;
+            const uint32_t clo = (uint32_t)ch * NB_CHUNK;
+            const uint32_t chi = nt - clo < NB_CHUNK ? nt : clo + NB_CHUNK;
+            for (uint32_t qa = clo, qb; qa < chi; qa = qb) {
+                const uint32_t cell = key[sj[qa]];
+                qb = cs[cell + 1] < chi ? cs[cell + 1] : chi;
+                const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
+                const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
+                uint32_t ra[9], rb[9];
+                int rself;
+                const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
+                for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
+                    const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
+                    const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
+                                                  nr, t, dim3, r2, count, idx, stride, ks, d2buf);
+                    maxc = m > maxc ? m : maxc;
+                }
             }
         }
+        free(d2buf);
     }
     return maxc;
 }
@@ -790,7 +869,7 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
  * identical to build_pass. */
 static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t nq, const uint32_t *restrict cs,
                             const uint8_t *restrict near, const nb_soa *t, float r2, uint32_t *restrict count,
-                            uint32_t *restrict idx, uint32_t stride)
+                            uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
 {
     const float inv = 1.0f / g->cell;
     const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
@@ -799,48 +878,63 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
     const int64_t nchunks = ((int64_t)nq + NB_CHUNK - 1) / NB_CHUNK;
     uint32_t maxc = 0;
 
-#pragma omp parallel for schedule(dynamic, 1) reduction(max : maxc) if (nq >= NB_PAR_MIN)
-    for (int64_t ch = 0; ch < nchunks; ch++) {
-        const uint32_t q0 = (uint32_t)ch * NB_CHUNK;
-        const uint32_t q1 = nq - q0 < NB_CHUNK ? nq : q0 + NB_CHUNK;
+#pragma omp parallel reduction(max : maxc) if (nq >= NB_PAR_MIN)
+    {
+        float *d2buf = ks ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
+        if (ks && !d2buf) {
+#pragma omp atomic write
+            *nomem = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            if (ks && !d2buf)
+                continue;
+            const uint32_t q0 = (uint32_t)ch * NB_CHUNK;
+            const uint32_t q1 = nq - q0 < NB_CHUNK ? nq : q0 + NB_CHUNK;
 #define CELL_OF(q, c)                                                                \
     do {                                                                             \
         (c)[0] = nb_axis(xq[3 * (size_t)(q)], o0, inv, n0);                          \
         (c)[1] = nb_axis(xq[3 * (size_t)(q) + 1], o1, inv, n1);                      \
         (c)[2] = dim3 ? nb_axis(xq[3 * (size_t)(q) + 2], o2, inv, n2) : 0;           \
     } while (0)
-        for (uint32_t qa = q0, qb; qa < q1; qa = qb) {
-            int cx[3];
-            CELL_OF(qa, cx);
-            /* the run: following queries in the same cell, at most NB_GROUP */
-            for (qb = qa + 1; qb < q1 && qb - qa < NB_GROUP; qb++) {
-                int cn[3];
-                CELL_OF(qb, cn);
-                if (cn[0] != cx[0] || cn[1] != cx[1] || cn[2] != cx[2])
-                    break;
-            }
+            for (uint32_t qa = q0, qb; qa < q1; qa = qb) {
+                int cx[3];
+                CELL_OF(qa, cx);
+                /* the run: following queries in the same cell, at most NB_GROUP */
+                for (qb = qa + 1; qb < q1 && qb - qa < NB_GROUP; qb++) {
+                    int cn[3];
+                    CELL_OF(qb, cn);
+                    if (cn[0] != cx[0] || cn[1] != cx[1] || cn[2] != cx[2])
+                        break;
+                }
 #undef CELL_OF
-            const uint32_t gn = qb - qa;
-            if (near && !near[(size_t)cx[0] + (size_t)n0 * ((size_t)cx[1] + (size_t)n1 * (size_t)cx[2])]) {
-                for (uint32_t u = 0; u < gn; u++)
-                    count[qa + u] = 0;
-                continue;
+                const uint32_t gn = qb - qa;
+                if (near && !near[(size_t)cx[0] + (size_t)n0 * ((size_t)cx[1] + (size_t)n1 * (size_t)cx[2])]) {
+                    for (uint32_t u = 0; u < gn; u++) {
+                        count[qa + u] = 0;
+                        if (ks)
+                            ks->out[qa + u] = 0.0f;
+                    }
+                    continue;
+                }
+                uint32_t ra[9], rb[9];
+                int rself;
+                const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb, &rself);
+                float qx[NB_GROUP], qy[NB_GROUP], qz[NB_GROUP];
+                uint32_t id[NB_GROUP];
+                for (uint32_t u = 0; u < gn; u++) {
+                    const size_t q = qa + u;
+                    qx[u] = xq[3 * q];
+                    qy[u] = xq[3 * q + 1];
+                    qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
+                    id[u] = (uint32_t)q;
+                }
+                const uint32_t m =
+                    test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, dim3, r2, count, idx, stride, ks, d2buf);
+                maxc = m > maxc ? m : maxc;
             }
-            uint32_t ra[9], rb[9];
-            int rself;
-            const int nr = cell_ranges(g, cs, cx[0], cx[1], cx[2], ra, rb, &rself);
-            float qx[NB_GROUP], qy[NB_GROUP], qz[NB_GROUP];
-            uint32_t id[NB_GROUP];
-            for (uint32_t u = 0; u < gn; u++) {
-                const size_t q = qa + u;
-                qx[u] = xq[3 * q];
-                qy[u] = xq[3 * q + 1];
-                qz[u] = dim3 ? xq[3 * q + 2] : 0.0f;
-                id[u] = (uint32_t)q;
-            }
-            const uint32_t m = test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, dim3, r2, count, idx, stride);
-            maxc = m > maxc ? m : maxc;
         }
+        free(d2buf);
     }
     return maxc;
 }
@@ -874,6 +968,14 @@ static void gather_slots(const nb_sorted *target, const float *xt, float *buf, s
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
              const float *xt, float radius, int exclude_self)
 {
+    return nb_build_sums(out, g, xq, nq, target, xt, radius, exclude_self, NULL);
+}
+
+int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
+                  const float *xt, float radius, int exclude_self, nb_ksum *ks)
+{
+    if (ks)
+        ks->done = 0;
     if (!out || !g || !target || (nq && !xq) || !grid_ok(g))
         return -1;
     if (isnan(radius) || radius > g->cell)
@@ -891,6 +993,10 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
         return 0;
     if (nt == 0 || !(radius > 0.0f)) {
         memset(out->count, 0, (size_t)nq * sizeof(uint32_t));
+        if (ks && ks->w && ks->out) {
+            memset(ks->out, 0, (size_t)nq * sizeof(float));
+            ks->done = 1;
+        }
         return 0;
     }
 
@@ -911,21 +1017,30 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
 
     const float r2 = radius * radius;
     int rc = 0;
+    int summed = 0, nomem = 0;
     for (;;) {
         uint32_t maxc;
 #if defined(__AVX2__)
-        if (same_set && !g->periodic)
+        /* kernel sums only come with the grouped AVX2 builds */
+        const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
+        if (same_set && !g->periodic) {
             maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
-                               out->idx, out->stride);
-        else if (!same_set && !exclude_self && !g->periodic)
+                               out->idx, out->stride, kv, &nomem);
+            summed = kv != NULL;
+        } else if (!same_set && !exclude_self && !g->periodic) {
             maxc = build_cross(g, xq, nq, target->cell_start,
                                target->near && target->near_cells == ncells ? target->near : NULL, &t, r2,
-                               out->count, out->idx, out->stride);
-        else
+                               out->count, out->idx, out->stride, kv, &nomem);
+            summed = kv != NULL;
+        } else
 #endif
             maxc = build_pass(g, xq, nq, same_set, target->cell_start,
                               !g->periodic && target->near && target->near_cells == ncells ? target->near : NULL,
                               &t, r2, exclude_self, out->count, out->idx, out->stride);
+        if (nomem) {
+            rc = -1;
+            break;
+        }
         if (maxc <= out->stride)
             break;
         /* rare: some particle had more neighbours than fit; widen and redo */
@@ -937,6 +1052,8 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
     }
     if (buf != target->slots)
         free(buf);
+    if (ks && !rc)
+        ks->done = summed;
     return rc;
 }
 
@@ -946,9 +1063,10 @@ int nb_sorted_keep_slots(nb_sorted *s, const float *x)
         return -1;
     const size_t len = (size_t)s->n + NB_PAD;
     if (s->slots_len != len || !s->slots) {
-        float *b = realloc(s->slots, len * (3 * sizeof(float) + sizeof(uint32_t)));
+        float *b = floe_big_alloc(len * (3 * sizeof(float) + sizeof(uint32_t)));
         if (!b)
             return -1;
+        free(s->slots);
         s->slots = b;
         s->slots_len = len;
     }

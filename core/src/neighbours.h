@@ -85,6 +85,27 @@ static inline void nb_pad_row(uint32_t *restrict row, uint32_t c, uint32_t strid
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq,
              const nb_sorted *target, const float *xt, float radius, int exclude_self);
 
+/* Kernel sums (nb_build_sums): with the list, for each query i,
+ * out[i] = sum_k w[j_k] floe_w_hat(inv_H, |x_i - x_j_k|^2) over its row
+ * j_0.. (the self pair excluded as the row excludes it), summed as
+ * floe_row_w8 sums a row: blocks of 8 in row order, then the lanes in
+ * order, so the float equals a module's own sum over the same row. w is
+ * indexed by target particle (masses, volumes). done is set to 1 when they
+ * were computed: only the grouped AVX2 builds (no periodic axis) do, the
+ * others leave out untouched and done 0. */
+typedef struct nb_ksum {
+    const float *w;
+    int uniform;  /* every w is w0 (saves the loads) */
+    float w0;
+    float inv_H;
+    float *out; /* nq floats */
+    int done;
+} nb_ksum;
+
+/* nb_build, and with ks (may be NULL) the kernel sums of the rows */
+int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
+                  const float *xt, float radius, int exclude_self, nb_ksum *ks);
+
 /* Permutation that sorts particles by cell key (for locality reordering):
  * perm[k] = old index now at k. Equal to s->order after nb_sort. */
 

@@ -1,6 +1,7 @@
 /* Particle sets: structure-of-arrays attributes registered by name and
  * type; the core grows, compacts and reorders all attributes of a set
  * together so they always stay consistent. */
+#include "bigmem.h"
 #include "ctx.h"
 
 #include <stdio.h>
@@ -38,7 +39,7 @@ static void *alloc_elems(uint32_t cap, floe_type type)
     bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
     if (bytes == 0)
         bytes = ALIGN;
-    void *p = aligned_alloc(ALIGN, bytes);
+    void *p = floe_big_alloc(bytes); /* ALIGN-aligned; huge pages for a large one */
     if (p)
         memset(p, 0, bytes);
     return p;
@@ -195,6 +196,7 @@ static void invalidate(floe_ctx *ctx, pset *p)
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
     ctx->nb_dev_valid = 0;
+    ctx->ksums_valid = 0;
 }
 
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n)

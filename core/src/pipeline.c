@@ -356,6 +356,20 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+/* Whether stage st may move particles: it declares writing x, or it is a
+ * Lua function (which may call sim:set). The kernel sums of the neighbour
+ * lists (floe_nlist.wsum) hold for the positions they were computed from:
+ * such a stage ends them until the next neighbours stage. */
+static int stage_moves(const stage_inst *st)
+{
+    if (!st->desc)
+        return 1;
+    for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
+        if ((a->access & FLOE_WRITE) && strcmp(a->name, "x") == 0)
+            return 1;
+    return 0;
+}
+
 /* Run stage i. On the OpenCL backend a stage with a run_cl runs on the
  * device; the others run on the C path after ctx_cl_stage_begin copied back
  * what they declare. Device stages are checked for blow-ups on the device
@@ -373,6 +387,8 @@ static int run_stage(floe_ctx *ctx, int i)
      * found there is reported now, as the C path would have */
     if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
         return rc;
+    if (stage_moves(st))
+        ctx->ksums_valid = 0;
     ctx->running = st;
     int host_timed = 1;
     double t0 = now_ms();

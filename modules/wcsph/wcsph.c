@@ -131,6 +131,7 @@ typedef struct target {
     const floe_nlist *nl;
     /* nl's row data, copied so that a row costs one load less */
     const uint32_t *idx, *cnt;
+    const float *wsum; /* the core's kernel sums of the rows, or NULL */
     uint32_t stride;
 } target;
 
@@ -201,6 +202,7 @@ static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, i
         if (t[s].nl) {
             t[s].idx = t[s].nl->idx;
             t[s].cnt = t[s].nl->count;
+            t[s].wsum = t[s].nl->wsum;
             t[s].stride = t[s].nl->stride;
         }
         if (!t[s].nl)
@@ -504,8 +506,22 @@ static int st_density(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf)) != FLOE_OK)
         return st;
-    int packed; /* fluid rows over packed (x, y, z, m) records */
-    if ((st = pack_fluids(ctx, ws, &kc, f, nf, 0, &packed)) != FLOE_OK)
+    /* From the next neighbours stage on, the core sums the rows while it
+     * builds them (floe_nlist.wsum: the floats floe_row_w8 gives); until
+     * then, and wherever it does not, the rows are summed here. */
+    if (api->size >= offsetof(floe_api, want_kernel_sums) + sizeof api->want_kernel_sums && api->want_kernel_sums)
+        api->want_kernel_sums(ctx);
+    int sums_all = 1; /* every row has the core's sums */
+    for (int s = 0; s < nf && sums_all; s++) {
+        if (f[s].info.n == 0)
+            continue;
+        if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, NULL, NULL, t, &nt)) != FLOE_OK)
+            return st;
+        for (int b = 0; b < nt; b++)
+            sums_all &= t[b].nl->wsum != NULL;
+    }
+    int packed = 0; /* fluid rows over packed (x, y, z, m) records */
+    if (!sums_all && (st = pack_fluids(ctx, ws, &kc, f, nf, 0, &packed)) != FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
@@ -519,6 +535,16 @@ static int st_density(const floe_stage_call *call)
         if (!rho)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no f32 attribute 'rho'", f[s].info.name);
         const float rho0 = f[s].info.rest_density;
+        if (sums_all) { /* the sum below, of the core's row sums */
+#pragma omp parallel for schedule(static)
+            for (uint32_t i = 0; i < n; i++) {
+                float acc = ms[i];
+                for (int b = 0; b < nt; b++)
+                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
+                rho[i] = kc.sigma * acc;
+            }
+            continue;
+        }
 
 #pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
         for (uint32_t i = 0; i < n; i++) {
@@ -526,6 +552,10 @@ static int st_density(const floe_stage_call *call)
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             float acc = ms[i]; /* m_i W(0) / sigma */
             for (int b = 0; b < nt; b++) {
+                if (t[b].wsum) {
+                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
+                    continue;
+                }
 #ifdef ROWS_AVX2
                 const float sum = packed && !t[b].boundary
                                       ? floe_row_w8(kc.inv_H, ROW(&t[b], i), ws->A + 4 * t[b].off, xi, yi, zi)

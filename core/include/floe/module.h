@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 3
+#define FLOE_ABI_MINOR 4
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -164,6 +164,17 @@ typedef struct floe_nlist {
     uint32_t stride;
     const uint32_t *count;
     const uint32_t *idx;
+    /* ABI 1.4: kernel sums, or NULL. After want_kernel_sums, the neighbours
+     * stage computes, with the lists, wsum[i] = sum_k w_j floe_w_hat(inv_H,
+     * r_ij^2) over row i (j = idx[i * stride + k], k < count[i]; w_j = m_j
+     * in a fluid target, V_j in a boundary one; inv_H of floe_kernel_make)
+     * in floe_row_w8's order, so it is the float a module's own sum over
+     * the row with floe_row_w8 gives: the density sum without the cost of a
+     * walk of the rows. NULL when not computed (not asked for, a periodic
+     * domain, the OpenCL backend, no AVX2) and from the first stage that may
+     * move particles (one that writes x, a Lua stage, sim:set) until the
+     * next neighbours stage. */
+    const float *wsum;
 } floe_nlist;
 
 enum { FLOE_BACKEND_CPU = 0, FLOE_BACKEND_OPENCL = 1 };
@@ -274,6 +285,11 @@ typedef struct floe_api {
      * may wait for the copy). Contents kept while the size fits. NULL if
      * the runtime gives none: use ordinary memory then. */
     void *(*cl_pinned)(floe_ctx *ctx, const char *name, size_t bytes);
+    /* ABI 1.4: from the next neighbours stage on, compute the kernel sums of
+     * every fluid set's lists (floe_nlist.wsum). A density stage asks on its
+     * first call and sums the rows itself while wsum is NULL. Check
+     * api->size before calling (a 1.3 core lacks it). */
+    void (*want_kernel_sums)(floe_ctx *ctx);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);
