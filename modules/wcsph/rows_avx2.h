@@ -8,9 +8,11 @@
  * packed once per stage call into 16-byte records, A = (x, y, z, m) and B =
  * (P, rho, vx, vy), so eight neighbours cost eight 16-byte loads per record
  * and a 4 x 8 transpose. The kernel arithmetic is <floe/kernel.h>'s, lane by
- * lane in the same order without fused multiply-adds, so each pair term is
- * the generic path's float; only the order of the row sum differs (eight
- * lane sums, then lanes 0..7 in order), a fixed order, so results stay
+ * lane in the same order; the squared distance (floe_r2_8) and the row
+ * sums' accumulations are fused multiply-adds (fewer additions, which bound
+ * these loops on Zen 3 as they bound the neighbour search), so a pair term
+ * is within an ulp or so of the generic path's float. The row sum's order
+ * (eight lane sums, then lanes 0..7 in order) is fixed, so results stay
  * bitwise reproducible for any thread count. The core pads each row to a
  * multiple of eight with its first index (floe_nlist); the lanes past the
  * count get a zero mass (no contribution).
@@ -66,23 +68,22 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
         load4x8(B, j, &P, &R, &VX, &VY);
         M = _mm256_and_ps(umass ? _mm256_set1_ps(mu) : A4, mask);
         const __m256 dx = _mm256_sub_ps(vxi, X), dy = _mm256_sub_ps(vyi, Y), dz = _mm256_sub_ps(vzi, Z);
-        const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
-                                        _mm256_mul_ps(dz, dz));
+        const __m256 r2 = floe_r2_8(dx, dy, dz);
         __m256 W, DW;
         if (xsph)
             floe_w_dw_r_hat8(g, inv_H, rmin2, r2, &W, &DW);
         else
             DW = floe_dw_r_hat8(g, inv_H, rmin2, r2);
         const __m256 gk = _mm256_mul_ps(_mm256_mul_ps(M, _mm256_add_ps(vPi, P)), DW);
-        gx = _mm256_add_ps(gx, _mm256_mul_ps(gk, dx));
-        gy = _mm256_add_ps(gy, _mm256_mul_ps(gk, dy));
-        gz = _mm256_add_ps(gz, _mm256_mul_ps(gk, dz));
+        gx = _mm256_fmadd_ps(gk, dx, gx);
+        gy = _mm256_fmadd_ps(gk, dy, gy);
+        gz = _mm256_fmadd_ps(gk, dz, gz);
         if (xsph) {
             const __m256 VZ = umass ? A4 : vz8(v, j);
             const __m256 c = _mm256_mul_ps(_mm256_div_ps(M, _mm256_add_ps(vrhoi, R)), W);
-            sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_sub_ps(VX, ui)));
-            sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_sub_ps(VY, wi)));
-            sz = _mm256_add_ps(sz, _mm256_mul_ps(c, _mm256_sub_ps(VZ, ti)));
+            sx = _mm256_fmadd_ps(c, _mm256_sub_ps(VX, ui), sx);
+            sy = _mm256_fmadd_ps(c, _mm256_sub_ps(VY, wi), sy);
+            sz = _mm256_fmadd_ps(c, _mm256_sub_ps(VZ, ti), sz);
         }
     }
     g3[0] += floe_hsum8(gx);

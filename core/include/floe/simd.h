@@ -4,7 +4,8 @@
  * with eight 16-byte loads and one 4 x 8 transpose instead of 32 scalar
  * inserts (floe_load4x8); the cubic spline of <floe/kernel.h> eight lanes at
  * a time, operation for operation, so each lane is the scalar function's
- * float; a row's padded blocks; the density row sum.
+ * float; the squared distance as the neighbour search computes it (fused,
+ * floe_r2_8); a row's padded blocks; the density row sum.
  * modules/wcsph/rows_avx2.h and modules/iisph/iisph.c use them. */
 #ifndef FLOE_SIMD_H
 #define FLOE_SIMD_H
@@ -92,8 +93,7 @@ static inline __attribute__((always_inline)) void floe_w_dw_r_hat8(__m256 g, __m
  * search compares with the radius and its kernel sums use (floe_nlist.wsum).
  * Fusing saves two of the five additions, which bound the search's
  * candidate test on Zen 3 (15-18% faster lists, docs/performance.md). In
- * 2D pass dz = 0: the same
- * float as without it. */
+ * 2D pass dz = 0: the same float as without it. */
 static inline __attribute__((always_inline)) __m256 floe_r2_8(__m256 dx, __m256 dy, __m256 dz)
 {
     return _mm256_fmadd_ps(dz, dz, _mm256_fmadd_ps(dy, dy, _mm256_mul_ps(dx, dx)));
