@@ -655,7 +655,7 @@ test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy,
 /* Kernel sums of one finished row (nb_ksum): sum_k w[row[k]] W^(r2[k]),
  * W^ = floe_w_hat, in blocks of 8 in row order, lane by lane, then the lanes
  * in order: floe_row_w8's operations on the same floats (its r2 is the
- * same float: (dx^2 + dy^2) + dz^2 of the same positions), so a module's
+ * same float: floe_r2_8 of the same positions), so a module's
  * own density sum over this row gives the same float. r2 is padded like
  * the row (nb_pad_row) first. */
 static inline float row_ksum(const uint32_t *row, float *r2, uint32_t cnt, uint32_t stride, const nb_ksum *ks,

@@ -509,8 +509,7 @@ static int st_density(const floe_stage_call *call)
     /* From the next neighbours stage on, the core sums the rows while it
      * builds them (floe_nlist.wsum: the floats floe_row_w8 gives); until
      * then, and wherever it does not, the rows are summed here. */
-    if (api->size >= offsetof(floe_api, want_kernel_sums) + sizeof api->want_kernel_sums && api->want_kernel_sums)
-        api->want_kernel_sums(ctx);
+    api->want_kernel_sums(ctx);
     int sums_all = 1; /* every row has the core's sums */
     for (int s = 0; s < nf && sums_all; s++) {
         if (f[s].info.n == 0)

@@ -287,8 +287,7 @@ typedef struct floe_api {
     void *(*cl_pinned)(floe_ctx *ctx, const char *name, size_t bytes);
     /* ABI 1.4: from the next neighbours stage on, compute the kernel sums of
      * every fluid set's lists (floe_nlist.wsum). A density stage asks on its
-     * first call and sums the rows itself while wsum is NULL. Check
-     * api->size before calling (a 1.3 core lacks it). */
+     * first call and sums the rows itself while wsum is NULL. */
     void (*want_kernel_sums)(floe_ctx *ctx);
 } floe_api;
 
