@@ -65,8 +65,8 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
  * target without them gets none (ks->w stays NULL). */
 static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
 {
-    const pset *pt = &ctx->sets[t];
-    attr *w = pset_attr((pset *)pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
+    pset *pt = &ctx->sets[t];
+    const attr *w = pset_attr(pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
     if (!w || w->type != FLOE_F32)
         return FLOE_OK;
     if (pq->ksum_cap[t] < pq->n || !pq->ksum[t]) {
