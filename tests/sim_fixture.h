@@ -138,4 +138,59 @@ static inline int front_vs_martin_moyce(const front_log *L, double *worst, doubl
     return compared;
 }
 
+/* ---- a density stage over the core's kernel sums ---------------------------
+ * After its first call, a density stage (wcsph.density, iisph.density) takes each row's sum from the
+ * neighbours stage (floe_nlist.wsum) instead of walking the rows. Ways:
+ * 0 neighbours, density: the sums from the second step on;
+ * 1 neighbours, a C function stage that does nothing, density: a function
+ *   stage may move particles, which ends the sums: density walks its rows;
+ * 2 as 1, the function stage shearing the particles: density must see
+ *   where they are now, not the sums from before. */
+static inline int fixture_shear_stage(const floe_stage_call *c)
+{
+    if (!c->user)
+        return FLOE_OK;
+    floe_set s = floe_set_find(c->ctx, "fluid");
+    float *x = floe_attr(c->ctx, s, "x", FLOE_VEC3);
+    for (uint32_t i = 0; i < floe_set_size(c->ctx, s); i++)
+        x[3 * i] += 0.004f * x[3 * i + 1];
+    return FLOE_OK;
+}
+
+/* The density after three steps of neighbours, [function stage], <module>.density;
+ * *sums_left: whether the lists still carry kernel sums at the end. */
+static inline float *fixture_density_by_way(const char *module, int way, uint32_t *n_out, int *sums_left,
+                                            uint32_t **wall_count)
+{
+    const float d = 0.05f, tank[3] = {0.6f, 0.6f, 0.4f}, water[3] = {0.3f, 0.4f, 0.4f};
+    static int shear = 1;
+    fixture f = fixture_tank(3, d, tank, water, 1);
+    char stage[64];
+    snprintf(stage, sizeof stage, "%s.density", module);
+    if (strcmp(module, "wcsph") != 0)
+        cr_assert_eq(floe_module_load(f.ctx, module), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    fixture_add(&f, "neighbours", 0, NULL);
+    if (way >= 1)
+        cr_assert_eq(floe_pipeline_add_fn(f.ctx, "move", fixture_shear_stage, way == 2 ? &shear : NULL), FLOE_OK);
+    fixture_add(&f, stage, 0, NULL);
+    floe_run_def r = fixture_run_def(3 * 0.001, 1 / (3 * 0.001));
+    r.dt = 0.001;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    const uint32_t n = floe_set_size(f.ctx, f.fluid);
+    const floe_api *api = floe_core_api();
+    const floe_nlist *ff = api->neighbours(f.ctx, f.fluid, f.fluid), *fb = api->neighbours(f.ctx, f.fluid, f.bnd);
+    cr_assert(ff && fb);
+    *sums_left = ff->wsum != NULL && fb->wsum != NULL;
+    if (wall_count) {
+        *wall_count = malloc((size_t)n * sizeof **wall_count);
+        memcpy(*wall_count, fb->count, (size_t)n * sizeof **wall_count);
+    }
+    float *rho = malloc((size_t)n * sizeof *rho);
+    memcpy(rho, floe_attr(f.ctx, f.fluid, "rho", FLOE_F32), (size_t)n * sizeof *rho);
+    *n_out = n;
+    floe_ctx_destroy(f.ctx);
+    return rho;
+}
+
+
 #endif

@@ -342,53 +342,6 @@ Test(wcsph, pressure_force_xsph_equals_viscosity_stage, .timeout = 300)
     free(xs), free(vs), free(xf), free(vf), free(x0), free(v0);
 }
 
-/* ---- wcsph.density over the core's kernel sums ------------------------------
- * After its first call, wcsph.density takes each row's sum from the
- * neighbours stage (floe_nlist.wsum) instead of walking the rows. Ways:
- * 0 neighbours, density: the sums from the second step on;
- * 1 neighbours, a C function stage that does nothing, density: a function
- *   stage may move particles, which ends the sums: density walks its rows;
- * 2 as 1, the function stage shearing the particles: density must see
- *   where they are now, not the sums from before. */
-static int shear_stage(const floe_stage_call *c)
-{
-    if (!c->user)
-        return FLOE_OK;
-    floe_set s = floe_set_find(c->ctx, "fluid");
-    float *x = floe_attr(c->ctx, s, "x", FLOE_VEC3);
-    for (uint32_t i = 0; i < floe_set_size(c->ctx, s); i++)
-        x[3 * i] += 0.004f * x[3 * i + 1];
-    return FLOE_OK;
-}
-
-static float *density_by_way(int way, uint32_t *n_out, int *sums_left, uint32_t **wall_count)
-{
-    const float d = 0.05f, tank[3] = {0.6f, 0.6f, 0.4f}, water[3] = {0.3f, 0.4f, 0.4f};
-    static int shear = 1;
-    fixture f = fixture_tank(3, d, tank, water, 1);
-    fixture_add(&f, "neighbours", 0, NULL);
-    if (way >= 1)
-        cr_assert_eq(floe_pipeline_add_fn(f.ctx, "move", shear_stage, way == 2 ? &shear : NULL), FLOE_OK);
-    fixture_add(&f, "wcsph.density", 0, NULL);
-    floe_run_def r = fixture_run_def(3 * 0.001, 1 / (3 * 0.001));
-    r.dt = 0.001;
-    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
-    const uint32_t n = floe_set_size(f.ctx, f.fluid);
-    const floe_api *api = floe_core_api();
-    const floe_nlist *ff = api->neighbours(f.ctx, f.fluid, f.fluid), *fb = api->neighbours(f.ctx, f.fluid, f.bnd);
-    cr_assert(ff && fb);
-    *sums_left = ff->wsum != NULL && fb->wsum != NULL;
-    if (wall_count) {
-        *wall_count = malloc((size_t)n * sizeof **wall_count);
-        memcpy(*wall_count, fb->count, (size_t)n * sizeof **wall_count);
-    }
-    float *rho = malloc((size_t)n * sizeof *rho);
-    memcpy(rho, floe_attr(f.ctx, f.fluid, "rho", FLOE_F32), (size_t)n * sizeof *rho);
-    *n_out = n;
-    floe_ctx_destroy(f.ctx);
-    return rho;
-}
-
 Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
 {
     uint32_t n[3];
@@ -396,7 +349,7 @@ Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
     uint32_t *walls;
     float *rho[3];
     for (int w = 0; w < 3; w++)
-        rho[w] = density_by_way(w, &n[w], &left[w], w == 0 ? &walls : NULL);
+        rho[w] = fixture_density_by_way("wcsph", w, &n[w], &left[w], w == 0 ? &walls : NULL);
     cr_assert(n[1] == n[0] && n[2] == n[0]);
 #if defined(__AVX2__)
     cr_assert(left[0], "the neighbours stage computed no kernel sums for wcsph.density");

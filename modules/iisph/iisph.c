@@ -251,7 +251,9 @@ ROW_FN void density_one(const kconst *kc, const per *pr, const int PER, const ta
     const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
     float acc = ms[i]; /* m_i W(0) / sigma */
     for (int b = 0; b < nt; b++) {
-        const float sum = row_w(kc, pr, PER, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
+        /* the core's sum of the row (floe_nlist.wsum) when it made one */
+        const float sum = t[b].nl->wsum ? t[b].nl->wsum[i]
+                                        : row_w(kc, pr, PER, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
         acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
     }
     rho[i] = kc->sigma * acc;
@@ -269,6 +271,9 @@ static int st_density(const floe_stage_call *call)
 
     if ((st = list_fluids(ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
+    /* from the next neighbours stage on the core sums the rows as it builds
+     * them (floe_nlist.wsum); rows without sums are walked here */
+    api->want_kernel_sums(ctx);
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
