@@ -26,11 +26,16 @@ bench: build
 	$(FLOE) bench neighbours --n 1000000 --iters 5
 	$(FLOE) bench scenes/bench/dam_break_59k.lua
 
-# address + undefined sanitizers over the whole suite
+# address + undefined sanitizers over the whole suite, twice: the generic
+# build (no AVX2: the scalar and periodic paths) and the native one (the AVX2
+# rows, the grouped list build, the kernel sums)
 sanitize: setup
 	@[ -f build-asan/build.ninja ] || meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=false
 	@ninja -C build-asan
 	@BUILD=build-asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
+	@[ -f build-asan-native/build.ninja ] || meson setup build-asan-native --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=true
+	@ninja -C build-asan-native
+	@BUILD=build-asan-native UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
 
 # valgrind memcheck over the whole suite (Criterion runs each test in a child)
 valgrind: build
@@ -38,4 +43,4 @@ valgrind: build
 	@BUILD=$(BUILD) FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --trace-children=yes --quiet' --timeout-multiplier=20
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-asan-native
