@@ -807,6 +807,21 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
 
 #define NB_CHUNK 256u
 
+/* With kernel sums (ks), the calling thread's buffer for the squared
+ * distances of a group's rows (test_group_d), freed by the caller; without
+ * memory *nomem is set and the build fails. NULL without sums. */
+static float *group_d2_buffer(const nb_ksum *ks, uint32_t stride, int *nomem)
+{
+    if (!ks)
+        return NULL;
+    float *b = aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float));
+    if (!b) {
+#pragma omp atomic write
+        *nomem = 1;
+    }
+    return b;
+}
+
 /* The set against itself, AVX2: the queries of one cell share the same
  * candidate ranges, so walk cell by cell and test each block of 8 candidates
  * against a group of the cell's queries at once. This loads each candidate
@@ -830,12 +845,7 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
      * two runs: results do not depend on the split. */
 #pragma omp parallel reduction(max : maxc) if (nt >= NB_PAR_MIN)
     {
-        /* with kernel sums: the squared distances of a group's rows */
-        float *d2buf = ks ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
-        if (ks && !d2buf) {
-#pragma omp atomic write
-            *nomem = 1;
-        }
+        float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
             if (ks && !d2buf)
@@ -881,11 +891,7 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
 
 #pragma omp parallel reduction(max : maxc) if (nq >= NB_PAR_MIN)
     {
-        float *d2buf = ks ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
-        if (ks && !d2buf) {
-#pragma omp atomic write
-            *nomem = 1;
-        }
+        float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
             if (ks && !d2buf)
