@@ -70,6 +70,7 @@ typedef struct stage_inst {
     floe_value param[MAX_PARAMS];
     char *param_str[MAX_PARAMS]; /* owned copies of string values */
     double ms_total, ms_frame;
+    int moves;               /* may move particles (stage_moves): ends the kernel sums */
 } stage_inst;
 
 typedef struct stat_acc {

@@ -822,6 +822,16 @@ static float *group_d2_buffer(const nb_ksum *ks, uint32_t stride, int *nomem)
     return b;
 }
 
+/* Chunk ch of n items, [*lo, *hi); 0 when the thread must skip it (sums
+ * asked for, but its buffer could not be had: the build fails anyway). */
+static inline int chunk_bounds(int64_t ch, uint32_t n, const nb_ksum *ks, const float *d2buf, uint32_t *lo,
+                               uint32_t *hi)
+{
+    *lo = (uint32_t)ch * NB_CHUNK;
+    *hi = n - *lo < NB_CHUNK ? n : *lo + NB_CHUNK;
+    return !ks || d2buf;
+}
+
 /* The set against itself, AVX2: the queries of one cell share the same
  * candidate ranges, so walk cell by cell and test each block of 8 candidates
  * against a group of the cell's queries at once. This loads each candidate
@@ -848,10 +858,9 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
         float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
-            if (ks && !d2buf)
+            uint32_t clo, chi;
+            if (!chunk_bounds(ch, nt, ks, d2buf, &clo, &chi))
                 continue;
-            const uint32_t clo = (uint32_t)ch * NB_CHUNK;
-            const uint32_t chi = nt - clo < NB_CHUNK ? nt : clo + NB_CHUNK;
             for (uint32_t qa = clo, qb; qa < chi; qa = qb) {
                 const uint32_t cell = key[sj[qa]];
                 qb = cs[cell + 1] < chi ? cs[cell + 1] : chi;
@@ -894,10 +903,9 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
         float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
-            if (ks && !d2buf)
+            uint32_t q0, q1;
+            if (!chunk_bounds(ch, nq, ks, d2buf, &q0, &q1))
                 continue;
-            const uint32_t q0 = (uint32_t)ch * NB_CHUNK;
-            const uint32_t q1 = nq - q0 < NB_CHUNK ? nq : q0 + NB_CHUNK;
 #define CELL_OF(q, c)                                                                \
     do {                                                                             \
         (c)[0] = nb_axis(xq[3 * (size_t)(q)], o0, inv, n0);                          \

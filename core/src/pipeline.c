@@ -184,6 +184,21 @@ static int register_writes(floe_ctx *ctx, const floe_stage_desc *sd)
     return FLOE_OK;
 }
 
+/* Whether a stage may move particles: its descriptor sd declares writing
+ * x, or it is a host function (sd NULL: C or Lua, which may call sim:set).
+ * The kernel sums of the neighbour lists (floe_nlist.wsum) hold for the
+ * positions they were computed from: such a stage ends them until the next
+ * neighbours stage. Decided once, when the stage joins the pipeline. */
+static int stage_moves(const floe_stage_desc *sd)
+{
+    if (!sd)
+        return 1;
+    for (const floe_attr_desc *a = sd->attrs; a && a->name; a++)
+        if ((a->access & FLOE_WRITE) && strcmp(a->name, "x") == 0)
+            return 1;
+    return 0;
+}
+
 int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv)
 {
     if (!stage || !stage[0])
@@ -204,6 +219,7 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
     st.desc = sd;
     st.mod = m;
     st.fn = sd->run;
+    st.moves = stage_moves(sd);
     int np = 0;
     for (const floe_param_desc *p = sd->params; p && p->name; p++)
         set_default(&st, np++, p);
@@ -244,6 +260,7 @@ int floe_pipeline_add_fn(floe_ctx *ctx, const char *name, floe_stage_fn fn, void
     snprintf(st->name, sizeof st->name, "%s", name);
     st->fn = fn;
     st->user = user;
+    st->moves = stage_moves(NULL);
     return FLOE_OK;
 }
 
@@ -356,20 +373,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* Whether stage st may move particles: it declares writing x, or it is a
- * Lua function (which may call sim:set). The kernel sums of the neighbour
- * lists (floe_nlist.wsum) hold for the positions they were computed from:
- * such a stage ends them until the next neighbours stage. */
-static int stage_moves(const stage_inst *st)
-{
-    if (!st->desc)
-        return 1;
-    for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
-        if ((a->access & FLOE_WRITE) && strcmp(a->name, "x") == 0)
-            return 1;
-    return 0;
-}
-
 /* Run stage i. On the OpenCL backend a stage with a run_cl runs on the
  * device; the others run on the C path after ctx_cl_stage_begin copied back
  * what they declare. Device stages are checked for blow-ups on the device
@@ -387,7 +390,7 @@ static int run_stage(floe_ctx *ctx, int i)
      * found there is reported now, as the C path would have */
     if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
         return rc;
-    if (stage_moves(st))
+    if (st->moves)
         ctx->ksums_valid = 0;
     ctx->running = st;
     int host_timed = 1;

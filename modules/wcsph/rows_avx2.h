@@ -11,7 +11,8 @@
  * lane in the same order; the squared distance (floe_r2_8) and the row
  * sums' accumulations are fused multiply-adds (fewer additions, which bound
  * these loops on Zen 3 as they bound the neighbour search), so a pair term
- * is within an ulp or so of the generic path's float. The row sum's order
+ * may differ from the generic path's float in its last bits (one rounding
+ * where there were two; not measured per term). The row sum's order
  * (eight lane sums, then lanes 0..7 in order) is fixed, so results stay
  * bitwise reproducible for any thread count. The core pads each row to a
  * multiple of eight with its first index (floe_nlist); the lanes past the

@@ -510,24 +510,21 @@ static int st_density(const floe_stage_call *call)
      * builds them (floe_nlist.wsum: the floats floe_row_w8 gives); until
      * then, and wherever it does not, the rows are summed here. */
     api->want_kernel_sums(ctx);
-    int sums_all = 1; /* every row has the core's sums */
-    for (int s = 0; s < nf && sums_all; s++) {
-        if (f[s].info.n == 0)
-            continue;
-        if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, NULL, NULL, t, &nt)) != FLOE_OK)
-            return st;
-        for (int b = 0; b < nt; b++)
-            sums_all &= t[b].nl->wsum != NULL;
-    }
-    int packed = 0; /* fluid rows over packed (x, y, z, m) records */
-    if (!sums_all && (st = pack_fluids(ctx, ws, &kc, f, nf, 0, &packed)) != FLOE_OK)
-        return st;
+    int packed = 0, pack_done = 0; /* fluid rows over packed (x, y, z, m) records, packed when first needed */
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
         if ((st = list_targets(ctx, &f[s], f, nf, 1, 0, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
+        int sums_all = 1; /* every row of this set has the core's sums */
+        for (int b = 0; b < nt; b++)
+            sums_all &= t[b].wsum != NULL;
+        if (!sums_all && !pack_done) {
+            if ((st = pack_fluids(ctx, ws, &kc, f, nf, 0, &packed)) != FLOE_OK)
+                return st;
+            pack_done = 1;
+        }
         const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
         const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
         float *restrict rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
