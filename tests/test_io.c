@@ -2,8 +2,9 @@
 #include <criterion/criterion.h>
 
 #include "io.h"
+#include "ply_read.h"
 #include "record.h"
-#include "yaml_lua.h"
+#include "lua_floe.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -157,7 +158,7 @@ static void check_prop(const char *path, const char *prop, const float *src, int
 {
     uint32_t n = 0;
     float *got = NULL;
-    cr_assert_eq(io_read_ply_property(path, prop, &n, &got), 0, "read %s", prop);
+    cr_assert_eq(ply_read_property(path, prop, &n, &got), 0, "read %s", prop);
     cr_assert_eq(n, NP);
     for (int i = 0; i < NP; i++) {
         float want = src[(size_t)stride * i + off];
@@ -209,7 +210,7 @@ Test(io, ply_roundtrip)
 
     uint32_t n = 7;
     float *got = (float *)1;
-    cr_assert_eq(io_read_ply_property(path, "nope", &n, &got), -1);
+    cr_assert_eq(ply_read_property(path, "nope", &n, &got), -1);
     cr_assert_null(got);
     cr_assert_eq(n, 0);
 }
@@ -227,12 +228,12 @@ Test(io, ply_int_columns)
     free(b);
     uint32_t n;
     float *got;
-    cr_assert_eq(io_read_ply_property(path, "id", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "id", &n, &got), 0);
     cr_assert_eq(n, NP);
     for (int i = 0; i < NP; i++)
         cr_assert_eq(got[i], (float)pid[i]);
     free(got);
-    cr_assert_eq(io_read_ply_property(path, "flag", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "flag", &n, &got), 0);
     for (int i = 0; i < NP; i++)
         cr_assert_eq(got[i], (float)pflag[i]);
     free(got);
@@ -245,7 +246,7 @@ Test(io, ply_empty_and_bad_args)
     cr_assert_eq(io_write_ply(path, 0, NULL, NULL, 0), 0);
     uint32_t n = 5;
     float *got = NULL;
-    cr_assert_eq(io_read_ply_property(path, "x", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "x", &n, &got), 0);
     cr_assert_eq(n, 0);
     free(got);
 
@@ -291,7 +292,7 @@ Test(io, ply_malformed_headers)
         spit_str(path, bad[i]);
         uint32_t n = 3;
         float *got = (float *)1;
-        cr_assert_eq(io_read_ply_property(path, "x", &n, &got), -1, "case %zu accepted", i);
+        cr_assert_eq(ply_read_property(path, "x", &n, &got), -1, "case %zu accepted", i);
         cr_assert_null(got);
     }
     /* a header line far too long, and a NUL in the header */
@@ -302,12 +303,12 @@ Test(io, ply_malformed_headers)
     spit(path, big, sizeof big);
     uint32_t n;
     float *got;
-    cr_assert_eq(io_read_ply_property(path, "x", &n, &got), -1);
+    cr_assert_eq(ply_read_property(path, "x", &n, &got), -1);
     spit(path, "ply\n\0ormat binary_little_endian 1.0\n", 37);
-    cr_assert_eq(io_read_ply_property(path, "x", &n, &got), -1);
+    cr_assert_eq(ply_read_property(path, "x", &n, &got), -1);
     /* a missing file */
     tpath(path, sizeof path, "missing.ply");
-    cr_assert_eq(io_read_ply_property(path, "x", &n, &got), -1);
+    cr_assert_eq(ply_read_property(path, "x", &n, &got), -1);
 }
 
 Test(io, ply_reader_skips_other_elements)
@@ -331,16 +332,16 @@ Test(io, ply_reader_skips_other_elements)
     spit(path, buf, hl + 18 + 20);
     uint32_t n;
     float *got;
-    cr_assert_eq(io_read_ply_property(path, "x", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "x", &n, &got), 0);
     cr_assert_eq(n, 2);
     cr_assert_eq(got[0], 1.5f);
     cr_assert_eq(got[1], -10.f);
     free(got);
-    cr_assert_eq(io_read_ply_property(path, "i", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "i", &n, &got), 0);
     cr_assert_eq(got[0], -2.f);
     cr_assert_eq(got[1], 7.f);
     free(got);
-    cr_assert_eq(io_read_ply_property(path, "s", &n, &got), -1); /* short: not supported */
+    cr_assert_eq(ply_read_property(path, "s", &n, &got), -1); /* short: not supported */
 }
 
 /* ---- VTK ----------------------------------------------------------------- */
@@ -479,7 +480,7 @@ Test(io, atomic_commit_leaves_no_temp)
     uint32_t n;
     float *got;
     tpath(path, sizeof path, "a.ply");
-    cr_assert_eq(io_read_ply_property(path, "rho", &n, &got), 0);
+    cr_assert_eq(ply_read_property(path, "rho", &n, &got), 0);
     cr_assert_eq(n, 10);
     free(got);
 

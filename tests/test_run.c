@@ -1,6 +1,6 @@
 /* The frame loop: blow-up reports, earlier frames stay valid, interruption,
  * bit-identical reruns, the run record. */
-#include "io.h"
+#include "ply_read.h"
 #include "sim_fixture.h"
 
 #include <math.h>
@@ -79,7 +79,7 @@ Test(run, nan_is_reported_with_particle_step_time_and_stage)
         snprintf(p, sizeof p, "%s/fluid.%04d.ply", outdir, k);
         uint32_t n = 0;
         float *x = NULL;
-        cr_assert_eq(io_read_ply_property(p, "x", &n, &x), 0, "frame %s unreadable", p);
+        cr_assert_eq(ply_read_property(p, "x", &n, &x), 0, "frame %s unreadable", p);
         cr_assert_eq(n, floe_set_size(f.ctx, f.fluid));
         for (uint32_t i = 0; i < n; i++)
             cr_assert(isfinite(x[i]));

@@ -17,6 +17,7 @@ floe_sim_def floe_sim_default_def(void)
     d.dim = 3;
     d.support_factor = 2.0f;
     d.gravity[1] = -9.81f;
+    d.log_level = FLOE_LOG_INFO;
     for (int k = 0; k < 3; k++) {
         d.domain_min[k] = -1.0f;
         d.domain_max[k] = 1.0f;
@@ -77,6 +78,9 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
         ctx->info.domain_max[2] = 0;
     }
     ctx->dt_limit = INFINITY;
+    ctx->log_fn = d.log;
+    ctx->log_user = d.log_user;
+    ctx->log_level = d.log_level;
     floe_ctx_set_threads(ctx, d.threads);
     /* the built-in stages (neighbours, gravity, integrate) form module 0 */
     ctx->modules[0].desc = floe_core_module();
@@ -97,11 +101,36 @@ void floe_ctx_set_threads(floe_ctx *ctx, int threads)
 #ifdef _OPENMP
     if (threads <= 0)
         threads = omp_get_num_procs();
-    omp_set_num_threads(threads);
 #else
     threads = 1;
 #endif
     ctx->info.threads = threads;
+}
+
+/* OpenMP keeps the team size per calling thread (the nthreads-var ICV), so
+ * setting it for the length of a call and back is what makes it the
+ * context's: another context, or another host thread, keeps its own. */
+int ctx_threads_enter(const floe_ctx *ctx)
+{
+#ifdef _OPENMP
+    int prev = omp_get_max_threads();
+    if (prev != ctx->info.threads)
+        omp_set_num_threads(ctx->info.threads);
+    return prev;
+#else
+    (void)ctx;
+    return 1;
+#endif
+}
+
+void ctx_threads_leave(int prev)
+{
+#ifdef _OPENMP
+    if (omp_get_max_threads() != prev)
+        omp_set_num_threads(prev);
+#else
+    (void)prev;
+#endif
 }
 
 void floe_ctx_destroy(floe_ctx *ctx)
@@ -149,22 +178,28 @@ int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...)
     return status;
 }
 
-static int log_level = FLOE_LOG_INFO;
-
 void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...)
 {
-    static const char *names[] = {"debug", "info", "warning", "error"};
-    (void)ctx;
-    if (level < log_level)
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    if (level < ctx->log_level)
         return;
     if (level < 0 || level > FLOE_LOG_ERROR)
         level = FLOE_LOG_ERROR;
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "floe: %s: ", names[level]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (ctx->log_fn)
+        ctx->log_fn(level, msg, ctx->log_user);
+    else
+        fprintf(stderr, "floe: %s: %s\n", names[level], msg);
 }
 
-void floe_log_level(int level) { log_level = level; }
+void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user)
+{
+    ctx->log_fn = fn;
+    ctx->log_user = user;
+}
+
+void floe_ctx_set_log_level(floe_ctx *ctx, int level) { ctx->log_level = level; }

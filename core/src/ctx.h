@@ -80,8 +80,11 @@ typedef struct stat_acc {
 } stat_acc;
 
 struct floe_ctx {
-    floe_sim_info info;
+    floe_sim_info info;      /* info.threads: this context's worker threads */
     char error[2048];
+    floe_log_fn log_fn;      /* NULL = stderr */
+    void *log_user;
+    int log_level;           /* messages below it are dropped */
     int npsets;
     pset sets[MAX_SETS];
     int ngrids;
@@ -114,6 +117,11 @@ floe_set ctx_set_handle(floe_ctx *ctx, int index);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);
 void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...);
+/* Around every public call that runs parallel loops: the calling thread's
+ * OpenMP team size becomes the context's; ctx_threads_leave gives back
+ * what ctx_threads_enter returned. */
+int ctx_threads_enter(const floe_ctx *ctx);
+void ctx_threads_leave(int prev);
 
 /* module_loader.c */
 void floe_module_unload_handle(void *dl);

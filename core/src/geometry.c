@@ -191,7 +191,7 @@ long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const fl
     return rc;
 }
 
-int floe_boundary_volumes(floe_ctx *ctx)
+static int boundary_volumes(floe_ctx *ctx)
 {
     int rc = ctx_neighbours_update(ctx, 0);
     if (rc)
@@ -236,5 +236,13 @@ int floe_boundary_volumes(floe_ctx *ctx)
     nb_list_free(&list);
     if (!rc)
         ctx->boundary_dirty = 0;
+    return rc;
+}
+
+int floe_boundary_volumes(floe_ctx *ctx)
+{
+    int prev = ctx_threads_enter(ctx);
+    int rc = boundary_volumes(ctx);
+    ctx_threads_leave(prev);
     return rc;
 }

@@ -35,8 +35,4 @@ int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *
  * POINT_DATA SCALARS / VECTORS. ParaView opens it. */
 int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
 
-/* Read back a PLY written by io_write_ply (tests): fills n and a malloc'd
- * copy of the float data of property `prop` ("x", "v_x", "rho"). */
-int io_read_ply_property(const char *path, const char *prop, uint32_t *n, float **out);
-
 #endif

@@ -4,6 +4,8 @@
  * library. `floe run --unsafe` lifts all of it (the sandbox is then never
  * applied). Every refused call raises
  *   "sandbox: <what> is not allowed in scenes (run with --unsafe to allow)". */
+#include "lua_floe.h"
+
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -16,10 +18,6 @@
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
-
-/* shared with lua_scene.c and lua_sim.c (no header of their own) */
-void floe_lua_sandbox_apply(lua_State *L, const char *out_root);
-void floe_lua_sandbox_check_write(lua_State *L, const char *path, const char *what);
 
 #define ROOT_KEY "floe.sandbox.root"
 #define HINT " is not allowed in scenes (run with --unsafe to allow)"

@@ -2,7 +2,7 @@
  * unless opt->unsafe, with the `floe` module preloaded and package.path
  * reaching lua/ of the source tree, the installed Lua folder and the
  * scene's own folder. */
-#include <floe/floe.h>
+#include "lua_floe.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -19,13 +19,6 @@
 #ifndef FLOE_INSTALL_LUA_DIR
 #define FLOE_INSTALL_LUA_DIR "/usr/local/share/floe/lua"
 #endif
-
-/* lua_sim.c and lua_sandbox.c (no header of their own) */
-int luaopen_floe(lua_State *L);
-void floe_lua_scene_init(lua_State *L, const floe_scene_opts *opt, const char *dir, const char *hash);
-int floe_lua_scene_status(lua_State *L);
-int floe_lua_scene_unused(lua_State *L, char *err, size_t errlen);
-void floe_lua_sandbox_apply(lua_State *L, const char *out_root);
 
 #define TRACEBACK_LINES 8
 

@@ -6,7 +6,7 @@
  * errors with luaL_error from the C function the scene called, so messages
  * read "scene.lua:LINE: ...". A sim is a userdata with one metatable
  * ("floe.sim"); __gc and __close destroy its context. */
-#include <floe/floe.h>
+#include "lua_floe.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -18,18 +18,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "yaml_lua.h"
-
 #ifndef FLOE_SOURCE_PRESET_DIR
 #define FLOE_SOURCE_PRESET_DIR "scenes/presets"
 #endif
-
-/* shared with lua_scene.c and lua_sandbox.c (no header of their own) */
-int luaopen_floe(lua_State *L);
-void floe_lua_scene_init(lua_State *L, const floe_scene_opts *opt, const char *dir, const char *hash);
-int floe_lua_scene_status(lua_State *L);
-int floe_lua_scene_unused(lua_State *L, char *err, size_t errlen);
-void floe_lua_sandbox_check_write(lua_State *L, const char *path, const char *what);
 
 #define SIM_MT "floe.sim"
 #define SCENE_KEY "floe.scene"
@@ -415,7 +406,11 @@ static int l_log(lua_State *L)
         luaL_addvalue(&b);
     }
     luaL_pushresult(&b);
-    fprintf(stderr, "%s\n", lua_tostring(L, -1));
+    const scene_state *sc = scene_get(L);
+    if (sc && sc->opt->log)
+        sc->opt->log(FLOE_LOG_INFO, lua_tostring(L, -1), sc->opt->log_user);
+    else
+        fprintf(stderr, "%s\n", lua_tostring(L, -1));
     return 0;
 }
 
@@ -569,8 +564,11 @@ static int l_sim(lua_State *L)
     d.backend = field_str(L, 1, "floe.sim", "backend", NULL);
     if (sc && sc->opt->backend)
         d.backend = sc->opt->backend;
-    if (sc)
+    if (sc) {
         d.device = sc->opt->device;
+        d.log = sc->opt->log;
+        d.log_user = sc->opt->log_user;
+    }
     lsim *s = sim_new(L, d.dim);
     char err[1024];
     if (!(s->ctx = floe_ctx_create(&d, err, sizeof err)))
@@ -1125,20 +1123,12 @@ static void run_apply_sets(lua_State *L, lsim *s, scene_state *sc)
     }
 }
 
-/* Stage names outlive the context (opt->summary is read after the scene
- * ends): valid until the next run. */
-static char summary_names[MAX_STAGES][128];
-
+/* The summary holds copies of the stage names: it outlives the context
+ * (opt->summary is read after the scene ends). */
 static void summary_out(const scene_state *sc, const floe_run_summary *sum)
 {
-    if (!sc || !sc->opt->summary)
-        return;
-    floe_run_summary *o = sc->opt->summary;
-    *o = *sum;
-    for (int i = 0; i < sum->nstages && i < MAX_STAGES; i++) {
-        snprintf(summary_names[i], sizeof summary_names[i], "%s", sum->stage_name[i] ? sum->stage_name[i] : "?");
-        o->stage_name[i] = summary_names[i];
-    }
+    if (sc && sc->opt->summary)
+        *sc->opt->summary = *sum;
 }
 
 static int push_summary(lua_State *L, const floe_run_summary *sum)
@@ -1152,8 +1142,7 @@ static int push_summary(lua_State *L, const floe_run_summary *sum)
     set_int(L, "status", sum->status);
     lua_createtable(L, 0, sum->nstages);
     for (int i = 0; i < sum->nstages && i < MAX_STAGES; i++)
-        if (sum->stage_name[i])
-            set_num(L, sum->stage_name[i], sum->stage_ms[i]);
+        set_num(L, sum->stage_name[i], sum->stage_ms[i]);
     lua_setfield(L, -2, "stages");
     return 1;
 }

@@ -267,9 +267,12 @@ int floe_module_scan(void (*fn)(const floe_module_listing *m, void *u),
                      void (*err_fn)(const char *path, const char *msg, void *u), void *u)
 {
     floe_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
+    char (*names)[NAME_LEN] = calloc(256, NAME_LEN); /* modules listed so far */
+    if (!ctx || !names) {
+        free(ctx);
+        free(names);
         return FLOE_ERR_NOMEM;
-    static char names[256][NAME_LEN];
+    }
     int nnames = 1;
     snprintf(names[0], NAME_LEN, "core");
     floe_module_listing core = {"core", FLOE_VERSION, floe_core_module()->summary, "(built in)", floe_core_module()};
@@ -304,6 +307,7 @@ int floe_module_scan(void (*fn)(const floe_module_listing *m, void *u),
             }
         }
     }
+    free(names);
     free(ctx);
     return FLOE_OK;
 }

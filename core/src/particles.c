@@ -240,7 +240,7 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep)
     return FLOE_OK;
 }
 
-int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
+static int reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
 {
     pset *p = ctx_set(ctx, set);
     if (!p)
@@ -277,6 +277,14 @@ int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
     free(tmp);
     invalidate(ctx, p);
     return FLOE_OK;
+}
+
+int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
+{
+    int prev = ctx_threads_enter(ctx);
+    int rc = reorder(ctx, set, perm);
+    ctx_threads_leave(prev);
+    return rc;
 }
 
 int floe_set_moved(floe_ctx *ctx, floe_set set)

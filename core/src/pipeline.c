@@ -475,7 +475,7 @@ int ctx_run_stages(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-int floe_step(floe_ctx *ctx, double dt)
+static int step(floe_ctx *ctx, double dt)
 {
     if (!(dt > 0) || !isfinite(dt))
         return ctx_fail(ctx, FLOE_ERR_ARG, "step: dt must be positive");
@@ -491,4 +491,12 @@ int floe_step(floe_ctx *ctx, double dt)
     ctx->info.time += dt;
     ctx->info.step++;
     return FLOE_OK;
+}
+
+int floe_step(floe_ctx *ctx, double dt)
+{
+    int prev = ctx_threads_enter(ctx);
+    int rc = step(ctx, dt);
+    ctx_threads_leave(prev);
+    return rc;
 }

@@ -203,7 +203,7 @@ static double choose_dt(floe_ctx *ctx, const floe_run_def *def, double prev, dou
 
 static int finish(floe_ctx *ctx, const floe_run_def *def, floe_record *rec, const char *rpath, int rc)
 {
-    static char msg[sizeof ctx->error];
+    char msg[sizeof ctx->error]; /* read by rec_write below */
     rec->status = rc == FLOE_OK ? "finished" : rc == FLOE_ERR_INTERRUPT ? "interrupted"
                   : rc == FLOE_ERR_BLOWUP ? "blowup" : "error";
     if (rc != FLOE_OK && rc != FLOE_ERR_INTERRUPT) {
@@ -234,7 +234,7 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
     return FLOE_OK;
 }
 
-int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
+static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
 {
     floe_run_def def = *user_def;
     int rc = check_def(ctx, &def);
@@ -331,12 +331,20 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
         sum->wall_s = wall_now() - t0;
         sum->particle_steps_per_s = sum->wall_s > 0 ? (double)particle_steps / sum->wall_s : 0;
         for (int i = 0; i < ctx->nstages && i < 64; i++) {
-            sum->stage_name[i] = ctx->stages[i].name;
+            snprintf(sum->stage_name[i], sizeof sum->stage_name[i], "%s", ctx->stages[i].name);
             sum->stage_ms[i] = ctx->stages[i].ms_total;
             sum->nstages++;
         }
         sum->status = rc;
     }
     free(frames);
+    return rc;
+}
+
+int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum)
+{
+    int prev = ctx_threads_enter(ctx);
+    int rc = run(ctx, def, sum);
+    ctx_threads_leave(prev);
     return rc;
 }

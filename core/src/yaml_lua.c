@@ -6,7 +6,7 @@
  * mapping key with a nil value is left out); quoted scalars are strings.
  * Aliases are refused. The Lua work runs under lua_pcall, so a memory error
  * cannot unbalance the stack or leak the parser. */
-#include "yaml_lua.h"
+#include "lua_floe.h"
 
 #include <errno.h>
 #include <lauxlib.h>

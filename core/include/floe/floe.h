@@ -18,6 +18,12 @@ extern "C" {
 
 /* ---- simulation ------------------------------------------------------- */
 
+/* Where a context's messages go: level (FLOE_LOG_*), the message without
+ * prefix or newline, and the user pointer given with the function. Called on
+ * the thread that runs the context's work (from inside a stage's parallel
+ * loop too, when a module logs there). */
+typedef void (*floe_log_fn)(int level, const char *msg, void *user);
+
 typedef struct floe_sim_def {
     int dim;                 /* 2 or 3 (0 = 3) */
     float spacing;           /* particle spacing d (required) */
@@ -31,16 +37,28 @@ typedef struct floe_sim_def {
      * indices as `floe devices` lists them (NULL = first GPU, else first) */
     const char *backend;
     const char *device;
+    /* appended: the context's messages go to log(level, msg, log_user)
+     * (NULL = stderr, "floe: LEVEL: msg"); those below log_level are dropped
+     * (floe_sim_default_def: FLOE_LOG_INFO) */
+    floe_log_fn log;
+    void *log_user;
+    int log_level;
 } floe_sim_def;
 
 floe_sim_def floe_sim_default_def(void);
 floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen);
 void floe_ctx_destroy(floe_ctx *ctx);
 const char *floe_ctx_error(const floe_ctx *ctx);
+/* Worker threads of this context's parallel loops (0 = all cores); other
+ * contexts keep theirs. Each call into the context that computes (floe_step,
+ * floe_run, ...) runs its OpenMP regions with this many threads and gives the
+ * calling thread's own setting back on return. */
 void floe_ctx_set_threads(floe_ctx *ctx, int threads);
 const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
-/* Messages below this level (FLOE_LOG_*) are not printed. */
-void floe_log_level(int level);
+/* Redirect this context's messages (fn NULL = stderr) and set the level
+ * below which they are dropped (FLOE_LOG_*); other contexts keep theirs. */
+void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user);
+void floe_ctx_set_log_level(floe_ctx *ctx, int level);
 /* The api table handed to modules (also usable by hosts). */
 const floe_api *floe_core_api(void);
 
@@ -174,7 +192,7 @@ typedef struct floe_run_summary {
     double sim_time, wall_s;
     double particle_steps_per_s;
     int nstages;
-    const char *stage_name[64];
+    char stage_name[64][128]; /* copies: the summary outlives the context */
     double stage_ms[64];     /* total milliseconds per stage */
     int status;
 } floe_run_summary;
@@ -216,6 +234,11 @@ typedef struct floe_scene_opts {
     /* appended: override floe.sim{ backend = ... } and the device (CLI) */
     const char *backend;
     const char *device;
+    /* appended: messages of the scene's sims and of floe.log (as
+     * FLOE_LOG_INFO, "[scene] ...") go to log(level, msg, log_user);
+     * NULL = stderr */
+    floe_log_fn log;
+    void *log_user;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */

@@ -97,7 +97,8 @@ typedef struct floe_stage_desc {
     const char *name;              /* unqualified: "density" */
     const char *doc;
     floe_stage_fn run;             /* C reference path, required */
-    floe_stage_fn run_cl;          /* OpenCL path, optional (reserved) */
+    floe_stage_fn run_cl;          /* OpenCL path, optional: run instead of `run` on the
+                                    * OpenCL backend; without it `run` works on host copies */
     const floe_param_desc *params; /* terminated by an entry with name NULL */
     const floe_attr_desc *attrs;   /* terminated by an entry with name NULL */
 } floe_stage_desc;
