@@ -7,15 +7,20 @@
 #include "record.h"
 
 #include <math.h>
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static volatile sig_atomic_t stop_requested;
+/* Stop requests are process-wide (a signal handler makes them) and counted:
+ * a run stops when the count moved since it began, so one run starting does
+ * not clear a request that another run is about to see. Lock-free, hence
+ * signal-safe. */
+static atomic_uint stop_requests;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "floe_request_stop needs a lock-free counter");
 
-void floe_request_stop(void) { stop_requested = 1; }
+void floe_request_stop(void) { atomic_fetch_add_explicit(&stop_requests, 1, memory_order_relaxed); }
 
 floe_run_def floe_run_default_def(void)
 {
@@ -259,7 +264,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     for (int i = 0; i < ctx->nstages; i++)
         ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
     ctx_cl_run_begin(ctx); /* OpenCL: kernel statistics per run, like the stage times */
-    stop_requested = 0;
+    const unsigned stops = atomic_load_explicit(&stop_requests, memory_order_relaxed);
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
@@ -318,7 +323,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         progress_update(&prog, f, ctx->info.time, steps_total, wall_now() - t0);
         if (!rc && def.on_frame && def.on_frame(ctx, &fr->st, def.user))
             break;
-        if (!rc && stop_requested)
+        if (!rc && atomic_load_explicit(&stop_requests, memory_order_relaxed) != stops)
             rc = ctx_fail(ctx, FLOE_ERR_INTERRUPT, "interrupted after frame %d", f);
     }
     progress_end(&prog);
