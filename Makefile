@@ -16,7 +16,7 @@ build: setup
 	@ninja -C $(BUILD)
 
 demo: build
-	$(FLOE) run scenes/dam_break.lua --out out/dam_break
+	$(FLOE) run scenes/dam_break.lua --out out/dam_break --force
 
 test: build
 	@BUILD=$(BUILD) ./scripts/test.sh
