@@ -231,7 +231,7 @@ Test(run_end, io_errors_carry_the_reason)
     snprintf(below, sizeof below, "%s/sub", file);
     o.out_dir = below;
     cr_assert_eq(sc_run(&o, SC_HEAD), FLOE_ERR_IO);
-    sc_expect_err("cannot create the output folder");
+    sc_expect_err("the output folder");
     sc_expect_err(strerror(ENOTDIR));
     /* a full disk */
     int fd = open("/dev/full", O_WRONLY);

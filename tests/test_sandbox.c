@@ -93,6 +93,7 @@ Test(sandbox, floe_run_resolves_its_folder_below_the_root)
     snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", sc_tmp);
     snprintf(link, sizeof link, "%s/link", sc_out);
     cr_assert_eq(mkdir(elsewhere, 0755), 0);
+    cr_assert_eq(mkdir(sc_out, 0755), 0);
     floe_output *out = floe_output_create(sc_out, FLOE_OUTPUT_CONFINE, err, sizeof err);
     cr_assert_not_null(out, "%s", err);
     cr_assert_eq(symlink(elsewhere, link), 0);
@@ -244,4 +245,18 @@ Test(sandbox, a_second_sim_run_into_the_same_folder_continues_the_numbering)
     cr_expect(strstr(r1, "first_frame") == NULL, "%s", r1);
     free(r1);
     free(r2);
+}
+
+Test(sandbox, a_scene_that_writes_nothing_makes_no_folder)
+{
+    floe_scene_opts o = sc_opts();
+    char none[400];
+    snprintf(none, sizeof none, "%s/none/deeper", sc_tmp);
+    o.out_dir = none;
+    cr_assert_eq(sc_run(&o, SC_HEAD SC_SIM "local n = sim:fluid_box{ min = {0, 0, 0}, max = {0.2, 0.2, 0.2} }\n"),
+                 FLOE_OK, "%s", sc_err);
+    cr_expect(!sc_exists("%s/none", sc_tmp), "the output root was made though nothing was written");
+    cr_assert_eq(sc_run(&o, SC_HEAD "local f = assert(io.open('%s/made.txt', 'w'))\nf:close()\n", none), FLOE_OK,
+                 "%s", sc_err);
+    cr_expect(sc_exists("%s/made.txt", none), "the first file makes the root");
 }

@@ -110,7 +110,8 @@ static int api_out_dir(floe_ctx *ctx, const char *folder)
 {
     char err[1500];
     int first, records;
-    int fd = out_walk(ctx->out ? ctx->out->fd : AT_FDCWD, folder ? folder : "", 1, folder, err, sizeof err);
+    int base = ctx->out ? out_root_fd(ctx->out, err, sizeof err) : AT_FDCWD;
+    int fd = base == -1 ? -1 : out_walk(base, folder ? folder : "", 1, folder, err, sizeof err);
     if (fd >= 0 && out_take(ctx->out, fd, folder, &first, &records, err, sizeof err) != 0) {
         close(fd);
         fd = -1;

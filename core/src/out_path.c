@@ -168,7 +168,9 @@ int out_dir_open(floe_output *out, const char *path, int create, char *err, size
     }
     char norm[PATH_MAX];
     const char *rel = below_root(out, path, norm, sizeof norm, err, errlen);
-    return rel ? walk(out->fd, rel, create, 0, path, err, errlen) : -1;
+    if (!rel || out_root_fd(out, err, errlen) < 0)
+        return -1;
+    return walk(out->fd, rel, create, 0, path, err, errlen);
 }
 
 int out_dir_check(floe_output *out, const char *path, char *err, size_t errlen)
@@ -179,6 +181,8 @@ int out_dir_check(floe_output *out, const char *path, char *err, size_t errlen)
     const char *rel = below_root(out, path, norm, sizeof norm, err, errlen);
     if (!rel)
         return -1;
+    if (out->fd < 0) /* nothing below the root exists yet */
+        return 0;
     int fd = walk(out->fd, rel, 0, 1, path, err, errlen);
     if (fd == -1)
         return -1;

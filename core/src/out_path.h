@@ -28,11 +28,14 @@ typedef struct out_taken {
 
 struct floe_output {
     char root[4096];         /* absolute, lexically normalised */
-    int fd;                  /* the root folder */
+    int fd;                  /* the root folder (-1 until made: out_root_fd) */
     unsigned flags;          /* FLOE_OUTPUT_* */
     int ntaken, cap;
     out_taken *taken;
 };
+
+/* The root's descriptor, the folder made first if it is missing; -1. */
+int out_root_fd(floe_output *out, char *err, size_t errlen);
 
 /* Lexically absolute (against the working directory), "." and empty
  * components dropped; ".." pops one component when allow_up, else fails.

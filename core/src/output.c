@@ -103,13 +103,11 @@ FLOE_EXPORT floe_output *floe_output_create(const char *root, unsigned flags, ch
         free(o);
         return NULL;
     }
-    if (io_mkdirs(o->root) != 0) {
-        snprintf(err, errlen, "cannot create the output folder %s: %s", shown, strerror(errno));
-        free(o);
-        return NULL;
-    }
-    /* the root itself is the user's choice: a link on its way is followed */
+    /* the root itself is the user's choice: a link on its way is followed;
+     * a missing root is made when the first file is written */
     o->fd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o->fd < 0 && errno == ENOENT)
+        return o;
     if (o->fd < 0) {
         snprintf(err, errlen, "cannot open the output folder %s: %s", shown, strerror(errno));
         free(o);
@@ -120,6 +118,19 @@ FLOE_EXPORT floe_output *floe_output_create(const char *root, unsigned flags, ch
         return NULL;
     }
     return o;
+}
+
+int out_root_fd(floe_output *out, char *err, size_t errlen)
+{
+    if (out->fd >= 0)
+        return out->fd;
+    if (io_mkdirs(out->root) != 0 || (out->fd = open(out->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot create the output folder %s: %s", out->root, strerror(e));
+        errno = e;
+        return -1;
+    }
+    return out->fd;
 }
 
 FLOE_EXPORT void floe_output_destroy(floe_output *out)
