@@ -62,11 +62,7 @@ static int exists(const char *path)
 
 static floe_scene_opts opts(void)
 {
-    floe_scene_opts o;
-    memset(&o, 0, sizeof o);
-    o.frames = -1;
-    o.progress = 0;
-    o.write_frames = 1;
+    floe_scene_opts o = sc_opts();
     o.out_dir = outdir;
     return o;
 }
