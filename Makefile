@@ -16,7 +16,7 @@ build: setup
 	@ninja -C $(BUILD)
 
 demo: build
-	$(FLOE) run scenes/dam_break.lua --out out/dam_break
+	$(FLOE) run scenes/dam_break.lua --out out/dam_break --force
 
 test: build
 	@BUILD=$(BUILD) ./scripts/test.sh
@@ -24,7 +24,7 @@ test: build
 bench: build
 	$(FLOE) bench neighbours --n 100000
 	$(FLOE) bench neighbours --n 1000000 --iters 5
-	$(FLOE) bench scenes/bench/dam_break_59k.lua
+	$(FLOE) bench scenes/bench/dam_break_59k.lua --force
 
 # address + undefined sanitizers over the whole suite, twice: the generic
 # build (no AVX2: the scalar and periodic paths) and the native one (the AVX2

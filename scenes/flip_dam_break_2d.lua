@@ -34,7 +34,7 @@ local function pipeline(settling)
   p[#p + 1] = { "flip.advect", pic = pic }
   if settling then p[#p + 1] = { "hello.damp", rate = 5 } end
   if render then
-    p[#p + 1] = { "raycast.render", folder = "out/flip_dam_break_2d/frames", name = settling and "settle" or "front",
+    p[#p + 1] = { "raycast.render", folder = "flip_dam_break_2d/frames", name = settling and "settle" or "front",
                   fps = settling and 10 or 100, width = 800 }
   end
   return p

@@ -3,7 +3,8 @@
 -- sphere, a box, a spinning capsule, a cluster of metaballs and a ramp
 -- (plane), while a paddle sweeps back and forth along a scripted path. The
 -- `raycast` module ray-casts the density grid to PNG frames (and an mp4 when
--- ffmpeg is on PATH).
+-- ffmpeg is on PATH) in flip_obstacles/frames below the output root
+-- (out/flip_obstacles/frames, or DIR/flip_obstacles/frames with --out DIR).
 --
 --   floe run scenes/flip_obstacles.lua [--set spacing=0.02] [--set seconds=3] [--set render=false]
 local floe = require "floe"
@@ -39,7 +40,7 @@ local stages = {
   "flip.advect",
 }
 if render then
-  stages[#stages + 1] = { "raycast.render", folder = "out/flip_obstacles/frames", name = "liquid", fps = 30,
+  stages[#stages + 1] = { "raycast.render", folder = "flip_obstacles/frames", name = "liquid", fps = 30,
     width = width, eye = { 1.45, 0.75, 1.25 }, target = { 0.6, 0.12, 0.3 }, orbit = 0.1, iso = 450 }
 end
 sim:pipeline(stages)

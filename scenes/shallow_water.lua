@@ -7,7 +7,7 @@
 -- height b (a slope and a few bumps, one of them an island). A mound of
 -- extra water (a second particle set, offset by half a spacing) collapses
 -- into a circular wave. `raycast.render` (mode "height") shades the height
--- field to PNG frames.
+-- field to PNG frames in shallow_water/frames below the output root.
 --
 --   floe run scenes/shallow_water.lua [--set resolution=200] [--set seconds=6]
 local floe = require "floe"
@@ -36,7 +36,7 @@ local stages = {
   { "flip.advect", pic = 0.05 },
 }
 if render then
-  stages[#stages + 1] = { "raycast.render", mode = "height", folder = "out/shallow_water/frames", name = "height",
+  stages[#stages + 1] = { "raycast.render", mode = "height", folder = "shallow_water/frames", name = "height",
     fps = 15, width = 512, scale = h0 / 1000, ground = "flip.ground", iso = 100, light = { -0.5, 1.0, 0.6 } }
 end
 sim:pipeline(stages)

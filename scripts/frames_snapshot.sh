@@ -15,7 +15,7 @@ mkdir -p "$out"
 run() { # name scene args...
   local name=$1 scene=$2
   shift 2
-  "$floe" run "$scene" --out "$out/$name" --threads 2 "$@" >"$out/$name.log" 2>&1 ||
+  "$floe" run "$scene" --out "$out/$name" --force --threads 2 "$@" >"$out/$name.log" 2>&1 ||
     { echo "frames_snapshot: $scene failed (log: $out/$name.log)" >&2; exit 1; }
 }
 run dam_break scenes/dam_break.lua --frames 4 "$@"

@@ -1,7 +1,7 @@
 /* Lua scenes: floe_scene_run, the floe module, the sandbox. Each test writes
  * a scene into a fresh temp folder and checks the error text (file:line and
  * what was wrong) or what the scene produced. */
-#include <criterion/criterion.h>
+#include "scene_fixture.h"
 
 #include <floe/floe.h>
 
@@ -19,28 +19,6 @@
 static char tmpdir[256], outdir[300], scene_path[300];
 static char err[ERRLEN];
 
-static void rm_tree(const char *p)
-{
-    struct stat st;
-    if (lstat(p, &st) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode)) {
-        unlink(p);
-        return;
-    }
-    DIR *d = opendir(p);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char sub[1024];
-        snprintf(sub, sizeof sub, "%s/%s", p, e->d_name);
-        rm_tree(sub);
-    }
-    if (d)
-        closedir(d);
-    rmdir(p);
-}
-
 static void setup(void)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
@@ -51,7 +29,7 @@ static void setup(void)
     err[0] = '\0';
 }
 
-static void teardown(void) { rm_tree(tmpdir); }
+static void teardown(void) { sc_rm_tree(tmpdir); }
 
 TestSuite(lua, .init = setup, .fini = teardown);
 
@@ -84,11 +62,7 @@ static int exists(const char *path)
 
 static floe_scene_opts opts(void)
 {
-    floe_scene_opts o;
-    memset(&o, 0, sizeof o);
-    o.frames = -1;
-    o.progress = 0;
-    o.write_frames = 1;
+    floe_scene_opts o = sc_opts();
     o.out_dir = outdir;
     return o;
 }
@@ -263,6 +237,7 @@ Test(lua, sandbox_writes_only_under_output_root)
     cr_assert_eq(rc, FLOE_OK, "%s", err);
     snprintf(path, sizeof path, "%s/inside.txt", outdir);
     cr_expect_str_eq(read_file(path, buf, sizeof buf), "in");
+    o.force = 1; /* the root now holds the scene's own file, not a Floe run */
     /* outside, through "..", and with io.output: refused */
     rc = run_scene(&o, "local x\nlocal f = io.open('%s/outside.txt', 'w')\n", tmpdir);
     cr_assert_eq(rc, FLOE_ERR_ARG);
@@ -328,6 +303,7 @@ Test(lua, param_picks_up_override)
     char buf[256], path[512];
     snprintf(path, sizeof path, "%s/param.txt", outdir);
     cr_expect_str_eq(read_file(path, buf, sizeof buf), "8 hello true 0.5");
+    o.force = 1; /* the root now holds the scene's own file, not a Floe run */
     const char *bad[] = {"count=many"};
     o.sets = bad;
     o.nsets = 1;
@@ -503,6 +479,7 @@ Test(lua, on_frame_false_stops_and_frames_override)
     cr_assert_eq(run_scene(&o, "%s", scene), FLOE_OK, "%s", err);
     cr_expect_eq(sum.frames, 3);
     o.frames = 1;
+    o.force = 1; /* replaces the first run's record */
     cr_assert_eq(run_scene(&o, "%s", scene), FLOE_OK, "%s", err);
     cr_expect_eq(sum.frames, 1);
 }
@@ -538,6 +515,7 @@ Test(lua, preset_from_yaml)
     char buf[256];
     snprintf(path, sizeof path, "%s/preset.txt", outdir);
     cr_expect_str_eq(read_file(path, buf, sizeof buf), "0.5 997 water");
+    o.force = 1; /* the root now holds the scene's own file, not a Floe run */
     rc = run_scene(&o, HEAD "\nfloe.preset('broken')\n");
     cr_assert_eq(rc, FLOE_ERR_ARG);
     expect_error("scene.lua:3:", "broken.yaml:");

@@ -1,10 +1,13 @@
 /* floe: the command line. run a scene, list modules, benchmark. */
 #include <floe/floe.h>
 
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: floe <command> [options]\n"
@@ -26,19 +29,69 @@ static const char usage[] =
     "  --threads N     worker threads (default: all cores)\n"
     "  --set K=V       scene parameter read by floe.param(K), or STAGE.PARAM=V for a stage\n"
     "  --unsafe        lift the scene sandbox (os.execute, io.popen, writes anywhere)\n"
+    "  --force         write into an output folder that is refused otherwise ('/', the home\n"
+    "                  folder, one holding other files) and replace an earlier run there\n"
+    "  --timeout S     stop after S seconds of wall time (like Ctrl-C: the frame is finished)\n"
     "  --quiet         no progress display\n"
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... }); bench with\n"
     "                  opencl also prints per-kernel times and bandwidth (FLOE_CL_PROFILE=1)\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
     "\n"
     "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
-    "exit status: 0 done, 1 error, 2 usage, 3 blow-up, 130 interrupted\n";
+    "exit status: 0 done (also when on_frame stopped the run), 1 error, 2 usage, 3 blow-up,\n"
+    "             124 --timeout reached, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)\n";
 
-static void on_sigint(int sig)
+#define MAX_THREADS_PER_CORE 4 /* --threads above 4 x the cores is clamped */
+
+static volatile sig_atomic_t stop_signal;
+
+/* Ctrl-C and SIGTERM: the frame is finished, the record says interrupted. */
+static void on_stop_signal(int sig)
 {
-    (void)sig;
+    stop_signal = sig;
     floe_request_stop();
-    signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends at once */
+    signal(sig, SIG_DFL); /* a second one ends at once */
+}
+
+/* Whole text as an integer in [lo, hi], else an error naming the option. */
+static int parse_long(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+        fprintf(stderr, "floe %s: %s '%s': expected a whole number in [%ld, %ld]\n", cmd, opt, text, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *cmd, const char *opt, const char *text, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "floe %s: %s '%s': expected a number in [%g, %g]\n", cmd, opt, text, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* At most MAX_THREADS_PER_CORE x the cores: more only costs (10000 threads
+ * hang a machine, 100000 fail to start). */
+static int clamp_threads(const char *cmd, long t)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long max = MAX_THREADS_PER_CORE * (cores > 0 ? cores : 1);
+    if (t > max) {
+        fprintf(stderr, "floe %s: --threads %ld is more than %d x the %ld cores: using %ld\n", cmd, t,
+                MAX_THREADS_PER_CORE, cores, max);
+        t = max;
+    }
+    return (int)t;
 }
 
 static const char *type_str(floe_param_type t)
@@ -110,8 +163,11 @@ static int cmd_bench_neighbours(int argc, char **argv)
             fprintf(stderr, "floe bench neighbours: unknown or incomplete option '%s'\n", argv[i]);
             return 2;
         }
-        *dst = strtol(argv[++i], NULL, 10);
+        if (parse_long("bench neighbours", argv[i], argv[i + 1], 0, 1000000000L, dst))
+            return 2;
+        i++;
     }
+    threads = clamp_threads("bench neighbours", threads);
     double ups, sort_ms, build_ms, avg;
     if (n <= 0 || (dim != 2 && dim != 3) || iters <= 0 ||
         floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)) {
@@ -148,15 +204,29 @@ static int cmd_run(int argc, char **argv, int bench)
     floe_run_summary sum;
     memset(&sum, 0, sizeof sum);
     o.summary = &sum;
+    const char *cmd = bench ? "bench" : "run";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
-        if (!strcmp(a, "--frames") && has)
-            o.frames = atoi(argv[++i]);
-        else if (!strcmp(a, "--out") && has)
+        long v;
+        if ((!strcmp(a, "--frames") || !strcmp(a, "--threads")) && has) {
+            if (parse_long(cmd, a, argv[++i], 0, 10000000L, &v)) {
+                free(sets);
+                return 2;
+            }
+            if (a[2] == 't')
+                o.threads = clamp_threads(cmd, v);
+            else
+                o.frames = (int)v;
+        } else if (!strcmp(a, "--timeout") && has) {
+            if (parse_double(cmd, a, argv[++i], 1e-3, 1e9, &o.timeout_s)) {
+                free(sets);
+                return 2;
+            }
+        } else if (!strcmp(a, "--out") && has)
             o.out_dir = argv[++i];
-        else if (!strcmp(a, "--threads") && has)
-            o.threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--force"))
+            o.force = 1;
         else if (!strcmp(a, "--set") && has && strchr(argv[i + 1], '='))
             sets[o.nsets++] = argv[++i];
         else if (!strcmp(a, "--unsafe"))
@@ -183,7 +253,8 @@ static int cmd_run(int argc, char **argv, int bench)
     o.sets = sets;
     if (bench && o.backend && strcmp(o.backend, "cpu") != 0)
         setenv("FLOE_CL_PROFILE", "1", 0); /* per-kernel table at the end */
-    signal(SIGINT, on_sigint);
+    signal(SIGINT, on_stop_signal);
+    signal(SIGTERM, on_stop_signal);
     char err[8192];
     int rc = floe_scene_run(&o, err, sizeof err);
     free(sets);
@@ -203,7 +274,9 @@ static int cmd_run(int argc, char **argv, int bench)
     if (rc == FLOE_OK)
         return 0;
     fprintf(stderr, "floe: %s\n", err);
-    return rc == FLOE_ERR_BLOWUP ? 3 : rc == FLOE_ERR_INTERRUPT ? 130 : 1;
+    if (rc == FLOE_ERR_INTERRUPT)
+        return 128 + (stop_signal ? stop_signal : SIGINT);
+    return rc == FLOE_ERR_BLOWUP ? 3 : rc == FLOE_ERR_TIMEOUT ? 124 : 1;
 }
 
 int main(int argc, char **argv)

@@ -1,10 +1,14 @@
 /* The table of core services handed to every module (floe/module.h). */
 #include "ctx.h"
+#include "out_path.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void api_log(floe_ctx *ctx, int level, const char *fmt, ...)
 {
@@ -102,6 +106,21 @@ static void api_want_kernel_sums(floe_ctx *ctx)
         ctx->ksums_wanted = 1;
 }
 
+static int api_out_dir(floe_ctx *ctx, const char *folder)
+{
+    char err[1500];
+    int first, records;
+    int base = ctx->out ? out_root_fd(ctx->out, err, sizeof err) : AT_FDCWD;
+    int fd = base == -1 ? -1 : out_walk(base, folder ? folder : "", 1, folder, err, sizeof err);
+    if (fd >= 0 && out_take(ctx->out, fd, folder, &first, &records, err, sizeof err) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0)
+        ctx_fail(ctx, errno == EPERM || errno == ELOOP || errno == EEXIST ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
+    return fd;
+}
+
 static const floe_api core_api = {
     .size = sizeof(floe_api),
     .abi_major = FLOE_ABI_MAJOR,
@@ -134,6 +153,7 @@ static const floe_api core_api = {
     .cl_run = api_cl_run,
     .cl_fn = api_cl_fn,
     .cl_pinned = api_cl_pinned,
+    .out_dir = api_out_dir,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -108,6 +108,7 @@ struct floe_ctx {
     int nb_dev_valid;        /* OpenCL: device neighbour lists are current */
     int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
     const stage_inst *running; /* the stage being run (attribute access rules) */
+    floe_output *out;        /* where runs and modules write (NULL: out_dir as given) */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -116,6 +117,11 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);
+
+/* run.c: the stop asked for (FLOE_ERR_INTERRUPT, FLOE_ERR_TIMEOUT) or
+ * FLOE_OK; reset clears it and sets the wall-time limit (0 = none). */
+int floe_stop_pending(void);
+void floe_stop_reset(double timeout_s);
 void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...);
 /* Around every public call that runs parallel loops: the calling thread's
  * OpenMP team size becomes the context's; ctx_threads_leave gives back

@@ -18,10 +18,12 @@ typedef struct io_column {
  * (fflush, fsync, fclose, rename) or abort (fclose, unlink). */
 typedef struct io_atomic {
     FILE *f;
+    int dirfd;               /* path and tmp are relative to it (AT_FDCWD) */
     char path[1024];
     char tmp[1100];
 } io_atomic;
 int io_atomic_open(io_atomic *a, const char *path);     /* 0 or -1 (errno set) */
+int io_atomic_openat(io_atomic *a, int dirfd, const char *path);
 int io_atomic_commit(io_atomic *a);                      /* 0 or -1 */
 void io_atomic_abort(io_atomic *a);
 
@@ -31,8 +33,10 @@ int io_mkdirs(const char *path);
 /* Binary little-endian PLY: "x y z" then each column (vectors as
  * name_x name_y name_z, e.g. v_x v_y v_z). Positions are cols' x (VEC3). */
 int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
+int io_write_ply_at(int dirfd, const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
 /* Legacy VTK (binary, big-endian) POLYDATA with VERTICES, columns as
  * POINT_DATA SCALARS / VECTORS. ParaView opens it. */
 int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
+int io_write_vtk_at(int dirfd, const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
 
 #endif

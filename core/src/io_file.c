@@ -1,7 +1,8 @@
 /* Atomic file writing and mkdir -p.
  *
  * io_atomic_open() creates ".<basename>.tmp.<pid>" in the folder of the final
- * path; io_atomic_commit() flushes, fsyncs, closes and renames it over the
+ * path (io_atomic_openat: relative to a folder descriptor, as out_path.c
+ * resolves them); io_atomic_commit() flushes, fsyncs, closes and renames it over the
  * final name; io_atomic_abort() closes and removes it. Every failure path
  * removes the temporary file and leaves whatever was under the final name
  * untouched. */
@@ -17,11 +18,17 @@
 
 int io_atomic_open(io_atomic *a, const char *path)
 {
+    return io_atomic_openat(a, AT_FDCWD, path);
+}
+
+int io_atomic_openat(io_atomic *a, int dirfd, const char *path)
+{
     if (!a) {
         errno = EINVAL;
         return -1;
     }
     a->f = NULL;
+    a->dirfd = dirfd;
     a->path[0] = '\0';
     a->tmp[0] = '\0';
     if (!path || !path[0]) {
@@ -49,8 +56,9 @@ int io_atomic_open(io_atomic *a, const char *path)
         return -1;
     }
 
-    /* A stale temp of a crashed process with the same pid is overwritten. */
-    int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* A stale temp of a crashed process with the same pid is overwritten;
+     * a symbolic link under that name is not followed. */
+    int fd = openat(dirfd, a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         a->tmp[0] = '\0';
         return -1;
@@ -59,7 +67,7 @@ int io_atomic_open(io_atomic *a, const char *path)
     if (!a->f) {
         int e = errno;
         close(fd);
-        unlink(a->tmp);
+        unlinkat(dirfd, a->tmp, 0);
         a->tmp[0] = '\0';
         errno = e;
         return -1;
@@ -84,10 +92,10 @@ int io_atomic_commit(io_atomic *a)
         e = errno;
     if (fclose(f) != 0 && !e)
         e = errno ? errno : EIO;
-    if (!e && rename(a->tmp, a->path) != 0)
+    if (!e && renameat(a->dirfd, a->tmp, a->dirfd, a->path) != 0)
         e = errno;
     if (e) {
-        unlink(a->tmp);
+        unlinkat(a->dirfd, a->tmp, 0);
         a->tmp[0] = '\0';
         errno = e;
         return -1;
@@ -106,7 +114,7 @@ void io_atomic_abort(io_atomic *a)
         a->f = NULL;
     }
     if (a->tmp[0]) {
-        unlink(a->tmp);
+        unlinkat(a->dirfd, a->tmp, 0);
         a->tmp[0] = '\0';
     }
     errno = e;

@@ -4,6 +4,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,11 @@ static int column_ok(const io_column *c, uint32_t n)
 
 int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
 {
+    return io_write_ply_at(AT_FDCWD, path, n, x, cols, ncols);
+}
+
+int io_write_ply_at(int dirfd, const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
+{
     if (!path || ncols < 0 || (ncols > 0 && !cols) || (n > 0 && !x)) {
         errno = EINVAL;
         return -1;
@@ -64,7 +70,7 @@ int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *
     }
 
     io_atomic a;
-    if (io_atomic_open(&a, path) != 0)
+    if (io_atomic_openat(&a, dirfd, path) != 0)
         return -1;
     FILE *f = a.f;
 

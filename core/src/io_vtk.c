@@ -17,6 +17,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,11 @@ static int write_vertices(FILE *f, unsigned char *buf, uint32_t n)
 
 int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
 {
+    return io_write_vtk_at(AT_FDCWD, path, n, x, cols, ncols);
+}
+
+int io_write_vtk_at(int dirfd, const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
+{
     if (!path || ncols < 0 || (ncols > 0 && !cols) || (n > 0 && !x) || n > (uint32_t)INT32_MAX) {
         errno = EINVAL;
         return -1;
@@ -96,7 +102,7 @@ int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *
         return -1;
     }
     io_atomic a;
-    if (io_atomic_open(&a, path) != 0) {
+    if (io_atomic_openat(&a, dirfd, path) != 0) {
         int e = errno;
         free(buf);
         errno = e;

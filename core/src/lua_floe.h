@@ -22,10 +22,17 @@ int floe_lua_scene_unused(lua_State *L, char *err, size_t errlen);
 /* ---- lua_sandbox.c ------------------------------------------------------ */
 
 /* Restrict L: no programs, C loaders, binary chunks or debug library;
- * file writes only under out_root. */
-void floe_lua_sandbox_apply(lua_State *L, const char *out_root);
+ * file writes only under the output root (resolved by out_path.c). */
+void floe_lua_sandbox_apply(lua_State *L, floe_output *out);
 /* Raise the sandbox error unless path may be written (what names the call). */
 void floe_lua_sandbox_check_write(lua_State *L, const char *path, const char *what);
+
+/* ---- run.c: stop requests (signals) and the wall-time limit ----------- */
+
+/* FLOE_ERR_INTERRUPT or FLOE_ERR_TIMEOUT when the scene must stop, else FLOE_OK. */
+int floe_stop_pending(void);
+/* A scene begins: requests made so far are handled; limit 0 = none. */
+void floe_stop_reset(double timeout_s);
 
 /* ---- yaml_lua.c: YAML presets ------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* The scene sandbox: scenes are shared between artists, so by default a
- * scene may read files anywhere but write only under the output root, and
+ * scene may read files anywhere but write only under the output root (every
+ * write goes through out_path.c: no '..', no symbolic link followed), and
  * may not run programs, load C code or binary chunks, or use the debug
  * library. `floe run --unsafe` lifts all of it (the sandbox is then never
  * applied). Every refused call raises
@@ -10,16 +11,15 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include <limits.h>
+#include "out_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#ifndef PATH_MAX
-#define PATH_MAX 4096
-#endif
-
-#define ROOT_KEY "floe.sandbox.root"
+#define OUTPUT_KEY "floe.sandbox.output"
 #define HINT " is not allowed in scenes (run with --unsafe to allow)"
 
 static int refuse(lua_State *L, const char *what)
@@ -29,70 +29,27 @@ static int refuse(lua_State *L, const char *what)
 
 /* ---- paths -------------------------------------------------------------- */
 
-/* Lexically normalise path into an absolute one (relative to the working
- * directory): drops "." and empty components. A ".." component pops one
- * component when allow_up, else fails. Returns 0 on success. */
-static int path_normalise(const char *path, int allow_up, char *out, size_t len)
+static floe_output *sandbox_output(lua_State *L)
 {
-    char buf[2 * PATH_MAX];
-    if (path[0] == '/')
-        snprintf(buf, sizeof buf, "%s", path);
-    else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            return -1;
-        snprintf(buf, sizeof buf, "%s/%s", cwd, path);
-    }
-    size_t n = 0;
-    out[0] = '\0';
-    for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-        if (strcmp(c, ".") == 0)
-            continue;
-        if (strcmp(c, "..") == 0) {
-            if (!allow_up)
-                return -1;
-            while (n > 0 && out[n - 1] != '/')
-                n--;
-            if (n > 0)
-                n--;
-            out[n] = '\0';
-            continue;
-        }
-        size_t cl = strlen(c);
-        if (n + cl + 2 > len)
-            return -1;
-        out[n++] = '/';
-        memcpy(out + n, c, cl + 1);
-        n += cl;
-    }
-    if (n == 0)
-        snprintf(out, len, "/");
-    return 0;
+    lua_getfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
+    floe_output *out = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return out;
 }
 
-/* 1 if path lies under (or is) root; both already normalised. */
-static int path_under(const char *path, const char *root)
+/* "sandbox: <what> '<path>' is not allowed: <why> (run with --unsafe ...)" */
+static int refuse_path(lua_State *L, const char *what, const char *path, const char *why)
 {
-    size_t rl = strlen(root);
-    if (strcmp(root, "/") == 0)
-        return 1;
-    return strncmp(path, root, rl) == 0 && (path[rl] == '\0' || path[rl] == '/');
+    return luaL_error(L, "sandbox: %s '%s' is not allowed: %s (run with --unsafe to allow)", what, path, why);
 }
 
 void floe_lua_sandbox_check_write(lua_State *L, const char *path, const char *what)
 {
-    lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
-    const char *root = lua_tostring(L, -1);
-    if (!root) { /* no sandbox */
-        lua_pop(L, 1);
-        return;
-    }
-    char norm[PATH_MAX];
-    if (path_normalise(path, 0, norm, sizeof norm) != 0 || !path_under(norm, root)) {
-        lua_pushfstring(L, "%s '%s' (outside the output root '%s', or with a '..' component)", what, path, root);
-        refuse(L, lua_tostring(L, -1));
-    }
-    lua_pop(L, 1);
+    floe_output *out = sandbox_output(L);
+    char why[1500];
+    /* a folder that cannot be made for another reason fails in the run */
+    if (out && out_dir_check(out, path, why, sizeof why) != 0 && (errno == EPERM || errno == ELOOP))
+        refuse_path(L, what, path, why);
 }
 
 /* ---- wrapped functions -------------------------------------------------- */
@@ -107,23 +64,76 @@ static int call_original(lua_State *L)
     return lua_gettop(L);
 }
 
-static int mode_writes(const char *mode)
+/* open(2) flags of an io.open mode that writes, or -1 (not a valid mode,
+ * or read-only: the original io.open handles those). */
+static int write_flags(const char *mode)
 {
-    return strpbrk(mode, "wa+") != NULL;
+    if (!strchr("rwa", mode[0]))
+        return -1;
+    int plus = mode[1] == '+';
+    if (strspn(mode + 1 + plus, "b") != strlen(mode + 1 + plus))
+        return -1;
+    switch (mode[0]) {
+    case 'w': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
+    case 'a': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
+    default: return plus ? O_RDWR : -1;
+    }
+}
+
+static int stream_close(lua_State *L)
+{
+    luaL_Stream *p = luaL_checkudata(L, 1, LUA_FILEHANDLE);
+    int ok = fclose(p->f) == 0;
+    return luaL_fileresult(L, ok, NULL);
+}
+
+/* A Lua file handle on path opened below the output root; raises the
+ * sandbox error for a path it refuses, returns nil, message, errno for
+ * other failures (like io.open). */
+static int open_below_root(lua_State *L, const char *path, const char *mode, int flags)
+{
+    char why[1500];
+    int fd = out_file_open(sandbox_output(L), path, flags, why, sizeof why);
+    if (fd < 0 && (errno == EPERM || errno == ELOOP))
+        return refuse_path(L, "writing to", path, why);
+    if (fd < 0) {
+        int e = errno;
+        luaL_pushfail(L);
+        lua_pushstring(L, why);
+        lua_pushinteger(L, e);
+        return 3;
+    }
+    luaL_Stream *p = lua_newuserdatauv(L, sizeof(luaL_Stream), 0);
+    p->closef = NULL;
+    luaL_setmetatable(L, LUA_FILEHANDLE);
+    p->f = fdopen(fd, mode);
+    if (!p->f) {
+        close(fd);
+        return luaL_error(L, "io.open: %s", strerror(errno));
+    }
+    p->closef = stream_close;
+    return 1;
 }
 
 static int sb_io_open(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
-    if (mode_writes(luaL_optstring(L, 2, "r")))
-        floe_lua_sandbox_check_write(L, path, "writing to");
-    return call_original(L);
+    const char *mode = luaL_optstring(L, 2, "r");
+    int flags = write_flags(mode);
+    if (flags < 0)
+        return call_original(L);
+    return open_below_root(L, path, mode, flags);
 }
 
 static int sb_io_output(lua_State *L)
 {
-    if (lua_type(L, 1) == LUA_TSTRING)
-        floe_lua_sandbox_check_write(L, lua_tostring(L, 1), "writing to");
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        const char *path = lua_tostring(L, 1);
+        if (open_below_root(L, path, "w", O_WRONLY | O_CREAT | O_TRUNC) != 1)
+            return luaL_error(L, "%s", lua_tostring(L, -2)); /* like io.output: an error, not nil */
+        lua_replace(L, 1);
+        lua_settop(L, 1);
+    }
     return call_original(L);
 }
 
@@ -257,14 +267,11 @@ static void install_base(lua_State *L)
     lua_pop(L, 1);
 }
 
-void floe_lua_sandbox_apply(lua_State *L, const char *out_root)
+void floe_lua_sandbox_apply(lua_State *L, floe_output *out)
 {
     static const char *const os_refused[] = {"execute", "exit", "remove", "rename", "tmpname", "setlocale"};
-    char root[PATH_MAX];
-    if (path_normalise(out_root ? out_root : "out", 1, root, sizeof root) != 0)
-        luaL_error(L, "sandbox: cannot resolve the output root '%s'", out_root ? out_root : "out");
-    lua_pushstring(L, root);
-    lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+    lua_pushlightuserdata(L, out);
+    lua_setfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY);
     for (size_t i = 0; i < sizeof os_refused / sizeof *os_refused; i++)
         install_refusal(L, "os", os_refused[i]);
     install_refusal(L, "io", "popen");

@@ -21,6 +21,8 @@
 #endif
 
 #define TRACEBACK_LINES 8
+#define OUTPUT_KEY "floe.output"
+#define HOOK_COUNT 10000 /* VM instructions between checks for Ctrl-C and the time limit */
 
 /* 64-bit FNV-1a of the file's bytes as 16 hex digits. */
 static int scene_hash(const char *path, char hash[17], char *err, size_t errlen)
@@ -69,11 +71,28 @@ static void add_paths(lua_State *L, const char *dir)
     lua_pop(L, 2);
 }
 
-/* Protected set-up: (opts, hash) as arguments. */
+/* Ctrl-C, SIGTERM and the wall-time limit reach Lua code too (a scene
+ * stuck in `while true do end`, a slow set-up). */
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    int why = floe_stop_pending();
+    if (why == FLOE_OK)
+        return;
+    luaL_where(L, 0); /* level 0 in a hook: the Lua function that was running */
+    lua_pushstring(L, why == FLOE_ERR_INTERRUPT ? "interrupted" : "the wall-time limit (--timeout) was reached");
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
+/* Protected set-up: (opts, hash, output) as arguments. */
 static int scene_setup(lua_State *L)
 {
     const floe_scene_opts *opt = lua_touserdata(L, 1);
     const char *hash = lua_tostring(L, 2);
+    floe_output *out = lua_touserdata(L, 3);
+    lua_pushlightuserdata(L, out);
+    lua_setfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY); /* lua_sim.c attaches it to every sim */
     char dir[4096];
     scene_dir(opt->path, dir, sizeof dir);
     luaL_openlibs(L);
@@ -84,7 +103,7 @@ static int scene_setup(lua_State *L)
     lua_pop(L, 1);
     add_paths(L, dir);
     if (!opt->unsafe)
-        floe_lua_sandbox_apply(L, opt->out_dir);
+        floe_lua_sandbox_apply(L, out);
     return 0;
 }
 
@@ -127,6 +146,8 @@ static int scene_exec(lua_State *L, const char *path, char *err, size_t errlen)
     if (lua_pcall(L, 0, 0, h) != LUA_OK) {
         copy_error(lua_tostring(L, -1), err, errlen);
         int st = floe_lua_scene_status(L);
+        if (st == FLOE_OK)
+            st = floe_stop_pending(); /* stopped in Lua code by the hook */
         return st != FLOE_OK ? st : FLOE_ERR_ARG;
     }
     lua_settop(L, h - 1);
@@ -145,22 +166,39 @@ FLOE_EXPORT int floe_scene_run(const floe_scene_opts *opt, char *err, size_t err
         snprintf(err, errlen, "floe_scene_run: no scene path");
         return FLOE_ERR_ARG;
     }
+    if (!(opt->timeout_s >= 0) || opt->timeout_s > 1e9) {
+        snprintf(err, errlen, "floe_scene_run: timeout must be in [0, 1e9] seconds");
+        return FLOE_ERR_ARG;
+    }
+    /* a stop asked for from here on (even during the set-up) ends the scene */
+    floe_stop_reset(opt->timeout_s);
     int rc = scene_hash(opt->path, hash, err, errlen);
     if (rc != FLOE_OK)
         return rc;
+    char oerr[2048];
+    unsigned flags = (opt->unsafe ? 0 : FLOE_OUTPUT_CONFINE) | (opt->force ? FLOE_OUTPUT_FORCE : 0);
+    floe_output *out = floe_output_create(opt->out_dir ? opt->out_dir : "out", flags, oerr, sizeof oerr);
+    if (!out) {
+        snprintf(err, errlen, "%s: %s", opt->path, oerr);
+        return FLOE_ERR_IO;
+    }
     lua_State *L = luaL_newstate();
     if (!L) {
         snprintf(err, errlen, "%s: cannot create a Lua state", opt->path);
+        floe_output_destroy(out);
         return FLOE_ERR_NOMEM;
     }
+    lua_sethook(L, stop_hook, LUA_MASKCOUNT, HOOK_COUNT);
     lua_pushcfunction(L, scene_setup);
     lua_pushlightuserdata(L, (void *)opt);
     lua_pushstring(L, hash);
-    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+    lua_pushlightuserdata(L, out);
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
         snprintf(err, errlen, "%s: %s", opt->path, lua_tostring(L, -1));
         rc = FLOE_ERR_ARG;
     } else
         rc = scene_exec(L, opt->path, err, errlen);
-    lua_close(L);
+    lua_close(L); /* the sims go (and with them their modules' last files) before the output */
+    floe_output_destroy(out);
     return rc;
 }

@@ -24,6 +24,7 @@
 
 #define SIM_MT "floe.sim"
 #define SCENE_KEY "floe.scene"
+#define OUTPUT_KEY "floe.output"
 #define MAX_STAGES 64   /* pipeline length (the core's limit) */
 #define MAX_KV 32       /* parameters of one stage */
 #define MAX_RUN_ATTRS 32
@@ -573,6 +574,9 @@ static int l_sim(lua_State *L)
     char err[1024];
     if (!(s->ctx = floe_ctx_create(&d, err, sizeof err)))
         return luaL_error(L, "%s", err);
+    lua_getfield(L, LUA_REGISTRYINDEX, OUTPUT_KEY); /* the scene's output root (lua_scene.c) */
+    floe_ctx_set_output(s->ctx, lua_touserdata(L, -1));
+    lua_pop(L, 1);
     return 1;
 }
 
@@ -969,26 +973,36 @@ static void push_stats(lua_State *L, const floe_frame_stats *st)
     set_num(L, "wall_s", st->wall_s);
 }
 
-/* sim:on_frame's function; returning false stops the run. A Lua error
- * stops it too and is raised again by sim:run. */
+/* The error with the traceback of where it was raised (the callback's
+ * frames, which are gone once lua_pcall returns). */
+static int traceback_handler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    luaL_traceback(L, L, msg ? msg : luaL_typename(L, 1), 1);
+    return 1;
+}
+
+/* sim:on_frame's function; returning false stops the run (status
+ * stopped). A Lua error fails it (status failed, the error and its
+ * traceback in the record) and is raised again by sim:run. */
 static int frame_cb(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 {
     lsim *s = user;
     lua_State *L = s->L;
-    (void)ctx;
     if (!L || s->frame_ref == LUA_NOREF)
         return 0;
-    int top = lua_gettop(L), stop = 0;
+    int top = lua_gettop(L), rc = 0;
+    lua_pushcfunction(L, traceback_handler);
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->frame_ref);
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->self_ref);
     push_stats(L, st);
-    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    if (lua_pcall(L, 2, 1, top + 1) != LUA_OK) {
+        rc = floe_core_api()->fail(ctx, FLOE_ERR, "on_frame: %s", lua_tostring(L, -1));
         s->cb_err_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-        stop = 1;
     } else
-        stop = lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
+        rc = lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
     lua_settop(L, top);
-    return stop;
+    return rc;
 }
 
 static int m_on_frame(lua_State *L)
@@ -1164,16 +1178,17 @@ static int run_exec(lua_State *L, lsim *s, scene_state *sc, floe_run_def *def)
     s->L = NULL;
     unref(L, &s->self_ref);
     summary_out(sc, &sum);
+    if (rc != FLOE_OK && sc)
+        sc->status = rc;
     if (s->cb_err_ref != LUA_NOREF) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, s->cb_err_ref);
         unref(L, &s->cb_err_ref);
-        return lua_error(L);
+        if (rc != FLOE_ERR_INTERRUPT && rc != FLOE_ERR_TIMEOUT) /* else the stop is the news */
+            return lua_error(L);
+        lua_pop(L, 1);
     }
-    if (rc != FLOE_OK) {
-        if (sc)
-            sc->status = rc;
+    if (rc != FLOE_OK)
         return luaL_error(L, RFN ": %s", floe_ctx_error(s->ctx));
-    }
     return push_summary(L, &sum);
 }
 

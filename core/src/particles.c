@@ -3,6 +3,7 @@
  * together so they always stay consistent. */
 #include "bigmem.h"
 #include "ctx.h"
+#include "out_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +122,8 @@ int floe_attr_at(floe_ctx *ctx, floe_set set, int index, const char **name, floe
 floe_set floe_set_create(floe_ctx *ctx, const char *name, floe_set_kind kind, float rest_density)
 {
     floe_set none = {0};
-    if (!name || !name[0] || strlen(name) >= NAME_LEN) {
-        ctx_fail(ctx, FLOE_ERR_ARG, "set name must have 1..%d characters", NAME_LEN - 1);
+    if (!out_name_ok(name)) { /* it becomes a file name: NAME.0000.ply */
+        ctx_fail(ctx, FLOE_ERR_ARG, "set name '%s' must be " OUT_NAME_RULE, name ? name : "");
         return none;
     }
     if (kind != FLOE_SET_FLUID && kind != FLOE_SET_BOUNDARY) {

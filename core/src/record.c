@@ -1,5 +1,9 @@
-/* Run record: a YAML document written with libyaml's emitter through an
- * io_atomic file, so the record on disk is always complete and valid.
+/* Run record: a YAML document written with libyaml's emitter. At the start
+ * of a run everything but the frames is written through an io_atomic file,
+ * ending in "frames:"; each frame then appends its line with one write(2),
+ * so a run costs time linear in its frames and the file is valid YAML at
+ * any kill point; at the end the whole record, with its final status, is
+ * written through io_atomic again.
  *
  * Top level is a block mapping; small mappings (floe, scene, time_step, one
  * module, one pipeline stage, one frame) are flow mappings so every frame is
@@ -9,12 +13,14 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 typedef struct emit {
@@ -263,7 +269,9 @@ static void write_frame(emit *e, const floe_record *r, const rec_frame *fr)
     map_end(e);
 }
 
-static void write_record(emit *e, const floe_record *r)
+/* The whole record, or (with_frames 0) everything but the frames: the
+ * caller then writes "frames:" and appends one line per frame. */
+static void write_record(emit *e, const floe_record *r, int with_frames)
 {
     yaml_event_t event;
     ev(e, &event, yaml_stream_start_event_initialize(&event, YAML_UTF8_ENCODING));
@@ -296,6 +304,8 @@ static void write_record(emit *e, const floe_record *r)
     map_end(e);
 
     key(e, "fps"), num(e, r->fps);
+    if (r->first_frame > 0)
+        key(e, "first_frame"), inum(e, r->first_frame);
 
     int nmod = r->nmodules < 0 ? 0 : r->nmodules > 32 ? 32 : r->nmodules;
     key(e, "modules");
@@ -339,25 +349,34 @@ static void write_record(emit *e, const floe_record *r)
     if (r->message)
         key(e, "message"), str(e, r->message);
 
-    key(e, "frames");
-    seq_begin(e, 0);
-    for (int i = 0; i < r->nframes && r->frames; i++)
-        write_frame(e, r, &r->frames[i]);
-    seq_end(e);
+    if (with_frames) {
+        key(e, "frames");
+        seq_begin(e, 0);
+        for (int i = 0; i < r->nframes && r->frames; i++)
+            write_frame(e, r, &r->frames[i]);
+        seq_end(e);
+    }
 
     map_end(e);
     ev(e, &event, yaml_document_end_event_initialize(&event, 1));
     ev(e, &event, yaml_stream_end_event_initialize(&event));
 }
 
-int rec_write(const char *path, const floe_record *r)
+static void emitter_setup(emit *e)
 {
-    if (!path || !r) {
+    yaml_emitter_set_unicode(&e->em, 1);
+    yaml_emitter_set_width(&e->em, -1); /* one line per frame */
+    yaml_emitter_set_indent(&e->em, 2);
+}
+
+static int write_at(int dirfd, const char *name, const floe_record *r, int with_frames)
+{
+    if (!name || !r) {
         errno = EINVAL;
         return -1;
     }
     io_atomic a;
-    if (io_atomic_open(&a, path) != 0)
+    if (io_atomic_openat(&a, dirfd, name) != 0)
         return -1;
     emit e;
     memset(&e, 0, sizeof e);
@@ -367,17 +386,72 @@ int rec_write(const char *path, const floe_record *r)
         return -1;
     }
     yaml_emitter_set_output_file(&e.em, a.f);
-    yaml_emitter_set_unicode(&e.em, 1);
-    yaml_emitter_set_width(&e.em, -1); /* one line per frame */
-    yaml_emitter_set_indent(&e.em, 2);
-    write_record(&e, r);
+    emitter_setup(&e);
+    write_record(&e, r, with_frames);
     if (!e.failed && !yaml_emitter_flush(&e.em))
         e.failed = 1;
     yaml_emitter_delete(&e.em);
+    if (!e.failed && !with_frames && fputs("frames:\n", a.f) == EOF)
+        e.failed = 1;
     if (e.failed) {
         io_atomic_abort(&a);
         errno = EIO;
         return -1;
     }
     return io_atomic_commit(&a);
+}
+
+int rec_write(const char *path, const floe_record *r) { return write_at(AT_FDCWD, path, r, 1); }
+int rec_write_at(int dirfd, const char *name, const floe_record *r) { return write_at(dirfd, name, r, 1); }
+
+int rec_begin_at(int dirfd, const char *name, const floe_record *r)
+{
+    if (write_at(dirfd, name, r, 0) != 0)
+        return -1;
+    return openat(dirfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* One frame as the line "- {frame: ...}" of the block sequence "frames". */
+int rec_append_frame(int fd, const floe_record *r, const rec_frame *fr)
+{
+    static const size_t cap = 64 * 1024;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t written = 0;
+    emit e;
+    memset(&e, 0, sizeof e);
+    if (!yaml_emitter_initialize(&e.em)) {
+        free(buf);
+        errno = ENOMEM;
+        return -1;
+    }
+    yaml_emitter_set_output_string(&e.em, buf, cap, &written);
+    emitter_setup(&e);
+    yaml_event_t event;
+    ev(&e, &event, yaml_stream_start_event_initialize(&event, YAML_UTF8_ENCODING));
+    ev(&e, &event, yaml_document_start_event_initialize(&event, NULL, NULL, NULL, 1));
+    seq_begin(&e, 0);
+    write_frame(&e, r, fr);
+    seq_end(&e);
+    ev(&e, &event, yaml_document_end_event_initialize(&event, 1));
+    ev(&e, &event, yaml_stream_end_event_initialize(&event));
+    if (!e.failed && !yaml_emitter_flush(&e.em))
+        e.failed = 1;
+    yaml_emitter_delete(&e.em);
+    int rc = -1;
+    if (e.failed || written == 0 || buf[written - 1] != '\n')
+        errno = EIO;
+    else {
+        /* one write: a killed process leaves the line whole or absent */
+        ssize_t w = write(fd, buf, written);
+        if (w == (ssize_t)written)
+            rc = 0;
+        else if (w >= 0)
+            errno = ENOSPC;
+    }
+    free(buf);
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* Run record (internal): a YAML file next to the frames describing the run
- * and every frame so far. Rewritten atomically after each frame, so it is
- * always a complete, valid YAML document. Written with libyaml. */
+ * and every frame so far: begun atomically, one line appended per frame,
+ * rewritten atomically with the final status; a valid YAML document at any
+ * moment. Written with libyaml. */
 #ifndef FLOE_RECORD_H
 #define FLOE_RECORD_H
 
@@ -47,11 +48,18 @@ typedef struct floe_record {
     rec_stage stages[REC_MAX_STAGES];
     int nframes;
     const rec_frame *frames;
-    const char *status;      /* running | finished | interrupted | blowup | error */
+    int first_frame;         /* file number of frame 0 (a continuing run), 0 = none */
+    const char *status;      /* running | finished | stopped | interrupted | timeout | blowup | failed */
     const char *message;     /* error / blow-up message or NULL */
 } floe_record;
 
 /* Write the whole record to path (atomically). 0 or -1. */
 int rec_write(const char *path, const floe_record *r);
+int rec_write_at(int dirfd, const char *name, const floe_record *r);
+/* Everything but the frames, then "frames:" (atomically); returns a
+ * descriptor open for appending, or -1. */
+int rec_begin_at(int dirfd, const char *name, const floe_record *r);
+/* Append one frame's line (one write). 0 or -1. */
+int rec_append_frame(int fd, const floe_record *r, const rec_frame *fr);
 
 #endif

@@ -3,24 +3,52 @@
  * pipeline (pipeline.c); this file only decides dt and when to write. */
 #include "ctx.h"
 #include "io.h"
+#include "out_path.h"
 #include "progress.h"
 #include "record.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-/* Stop requests are process-wide (a signal handler makes them) and counted:
- * a run stops when the count moved since it began, so one run starting does
- * not clear a request that another run is about to see. Lock-free, hence
- * signal-safe. */
-static atomic_uint stop_requests;
+/* Stop requests (Ctrl-C, SIGTERM) are process-wide like the signals that
+ * make them, and counted: a request is pending while the count differs from
+ * the count handled, so acknowledging requests never clears one that
+ * arrives meanwhile (no reset races between two runs). Lock-free, hence
+ * signal-safe. The wall-time limit of floe_scene_run is a deadline. */
+static atomic_uint stop_requests, stop_handled;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "floe_request_stop needs a lock-free counter");
+static double deadline; /* CLOCK_MONOTONIC seconds, 0 = none */
 
 void floe_request_stop(void) { atomic_fetch_add_explicit(&stop_requests, 1, memory_order_relaxed); }
+
+static double wall_now(void);
+
+static void stop_acknowledge(void)
+{
+    atomic_store_explicit(&stop_handled, atomic_load_explicit(&stop_requests, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+void floe_stop_reset(double timeout_s)
+{
+    stop_acknowledge();
+    deadline = timeout_s > 0 ? wall_now() + timeout_s : 0;
+}
+
+int floe_stop_pending(void)
+{
+    if (atomic_load_explicit(&stop_requests, memory_order_relaxed) !=
+        atomic_load_explicit(&stop_handled, memory_order_relaxed))
+        return FLOE_ERR_INTERRUPT;
+    return deadline > 0 && wall_now() >= deadline ? FLOE_ERR_TIMEOUT : FLOE_OK;
+}
 
 floe_run_def floe_run_default_def(void)
 {
@@ -97,8 +125,9 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
     st->max_speed = max_speed(ctx);
 }
 
-/* Write every fluid set (and static sets at frame 0) as numbered files. */
-static int write_frame(floe_ctx *ctx, const floe_run_def *def, int frame)
+/* Write every fluid set (and static sets at frame 0) as files numbered
+ * number, into the folder dirfd (shown as def->out_dir). */
+static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int frame, int number)
 {
     static const char *defaults[] = {"v", "rho", "p"};
     const char *const *names = def->attrs ? def->attrs : defaults;
@@ -129,10 +158,11 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int frame)
             unsigned bit = f == 0 ? FLOE_FMT_PLY : FLOE_FMT_VTK;
             if (!(fmts & bit))
                 continue;
-            snprintf(path, sizeof path, "%s/%s.%04d.%s", def->out_dir, base, frame, f == 0 ? "ply" : "vtk");
-            int rc = f == 0 ? io_write_ply(path, p->n, x, cols, nc) : io_write_vtk(path, p->n, x, cols, nc);
+            snprintf(path, sizeof path, "%s.%04d.%s", base, number, f == 0 ? "ply" : "vtk");
+            int rc = f == 0 ? io_write_ply_at(dirfd, path, p->n, x, cols, nc)
+                            : io_write_vtk_at(dirfd, path, p->n, x, cols, nc);
             if (rc)
-                return ctx_fail(ctx, FLOE_ERR_IO, "cannot write frame %s", path);
+                return ctx_fail(ctx, FLOE_ERR_IO, "cannot write frame %s/%s: %s", def->out_dir, path, strerror(errno));
         }
     }
     return FLOE_OK;
@@ -206,18 +236,80 @@ static double choose_dt(floe_ctx *ctx, const floe_run_def *def, double prev, dou
     return dt;
 }
 
-static int finish(floe_ctx *ctx, const floe_run_def *def, floe_record *rec, const char *rpath, int rc)
+/* Where a run writes: its folder, the record's name and descriptor. */
+typedef struct run_out {
+    int dir;                 /* the run folder, -1 = writes nothing */
+    int rec;                 /* run record open for appending, -1 = none */
+    int first;               /* file number of frame 0 */
+    char rec_name[32];
+} run_out;
+
+static int open_out(floe_ctx *ctx, const floe_run_def *def, run_out *o)
 {
-    char msg[sizeof ctx->error]; /* read by rec_write below */
-    rec->status = rc == FLOE_OK ? "finished" : rc == FLOE_ERR_INTERRUPT ? "interrupted"
-                  : rc == FLOE_ERR_BLOWUP ? "blowup" : "error";
-    if (rc != FLOE_OK && rc != FLOE_ERR_INTERRUPT) {
+    char err[1500];
+    int recno = 0;
+    o->dir = o->rec = -1;
+    o->first = 0;
+    if (!def->out_dir)
+        return FLOE_OK;
+    o->dir = out_dir_open(ctx->out, def->out_dir, 1, err, sizeof err);
+    if (o->dir < 0)
+        return ctx_fail(ctx, errno == EPERM || errno == ELOOP ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
+    if (out_take(ctx->out, o->dir, def->out_dir, &o->first, &recno, err, sizeof err) != 0)
+        return ctx_fail(ctx, errno == EEXIST ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
+    if (recno == 0)
+        snprintf(o->rec_name, sizeof o->rec_name, "run.yaml");
+    else
+        snprintf(o->rec_name, sizeof o->rec_name, "run.%d.yaml", recno + 1);
+    return FLOE_OK;
+}
+
+static void close_out(floe_ctx *ctx, run_out *o, int frames)
+{
+    if (o->rec >= 0)
+        close(o->rec);
+    if (o->dir >= 0) {
+        out_taken_update(ctx->out, o->dir, o->first + frames + 1);
+        close(o->dir);
+    }
+    o->rec = o->dir = -1;
+}
+
+static const char *status_name(int rc, int stopped)
+{
+    switch (rc) {
+    case FLOE_OK: return stopped ? "stopped" : "finished";
+    case FLOE_ERR_INTERRUPT: return "interrupted";
+    case FLOE_ERR_TIMEOUT: return "timeout";
+    case FLOE_ERR_BLOWUP: return "blowup";
+    default: return "failed";
+    }
+}
+
+/* The record's final form, rewritten whole (once per run). */
+static int finish(floe_ctx *ctx, const floe_run_def *def, floe_record *rec, run_out *o, int rc, int stopped)
+{
+    char msg[sizeof ctx->error]; /* read by the record's writer below */
+    rec->status = status_name(rc, stopped);
+    if (rc != FLOE_OK) {
         snprintf(msg, sizeof msg, "%s", ctx->error);
         rec->message = msg;
     }
-    if (def->out_dir && rec_write(rpath, rec) && rc == FLOE_OK)
-        rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write the run record %s", rpath);
+    if (o->dir >= 0 && rec_write_at(o->dir, o->rec_name, rec) && rc == FLOE_OK)
+        rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write the run record %s/%s: %s", def->out_dir, o->rec_name,
+                      strerror(errno));
     return rc;
+}
+
+/* A stop asked for (signal, wall-time limit) ends the run after this frame. */
+static int stop_check(floe_ctx *ctx, int frame)
+{
+    int why = floe_stop_pending();
+    if (why == FLOE_ERR_INTERRUPT)
+        return ctx_fail(ctx, why, "interrupted after frame %d", frame);
+    if (why == FLOE_ERR_TIMEOUT)
+        return ctx_fail(ctx, why, "the wall-time limit (--timeout) was reached after frame %d", frame);
+    return FLOE_OK;
 }
 
 static int check_def(floe_ctx *ctx, floe_run_def *d)
@@ -236,6 +328,8 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: dt, cfl and dt_max must be positive");
     if (d->dt_max == 0)
         d->dt_max = 1.0 / d->fps;
+    if (d->name && !out_name_ok(d->name)) /* it becomes a file name */
+        return ctx_fail(ctx, FLOE_ERR_ARG, "run: name '%s' must be " OUT_NAME_RULE, d->name);
     return FLOE_OK;
 }
 
@@ -249,31 +343,36 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = ctx_boundary_volumes(ctx);
     if (rc)
         return rc;
-    char rpath[2048] = "", started[64];
-    if (def.out_dir) {
-        if (io_mkdirs(def.out_dir))
-            return ctx_fail(ctx, FLOE_ERR_IO, "cannot create the output folder %s", def.out_dir);
-        snprintf(rpath, sizeof rpath, "%s/run.yaml", def.out_dir);
+    run_out out;
+    char started[64];
+    if ((rc = open_out(ctx, &def, &out)) != FLOE_OK) {
+        close_out(ctx, &out, -1);
+        return rc;
     }
     floe_record rec;
     record_init(ctx, &def, &rec, started, sizeof started);
+    rec.first_frame = out.first;
     rec_frame *frames = calloc((size_t)def.frames + 1, sizeof *frames);
-    if (!frames)
+    if (!frames) {
+        close_out(ctx, &out, -1);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "run: out of memory");
+    }
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
         ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
     ctx_cl_run_begin(ctx); /* OpenCL: kernel statistics per run, like the stage times */
-    const unsigned stops = atomic_load_explicit(&stop_requests, memory_order_relaxed);
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
     double t0 = wall_now(), dt_prev = ctx->dt_last;
     uint64_t steps_total = 0, particle_steps = 0;
-    if (def.out_dir && def.write_frames)
-        rc = write_frame(ctx, &def, 0);
-    if (!rc && def.out_dir)
-        rc = rec_write(rpath, &rec) ? ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s", rpath) : FLOE_OK;
+    int stopped = 0;
+    if (out.dir >= 0 && (out.rec = rec_begin_at(out.dir, out.rec_name, &rec)) < 0)
+        rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
+    if (!rc && out.dir >= 0 && def.write_frames)
+        rc = write_frame(ctx, &def, out.dir, 0, out.first);
+    if (!rc)
+        rc = stop_check(ctx, 0); /* asked for before the run began */
     double t_start = ctx->info.time;
     for (int f = 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
@@ -301,6 +400,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             if (frc)
                 rc = frc;
         }
+        if (rc && floe_stop_pending()) /* a Lua stage stopped by Ctrl-C or the time limit */
+            rc = stop_check(ctx, f - 1);
         if (rc)
             break;
         steps_total += fr->st.steps;
@@ -316,18 +417,28 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             fr->nstats++;
         }
         rec.nframes = f;
-        if (def.out_dir && def.write_frames)
-            rc = write_frame(ctx, &def, f);
-        if (!rc && def.out_dir && rec_write(rpath, &rec))
-            rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s", rpath);
+        if (out.dir >= 0 && def.write_frames)
+            rc = write_frame(ctx, &def, out.dir, f, out.first + f);
+        if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))
+            rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
         progress_update(&prog, f, ctx->info.time, steps_total, wall_now() - t0);
-        if (!rc && def.on_frame && def.on_frame(ctx, &fr->st, def.user))
+        /* on_frame: > 0 stops the run (status stopped), < 0 fails it with
+         * the message the callback left in the context */
+        int cb = !rc && def.on_frame ? def.on_frame(ctx, &fr->st, def.user) : 0;
+        if (cb > 0)
+            stopped = 1;
+        else if (cb < 0) /* Ctrl-C or the time limit inside the callback is a stop */
+            rc = floe_stop_pending() ? stop_check(ctx, f) : cb;
+        if (!rc && !stopped)
+            rc = stop_check(ctx, f);
+        if (stopped)
             break;
-        if (!rc && atomic_load_explicit(&stop_requests, memory_order_relaxed) != stops)
-            rc = ctx_fail(ctx, FLOE_ERR_INTERRUPT, "interrupted after frame %d", f);
     }
     progress_end(&prog);
-    rc = finish(ctx, &def, &rec, rpath, rc);
+    rc = finish(ctx, &def, &rec, &out, rc, stopped);
+    close_out(ctx, &out, rec.nframes);
+    if (rc == FLOE_ERR_INTERRUPT || rc == FLOE_ERR_TIMEOUT)
+        stop_acknowledge(); /* handled: a later run starts afresh */
     if (sum) {
         memset(sum, 0, sizeof *sum);
         sum->frames = rec.nframes;

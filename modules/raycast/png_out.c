@@ -1,28 +1,29 @@
 /* PNG output through libpng: 8-bit RGB, written to ".<name>.tmp.<pid>" in
- * the target folder and renamed over the final name, so a reader never sees
+ * the target folder (a descriptor) and renamed over the final name, so a reader never sees
  * a half-written frame. */
 #include "raycast.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-int rc_png_write(const char *path, const uint8_t *rgb, int width, int height, char *err, size_t errlen)
+int rc_png_write(int dirfd, const char *path, const uint8_t *rgb, int width, int height, char *err, size_t errlen)
 {
-    char tmp[4200];
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    if (snprintf(tmp, sizeof tmp, "%.*s.%s.tmp.%ld", (int)dirlen, path, slash ? slash + 1 : path, (long)getpid()) >=
-        (int)sizeof tmp) {
-        snprintf(err, errlen, "path too long");
+    char tmp[400];
+    if (strchr(path, '/') || snprintf(tmp, sizeof tmp, ".%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "%s: not a plain file name", path);
         return -1;
     }
-    FILE *f = fopen(tmp, "wb");
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
@@ -30,14 +31,14 @@ int rc_png_write(const char *path, const uint8_t *rgb, int width, int height, ch
     if (!png || !info) {
         png_destroy_write_struct(&png, NULL);
         fclose(f);
-        remove(tmp);
+        unlinkat(dirfd, tmp, 0);
         snprintf(err, errlen, "libpng: out of memory");
         return -1;
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         fclose(f);
-        remove(tmp);
+        unlinkat(dirfd, tmp, 0);
         snprintf(err, errlen, "libpng failed writing %s", path);
         return -1;
     }
@@ -51,13 +52,13 @@ int rc_png_write(const char *path, const uint8_t *rgb, int width, int height, ch
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     if (fflush(f) != 0 || fclose(f) != 0) {
-        remove(tmp);
+        unlinkat(dirfd, tmp, 0);
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    if (rename(tmp, path) != 0) {
+    if (renameat(dirfd, tmp, dirfd, path) != 0) {
         int e = errno;
-        remove(tmp);
+        unlinkat(dirfd, tmp, 0);
         snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(e));
         return -1;
     }

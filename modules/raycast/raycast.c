@@ -6,13 +6,14 @@
  * at `fps` images per simulated second; when the simulation is closed and
  * `ffmpeg` is on PATH, they are assembled into <folder>/<name>.mp4.
  *
- * The folder must be relative and free of ".." (the Lua sandbox confines
- * scene output to the output root; a stage parameter cannot see that root,
- * so the rule here is the part of it a module can enforce: the path is
- * resolved against the working directory, like sim:run{ out = ... }). */
+ * The folder is relative to the scene's output root (--out, else ./out) and
+ * free of ".."; the core resolves it (api->out_dir: no symbolic link
+ * followed) and every file is made with openat/renameat in that folder. */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addfchdir_np (glibc 2.29) */
 #include "raycast.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ enum { RP_GRID, RP_ISO, RP_SOLID, RP_GROUND, RP_MODE, RP_SCALE, RP_WIDTH, RP_HEI
 /* one output sequence per (folder, name) */
 typedef struct rc_seq {
     char folder[1024], name[128];
+    int dir;                   /* the folder (api->out_dir) */
     double next_t, fps;
     int count;
     int video;
@@ -76,16 +78,29 @@ static int have_ffmpeg(void)
     return 0;
 }
 
+/* ffmpeg runs in the sequence's folder (fchdir to its descriptor) on
+ * names without '/'; a symbolic link in place of the video is refused. */
 static void make_video(rc_state *s, const rc_seq *q)
 {
-    char pattern[1300], out[1300], rate[32];
-    snprintf(pattern, sizeof pattern, "%s/%s.%%05d.png", q->folder, q->name);
-    snprintf(out, sizeof out, "%s/%s.mp4", q->folder, q->name);
+    char pattern[300], out[300], rate[32];
+    snprintf(pattern, sizeof pattern, "%s.%%05d.png", q->name);
+    snprintf(out, sizeof out, "%s.mp4", q->name);
     snprintf(rate, sizeof rate, "%g", q->fps);
+    struct stat st;
+    if (fstatat(q->dir, out, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+        api->log(s->ctx, FLOE_LOG_WARN, "raycast: %s/%s is not a plain file: no video made", q->folder, out);
+        return;
+    }
     char *argv[] = {"ffmpeg", "-y", "-loglevel", "error", "-framerate", rate, "-i", pattern, "-vf",
                     "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-pix_fmt", "yuv420p", out, NULL};
     pid_t pid;
-    int rc = posix_spawnp(&pid, "ffmpeg", NULL, NULL, argv, environ);
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addfchdir_np(&fa, q->dir);
+    if (rc == 0)
+        rc = posix_spawnp(&pid, "ffmpeg", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         api->log(s->ctx, FLOE_LOG_WARN, "raycast: cannot start ffmpeg: %s", strerror(rc));
         return;
@@ -94,9 +109,9 @@ static void make_video(rc_state *s, const rc_seq *q)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        api->log(s->ctx, FLOE_LOG_INFO, "raycast: %d frames -> %s", q->count, out);
+        api->log(s->ctx, FLOE_LOG_INFO, "raycast: %d frames -> %s/%s", q->count, q->folder, out);
     else
-        api->log(s->ctx, FLOE_LOG_WARN, "raycast: ffmpeg failed on %s (frames kept)", pattern);
+        api->log(s->ctx, FLOE_LOG_WARN, "raycast: ffmpeg failed on %s/%s (frames kept)", q->folder, pattern);
 }
 
 static void rc_fini(void *state)
@@ -117,6 +132,8 @@ static void rc_fini(void *state)
             api->log(s->ctx, FLOE_LOG_INFO, "raycast: ffmpeg not on PATH; %d frames left as %s/%s.*.png", q->count,
                      q->folder, q->name);
     }
+    for (int i = 0; i < s->nseq; i++)
+        close(s->seq[i].dir);
     free(s->seq);
     free(s->rgb);
     free(s);
@@ -150,22 +167,6 @@ static int name_ok(const char *n)
               *c == '-' || *c == '.'))
             return 0;
     return n[0] != '.';
-}
-
-static int mkdirs(const char *path)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
 }
 
 static int get_field(floe_ctx *ctx, const char *name, rc_field *f, int dim)
@@ -271,13 +272,15 @@ static int st_render(const floe_stage_call *call)
             s->seq = ns;
             s->cap = nc;
         }
+        int dir = api->out_dir(ctx, folder);
+        if (dir < 0)
+            return FLOE_ERR_IO; /* the message is set */
         q = &s->seq[s->nseq++];
         memset(q, 0, sizeof *q);
         snprintf(q->folder, sizeof q->folder, "%s", folder);
         snprintf(q->name, sizeof q->name, "%s", name);
+        q->dir = dir;
         q->next_t = si->time;
-        if (mkdirs(folder) != 0)
-            return api->fail(ctx, FLOE_ERR_IO, "cannot create folder '%s': %s", folder, strerror(errno));
     }
     q->fps = P[RP_FPS].f;
     q->video = P[RP_VIDEO].b;
@@ -369,10 +372,10 @@ static int st_render(const floe_stage_call *call)
         s->rgb_cap = need;
     }
     rc_render(&v, s->rgb);
-    char path[1300], err[512];
-    snprintf(path, sizeof path, "%s/%s.%05d.png", q->folder, q->name, q->count);
-    if (rc_png_write(path, s->rgb, v.width, v.height, err, sizeof err) != 0)
-        return api->fail(ctx, FLOE_ERR_IO, "%s", err);
+    char file[300], err[1600];
+    snprintf(file, sizeof file, "%s.%05d.png", q->name, q->count);
+    if (rc_png_write(q->dir, file, s->rgb, v.width, v.height, err, sizeof err) != 0)
+        return api->fail(ctx, FLOE_ERR_IO, "%s/%s", q->folder, err);
     q->count++;
     return FLOE_OK;
 }
@@ -405,7 +408,7 @@ static const floe_param_desc render_params[] = {
     [RP_LIGHT] = PV("light", 0.4, 1.0, 0.3, "", "direction towards the light"),
     [RP_STEP] = PF("step", 0.5, 0.05, 4, "cells", "ray march step"),
     [RP_FPS] = PF("fps", 30, 1e-3, 1e6, "1/s", "images per simulated second"),
-    [RP_FOLDER] = PS("folder", "out/raycast", NULL, "output folder, relative to the working directory, no '..'"),
+    [RP_FOLDER] = PS("folder", "raycast", NULL, "output folder, relative to the output root (--out, else ./out), no '..'"),
     [RP_NAME] = PS("name", "frame", NULL, "file base name: <folder>/<name>.NNNNN.png, <name>.mp4"),
     [RP_VIDEO] = PB("video", 1, "assemble <name>.mp4 with ffmpeg (if on PATH) when the simulation is closed"),
     {0},

@@ -38,7 +38,8 @@ enum { RC_SURFACE, RC_IMAGE, RC_HEIGHT };
 /* Render into rgb (3 bytes per pixel, rows top to bottom). */
 void rc_render(const rc_view *v, uint8_t *rgb);
 
-/* Write an RGB image as PNG (temporary name + rename). 0 or -1 (errno). */
-int rc_png_write(const char *path, const uint8_t *rgb, int width, int height, char *err, size_t errlen);
+/* Write an RGB image as PNG named `name` in the folder dirfd (temporary
+ * name + renameat). 0 or -1 (errno), why in err. */
+int rc_png_write(int dirfd, const char *name, const uint8_t *rgb, int width, int height, char *err, size_t errlen);
 
 #endif

@@ -182,7 +182,9 @@ typedef struct floe_run_def {
     int write_frames;        /* 0 = stats and record only (benchmarks) */
     const char *scene_path;  /* for the run record */
     const char *scene_hash;
-    floe_frame_fn on_frame;  /* after each frame is written; nonzero stops */
+    floe_frame_fn on_frame;  /* after each frame is written; > 0 stops (status
+                              * stopped), < 0 fails the run with that status
+                              * and the message set through floe_api.fail */
     void *user;
 } floe_run_def;
 
@@ -199,7 +201,8 @@ typedef struct floe_run_summary {
 
 floe_run_def floe_run_default_def(void);
 int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum);
-/* Ask a running floe_run to stop after the current frame (signal-safe). */
+/* Ask a running floe_run to stop after the current frame (signal-safe);
+ * asked before a run, the run stops after frame 0. */
 void floe_request_stop(void);
 
 /* Neighbour search benchmark: n particles at fluid density, `iters` full
@@ -217,6 +220,24 @@ const char *floe_ctx_backend_name(floe_ctx *ctx);
  * number of devices, or -1 with why in the first line when no OpenCL
  * runtime can be loaded (the program itself runs without one). */
 int floe_cl_devices(void (*fn)(const char *line, void *u), void *u);
+
+/* ---- output ----------------------------------------------------------- */
+
+/* An output root, shared by the contexts of one scene. With
+ * FLOE_OUTPUT_CONFINE every file a run or a module of an attached context
+ * writes lies below root: paths are resolved from the root's folder one
+ * component at a time, '..' and symbolic links refused. Unless
+ * FLOE_OUTPUT_FORCE, the root is refused when it is '/', the home folder or
+ * a folder holding files that are not Floe output, and a folder holding an
+ * earlier run is refused (with FORCE: that run's files are removed first).
+ * A second run into a folder of the same output continues its numbering.
+ * A context without an output writes where out_dir says (docs/reliability.md). */
+typedef struct floe_output floe_output;
+enum { FLOE_OUTPUT_CONFINE = 1, FLOE_OUTPUT_FORCE = 2 };
+floe_output *floe_output_create(const char *root, unsigned flags, char *err, size_t errlen);
+void floe_output_destroy(floe_output *out);
+/* out outlives the context (NULL detaches). */
+void floe_ctx_set_output(floe_ctx *ctx, floe_output *out);
 
 /* ---- Lua -------------------------------------------------------------- */
 
@@ -239,6 +260,10 @@ typedef struct floe_scene_opts {
      * NULL = stderr */
     floe_log_fn log;
     void *log_user;
+    /* appended: write into a refused output folder, replace an earlier run
+     * (--force); stop the scene after this many wall seconds (0 = never) */
+    int force;
+    double timeout_s;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 4
+#define FLOE_ABI_MINOR 5
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -290,6 +290,13 @@ typedef struct floe_api {
      * every fluid set's lists (floe_nlist.wsum). A density stage asks on its
      * first call and sums the rows itself while wsum is NULL. */
     void (*want_kernel_sums)(floe_ctx *ctx);
+    /* ABI 1.5: the folder `folder` (relative, no '..') below the scene's
+     * output root (--out; the working directory for a host without one),
+     * made when missing, reached without following symbolic links: the
+     * one way a module writes files (openat/renameat in it). Its first use
+     * in a scene refuses an earlier run's frames there (--force: removes
+     * them). A descriptor the module closes, or -1 with the message set. */
+    int (*out_dir)(floe_ctx *ctx, const char *folder);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

@@ -23,7 +23,8 @@ typedef enum floe_status {
     FLOE_ERR_ARG = -3,      /* bad argument or parameter */
     FLOE_ERR_BLOWUP = -4,   /* NaN/Inf or particle left the domain */
     FLOE_ERR_IO = -5,
-    FLOE_ERR_INTERRUPT = -6 /* user asked to stop (Ctrl-C) */
+    FLOE_ERR_INTERRUPT = -6,/* user asked to stop (Ctrl-C, SIGTERM) */
+    FLOE_ERR_TIMEOUT = -7   /* the wall-time limit (floe_scene_opts.timeout_s) was reached */
 } floe_status;
 
 /* Element type of a particle attribute or grid. Vectors always hold three
