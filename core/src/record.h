@@ -49,6 +49,8 @@ typedef struct floe_record {
     const rec_frame *frames;
     const char *status;      /* running | finished | interrupted | blowup | error */
     const char *message;     /* error / blow-up message or NULL */
+    const char *outside;     /* the domain's outside rule: delete | error | clamp */
+    uint64_t outside_count;  /* particles deleted or clamped by it during the run */
 } floe_record;
 
 /* Write the whole record to path (atomically). 0 or -1. */

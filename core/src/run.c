@@ -177,6 +177,8 @@ static void record_init(floe_ctx *ctx, const floe_run_def *def, floe_record *r, 
             rs->nparams++;
         }
     }
+    static const char *const outside[] = {"delete", "error", "clamp"};
+    r->outside = outside[ctx->outside];
     r->status = "running";
 }
 
@@ -229,6 +231,9 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: frames must be in 0..1e7");
     if (d->dt < 0 || !isfinite(d->dt) || !(d->cfl > 0 && d->cfl <= 10) || d->dt_max < 0)
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: dt, cfl and dt_max must be positive");
+    if (d->dt > (1 + 1e-9) / d->fps)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "run: the fixed dt = %g s is longer than a frame (1/fps = %g s): frames "
+                        "would repeat without a step between them; give fps <= 1/dt", d->dt, 1.0 / d->fps);
     if (d->dt_max == 0)
         d->dt_max = 1.0 / d->fps;
     return FLOE_OK;
@@ -240,6 +245,8 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     int rc = check_def(ctx, &def);
     if (!rc)
         rc = ctx_pipeline_check(ctx);
+    if (!rc && !ctx->dataflow_checked)
+        rc = floe_pipeline_check(ctx, NULL, NULL);
     if (!rc && ctx->boundary_dirty)
         rc = ctx_boundary_volumes(ctx);
     if (rc)
@@ -270,6 +277,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     if (!rc && def.out_dir)
         rc = rec_write(rpath, &rec) ? ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s", rpath) : FLOE_OK;
     double t_start = ctx->info.time;
+    const uint64_t outside0 = ctx->outside_count;
     for (int f = 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
         rec_frame *fr = &frames[f - 1];
@@ -311,6 +319,7 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             fr->nstats++;
         }
         rec.nframes = f;
+        rec.outside_count = ctx->outside_count - outside0;
         if (def.out_dir && def.write_frames)
             rc = write_frame(ctx, &def, f);
         if (!rc && def.out_dir && rec_write(rpath, &rec))
@@ -322,6 +331,11 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             rc = ctx_fail(ctx, FLOE_ERR_INTERRUPT, "interrupted after frame %d", f);
     }
     progress_end(&prog);
+    rec.outside_count = ctx->outside_count - outside0;
+    if (rec.outside_count)
+        ctx_log(ctx, FLOE_LOG_INFO, "%llu particles left the domain and were %s (domain outside = \"%s\")",
+                (unsigned long long)rec.outside_count, ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
+                rec.outside);
     rc = finish(ctx, &def, &rec, rpath, rc);
     if (sum) {
         memset(sum, 0, sizeof *sum);
