@@ -4,7 +4,7 @@
 BUILD ?= build
 FLOE = $(BUILD)/core/floe
 
-.PHONY: all setup build demo test bench sanitize valgrind clean
+.PHONY: all setup build demo test bench sanitize valgrind fuzz clean
 
 all: build
 
@@ -42,5 +42,23 @@ valgrind: build
 	@FLOE_WITH_VALGRIND=1 ./scripts/bootstrap.sh
 	@BUILD=$(BUILD) FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --trace-children=yes --quiet' --timeout-multiplier=20
 
+# libFuzzer over each target of tests/fuzz for FUZZ_SECONDS (clang, address
+# and undefined sanitizers); new inputs go to build-fuzz/corpus/<target>,
+# crashes to build-fuzz/crashes/. A crash found: copy it to
+# tests/fuzz/crashes/<target>/ and fix it (the suite then runs it, test_fuzz).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = yaml ply params
+fuzz:
+	@FLOE_WITH_FUZZ=1 ./scripts/bootstrap.sh
+	@[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz --buildtype=debugoptimized -Dfuzz=true -Dtests=false -Dnative=false -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
+	@ninja -C build-fuzz
+	@mkdir -p build-fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=build-fuzz/crashes/$$t- -print_final_stats=1 build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-asan-native
+	rm -rf $(BUILD) build-asan build-asan-native build-fuzz

@@ -173,8 +173,11 @@ static double to_finite(lua_State *L, int idx, const char *fn, const char *what)
         luaL_error(L, "%s: %s must be a number (got %s)", fn, what, luaL_typename(L, idx));
     double v = lua_tonumber(L, idx);
     /* the core keeps floats: 1e300 would be Inf there */
-    if (!isfinite(v) || fabs(v) > FLT_MAX)
-        luaL_error(L, "%s: %s must be finite (|x| <= %g), got %g", fn, what, (double)FLT_MAX, v);
+    if (!isfinite(v) || fabs(v) > FLT_MAX) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "%s: %s must be finite (|x| <= %g), got %g", fn, what, (double)FLT_MAX, v);
+        luaL_error(L, "%s", msg);
+    }
     return v;
 }
 

@@ -292,7 +292,7 @@ static void scan_file(floe_ctx *ctx, const char *path, const char *file, char na
     snprintf(names[(*nnames)++], NAME_LEN, "%s", name);
     floe_module_listing l = {d->name, d->version, d->summary, path, d};
     fn(&l, u);
-    dlclose(dl);
+    floe_module_unload_handle(dl);
 }
 
 int floe_module_scan(void (*fn)(const floe_module_listing *m, void *u),
