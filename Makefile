@@ -4,7 +4,7 @@
 BUILD ?= build
 FLOE = $(BUILD)/core/floe
 
-.PHONY: all setup build demo test bench sanitize valgrind fuzz clean
+.PHONY: all setup build demo test bench sanitize sanitize-generic valgrind fuzz clean
 
 all: build
 
@@ -27,12 +27,15 @@ bench: build
 	$(FLOE) bench scenes/bench/dam_break_59k.lua
 
 # address + undefined sanitizers over the whole suite, twice: the generic
-# build (no AVX2: the scalar and periodic paths) and the native one (the AVX2
-# rows, the grouped list build, the kernel sums)
-sanitize: setup
+# build (no AVX2: the scalar and periodic paths; sanitize-generic, which CI
+# runs) and the native one (the AVX2 rows, the grouped list build, the
+# kernel sums)
+sanitize-generic: setup
 	@[ -f build-asan/build.ninja ] || meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=false
 	@ninja -C build-asan
 	@BUILD=build-asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
+
+sanitize: sanitize-generic
 	@[ -f build-asan-native/build.ninja ] || meson setup build-asan-native --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=true
 	@ninja -C build-asan-native
 	@BUILD=build-asan-native UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh

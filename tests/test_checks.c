@@ -236,16 +236,23 @@ static int escape(const char *rule)
     return run_text(-1, text);
 }
 
+/* The run record of the last run into outdir. */
+static const char *record(void)
+{
+    static char rec[65536];
+    char path[400];
+    snprintf(path, sizeof path, "%s/run.yaml", outdir);
+    read_into(path, rec, sizeof rec);
+    return rec;
+}
+
 Test(checks, particles_leaving_the_domain_are_deleted_by_default)
 {
     cr_assert_eq(escape(""), FLOE_OK, "%s", err);
     expect_in(log_text, "16 particles left the domain and were deleted");
     expect_in(log_text, "[scene] left 16");
-    char rec[65536], path[400];
-    snprintf(path, sizeof path, "%s/run.yaml", outdir);
-    read_into(path, rec, sizeof rec);
-    expect_in(rec, "outside: {rule: delete, deleted: 16}");
-    expect_in(rec, "status: finished");
+    expect_in(record(), "outside: {rule: delete, deleted: 16}");
+    expect_in(record(), "status: finished");
 }
 
 Test(checks, outside_error_stops_the_run)
@@ -259,10 +266,7 @@ Test(checks, outside_clamp_keeps_every_particle_inside)
     cr_assert_eq(escape(", outside = 'clamp'"), FLOE_OK, "%s", err);
     expect_in(log_text, "[scene] left 32");
     expect_in(log_text, "16 particles left the domain and were clamped");
-    char rec[65536], path[400];
-    snprintf(path, sizeof path, "%s/run.yaml", outdir);
-    read_into(path, rec, sizeof rec);
-    expect_in(rec, "outside: {rule: clamp, clamped: 16}");
+    expect_in(record(), "outside: {rule: clamp, clamped: 16}");
 }
 
 Test(checks, an_unknown_outside_rule_is_refused)
@@ -327,6 +331,19 @@ Test(checks, misspelt_names_get_the_nearest)
     cr_assert_eq(run_text(-1, SIM2 "sim:fluid_box{ min = {0.1, 0.1}, max = {0.5, 0.5}, velocty = {1, 0} }\n"),
                  FLOE_ERR_ARG);
     expect_in(err, "unknown key 'velocty' (did you mean 'velocity'?)");
+    /* a --set key */
+    write_file(scene_path, TANK "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', gamma = 7 }, 'gravity', "
+                                "'wcsph.pressure_force', 'integrate' }\nsim:run{ frames = 0 }\n");
+    floe_scene_opts o;
+    memset(&o, 0, sizeof o);
+    const char *sets[] = {"wcsph.pressure.gama=5"};
+    o.path = scene_path;
+    o.frames = -1;
+    o.write_frames = 0;
+    o.sets = sets;
+    o.nsets = 1;
+    cr_assert_eq(floe_scene_run(&o, err, sizeof err), FLOE_ERR_ARG);
+    expect_in(err, "(did you mean 'wcsph.pressure.gamma'?)");
     cr_expect_null(floe_nearest_name("xyzzy", (const char *const[]){"density", "pressure"}, 2));
 }
 

@@ -130,6 +130,7 @@ int ctx_nb_grid_ensure(floe_ctx *ctx);
 int ctx_pipeline_check(floe_ctx *ctx);
 /* "did you mean" endings of error messages (suggest.c), "" when none */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);
+void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
 void ctx_suggest_param(floe_ctx *ctx, const floe_stage_desc *sd, const char *stage, const char *name, char *out,
                        size_t len);
 int ctx_run_stages(floe_ctx *ctx);

@@ -338,9 +338,12 @@ int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value)
             matched++;
         }
     }
-    if (!matched)
-        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: no stage '%.*s' with a parameter '%s' in the pipeline", key,
-                        (int)sl, key, dot + 1);
+    if (!matched) {
+        char near[NAME_LEN * 3 + 32];
+        ctx_suggest_set(ctx, key, near, sizeof near);
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: no stage '%.*s' with a parameter '%s' in the pipeline%s", key,
+                        (int)sl, key, dot + 1, near);
+    }
     return FLOE_OK;
 }
 

@@ -107,3 +107,22 @@ void ctx_suggest_param(floe_ctx *ctx, const floe_stage_desc *sd, const char *sta
     if (found && used < len)
         snprintf(out + used, len - used, ", not of '%s')", stage);
 }
+
+/* " (did you mean 'wcsph.pressure.gamma'?)" for a --set STAGE.PARAM that
+ * no stage of the pipeline has, or "". */
+void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len)
+{
+    static char names[MAX_NAMES][NAME_LEN * 3];
+    const char *ptr[MAX_NAMES];
+    int n = 0;
+    out[0] = 0;
+    for (int i = 0; i < ctx->nstages; i++)
+        for (int k = 0; ctx->stages[i].desc && k < ctx->stages[i].nparams && n < MAX_NAMES; k++) {
+            snprintf(names[n], sizeof names[n], "%s.%s", ctx->stages[i].name, ctx->stages[i].desc->params[k].name);
+            ptr[n] = names[n];
+            n++;
+        }
+    const char *near = floe_nearest_name(key, ptr, n);
+    if (near)
+        snprintf(out, len, " (did you mean '%s'?)", near);
+}
