@@ -4,7 +4,7 @@
 BUILD ?= build
 FLOE = $(BUILD)/core/floe
 
-.PHONY: all setup build demo test bench sanitize valgrind clean
+.PHONY: all setup build demo test bench sanitize sanitize-generic valgrind fuzz clean
 
 all: build
 
@@ -27,12 +27,15 @@ bench: build
 	$(FLOE) bench scenes/bench/dam_break_59k.lua --force
 
 # address + undefined sanitizers over the whole suite, twice: the generic
-# build (no AVX2: the scalar and periodic paths) and the native one (the AVX2
-# rows, the grouped list build, the kernel sums)
-sanitize: setup
+# build (no AVX2: the scalar and periodic paths; sanitize-generic, which CI
+# runs) and the native one (the AVX2 rows, the grouped list build, the
+# kernel sums)
+sanitize-generic: setup
 	@[ -f build-asan/build.ninja ] || meson setup build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=false
 	@ninja -C build-asan
 	@BUILD=build-asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
+
+sanitize: sanitize-generic
 	@[ -f build-asan-native/build.ninja ] || meson setup build-asan-native --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dnative=true
 	@ninja -C build-asan-native
 	@BUILD=build-asan-native UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
@@ -42,5 +45,23 @@ valgrind: build
 	@FLOE_WITH_VALGRIND=1 ./scripts/bootstrap.sh
 	@BUILD=$(BUILD) FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --trace-children=yes --quiet' --timeout-multiplier=20
 
+# libFuzzer over each target of tests/fuzz for FUZZ_SECONDS (clang, address
+# and undefined sanitizers); new inputs go to build-fuzz/corpus/<target>,
+# crashes to build-fuzz/crashes/. A crash found: copy it to
+# tests/fuzz/crashes/<target>/ and fix it (the suite then runs it, test_fuzz).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = yaml ply params
+fuzz:
+	@FLOE_WITH_FUZZ=1 ./scripts/bootstrap.sh
+	@[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz --buildtype=debugoptimized -Dfuzz=true -Dtests=false -Dnative=false -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
+	@ninja -C build-fuzz
+	@mkdir -p build-fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=build-fuzz/crashes/$$t- -print_final_stats=1 build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) build-asan build-asan-native
+	rm -rf $(BUILD) build-asan build-asan-native build-fuzz

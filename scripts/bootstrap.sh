@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Install what Floe needs to build and test on Debian/Ubuntu (idempotent):
 # compiler, Meson/Ninja, Lua 5.4, libyaml, Criterion, OpenMP (with gcc), and
-# for the OpenCL backend's tests the Khronos headers, the ICD loader and PoCL.
+# for the OpenCL backend's tests the Khronos headers, the ICD loader and PoCL;
+# valgrind with FLOE_WITH_VALGRIND=1, clang and libFuzzer with FLOE_WITH_FUZZ=1.
 # Does nothing when everything is already there.
 set -euo pipefail
 
 pkgs=(gcc pkg-config meson ninja-build python3 liblua5.4-dev libyaml-dev libcriterion-dev libpng-dev
       pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers)
 [ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)
+# make fuzz: clang and its libFuzzer runtime (not pulled in by clang without
+# recommends), for the default clang version of the distribution
+if [ "${FLOE_WITH_FUZZ:-0}" = 1 ]; then
+  clang_v=$(apt-cache depends clang 2>/dev/null | sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  pkgs+=(clang ${clang_v:+libclang-rt-$clang_v-dev})
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -489,7 +489,7 @@ Test(lua, blowup_status_is_returned)
     floe_scene_opts o = opts();
     o.write_frames = 0;
     int rc = run_scene(&o, HEAD "local sim = floe.sim{ spacing = 0.1, gravity = {0, -1000, 0},\n"
-                                "  domain = { min = {-0.5, -0.5, -0.5}, max = {0.5, 0.5, 0.5} } }\n"
+                                "  domain = { min = {-0.5, -0.5, -0.5}, max = {0.5, 0.5, 0.5}, outside = 'error' } }\n"
                                 "sim:fluid_box{ min = {0, 0, 0}, max = {0.2, 0.2, 0.2} }\n"
                                 "sim:pipeline{ 'neighbours', 'gravity', 'integrate' }\n"
                                 "sim:run{ frames = 30, dt = 0.01 }\n");

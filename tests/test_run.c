@@ -109,6 +109,7 @@ static int escape(const floe_stage_call *c)
 Test(run, escaping_particle_is_reported)
 {
     fixture f = small_tank();
+    cr_assert_eq(floe_ctx_set_outside(f.ctx, FLOE_OUTSIDE_ERROR), FLOE_OK);
     cr_assert_eq(floe_pipeline_add_fn(f.ctx, "escape", escape, NULL), FLOE_OK);
     floe_run_def r = fixture_run_def(0.1, 100);
     int rc = floe_run(f.ctx, &r, NULL);
@@ -226,6 +227,7 @@ Test(run, first_bad_particle_of_a_large_set_is_reported)
     for (int what = 0; what < 2; what++) {
         const float d = 0.002f, tank[3] = {0.4f, 0.45f, 0}, water[3] = {0.4f, 0.4f, 0};
         fixture f = fixture_tank(2, d, tank, water, 1);
+        cr_assert_eq(floe_ctx_set_outside(f.ctx, FLOE_OUTSIDE_ERROR), FLOE_OK);
         cr_assert_geq(floe_set_size(f.ctx, f.fluid), 40000u);
         floe_pipeline_clear(f.ctx);
         cr_assert_eq(floe_pipeline_add_fn(f.ctx, "two_bad", two_bad, &what), FLOE_OK);

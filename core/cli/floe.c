@@ -18,12 +18,21 @@ static const char usage[] =
     "                             and milliseconds per step of every stage\n"
     "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             neighbour search updates per second\n"
-    "  modules                    list modules on the search path, their stages and parameters\n"
+    "  modules [NAME]             list modules on the search path (or module NAME), their\n"
+    "                             stages and parameters\n"
     "  devices                    list OpenCL platforms and devices (for --device)\n"
     "  --version                  print the version\n"
-    "  --help                     this text\n"
+    "  --help                     this text; `floe COMMAND --help`: that command's options\n"
     "\n"
-    "run/bench options:\n"
+    "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
+    "exit status: 0 done, 1 error, 2 usage, 3 blow-up, 130 interrupted\n";
+
+/* `floe COMMAND --help` */
+static const char help_run[] =
+    "usage: floe run SCENE.lua [options]\n"
+    "run a scene script headless: frames and run.yaml in its output folder\n"
+    "\n"
+    "options:\n"
     "  --frames N      number of output frames (overrides the scene)\n"
     "  --out DIR       output folder (overrides the scene)\n"
     "  --threads N     worker threads (default: all cores)\n"
@@ -33,13 +42,35 @@ static const char usage[] =
     "                  folder, one holding other files) and replace an earlier run there\n"
     "  --timeout S     stop after S seconds of wall time (like Ctrl-C: the frame is finished)\n"
     "  --quiet         no progress display\n"
-    "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... }); bench with\n"
-    "                  opencl also prints per-kernel times and bandwidth (FLOE_CL_PROFILE=1)\n"
+    "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
     "\n"
     "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
     "exit status: 0 done (also when on_frame stopped the run), 1 error, 2 usage, 3 blow-up,\n"
     "             124 --timeout reached, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)\n";
+
+static const char help_bench[] =
+    "usage: floe bench SCENE.lua [options]\n"
+    "       floe bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "run a scene without writing frames and print particle-steps/s and the milliseconds\n"
+    "per step of every stage (the last sim:run of the scene); or time the neighbour search:\n"
+    "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
+    "\n"
+    "options (scenes): as `floe run --help`; with --backend opencl also per-kernel times\n"
+    "and bandwidth (FLOE_CL_PROFILE=1)\n";
+
+static const char help_modules[] =
+    "usage: floe modules [NAME]\n"
+    "list every module on the search path (or only module NAME: 'core' for the built-in\n"
+    "stages) with its stages, their parameters, defaults, ranges and units\n"
+    "\n"
+    "environment: FLOE_MODULE_PATH (':'-separated module folders, searched first)\n";
+
+static const char help_devices[] =
+    "usage: floe devices\n"
+    "list OpenCL platforms and devices, one line each, as P:D for --device\n";
+
+static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
 #define MAX_THREADS_PER_CORE 4 /* --threads above 4 x the cores is clamped */
 
@@ -145,12 +176,52 @@ static void list_error(const char *path, const char *msg, void *u)
     fprintf(stderr, "floe: skipping %s: %s\n", path, msg);
 }
 
-static int cmd_modules(void)
+typedef struct module_pick {
+    const char *want;        /* NULL: every module */
+    int found, n;
+    char names[256][64];
+    const char *ptr[256];
+} module_pick;
+
+static void pick_module(const floe_module_listing *m, void *u)
 {
+    module_pick *p = u;
+    if (p->n < 256) {
+        snprintf(p->names[p->n], sizeof p->names[p->n], "%s", m->name);
+        p->ptr[p->n] = p->names[p->n];
+        p->n++;
+    }
+    if (p->want && strcmp(p->want, m->name) != 0)
+        return;
+    p->found++;
+    list_module(m, NULL);
+}
+
+static int cmd_modules(int argc, char **argv)
+{
+    if (argc > 0 && is_help(argv[0])) {
+        fputs(help_modules, stdout);
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "floe modules: one module name at most\n%s", help_modules);
+        return 2;
+    }
+    static module_pick pick;
+    pick.want = argc ? argv[0] : NULL;
     char sp[4096];
     floe_module_search_path(sp, sizeof sp);
-    printf("module search path: %s\n\n", sp);
-    return floe_module_scan(list_module, list_error, NULL) ? 1 : 0;
+    if (!pick.want)
+        printf("module search path: %s\n\n", sp);
+    if (floe_module_scan(pick_module, pick.want ? NULL : list_error, &pick))
+        return 1;
+    if (pick.want && !pick.found) {
+        const char *near = floe_nearest_name(pick.want, pick.ptr, pick.n);
+        fprintf(stderr, "floe modules: no module '%s' on the search path %s%s%s%s\n", pick.want, sp,
+                near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        return 1;
+    }
+    return 0;
 }
 
 static int cmd_bench_neighbours(int argc, char **argv)
@@ -186,13 +257,22 @@ static void print_line(const char *line, void *u)
     printf("%s\n", line);
 }
 
-static int cmd_devices(void)
+static int cmd_devices(int argc, char **argv)
 {
+    if (argc > 0 && is_help(argv[0])) {
+        fputs(help_devices, stdout);
+        return 0;
+    }
     return floe_cl_devices(print_line, NULL) < 0 ? 1 : 0;
 }
 
 static int cmd_run(int argc, char **argv, int bench)
 {
+    for (int i = 0; i < argc; i++)
+        if (is_help(argv[i])) {
+            fputs(bench ? help_bench : help_run, stdout);
+            return 0;
+        }
     if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
         return cmd_bench_neighbours(argc - 1, argv + 1);
     floe_scene_opts o;
@@ -290,13 +370,16 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "modules"))
-        return cmd_modules();
+        return cmd_modules(argc - 2, argv + 2);
     if (!strcmp(argv[1], "devices"))
-        return cmd_devices();
+        return cmd_devices(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc - 2, argv + 2, 0);
     if (!strcmp(argv[1], "bench"))
         return cmd_run(argc - 2, argv + 2, 1);
-    fprintf(stderr, "floe: unknown command '%s'\n%s", argv[1], usage);
+    static const char *const commands[] = {"run", "bench", "modules", "devices", "help"};
+    const char *near = floe_nearest_name(argv[1], commands, 5);
+    fprintf(stderr, "floe: unknown command '%s'%s%s%s\n%s", argv[1], near ? " (did you mean '" : "", near ? near : "",
+            near ? "'?)" : "", usage);
     return 2;
 }

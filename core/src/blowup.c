@@ -1,10 +1,12 @@
 /* Blow-up detection after every stage: NaN/Inf in what the stage wrote,
- * fluid particles outside the domain. The message names the particle (its
+ * fluid particles outside the domain (an error, or deleted or clamped as
+ * the domain's outside rule says). The message names the particle (its
  * stable id and current index), the set, the step, the time and the stage. */
 #include "ctx.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Index of the first non-finite float of n, or -1: a branch-free scan of
@@ -65,8 +67,65 @@ static int writes(const stage_inst *st, const char *name, floe_set_kind kind)
     return 0;
 }
 
+int floe_ctx_set_outside(floe_ctx *ctx, int rule)
+{
+    if (rule < FLOE_OUTSIDE_DELETE || rule > FLOE_OUTSIDE_CLAMP)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "outside rule must be FLOE_OUTSIDE_DELETE, _ERROR or _CLAMP");
+    ctx->outside = rule;
+    return FLOE_OK;
+}
+
+/* Axis k of the domain that position xi is outside of, or -1. */
+static int outside_axis(const floe_ctx *ctx, const float *xi)
+{
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!(ctx->info.periodic & (1u << k)) && (xi[k] < ctx->info.domain_min[k] || xi[k] > ctx->info.domain_max[k]))
+            return k;
+    return -1;
+}
+
+/* Particles of set s outside the domain, the first at index first: deleted
+ * (the set compacted) or clamped back onto the faces they crossed with
+ * their outward velocity zeroed, by ctx->outside; counted. */
+static int outside_apply(floe_ctx *ctx, int s, uint32_t first)
+{
+    pset *p = &ctx->sets[s];
+    float *x = p->attrs[0].data, *v = pset_attr(p, "v")->data;
+    const float *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
+    uint64_t count = 0;
+    if (ctx->outside == FLOE_OUTSIDE_CLAMP) {
+        for (uint32_t i = first; i < p->n; i++) {
+            if (outside_axis(ctx, x + 3 * (size_t)i) < 0)
+                continue;
+            for (int k = 0; k < ctx->info.dim; k++) {
+                float *xk = &x[3 * (size_t)i + k], *vk = &v[3 * (size_t)i + k];
+                if (ctx->info.periodic & (1u << k))
+                    continue;
+                if (*xk < lo[k] || *xk > hi[k])
+                    *vk = *xk < lo[k] ? fmaxf(*vk, 0.0f) : fminf(*vk, 0.0f);
+                *xk = fminf(fmaxf(*xk, lo[k]), hi[k]);
+            }
+            count++;
+        }
+        ctx->outside_count += count;
+        return floe_set_moved(ctx, ctx_set_handle(ctx, s));
+    }
+    uint8_t *keep = malloc(p->n);
+    if (!keep)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "out of memory deleting particles that left the domain");
+    for (uint32_t i = 0; i < p->n; i++) {
+        keep[i] = i < first || outside_axis(ctx, x + 3 * (size_t)i) < 0;
+        count += !keep[i];
+    }
+    int rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
+    free(keep);
+    ctx->outside_count += count;
+    return rc;
+}
+
 int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
 {
+    int rc;
     for (int s = 0; s < ctx->npsets; s++) {
         const pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID || p->n == 0)
@@ -102,8 +161,10 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
             if (bad && i < out)
                 out = i;
         }
-        if (out < n)
+        if (out < n && ctx->outside == FLOE_OUTSIDE_ERROR)
             return ctx_blowup_report(ctx, p, (uint32_t)out, st->name, "left the simulation domain");
+        if (out < n && (rc = outside_apply(ctx, s, (uint32_t)out)))
+            return rc;
     }
     return FLOE_OK;
 }

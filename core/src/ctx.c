@@ -44,6 +44,8 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     for (int k = 0; k < d.dim && !why; k++)
         if (bad_float(d.domain_min[k]) || bad_float(d.domain_max[k]) || !(d.domain_max[k] > d.domain_min[k]))
             why = "domain max must be greater than domain min on every axis";
+    if (!why && (d.outside < FLOE_OUTSIDE_DELETE || d.outside > FLOE_OUTSIDE_CLAMP))
+        why = "outside must be FLOE_OUTSIDE_DELETE, _ERROR or _CLAMP";
     for (int k = 0; k < 3 && !why; k++)
         if (bad_float(d.gravity[k]))
             why = "gravity must be finite";
@@ -81,6 +83,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     ctx->log_fn = d.log;
     ctx->log_user = d.log_user;
     ctx->log_level = d.log_level;
+    ctx->outside = d.outside;
     floe_ctx_set_threads(ctx, d.threads);
     /* the built-in stages (neighbours, gravity, integrate) form module 0 */
     ctx->modules[0].desc = floe_core_module();

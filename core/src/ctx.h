@@ -109,6 +109,9 @@ struct floe_ctx {
     int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
     const stage_inst *running; /* the stage being run (attribute access rules) */
     floe_output *out;        /* where runs and modules write (NULL: out_dir as given) */
+    int dataflow_checked;    /* floe_pipeline_check passed since the pipeline last changed */
+    int outside;             /* FLOE_OUTSIDE_*: particles leaving the domain (blowup.c) */
+    uint64_t outside_count;  /* particles deleted or clamped so far */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -139,6 +142,11 @@ int ctx_nb_grid_ensure(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
+/* "did you mean" endings of error messages (suggest.c), "" when none */
+void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);
+void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
+void ctx_suggest_param(floe_ctx *ctx, const floe_stage_desc *sd, const char *stage, const char *name, char *out,
+                       size_t len);
 int ctx_run_stages(floe_ctx *ctx);
 
 /* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */

@@ -89,10 +89,32 @@ static long fill_lattice(floe_ctx *ctx, floe_set set, pset *p, const float min[3
     return r;
 }
 
+/* Fluid must start inside the domain (on its non-periodic axes), with a
+ * finite velocity: else the first step reports a blow-up at step 0. */
+static int check_fluid(floe_ctx *ctx, const float min[3], const float max[3], const float v0[3], const char *what)
+{
+    static const char axis[] = "xyz";
+    for (int k = 0; k < 3 && v0; k++)
+        if (!isfinite(v0[k]))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "%s: velocity must be finite", what);
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!isfinite(min[k]) || !isfinite(max[k]))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "%s: the extent must be finite", what);
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!(ctx->info.periodic & (1u << k)) && (min[k] < ctx->info.domain_min[k] || max[k] > ctx->info.domain_max[k]))
+            return ctx_fail(ctx, FLOE_ERR_ARG, "%s: [%g, %g] on %c is %s the domain [%g, %g]", what, (double)min[k],
+                            (double)max[k], axis[k],
+                            max[k] <= ctx->info.domain_min[k] || min[k] >= ctx->info.domain_max[k] ? "outside"
+                                                                                                    : "partly outside",
+                            (double)ctx->info.domain_min[k], (double)ctx->info.domain_max[k]);
+    return FLOE_OK;
+}
+
 long floe_fill_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], const float v0[3])
 {
     pset *p = NULL;
-    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_box", &p) || check_box(ctx, min, max, "fluid_box"))
+    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_box", &p) || check_box(ctx, min, max, "fluid_box") ||
+        check_fluid(ctx, min, max, v0, "fluid_box"))
         return -1;
     return fill_lattice(ctx, set, p, min, max, NULL, 0, v0);
 }
@@ -109,6 +131,8 @@ long floe_fill_sphere(floe_ctx *ctx, floe_set set, const float centre[3], float 
         min[k] = centre[k] - radius;
         max[k] = centre[k] + radius;
     }
+    if (check_fluid(ctx, min, max, v0, "fluid_sphere"))
+        return -1;
     return fill_lattice(ctx, set, p, min, max, centre, radius, v0);
 }
 

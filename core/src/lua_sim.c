@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -129,8 +130,14 @@ static void check_keys(lua_State *L, int t, const char *fn, const char *const *k
             continue;
         char acc[512];
         join(keys, acc, sizeof acc);
-        if (lua_type(L, -1) == LUA_TSTRING)
-            luaL_error(L, "%s: unknown key '%s' (accepted: %s)", fn, lua_tostring(L, -1), acc);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            int n = 0;
+            while (keys[n])
+                n++;
+            const char *near = floe_nearest_name(lua_tostring(L, -1), keys, n);
+            luaL_error(L, "%s: unknown key '%s'%s%s%s (accepted: %s)", fn, lua_tostring(L, -1),
+                       near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "", acc);
+        }
         lua_pushvalue(L, -1);
         luaL_error(L, "%s: unexpected element [%s] (accepted keys: %s)", fn, luaL_tolstring(L, -1, NULL), acc);
     }
@@ -157,8 +164,12 @@ static double to_finite(lua_State *L, int idx, const char *fn, const char *what)
     if (lua_type(L, idx) != LUA_TNUMBER)
         luaL_error(L, "%s: %s must be a number (got %s)", fn, what, luaL_typename(L, idx));
     double v = lua_tonumber(L, idx);
-    if (!isfinite(v))
-        luaL_error(L, "%s: %s must be finite", fn, what);
+    /* the core keeps floats: 1e300 would be Inf there */
+    if (!isfinite(v) || fabs(v) > FLT_MAX) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "%s: %s must be finite (|x| <= %g), got %g", fn, what, (double)FLT_MAX, v);
+        luaL_error(L, "%s", msg);
+    }
     return v;
 }
 
@@ -508,7 +519,7 @@ static void sim_periodic(lua_State *L, floe_sim_def *d)
     }
     lua_pop(L, 1);
 }
-static const char *const DOMAIN_KEYS[] = {"min", "max", NULL};
+static const char *const DOMAIN_KEYS[] = {"min", "max", "outside", NULL};
 
 static void sim_spacing(lua_State *L, floe_sim_def *d)
 {
@@ -530,6 +541,12 @@ static void sim_domain(lua_State *L, floe_sim_def *d)
     need_vec(L, t, "floe.sim domain", "min", d->dim, d->domain_min);
     need_vec(L, t, "floe.sim domain", "max", d->dim, d->domain_max);
     check_box(L, "floe.sim domain", d->dim, d->domain_min, d->domain_max);
+    static const char *const rules[] = {"delete", "error", "clamp", NULL};
+    const char *rule = field_str(L, t, "floe.sim domain", "outside", "delete");
+    for (d->outside = 0; rules[d->outside] && strcmp(rules[d->outside], rule); d->outside++)
+        ;
+    if (!rules[d->outside])
+        luaL_error(L, "floe.sim domain: 'outside' = \"%s\" is not one of delete, error, clamp", rule);
     lua_pop(L, 1);
 }
 
@@ -635,6 +652,12 @@ static int push_count(lua_State *L, lsim *s, const char *fn, long n)
 {
     if (n < 0)
         return luaL_error(L, "%s: %s", fn, floe_ctx_error(s->ctx));
+    if (n == 0) { /* e.g. a box thinner than the spacing: no lattice point inside */
+        luaL_where(L, 1);
+        fprintf(stderr, "floe: warning: %s%s: no particle made (a shape thinner than the spacing %g on some axis?)\n",
+                lua_tostring(L, -1), fn, (double)floe_ctx_info(s->ctx)->spacing);
+        lua_pop(L, 1);
+    }
     lua_pushinteger(L, (lua_Integer)n);
     return 1;
 }
@@ -912,6 +935,15 @@ static int m_pipeline(lua_State *L)
         pipeline_restore(L, s);
         return luaL_error(L, PFN ": %s: %s", bad, msg);
     }
+    /* the dataflow, named by this line (warnings printed, errors raised) */
+    luaL_where(L, 1);
+    if (floe_pipeline_check(s->ctx, lua_tostring(L, -1), NULL) != FLOE_OK) {
+        snprintf(msg, sizeof msg, "%s", floe_ctx_error(s->ctx));
+        pipeline_restore(L, s);
+        lua_pushstring(L, msg);
+        return lua_error(L);
+    }
+    lua_pop(L, 1);
     unref(L, &s->spec_ref);
     lua_pushvalue(L, 2);
     s->spec_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -1086,7 +1118,7 @@ static void run_parse(lua_State *L, int t, run_args *a)
     check_keys(L, t, RFN, RUN_KEYS);
     d->frames = field_int(L, t, RFN, "frames", d->frames, 0, 100000000);
     d->fps = field_pos(L, t, RFN, "fps", d->fps, 1e6);
-    d->end_time = field_num(L, t, RFN, "end_time", d->end_time, 0, 1e9);
+    d->end_time = field_pos(L, t, RFN, "end_time", d->end_time, 1e9);
     d->dt = field_pos(L, t, RFN, "dt", d->dt, 10);
     d->cfl = field_pos(L, t, RFN, "cfl", d->cfl, 1);
     d->dt_max = field_pos(L, t, RFN, "dt_max", d->dt_max, 10);

@@ -196,6 +196,34 @@ static module_inst *find_loaded(floe_ctx *ctx, const char *name)
     return NULL;
 }
 
+typedef struct name_list {
+    char names[256][NAME_LEN];
+    const char *ptr[256];
+    int n;
+} name_list;
+
+static void collect_name(const floe_module_listing *m, void *u)
+{
+    name_list *l = u;
+    if (l->n < 256) {
+        snprintf(l->names[l->n], NAME_LEN, "%s", m->name);
+        l->ptr[l->n] = l->names[l->n];
+        l->n++;
+    }
+}
+
+/* " (did you mean 'wcsph'?)" for a module not found, or "". */
+static void suggest_module(const char *name, char *out, size_t len)
+{
+    static name_list l;
+    l.n = 0;
+    out[0] = 0;
+    floe_module_scan(collect_name, NULL, &l);
+    const char *near = floe_nearest_name(name, l.ptr, l.n);
+    if (near)
+        snprintf(out, len, " (did you mean '%s'?)", near);
+}
+
 int floe_module_load(floe_ctx *ctx, const char *name)
 {
     if (!valid_name(name))
@@ -205,9 +233,13 @@ int floe_module_load(floe_ctx *ctx, const char *name)
     if (ctx->nmodules == MAX_MODULES)
         return ctx_fail(ctx, FLOE_ERR_ARG, "more than %d modules", MAX_MODULES);
     char path[1024], looked[8192];
-    if (!find_module(name, path, sizeof path, looked, sizeof looked))
-        return ctx_fail(ctx, FLOE_ERR_ARG, "module '%s' not found; looked for:%s\n(set FLOE_MODULE_PATH to add folders)",
-                        name, looked);
+    if (!find_module(name, path, sizeof path, looked, sizeof looked)) {
+        char near[NAME_LEN + 32];
+        suggest_module(name, near, sizeof near);
+        return ctx_fail(ctx, FLOE_ERR_ARG,
+                        "module '%s' not found%s; looked for:%s\n(set FLOE_MODULE_PATH to add folders)", name, near,
+                        looked);
+    }
     void *dl;
     const floe_module_desc *d;
     int rc = open_module(ctx, name, path, &dl, &d);
@@ -260,7 +292,7 @@ static void scan_file(floe_ctx *ctx, const char *path, const char *file, char na
     snprintf(names[(*nnames)++], NAME_LEN, "%s", name);
     floe_module_listing l = {d->name, d->version, d->summary, path, d};
     fn(&l, u);
-    dlclose(dl);
+    floe_module_unload_handle(dl);
 }
 
 int floe_module_scan(void (*fn)(const floe_module_listing *m, void *u),

@@ -52,9 +52,11 @@ static int find_stage(floe_ctx *ctx, const char *qname, module_inst **mod, const
         for (int i = 0; i < ctx->nmodules; i++)
             if (strlen(ctx->modules[i].desc->name) == ml && strncmp(ctx->modules[i].desc->name, qname, ml) == 0)
                 m = &ctx->modules[i];
-        if (!m)
-            return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s': module '%.*s' is not loaded (load it first: "
-                            "sim:load \"%.*s\")", qname, (int)ml, qname, (int)ml, qname);
+        if (!m) {
+            ctx_suggest_stage(ctx, qname, buf, sizeof buf);
+            return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s'%s: module '%.*s' is not loaded (load it first: "
+                            "sim:load \"%.*s\")", qname, buf, (int)ml, qname, (int)ml, qname);
+        }
         sname = dot + 1;
     } else {
         m = &ctx->modules[0]; /* the core */
@@ -65,8 +67,10 @@ static int find_stage(floe_ctx *ctx, const char *qname, module_inst **mod, const
             *stage = s;
             return FLOE_OK;
         }
+    char near[NAME_LEN * 2 + 32];
+    ctx_suggest_stage(ctx, qname, near, sizeof near);
     list_stages(ctx, dot ? m : NULL, buf, sizeof buf);
-    return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s' (known stages: %s)", qname, buf);
+    return ctx_fail(ctx, FLOE_ERR_ARG, "unknown stage '%s'%s (known stages: %s)", qname, near, buf);
 }
 
 static void set_default(stage_inst *st, int i, const floe_param_desc *p)
@@ -230,11 +234,12 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
             if (strcmp(sd->params[i].name, kv[k].name) == 0)
                 found = i;
         if (found < 0) {
-            char buf[1024];
+            char buf[1024], near[512];
             param_list(sd, buf, sizeof buf);
+            ctx_suggest_param(ctx, sd, stage, kv[k].name, near, sizeof near);
             stage_free(&st);
-            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': unknown parameter '%s' (parameters: %s)", stage,
-                            kv[k].name, buf);
+            return ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': unknown parameter '%s'%s (parameters: %s)", stage,
+                            kv[k].name, near, buf);
         }
         if ((rc = assign(ctx, &st, found, &sd->params[found], &kv[k]))) {
             stage_free(&st);
@@ -246,6 +251,7 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
         return rc;
     }
     ctx->stages[ctx->nstages++] = st;
+    ctx->dataflow_checked = 0;
     return FLOE_OK;
 }
 
@@ -261,6 +267,7 @@ int floe_pipeline_add_fn(floe_ctx *ctx, const char *name, floe_stage_fn fn, void
     st->fn = fn;
     st->user = user;
     st->moves = stage_moves(NULL);
+    ctx->dataflow_checked = 0;
     return FLOE_OK;
 }
 
@@ -269,6 +276,7 @@ void floe_pipeline_clear(floe_ctx *ctx)
     for (int i = 0; i < ctx->nstages; i++)
         stage_free(&ctx->stages[i]);
     ctx->nstages = 0;
+    ctx->dataflow_checked = 0;
 }
 
 int floe_pipeline_length(floe_ctx *ctx) { return ctx->nstages; }
@@ -330,9 +338,12 @@ int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value)
             matched++;
         }
     }
-    if (!matched)
-        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: no stage '%.*s' with a parameter '%s' in the pipeline", key,
-                        (int)sl, key, dot + 1);
+    if (!matched) {
+        char near[NAME_LEN * 3 + 32];
+        ctx_suggest_set(ctx, key, near, sizeof near);
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--set %s: no stage '%.*s' with a parameter '%s' in the pipeline%s", key,
+                        (int)sl, key, dot + 1, near);
+    }
     return FLOE_OK;
 }
 

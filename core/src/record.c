@@ -345,6 +345,13 @@ static void write_record(emit *e, const floe_record *r, int with_frames)
     }
     seq_end(e);
 
+    if (r->outside) {
+        key(e, "outside");
+        map_begin(e, 1);
+        key(e, "rule"), str(e, r->outside);
+        key(e, !strcmp(r->outside, "clamp") ? "clamped" : "deleted"), num(e, (double)r->outside_count);
+        map_end(e);
+    }
     key(e, "status"), str(e, r->status);
     if (r->message)
         key(e, "message"), str(e, r->message);

@@ -51,6 +51,8 @@ typedef struct floe_record {
     int first_frame;         /* file number of frame 0 (a continuing run), 0 = none */
     const char *status;      /* running | finished | stopped | interrupted | timeout | blowup | failed */
     const char *message;     /* error / blow-up message or NULL */
+    const char *outside;     /* the domain's outside rule: delete | error | clamp */
+    uint64_t outside_count;  /* particles deleted or clamped by it during the run */
 } floe_record;
 
 /* Write the whole record to path (atomically). 0 or -1. */

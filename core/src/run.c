@@ -212,6 +212,8 @@ static void record_init(floe_ctx *ctx, const floe_run_def *def, floe_record *r, 
             rs->nparams++;
         }
     }
+    static const char *const outside[] = {"delete", "error", "clamp"};
+    r->outside = outside[ctx->outside];
     r->status = "running";
 }
 
@@ -326,6 +328,9 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: frames must be in 0..1e7");
     if (d->dt < 0 || !isfinite(d->dt) || !(d->cfl > 0 && d->cfl <= 10) || d->dt_max < 0)
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: dt, cfl and dt_max must be positive");
+    if (d->dt > (1 + 1e-9) / d->fps)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "run: the fixed dt = %g s is longer than a frame (1/fps = %g s): frames "
+                        "would repeat without a step between them; give fps <= 1/dt", d->dt, 1.0 / d->fps);
     if (d->dt_max == 0)
         d->dt_max = 1.0 / d->fps;
     if (d->name && !out_name_ok(d->name)) /* it becomes a file name */
@@ -339,6 +344,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     int rc = check_def(ctx, &def);
     if (!rc)
         rc = ctx_pipeline_check(ctx);
+    if (!rc && !ctx->dataflow_checked)
+        rc = floe_pipeline_check(ctx, NULL, NULL);
     if (!rc && ctx->boundary_dirty)
         rc = ctx_boundary_volumes(ctx);
     if (rc)
@@ -374,6 +381,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     if (!rc)
         rc = stop_check(ctx, 0); /* asked for before the run began */
     double t_start = ctx->info.time;
+    const uint64_t outside0 = ctx->outside_count;
     for (int f = 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
         rec_frame *fr = &frames[f - 1];
@@ -417,6 +425,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             fr->nstats++;
         }
         rec.nframes = f;
+        rec.outside_count = ctx->outside_count - outside0;
         if (out.dir >= 0 && def.write_frames)
             rc = write_frame(ctx, &def, out.dir, f, out.first + f);
         if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))
@@ -435,6 +444,11 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             break;
     }
     progress_end(&prog);
+    rec.outside_count = ctx->outside_count - outside0;
+    if (rec.outside_count)
+        ctx_log(ctx, FLOE_LOG_INFO, "%llu particles left the domain and were %s (domain outside = \"%s\")",
+                (unsigned long long)rec.outside_count, ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
+                rec.outside);
     rc = finish(ctx, &def, &rec, &out, rc, stopped);
     close_out(ctx, &out, rec.nframes);
     if (rc == FLOE_ERR_INTERRUPT || rc == FLOE_ERR_TIMEOUT)

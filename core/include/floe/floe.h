@@ -43,10 +43,21 @@ typedef struct floe_sim_def {
     floe_log_fn log;
     void *log_user;
     int log_level;
+    /* appended: what happens to a fluid particle that leaves the domain
+     * (on a non-periodic axis) after a stage moved it: FLOE_OUTSIDE_* */
+    int outside;
 } floe_sim_def;
+
+enum {
+    FLOE_OUTSIDE_DELETE = 0, /* removed from its set, counted (log, run record) */
+    FLOE_OUTSIDE_ERROR = 1,  /* the run stops: a blow-up (exit status 3) */
+    FLOE_OUTSIDE_CLAMP = 2   /* put back on the face it crossed, its outward velocity zeroed */
+};
 
 floe_sim_def floe_sim_default_def(void);
 floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen);
+/* Change the domain's outside rule (FLOE_OUTSIDE_*) from the next step on. */
+int floe_ctx_set_outside(floe_ctx *ctx, int rule);
 void floe_ctx_destroy(floe_ctx *ctx);
 const char *floe_ctx_error(const floe_ctx *ctx);
 /* Worker threads of this context's parallel loops (0 = all cores); other
@@ -59,6 +70,10 @@ const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
  * below which they are dropped (FLOE_LOG_*); other contexts keep theirs. */
 void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user);
 void floe_ctx_set_log_level(floe_ctx *ctx, int level);
+/* The name of names[0..n) nearest to a misspelt word, when near enough to
+ * be a slip (edit distance at most about a third of its length), or NULL:
+ * for "did you mean" in messages. */
+const char *floe_nearest_name(const char *word, const char *const *names, int n);
 /* The api table handed to modules (also usable by hosts). */
 const floe_api *floe_core_api(void);
 
@@ -144,6 +159,13 @@ const char *floe_pipeline_stage_name(floe_ctx *ctx, int i);
 /* Run every stage once (one step with the given dt); for tests and hosts
  * that own their loop. */
 int floe_step(floe_ctx *ctx, double dt);
+/* Check the pipeline as a dataflow of the attributes its stages declare
+ * (docs/lua-api.md, "Pipeline checks"): FLOE_ERR_ARG where it cannot work
+ * (every finding in floe_ctx_error, one a line), warnings logged where it
+ * looks wrong (their number in *warnings, may be NULL). `where` (a scene's
+ * "file:line: ", or NULL) starts each message. floe_run checks a pipeline
+ * not checked since it last changed before its first step. */
+int floe_pipeline_check(floe_ctx *ctx, const char *where, int *warnings);
 /* Override a stage parameter by "stage.param" after the pipeline is built
  * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
 int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
