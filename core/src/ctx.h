@@ -6,7 +6,7 @@
 
 #include "neighbours.h"
 
-#define MAX_SETS 16
+#define MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 #define MAX_ATTRS 48
 #define MAX_GRIDS 32
 #define MAX_MODULES 32
