@@ -71,6 +71,7 @@ typedef struct stage_inst {
     char *param_str[MAX_PARAMS]; /* owned copies of string values */
     double ms_total, ms_frame;
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
+    int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
 } stage_inst;
 
 typedef struct stat_acc {
@@ -105,6 +106,7 @@ struct floe_ctx {
     int nb_dev_valid;        /* OpenCL: device neighbour lists are current */
     int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
     const stage_inst *running; /* the stage being run (attribute access rules) */
+    const char *out_dir;     /* output folder while per-frame stages run (api out_write), else NULL */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -126,6 +128,7 @@ int ctx_nb_grid_ensure(floe_ctx *ctx);
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
 int ctx_run_stages(floe_ctx *ctx);
+int ctx_has_frame_stages(const floe_ctx *ctx);
 
 /* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */
 int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *err, size_t errlen);

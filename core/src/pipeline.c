@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,7 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
     st.mod = m;
     st.fn = sd->run;
     st.moves = stage_moves(sd);
+    st.per_frame = sd->size >= offsetof(floe_stage_desc, per_frame) + sizeof sd->per_frame && sd->per_frame;
     int np = 0;
     for (const floe_param_desc *p = sd->params; p && p->name; p++)
         set_default(&st, np++, p);
@@ -457,6 +459,8 @@ int ctx_run_stages(floe_ctx *ctx)
         return rc;
     int spec = -1; /* first stage run on unchecked (speculative) lists */
     for (int i = 0; i < ctx->nstages; i++) {
+        if (ctx->stages[i].per_frame) /* floe_frame_stages runs them */
+            continue;
         if (spec >= 0 && !replayable(ctx, &ctx->stages[i])) {
             if ((rc = settle_lists(ctx, spec, i)))
                 return rc;
@@ -473,6 +477,27 @@ int ctx_run_stages(floe_ctx *ctx)
     if (ctx->cl && (rc = ctx_cl_step_end(ctx)))
         return rc;
     return FLOE_OK;
+}
+
+int ctx_has_frame_stages(const floe_ctx *ctx)
+{
+    for (int i = 0; i < ctx->nstages; i++)
+        if (ctx->stages[i].per_frame)
+            return 1;
+    return 0;
+}
+
+int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame)
+{
+    int rc = FLOE_OK;
+    ctx->out_dir = out_dir;
+    ctx->info.frame = frame;
+    for (int i = 0; i < ctx->nstages && !rc; i++)
+        if (ctx->stages[i].per_frame)
+            rc = run_stage(ctx, i);
+    ctx->out_dir = NULL;
+    ctx->current_stage = NULL;
+    return rc;
 }
 
 int floe_step(floe_ctx *ctx, double dt)

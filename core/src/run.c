@@ -265,8 +265,11 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
     /* an adaptive run continues from the last step of the previous run */
     double t0 = wall_now(), dt_prev = ctx->dt_last;
     uint64_t steps_total = 0, particle_steps = 0;
+    const char *frame_dir = def.write_frames ? def.out_dir : NULL; /* per-frame stages' files */
     if (def.out_dir && def.write_frames)
         rc = write_frame(ctx, &def, 0);
+    if (!rc && ctx_has_frame_stages(ctx))
+        rc = floe_frame_stages(ctx, frame_dir, 0);
     if (!rc && def.out_dir)
         rc = rec_write(rpath, &rec) ? ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s", rpath) : FLOE_OK;
     double t_start = ctx->info.time;
@@ -300,6 +303,8 @@ int floe_run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *sum)
             break;
         steps_total += fr->st.steps;
         frame_stats(ctx, &fr->st);
+        if (ctx_has_frame_stages(ctx) && (rc = floe_frame_stages(ctx, frame_dir, f)))
+            break;
         particle_steps += fr->st.steps * fr->st.particles;
         fr->st.time = ctx->info.time;
         fr->st.wall_s = wall_now() - fw0;

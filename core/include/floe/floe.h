@@ -129,6 +129,10 @@ int floe_step(floe_ctx *ctx, double dt);
 /* Override a stage parameter by "stage.param" after the pipeline is built
  * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
 int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
+/* Run the per-frame stages (floe_stage_desc.per_frame) once for output frame
+ * `frame`, writing their files into out_dir (NULL: write nothing). floe_run
+ * calls it after every frame; hosts that own their loop call it themselves. */
+int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame);
 
 /* ---- running ---------------------------------------------------------- */
 

@@ -1,0 +1,292 @@
+/* The scalar field the surface is the iso level of: the colour field
+ * phi(x) = sum_j V_j det(G_j) P(|G_j (x - c_j)|), P the cubic spline of unit
+ * support. Isotropic kernels: c_j = x_j, G_j = I / H. Anisotropic (Yu &
+ * Turk 2013, <floe/anisotropy.h>): c_j the Laplacian-smoothed centre and G_j
+ * from the weighted covariance of the neighbourhood. */
+#include "surface.h"
+
+#include <floe/anisotropy.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* half-extents of the support ellipsoid |G u| <= 1 along the axes: the norms
+ * of the rows of G^-1 */
+static void support_box(kern *k)
+{
+    const float *G = k->G;
+    double a[9] = {G[4] * G[8] - G[5] * G[7], G[2] * G[7] - G[1] * G[8], G[1] * G[5] - G[2] * G[4],
+                   G[5] * G[6] - G[3] * G[8], G[0] * G[8] - G[2] * G[6], G[2] * G[3] - G[0] * G[5],
+                   G[3] * G[7] - G[4] * G[6], G[1] * G[6] - G[0] * G[7], G[0] * G[4] - G[1] * G[3]};
+    double det = G[0] * a[0] + G[1] * a[3] + G[2] * a[6];
+    for (int r = 0; r < 3; r++)
+        k->ext[r] = (float)(sqrt(a[3 * r] * a[3 * r] + a[3 * r + 1] * a[3 * r + 1] + a[3 * r + 2] * a[3 * r + 2]) /
+                            fabs(det));
+}
+
+void kerns_isotropic(kern *k, const float *x, uint32_t n, float V, float H)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(k[i].c, &x[3 * i], sizeof k[i].c);
+        memset(k[i].G, 0, sizeof k[i].G);
+        k[i].G[0] = k[i].G[4] = k[i].G[8] = 1.0f / H;
+        k[i].V = V;
+        k[i].ext[0] = k[i].ext[1] = k[i].ext[2] = H;
+    }
+}
+
+/* ---- the particles' neighbourhoods: particles sorted by cell -------------- */
+
+typedef struct cell_sort {
+    uint64_t *key;           /* sorted cell keys */
+    uint32_t *idx;           /* particle of each entry */
+    double lo[3], inv;
+    uint32_t n;
+} cell_sort;
+
+static uint64_t cell_key(int64_t cx, int64_t cy, int64_t cz)
+{
+    return (uint64_t)cx | (uint64_t)cy << 21 | (uint64_t)cz << 42;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return (*x > *y) - (*x < *y);
+}
+
+static int cells_build(cell_sort *cs, const float *x, uint32_t n, double h, mem_meter *m)
+{
+    cs->n = n;
+    cs->inv = 1.0 / h;
+    for (int k = 0; k < 3; k++)
+        cs->lo[k] = INFINITY;
+    for (uint32_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            cs->lo[k] = fmin(cs->lo[k], x[3 * i + k] - h);
+    uint64_t *pair = meter_alloc(m, (size_t)n * 2 * sizeof *pair, 0);
+    cs->key = meter_alloc(m, (size_t)n * sizeof *cs->key, 0);
+    cs->idx = meter_alloc(m, (size_t)n * sizeof *cs->idx, 0);
+    if (!pair || !cs->key || !cs->idx) {
+        meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
+        return FLOE_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t c[3];
+        for (int k = 0; k < 3; k++)
+            c[k] = (int64_t)floor((x[3 * i + k] - cs->lo[k]) * cs->inv) & 0x1fffff;
+        pair[2 * i] = cell_key(c[0], c[1], c[2]);
+        pair[2 * i + 1] = i;
+    }
+    qsort(pair, n, 2 * sizeof *pair, cmp_entry);
+    for (uint32_t i = 0; i < n; i++) {
+        cs->key[i] = pair[2 * i];
+        cs->idx[i] = (uint32_t)pair[2 * i + 1];
+    }
+    meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
+    return FLOE_OK;
+}
+
+static void cells_free(cell_sort *cs, mem_meter *m)
+{
+    meter_free(m, cs->key, (size_t)cs->n * sizeof *cs->key);
+    meter_free(m, cs->idx, (size_t)cs->n * sizeof *cs->idx);
+}
+
+/* first entry with key >= k */
+static uint32_t lower_bound(const cell_sort *cs, uint64_t k)
+{
+    uint32_t a = 0, b = cs->n;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (cs->key[mid] < k)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/* weighted mean and covariance of the neighbourhood of particle i */
+static int neighbourhood(const cell_sort *cs, const float *x, uint32_t i, double r, double mean[3], double cov[6])
+{
+    const double r2 = r * r, inv_r = 1.0 / r;
+    const double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]};
+    int64_t c[3];
+    for (int k = 0; k < 3; k++)
+        c[k] = (int64_t)floor((xi[k] - cs->lo[k]) * cs->inv);
+    double sw = 0, s1[3] = {0, 0, 0}, s2[6] = {0, 0, 0, 0, 0, 0};
+    int count = 0;
+    for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++)
+            for (int dx = -1; dx <= 1; dx++) {
+                int64_t cx = c[0] + dx, cy = c[1] + dy, cz = c[2] + dz;
+                if (cx < 0 || cy < 0 || cz < 0)
+                    continue;
+                uint64_t key = cell_key(cx, cy, cz);
+                for (uint32_t e = lower_bound(cs, key); e < cs->n && cs->key[e] == key; e++) {
+                    uint32_t j = cs->idx[e];
+                    double d[3] = {x[3 * j] - xi[0], x[3 * j + 1] - xi[1], x[3 * j + 2] - xi[2]};
+                    double dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    if (dd >= r2)
+                        continue;
+                    double w = floe_aniso_weight(dd, inv_r);
+                    count += j != i;
+                    sw += w;
+                    /* moments about x_i: cancels the large coordinates */
+                    for (int k = 0; k < 3; k++)
+                        s1[k] += w * d[k];
+                    s2[0] += w * d[0] * d[0], s2[1] += w * d[0] * d[1], s2[2] += w * d[0] * d[2];
+                    s2[3] += w * d[1] * d[1], s2[4] += w * d[1] * d[2], s2[5] += w * d[2] * d[2];
+                }
+            }
+    double m[3] = {s1[0] / sw, s1[1] / sw, s1[2] / sw};
+    for (int k = 0; k < 3; k++)
+        mean[k] = xi[k] + m[k];
+    cov[0] = s2[0] / sw - m[0] * m[0], cov[1] = s2[1] / sw - m[0] * m[1], cov[2] = s2[2] / sw - m[0] * m[2];
+    cov[3] = s2[3] / sw - m[1] * m[1], cov[4] = s2[4] / sw - m[1] * m[2], cov[5] = s2[5] / sw - m[2] * m[2];
+    return count;
+}
+
+/* Taubin's second step (1995, "A signal processing approach to fair surface
+ * design"): c <- c + mu (c^w - c) with mu = -lambda / (1 - 0.1 lambda). The
+ * smoothing step alone pulls the outer layers inward (their neighbourhood
+ * is one-sided), which shrinks a sphere of radius 20 spacings by 4-7% in
+ * volume; this step pushes them back by about as much while the noise the
+ * first step removed stays removed. */
+static int inflate(kern *k, uint32_t n, const aniso_opts *o, mem_meter *m)
+{
+    size_t bytes = (size_t)n * 3 * sizeof(float);
+    float *c = meter_alloc(m, bytes, 0);
+    cell_sort cs;
+    if (!c)
+        return FLOE_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        memcpy(&c[3 * (size_t)i], k[i].c, sizeof k[i].c);
+    if (cells_build(&cs, c, n, o->radius, m)) {
+        meter_free(m, c, bytes);
+        return FLOE_ERR_NOMEM;
+    }
+    const double mu = -o->lambda / (1.0 - 0.1 * o->lambda);
+#pragma omp parallel for schedule(dynamic, 256)
+    for (uint32_t i = 0; i < n; i++) {
+        double mean[3], cov[6];
+        neighbourhood(&cs, c, i, o->radius, mean, cov);
+        for (int d = 0; d < 3; d++)
+            k[i].c[d] = (float)(c[3 * (size_t)i + d] + mu * (mean[d] - c[3 * (size_t)i + d]));
+    }
+    cells_free(&cs, m);
+    meter_free(m, c, bytes);
+    return FLOE_OK;
+}
+
+int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_opts *o, mem_meter *m,
+                      uint32_t *n_stretched)
+{
+    cell_sort cs;
+    if (n == 0) {
+        *n_stretched = 0;
+        return FLOE_OK;
+    }
+    if (cells_build(&cs, x, n, o->radius, m))
+        return FLOE_ERR_NOMEM;
+    const floe_aniso_def ad = {o->H, o->kr, o->n_min};
+    uint32_t stretched = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : stretched)
+    for (uint32_t i = 0; i < n; i++) {
+        double mean[3], cov[6], G[9];
+        int cnt = neighbourhood(&cs, x, i, o->radius, mean, cov);
+        for (int d = 0; d < 3; d++)
+            k[i].c[d] = (float)((1.0 - o->lambda) * x[3 * i + d] + o->lambda * mean[d]);
+        double ax = floe_aniso_matrix(&ad, cov, cnt, G);
+        stretched += ax > 1.0 + 1e-6;
+        for (int d = 0; d < 9; d++)
+            k[i].G[d] = (float)G[d];
+        k[i].V = V;
+        support_box(&k[i]);
+    }
+    cells_free(&cs, m);
+    *n_stretched = stretched;
+    return o->lambda > 0 ? inflate(k, n, o, m) : FLOE_OK;
+}
+
+/* ---- the splat --------------------------------------------------------------- */
+
+static float spline_unit(float q) /* cubic spline of support 1 without its 8 / pi */
+{
+    if (q <= 0.5f)
+        return 6.0f * (q * q * q - q * q) + 1.0f;
+    float t = 1.0f - q;
+    return q < 1.0f ? 2.0f * t * t * t : 0.0f;
+}
+
+static void point_box(const sgrid *g, const kern *k, int64_t p0[3], int64_t p1[3], int margin)
+{
+    for (int d = 0; d < 3; d++) {
+        p0[d] = (int64_t)ceil((k->c[d] - k->ext[d] - g->lo[d]) / g->cell) - margin;
+        p1[d] = (int64_t)floor((k->c[d] + k->ext[d] - g->lo[d]) / g->cell) + margin;
+    }
+}
+
+static void splat_one(sgrid *g, const kern *k)
+{
+    const float *G = k->G;
+    double det = G[0] * ((double)G[4] * G[8] - (double)G[5] * G[7]) - G[1] * ((double)G[3] * G[8] - (double)G[5] * G[6]) +
+                 G[2] * ((double)G[3] * G[7] - (double)G[4] * G[6]);
+    const float amp = (float)(k->V * fabs(det) * 8.0 / FLOE_PI);
+    int64_t p0[3], p1[3];
+    point_box(g, k, p0, p1, 0);
+    for (int d = 0; d < 3; d++)
+        p0[d] = p0[d] < 0 ? 0 : p0[d];
+    const float cell = (float)g->cell;
+    for (int64_t pz = p0[2]; pz <= p1[2]; pz++) {
+        float dz = (float)(g->lo[2] + pz * g->cell - k->c[2]);
+        for (int64_t py = p0[1]; py <= p1[1]; py++) {
+            float dy = (float)(g->lo[1] + py * g->cell - k->c[1]);
+            /* u = G d is linear along the row: u = u0 + px * cell * G[:, 0] */
+            float dx0 = (float)(g->lo[0] + p0[0] * g->cell - k->c[0]);
+            float u0 = G[0] * dx0 + G[1] * dy + G[2] * dz;
+            float u1 = G[3] * dx0 + G[4] * dy + G[5] * dz;
+            float u2 = G[6] * dx0 + G[7] * dy + G[8] * dz;
+            const float s0 = G[0] * cell, s1 = G[3] * cell, s2 = G[6] * cell;
+            int32_t blk = -1, bx = -1;
+            for (int64_t px = p0[0]; px <= p1[0]; px++) {
+                float t = (float)(px - p0[0]);
+                float a = u0 + t * s0, b = u1 + t * s1, c = u2 + t * s2;
+                float q2 = a * a + b * b + c * c;
+                if (q2 >= 1.0f)
+                    continue;
+                if ((int32_t)(px >> BLOCK_LOG) != bx) {
+                    bx = (int32_t)(px >> BLOCK_LOG);
+                    blk = sgrid_find(g, bx, (int32_t)(py >> BLOCK_LOG), (int32_t)(pz >> BLOCK_LOG));
+                }
+                if (blk < 0)
+                    continue; /* cannot happen: the box's blocks were created */
+                size_t off = (size_t)blk * BLOCK_PTS + (size_t)(px & (BLOCK - 1)) +
+                             BLOCK * ((size_t)(py & (BLOCK - 1)) + BLOCK * (size_t)(pz & (BLOCK - 1)));
+                g->val[off] += amp * spline_unit(sqrtf(q2));
+            }
+        }
+    }
+}
+
+int field_splat(sgrid *g, const kern *k, uint32_t n)
+{
+    /* one point of margin around every support: a point of value > 0 has
+     * all its neighbours in existing blocks, so every cell the iso surface
+     * crosses has its lowest corner in a block (tets.c walks those) */
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t p0[3], p1[3];
+        point_box(g, &k[i], p0, p1, 1);
+        int rc = sgrid_touch_box(g, p0, p1);
+        if (rc)
+            return rc;
+    }
+    int rc = sgrid_alloc_values(g);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < n; i++)
+        splat_one(g, &k[i]);
+    return FLOE_OK;
+}
