@@ -230,3 +230,37 @@ Test(surface, sparse_grid_memory)
     cr_assert_eq(access(path, F_OK), 0, "no mesh %s", path);
     floe_ctx_destroy(ctx);
 }
+
+/* floe_surface_dir (`floe surface OUT_DIR`) on a run's particle frames gives
+ * the mesh the stage gave during the run */
+Test(surface, offline_matches_the_run)
+{
+    floe_ctx *ctx = make_ctx(-1, 3);
+    floe_set s = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    const float c[3] = {1, 1, 1};
+    cr_assert_gt(floe_fill_sphere(ctx, s, c, 6 * D, NULL), 500);
+    char dir[1024], path[1100];
+    out_dir(dir, sizeof dir, "offline");
+    floe_param_kv kv[] = {{"name", FLOE_PARAM_STRING, {.s = "online"}}, {"format", FLOE_PARAM_STRING, {.s = "ply"}}};
+    cr_assert_eq(floe_pipeline_add(ctx, "surface.mc", kv, 2), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_run_def r = floe_run_default_def();
+    r.frames = 1;
+    r.progress = 0;
+    r.out_dir = dir;
+    cr_assert_eq(floe_run(ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_ctx_destroy(ctx);
+    char err[1024];
+    cr_assert_eq(floe_surface_dir(dir, "mc", 0.5, 0, err, sizeof err), FLOE_OK, "%s", err);
+    for (int f = 0; f <= 1; f++) {
+        tmesh a, b;
+        snprintf(path, sizeof path, "%s/online.%04d.ply", dir, f);
+        cr_assert_eq(tmesh_read_ply(path, &a), 0, "%s", path);
+        snprintf(path, sizeof path, "%s/surface.%04d.ply", dir, f);
+        cr_assert_eq(tmesh_read_ply(path, &b), 0, "%s", path);
+        cr_assert_gt(a.nt, 100u);
+        cr_assert_eq(a.nt, b.nt, "frame %d: %u triangles during the run, %u offline", f, a.nt, b.nt);
+        cr_assert_eq(memcmp(a.v, b.v, (size_t)a.nv * 3 * sizeof *a.v), 0, "frame %d: vertices differ", f);
+        tmesh_free(&a);
+        tmesh_free(&b);
+    }
+}

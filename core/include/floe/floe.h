@@ -188,6 +188,12 @@ int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum);
 /* Ask a running floe_run to stop after the current frame (signal-safe). */
 void floe_request_stop(void);
 
+/* Surface the particle frames of a finished run in dir (NAME.NNNN.ply, run.yaml)
+ * with the surface module's stage "surface.<method>" ("mc" or "anisotropic")
+ * at cell size `cell` (fraction of the spacing, 0 = 0.5): meshes
+ * surface.NNNN.obj/.ply beside them; a progress bar when show is set. */
+int floe_surface_dir(const char *dir, const char *method, double cell, int show, char *err, size_t errlen);
+
 /* Neighbour search benchmark: n particles at fluid density, `iters` full
  * updates (sort + lists). Returns 0 or an error status. */
 int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
