@@ -129,7 +129,7 @@ static int surface_frames(floe_ctx *ctx, const char *dir, const frame_set *fs, c
     progress prog;
     int total = 0, done = 0, rc = FLOE_OK;
     double peak = 0, tris = 0;
-    struct timespec t0, t1;
+    struct timespec t0, t1 = {0, 0};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int f = 0; f <= fs->last; f++)
         for (int b = 0; b < fs->nbase; b++)
@@ -152,8 +152,10 @@ static int surface_frames(floe_ctx *ctx, const char *dir, const frame_set *fs, c
         progress_update(&prog, ++done, 0, 0, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
     }
     progress_end(&prog);
-    if (!rc)
-        fprintf(stderr, "floe surface: %d frames of %s, up to %.0f triangles, peak %.1f MB\n", done, dir, tris, peak);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    if (!rc && done)
+        printf("floe surface: %d frames of %s in %.3f s (%.1f ms per frame, reading included), up to %.0f "
+               "triangles, peak %.1f MB\n", done, dir, wall, 1e3 * wall / done, tris, peak);
     return rc;
 }
 

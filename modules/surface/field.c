@@ -38,9 +38,13 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float V, float H)
 
 /* ---- the particles' neighbourhoods: particles sorted by cell -------------- */
 
+/* Cells of half the neighbourhood radius, keyed x fastest, so the cells
+ * dx = -2..2 of one (dy, dz) row are one run of the sorted entries: 25 runs
+ * per particle, read from a sorted copy of the positions. */
 typedef struct cell_sort {
     uint64_t *key;           /* sorted cell keys */
     uint32_t *idx;           /* particle of each entry */
+    float *xs;               /* positions in entry order */
     double lo[3], inv;
     uint32_t n;
 } cell_sort;
@@ -50,25 +54,29 @@ static uint64_t cell_key(int64_t cx, int64_t cy, int64_t cz)
     return (uint64_t)cx | (uint64_t)cy << 21 | (uint64_t)cz << 42;
 }
 
-static int cmp_entry(const void *a, const void *b)
+static int cmp_entry(const void *a, const void *b) /* by cell, then by particle */
 {
     const uint64_t *x = a, *y = b;
-    return (*x > *y) - (*x < *y);
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-static int cells_build(cell_sort *cs, const float *x, uint32_t n, double h, mem_meter *m)
+static int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m)
 {
+    const double h = 0.5 * r;
     cs->n = n;
     cs->inv = 1.0 / h;
     for (int k = 0; k < 3; k++)
         cs->lo[k] = INFINITY;
     for (uint32_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
-            cs->lo[k] = fmin(cs->lo[k], x[3 * i + k] - h);
+            cs->lo[k] = fmin(cs->lo[k], x[3 * i + k] - 3 * h);
     uint64_t *pair = meter_alloc(m, (size_t)n * 2 * sizeof *pair, 0);
     cs->key = meter_alloc(m, (size_t)n * sizeof *cs->key, 0);
     cs->idx = meter_alloc(m, (size_t)n * sizeof *cs->idx, 0);
-    if (!pair || !cs->key || !cs->idx) {
+    cs->xs = meter_alloc(m, (size_t)n * 3 * sizeof *cs->xs, 0);
+    if (!pair || !cs->key || !cs->idx || !cs->xs) {
         meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
         return FLOE_ERR_NOMEM;
     }
@@ -80,9 +88,10 @@ static int cells_build(cell_sort *cs, const float *x, uint32_t n, double h, mem_
         pair[2 * i + 1] = i;
     }
     qsort(pair, n, 2 * sizeof *pair, cmp_entry);
-    for (uint32_t i = 0; i < n; i++) {
-        cs->key[i] = pair[2 * i];
-        cs->idx[i] = (uint32_t)pair[2 * i + 1];
+    for (uint32_t e = 0; e < n; e++) {
+        cs->key[e] = pair[2 * e];
+        cs->idx[e] = (uint32_t)pair[2 * e + 1];
+        memcpy(&cs->xs[3 * (size_t)e], &x[3 * (size_t)cs->idx[e]], 3 * sizeof *x);
     }
     meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
     return FLOE_OK;
@@ -92,6 +101,7 @@ static void cells_free(cell_sort *cs, mem_meter *m)
 {
     meter_free(m, cs->key, (size_t)cs->n * sizeof *cs->key);
     meter_free(m, cs->idx, (size_t)cs->n * sizeof *cs->idx);
+    meter_free(m, cs->xs, (size_t)cs->n * 3 * sizeof *cs->xs);
 }
 
 /* first entry with key >= k */
@@ -108,44 +118,46 @@ static uint32_t lower_bound(const cell_sort *cs, uint64_t k)
     return a;
 }
 
-/* weighted mean and covariance of the neighbourhood of particle i */
-static int neighbourhood(const cell_sort *cs, const float *x, uint32_t i, double r, double mean[3], double cov[6])
+/* weighted mean (and, when cov is not NULL, covariance) of the
+ * neighbourhood of the particle of entry e; returns its neighbour count */
+static int neighbourhood(const cell_sort *cs, uint32_t e, double r, double mean[3], double cov[6])
 {
-    const double r2 = r * r, inv_r = 1.0 / r;
-    const double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]};
+    const float r2 = (float)(r * r), inv_r = (float)(1.0 / r);
+    const float *xi = &cs->xs[3 * (size_t)e];
     int64_t c[3];
     for (int k = 0; k < 3; k++)
         c[k] = (int64_t)floor((xi[k] - cs->lo[k]) * cs->inv);
     double sw = 0, s1[3] = {0, 0, 0}, s2[6] = {0, 0, 0, 0, 0, 0};
     int count = 0;
-    for (int dz = -1; dz <= 1; dz++)
-        for (int dy = -1; dy <= 1; dy++)
-            for (int dx = -1; dx <= 1; dx++) {
-                int64_t cx = c[0] + dx, cy = c[1] + dy, cz = c[2] + dz;
-                if (cx < 0 || cy < 0 || cz < 0)
+    for (int dz = -2; dz <= 2; dz++)
+        for (int dy = -2; dy <= 2; dy++) {
+            int64_t cy = c[1] + dy, cz = c[2] + dz;
+            uint64_t k0 = cell_key(c[0] - 2, cy, cz), k1 = cell_key(c[0] + 2, cy, cz);
+            for (uint32_t f = lower_bound(cs, k0); f < cs->n && cs->key[f] <= k1; f++) {
+                const float *xj = &cs->xs[3 * (size_t)f];
+                float d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
+                float dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (dd >= r2)
                     continue;
-                uint64_t key = cell_key(cx, cy, cz);
-                for (uint32_t e = lower_bound(cs, key); e < cs->n && cs->key[e] == key; e++) {
-                    uint32_t j = cs->idx[e];
-                    double d[3] = {x[3 * j] - xi[0], x[3 * j + 1] - xi[1], x[3 * j + 2] - xi[2]};
-                    double dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                    if (dd >= r2)
-                        continue;
-                    double w = floe_aniso_weight(dd, inv_r);
-                    count += j != i;
-                    sw += w;
-                    /* moments about x_i: cancels the large coordinates */
-                    for (int k = 0; k < 3; k++)
-                        s1[k] += w * d[k];
+                float q = sqrtf(dd) * inv_r, w = 1.0f - q * q * q; /* floe_aniso_weight */
+                count += f != e;
+                sw += w;
+                /* moments about x_i: cancels the large coordinates */
+                for (int k = 0; k < 3; k++)
+                    s1[k] += w * d[k];
+                if (cov) {
                     s2[0] += w * d[0] * d[0], s2[1] += w * d[0] * d[1], s2[2] += w * d[0] * d[2];
                     s2[3] += w * d[1] * d[1], s2[4] += w * d[1] * d[2], s2[5] += w * d[2] * d[2];
                 }
             }
+        }
     double m[3] = {s1[0] / sw, s1[1] / sw, s1[2] / sw};
     for (int k = 0; k < 3; k++)
         mean[k] = xi[k] + m[k];
-    cov[0] = s2[0] / sw - m[0] * m[0], cov[1] = s2[1] / sw - m[0] * m[1], cov[2] = s2[2] / sw - m[0] * m[2];
-    cov[3] = s2[3] / sw - m[1] * m[1], cov[4] = s2[4] / sw - m[1] * m[2], cov[5] = s2[5] / sw - m[2] * m[2];
+    if (cov) {
+        cov[0] = s2[0] / sw - m[0] * m[0], cov[1] = s2[1] / sw - m[0] * m[1], cov[2] = s2[2] / sw - m[0] * m[2];
+        cov[3] = s2[3] / sw - m[1] * m[1], cov[4] = s2[4] / sw - m[1] * m[2], cov[5] = s2[5] / sw - m[2] * m[2];
+    }
     return count;
 }
 
@@ -170,9 +182,10 @@ static int inflate(kern *k, uint32_t n, const aniso_opts *o, mem_meter *m)
     }
     const double mu = -o->lambda / (1.0 - 0.1 * o->lambda);
 #pragma omp parallel for schedule(dynamic, 256)
-    for (uint32_t i = 0; i < n; i++) {
-        double mean[3], cov[6];
-        neighbourhood(&cs, c, i, o->radius, mean, cov);
+    for (uint32_t e = 0; e < n; e++) {
+        double mean[3];
+        uint32_t i = cs.idx[e];
+        neighbourhood(&cs, e, o->radius, mean, NULL);
         for (int d = 0; d < 3; d++)
             k[i].c[d] = (float)(c[3 * (size_t)i + d] + mu * (mean[d] - c[3 * (size_t)i + d]));
     }
@@ -194,9 +207,10 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_
     const floe_aniso_def ad = {o->H, o->kr, o->n_min};
     uint32_t stretched = 0;
 #pragma omp parallel for schedule(dynamic, 256) reduction(+ : stretched)
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t e = 0; e < n; e++) {
         double mean[3], cov[6], G[9];
-        int cnt = neighbourhood(&cs, x, i, o->radius, mean, cov);
+        uint32_t i = cs.idx[e];
+        int cnt = neighbourhood(&cs, e, o->radius, mean, cov);
         for (int d = 0; d < 3; d++)
             k[i].c[d] = (float)((1.0 - o->lambda) * x[3 * i + d] + o->lambda * mean[d]);
         double ax = floe_aniso_matrix(&ad, cov, cnt, G);
@@ -229,7 +243,8 @@ static void point_box(const sgrid *g, const kern *k, int64_t p0[3], int64_t p1[3
     }
 }
 
-static void splat_one(sgrid *g, const kern *k)
+/* the kernel's contribution to the points of block blk (coordinates bc) */
+static void splat_block(sgrid *g, const kern *k, int32_t blk, const int32_t bc[3])
 {
     const float *G = k->G;
     double det = G[0] * ((double)G[4] * G[8] - (double)G[5] * G[7]) - G[1] * ((double)G[3] * G[8] - (double)G[5] * G[6]) +
@@ -237,39 +252,49 @@ static void splat_one(sgrid *g, const kern *k)
     const float amp = (float)(k->V * fabs(det) * 8.0 / FLOE_PI);
     int64_t p0[3], p1[3];
     point_box(g, k, p0, p1, 0);
-    for (int d = 0; d < 3; d++)
-        p0[d] = p0[d] < 0 ? 0 : p0[d];
+    for (int d = 0; d < 3; d++) {
+        int64_t b0 = (int64_t)bc[d] * BLOCK, b1 = b0 + BLOCK - 1;
+        p0[d] = p0[d] < b0 ? b0 : p0[d];
+        p1[d] = p1[d] > b1 ? b1 : p1[d];
+    }
+    float *val = &g->val[(size_t)blk * BLOCK_PTS];
     const float cell = (float)g->cell;
     for (int64_t pz = p0[2]; pz <= p1[2]; pz++) {
         float dz = (float)(g->lo[2] + pz * g->cell - k->c[2]);
         for (int64_t py = p0[1]; py <= p1[1]; py++) {
             float dy = (float)(g->lo[1] + py * g->cell - k->c[1]);
-            /* u = G d is linear along the row: u = u0 + px * cell * G[:, 0] */
+            /* u = G d is linear along the row: u = u0 + t cell G[:, 0] */
             float dx0 = (float)(g->lo[0] + p0[0] * g->cell - k->c[0]);
             float u0 = G[0] * dx0 + G[1] * dy + G[2] * dz;
             float u1 = G[3] * dx0 + G[4] * dy + G[5] * dz;
             float u2 = G[6] * dx0 + G[7] * dy + G[8] * dz;
             const float s0 = G[0] * cell, s1 = G[3] * cell, s2 = G[6] * cell;
-            int32_t blk = -1, bx = -1;
+            float *row = &val[BLOCK * ((size_t)(py & (BLOCK - 1)) + BLOCK * (size_t)(pz & (BLOCK - 1)))];
             for (int64_t px = p0[0]; px <= p1[0]; px++) {
                 float t = (float)(px - p0[0]);
                 float a = u0 + t * s0, b = u1 + t * s1, c = u2 + t * s2;
                 float q2 = a * a + b * b + c * c;
-                if (q2 >= 1.0f)
-                    continue;
-                if ((int32_t)(px >> BLOCK_LOG) != bx) {
-                    bx = (int32_t)(px >> BLOCK_LOG);
-                    blk = sgrid_find(g, bx, (int32_t)(py >> BLOCK_LOG), (int32_t)(pz >> BLOCK_LOG));
-                }
-                if (blk < 0)
-                    continue; /* cannot happen: the box's blocks were created */
-                size_t off = (size_t)blk * BLOCK_PTS + (size_t)(px & (BLOCK - 1)) +
-                             BLOCK * ((size_t)(py & (BLOCK - 1)) + BLOCK * (size_t)(pz & (BLOCK - 1)));
-                g->val[off] += amp * spline_unit(sqrtf(q2));
+                if (q2 < 1.0f)
+                    row[px & (BLOCK - 1)] += amp * spline_unit(sqrtf(q2));
             }
         }
     }
 }
+
+/* BODY for every existing block blk_ of the kernel kk's support box */
+#define FOR_BLOCKS_OF(g, kk, BODY)                                                                \
+    do {                                                                                          \
+        int64_t p0_[3], p1_[3];                                                                   \
+        point_box((g), (kk), p0_, p1_, 0);                                                        \
+        for (int32_t bz_ = (int32_t)(p0_[2] >> BLOCK_LOG); bz_ <= (int32_t)(p1_[2] >> BLOCK_LOG); bz_++) \
+            for (int32_t by_ = (int32_t)(p0_[1] >> BLOCK_LOG); by_ <= (int32_t)(p1_[1] >> BLOCK_LOG); by_++) \
+                for (int32_t bx_ = (int32_t)(p0_[0] >> BLOCK_LOG); bx_ <= (int32_t)(p1_[0] >> BLOCK_LOG); bx_++) { \
+                    int32_t blk_ = sgrid_find((g), bx_, by_, bz_);                                \
+                    if (blk_ >= 0) {                                                              \
+                        BODY;                                                                     \
+                    }                                                                             \
+                }                                                                                 \
+    } while (0)
 
 int field_splat(sgrid *g, const kern *k, uint32_t n)
 {
@@ -286,7 +311,33 @@ int field_splat(sgrid *g, const kern *k, uint32_t n)
     int rc = sgrid_alloc_values(g);
     if (rc)
         return rc;
+    /* the kernels of each block, in kernel order (so every point sums in
+     * the same order on any number of threads); then the blocks in parallel */
+    const size_t nb = (size_t)g->nblocks, sb = (nb + 1) * sizeof(uint32_t);
+    uint32_t *start = meter_alloc(g->mem, sb, 1);
+    if (!start)
+        return FLOE_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++)
-        splat_one(g, &k[i]);
+        FOR_BLOCKS_OF(g, &k[i], start[blk_ + 1]++);
+    for (size_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    size_t lb = (size_t)start[nb] * sizeof(uint32_t);
+    uint32_t *list = meter_alloc(g->mem, lb, 0), *fill = meter_alloc(g->mem, sb, 0);
+    if (!list || !fill) {
+        meter_free(g->mem, list, lb);
+        meter_free(g->mem, fill, sb);
+        meter_free(g->mem, start, sb);
+        return FLOE_ERR_NOMEM;
+    }
+    memcpy(fill, start, sb);
+    for (uint32_t i = 0; i < n; i++)
+        FOR_BLOCKS_OF(g, &k[i], list[fill[blk_]++] = i);
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int32_t b = 0; b < (int32_t)nb; b++)
+        for (uint32_t e = start[b]; e < start[b + 1]; e++)
+            splat_block(g, &k[list[e]], b, &g->coord[3 * (size_t)b]);
+    meter_free(g->mem, list, lb);
+    meter_free(g->mem, fill, sb);
+    meter_free(g->mem, start, sb);
     return FLOE_OK;
 }
