@@ -227,6 +227,8 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_
 
 /* ---- the splat --------------------------------------------------------------- */
 
+#define SPLINE_SIGMA 2.54647908947f /* 8 / pi, the cubic spline's normalisation at support 1 */
+
 static float spline_unit(float q) /* cubic spline of support 1 without its 8 / pi */
 {
     if (q <= 0.5f)
@@ -243,13 +245,16 @@ static void point_box(const sgrid *g, const kern *k, int64_t p0[3], int64_t p1[3
     }
 }
 
-/* the kernel's contribution to the points of block blk (coordinates bc) */
+/* the kernel's contribution to the points of block blk (coordinates bc),
+ * in float, operation by operation as kernels/surface/splat.cl computes it
+ * (no contraction on either side: c_std=c11 here, FP_CONTRACT OFF there),
+ * so the device's grid is the host's */
 static void splat_block(sgrid *g, const kern *k, int32_t blk, const int32_t bc[3])
 {
     const float *G = k->G;
-    double det = G[0] * ((double)G[4] * G[8] - (double)G[5] * G[7]) - G[1] * ((double)G[3] * G[8] - (double)G[5] * G[6]) +
-                 G[2] * ((double)G[3] * G[7] - (double)G[4] * G[6]);
-    const float amp = (float)(k->V * fabs(det) * 8.0 / FLOE_PI);
+    const float det = G[0] * (G[4] * G[8] - G[5] * G[7]) - G[1] * (G[3] * G[8] - G[5] * G[6]) +
+                      G[2] * (G[3] * G[7] - G[4] * G[6]);
+    const float amp = k->V * fabsf(det) * SPLINE_SIGMA;
     int64_t p0[3], p1[3];
     point_box(g, k, p0, p1, 0);
     for (int d = 0; d < 3; d++) {
@@ -258,22 +263,18 @@ static void splat_block(sgrid *g, const kern *k, int32_t blk, const int32_t bc[3
         p1[d] = p1[d] > b1 ? b1 : p1[d];
     }
     float *val = &g->val[(size_t)blk * BLOCK_PTS];
-    const float cell = (float)g->cell;
+    const float lo0 = (float)g->lo[0], lo1 = (float)g->lo[1], lo2 = (float)g->lo[2], cell = (float)g->cell;
     for (int64_t pz = p0[2]; pz <= p1[2]; pz++) {
-        float dz = (float)(g->lo[2] + pz * g->cell - k->c[2]);
+        const float dz = (lo2 + (float)pz * cell) - k->c[2];
         for (int64_t py = p0[1]; py <= p1[1]; py++) {
-            float dy = (float)(g->lo[1] + py * g->cell - k->c[1]);
-            /* u = G d is linear along the row: u = u0 + t cell G[:, 0] */
-            float dx0 = (float)(g->lo[0] + p0[0] * g->cell - k->c[0]);
-            float u0 = G[0] * dx0 + G[1] * dy + G[2] * dz;
-            float u1 = G[3] * dx0 + G[4] * dy + G[5] * dz;
-            float u2 = G[6] * dx0 + G[7] * dy + G[8] * dz;
-            const float s0 = G[0] * cell, s1 = G[3] * cell, s2 = G[6] * cell;
+            const float dy = (lo1 + (float)py * cell) - k->c[1];
             float *row = &val[BLOCK * ((size_t)(py & (BLOCK - 1)) + BLOCK * (size_t)(pz & (BLOCK - 1)))];
             for (int64_t px = p0[0]; px <= p1[0]; px++) {
-                float t = (float)(px - p0[0]);
-                float a = u0 + t * s0, b = u1 + t * s1, c = u2 + t * s2;
-                float q2 = a * a + b * b + c * c;
+                const float dx = (lo0 + (float)px * cell) - k->c[0];
+                const float a = G[0] * dx + G[1] * dy + G[2] * dz;
+                const float b = G[3] * dx + G[4] * dy + G[5] * dz;
+                const float c = G[6] * dx + G[7] * dy + G[8] * dz;
+                const float q2 = a * a + b * b + c * c;
                 if (q2 < 1.0f)
                     row[px & (BLOCK - 1)] += amp * spline_unit(sqrtf(q2));
             }
@@ -296,8 +297,9 @@ static void splat_block(sgrid *g, const kern *k, int32_t blk, const int32_t bc[3
                 }                                                                                 \
     } while (0)
 
-int field_splat(sgrid *g, const kern *k, uint32_t n)
+int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
 {
+    memset(sl, 0, sizeof *sl);
     /* one point of margin around every support: a point of value > 0 has
      * all its neighbours in existing blocks, so every cell the iso surface
      * crosses has its lowest corner in a block (tets.c walks those) */
@@ -312,32 +314,47 @@ int field_splat(sgrid *g, const kern *k, uint32_t n)
     if (rc)
         return rc;
     /* the kernels of each block, in kernel order (so every point sums in
-     * the same order on any number of threads); then the blocks in parallel */
-    const size_t nb = (size_t)g->nblocks, sb = (nb + 1) * sizeof(uint32_t);
-    uint32_t *start = meter_alloc(g->mem, sb, 1);
+     * the same order on any number of threads) */
+    const size_t nb = (size_t)g->nblocks;
+    sl->sb = (nb + 1) * sizeof(uint32_t);
+    uint32_t *start = sl->start = meter_alloc(g->mem, sl->sb, 1);
     if (!start)
         return FLOE_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++)
         FOR_BLOCKS_OF(g, &k[i], start[blk_ + 1]++);
     for (size_t b = 0; b < nb; b++)
         start[b + 1] += start[b];
-    size_t lb = (size_t)start[nb] * sizeof(uint32_t);
-    uint32_t *list = meter_alloc(g->mem, lb, 0), *fill = meter_alloc(g->mem, sb, 0);
+    sl->lb = (size_t)start[nb] * sizeof(uint32_t);
+    uint32_t *list = sl->list = meter_alloc(g->mem, sl->lb, 0), *fill = meter_alloc(g->mem, sl->sb, 0);
     if (!list || !fill) {
-        meter_free(g->mem, list, lb);
-        meter_free(g->mem, fill, sb);
-        meter_free(g->mem, start, sb);
+        meter_free(g->mem, fill, sl->sb);
         return FLOE_ERR_NOMEM;
     }
-    memcpy(fill, start, sb);
+    memcpy(fill, start, sl->sb);
     for (uint32_t i = 0; i < n; i++)
         FOR_BLOCKS_OF(g, &k[i], list[fill[blk_]++] = i);
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int32_t b = 0; b < (int32_t)nb; b++)
-        for (uint32_t e = start[b]; e < start[b + 1]; e++)
-            splat_block(g, &k[list[e]], b, &g->coord[3 * (size_t)b]);
-    meter_free(g->mem, list, lb);
-    meter_free(g->mem, fill, sb);
-    meter_free(g->mem, start, sb);
+    meter_free(g->mem, fill, sl->sb);
     return FLOE_OK;
+}
+
+void splat_lists_free(sgrid *g, splat_lists *sl)
+{
+    meter_free(g->mem, sl->list, sl->lb);
+    meter_free(g->mem, sl->start, sl->sb);
+    memset(sl, 0, sizeof *sl);
+}
+
+int field_splat(sgrid *g, const kern *k, uint32_t n)
+{
+    splat_lists sl;
+    int rc = splat_lists_build(g, k, n, &sl);
+    if (!rc) {
+        const int32_t nb = g->nblocks;
+#pragma omp parallel for schedule(dynamic, 4)
+        for (int32_t b = 0; b < nb; b++)
+            for (uint32_t e = sl.start[b]; e < sl.start[b + 1]; e++)
+                splat_block(g, &k[sl.list[e]], b, &g->coord[3 * (size_t)b]);
+    }
+    splat_lists_free(g, &sl);
+    return rc;
 }

@@ -124,8 +124,8 @@ typedef struct frame_out {
     int32_t blocks;
 } frame_out;
 
-static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, const parts *p, mem_meter *m, mesh *out,
-                      frame_out *fo)
+static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const parts *p, mem_meter *m,
+                      mesh *out, frame_out *fo)
 {
     const floe_sim_info *si = api->sim(ctx);
     const float H = pv[P_SUPPORT].f > 0 ? (float)(pv[P_SUPPORT].f * si->spacing) : si->support;
@@ -162,7 +162,9 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, const part
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
         rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
-    if (!rc && (rc = field_splat(&g, k, p->n)))
+    if (!rc && device)
+        rc = field_splat_cl(ctx, &g, k, p->n);
+    else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
     if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, out)))
@@ -201,7 +203,7 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int surface_run(const floe_stage_call *c, int aniso)
+static int surface_run(const floe_stage_call *c, int aniso, int device)
 {
     floe_ctx *ctx = c->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -216,7 +218,7 @@ static int surface_run(const floe_stage_call *c, int aniso)
     frame_out fo = {0, 0};
     int rc = gather(ctx, c->param[P_SETS].s, &p, &m);
     if (!rc)
-        rc = build_mesh(ctx, c->param, aniso, &p, &m, &me, &fo);
+        rc = build_mesh(ctx, c->param, aniso, device, &p, &m, &me, &fo);
     meter_free(&m, p.x, (size_t)p.n * 3 * sizeof *p.x);
     meter_free(&m, p.V, (size_t)p.n * sizeof *p.V);
     if (!rc)
@@ -237,13 +239,16 @@ static int surface_run(const floe_stage_call *c, int aniso)
     return rc;
 }
 
-static int run_mc(const floe_stage_call *c) { return surface_run(c, 0); }
-static int run_aniso(const floe_stage_call *c) { return surface_run(c, 1); }
+static int run_mc(const floe_stage_call *c) { return surface_run(c, 0, 0); }
+static int run_aniso(const floe_stage_call *c) { return surface_run(c, 1, 0); }
+/* OpenCL backend: the splat on the device (surface_cl.c) */
+static int run_mc_cl(const floe_stage_call *c) { return surface_run(c, 0, 1); }
+static int run_aniso_cl(const floe_stage_call *c) { return surface_run(c, 1, 1); }
 
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "mc", .run = run_mc, .params = mc_params, .attrs = attrs, .per_frame = 1,
+    {FLOE_SIZED(floe_stage_desc), .name = "mc", .run = run_mc, .run_cl = run_mc_cl, .params = mc_params, .attrs = attrs, .per_frame = 1,
      .doc = "mesh of the colour field of isotropic kernels (iso value, marching tetrahedra), once per frame"},
-    {FLOE_SIZED(floe_stage_desc), .name = "anisotropic", .run = run_aniso, .params = aniso_params, .attrs = attrs,
+    {FLOE_SIZED(floe_stage_desc), .name = "anisotropic", .run = run_aniso, .run_cl = run_aniso_cl, .params = aniso_params, .attrs = attrs,
      .per_frame = 1,
      .doc = "mesh of the colour field of Yu & Turk anisotropic kernels (smoothed centres, covariance), once per frame"},
     {0},

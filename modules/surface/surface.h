@@ -77,6 +77,19 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_
                       uint32_t *n_stretched);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
+_Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
+
+/* the blocks (created, values zeroed) and the kernels of each block, in
+ * kernel order: start[b]..start[b + 1] index list */
+typedef struct splat_lists {
+    uint32_t *start, *list;
+    size_t sb, lb;
+} splat_lists;
+int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
+void splat_lists_free(sgrid *g, splat_lists *sl);
+/* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
+ * item per grid point; api->fail's status on an error */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n);
 
 /* ---- the mesh (tets.c) ----------------------------------------------------- */
 
