@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <floe/anisotropy.h>
 #include <floe/floe.h>
 
 #include <math.h>
@@ -15,6 +16,40 @@
 #include <unistd.h>
 
 static const float D = 0.1f; /* particle spacing */
+
+/* <floe/anisotropy.h>: A v = lambda v with orthonormal v, sorted; G keeps
+ * the kernel volume (det G = 1/H^3) and clamps the axis ratio to k_r */
+Test(anisotropy, eigen_decomposition_and_kernel_matrix)
+{
+    srand(3);
+    for (int trial = 0; trial < 200; trial++) {
+        double m[6], ev[3], R[3][3];
+        for (int k = 0; k < 6; k++)
+            m[k] = 2.0 * rand() / RAND_MAX - 1.0;
+        const double A[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
+        floe_sym3_eigen(m, ev, R);
+        cr_assert(ev[0] >= ev[1] && ev[1] >= ev[2]);
+        for (int k = 0; k < 3; k++)
+            for (int r = 0; r < 3; r++) {
+                double av = A[r][0] * R[k][0] + A[r][1] * R[k][1] + A[r][2] * R[k][2];
+                cr_assert_lt(fabs(av - ev[k] * R[k][r]), 1e-12, "trial %d: A v != lambda v", trial);
+                double dot = R[k][0] * R[r][0] + R[k][1] * R[r][1] + R[k][2] * R[r][2];
+                cr_assert_lt(fabs(dot - (k == r)), 1e-12, "trial %d: eigenvectors not orthonormal", trial);
+            }
+    }
+    /* a flat neighbourhood (variance 1, 1, 0.01 along x, y, z) */
+    const floe_aniso_def d = {0.2, 4, 25};
+    const double cov[6] = {1, 0, 0, 1, 0, 0.01};
+    double G[9];
+    double ax = floe_aniso_matrix(&d, cov, 30, G);
+    double det = G[0] * (G[4] * G[8] - G[5] * G[7]) - G[1] * (G[3] * G[8] - G[5] * G[6]) +
+                 G[2] * (G[3] * G[7] - G[4] * G[6]);
+    cr_assert_lt(fabs(det * d.H * d.H * d.H - 1), 1e-12, "det G H^3 = %g", det * d.H * d.H * d.H);
+    cr_assert_lt(fabs(G[8] / G[0] - 4), 1e-12, "axis ratio %g, clamped to k_r = 4", G[8] / G[0]);
+    cr_assert_lt(fabs(ax - cbrt(4.0)), 1e-12, "longest semi-axis %g H", ax);
+    cr_assert_eq(floe_aniso_matrix(&d, cov, 24, G), 1.0, "too few neighbours: isotropic");
+    cr_assert_lt(fabs(G[0] * d.H - 1) + fabs(G[1]) + fabs(G[8] * d.H - 1), 1e-15);
+}
 
 static floe_ctx *make_ctx(float lo, float hi)
 {

@@ -25,13 +25,12 @@ static void support_box(kern *k)
                             fabs(det));
 }
 
-void kerns_isotropic(kern *k, const float *x, uint32_t n, float V, float H)
+void kerns_isotropic(kern *k, const float *x, uint32_t n, float H)
 {
     for (uint32_t i = 0; i < n; i++) {
         memcpy(k[i].c, &x[3 * i], sizeof k[i].c);
         memset(k[i].G, 0, sizeof k[i].G);
         k[i].G[0] = k[i].G[4] = k[i].G[8] = 1.0f / H;
-        k[i].V = V;
         k[i].ext[0] = k[i].ext[1] = k[i].ext[2] = H;
     }
 }
@@ -194,8 +193,7 @@ static int inflate(kern *k, uint32_t n, const aniso_opts *o, mem_meter *m)
     return FLOE_OK;
 }
 
-int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_opts *o, mem_meter *m,
-                      uint32_t *n_stretched)
+int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched)
 {
     cell_sort cs;
     if (n == 0) {
@@ -217,7 +215,6 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_
         stretched += ax > 1.0 + 1e-6;
         for (int d = 0; d < 9; d++)
             k[i].G[d] = (float)G[d];
-        k[i].V = V;
         support_box(&k[i]);
     }
     cells_free(&cs, m);

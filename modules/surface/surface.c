@@ -139,16 +139,12 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        if (kerns_anisotropic(k, p->x, p->n, 1.0f, &o, m, &fo->stretched)) {
+        if (kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched)) {
             meter_free(m, k, kb);
             return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
         }
-        for (uint32_t i = 0; i < p->n; i++)
-            k[i].V = p->V[i];
     } else {
-        kerns_isotropic(k, p->x, p->n, 1.0f, H);
-        for (uint32_t i = 0; i < p->n; i++)
-            k[i].V = p->V[i];
+        kerns_isotropic(k, p->x, p->n, H);
     }
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (uint32_t i = 0; i < p->n; i++)

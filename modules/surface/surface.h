@@ -69,12 +69,12 @@ typedef struct aniso_opts {
     int n_min;               /* fewer neighbours: isotropic */
 } aniso_opts;
 
-/* isotropic kernels of support H at the positions */
-void kerns_isotropic(kern *k, const float *x, uint32_t n, float V, float H);
+/* isotropic kernels of support H at the positions (centres, G, extents;
+ * the volumes V are the caller's) */
+void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
 /* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
  * returns FLOE_OK or FLOE_ERR_NOMEM */
-int kerns_anisotropic(kern *k, const float *x, uint32_t n, float V, const aniso_opts *o, mem_meter *m,
-                      uint32_t *n_stretched);
+int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
 _Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
