@@ -10,7 +10,10 @@
 
 int mesh_obj(const mesh *m, char **buf, size_t *len)
 {
-    size_t cap = 128 + (size_t)m->nv * 2 * 48 + (size_t)m->nt * 64, n = 0;
+    /* at most: "v " and three %.7g (15 characters each), "vn " and three
+     * %.5f of [-1, 1] (8 each), "f " and three "a//a" of `digits` each */
+    const size_t digits = (size_t)snprintf(NULL, 0, "%u", m->nv + 1);
+    size_t cap = 128 + (size_t)m->nv * (2 + 3 * 16 + 3 + 3 * 9) + (size_t)m->nt * (2 + 3 * (2 * digits + 3)), n = 0;
     char *b = malloc(cap);
     if (!b)
         return FLOE_ERR_NOMEM;
