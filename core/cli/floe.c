@@ -18,6 +18,9 @@ static const char usage[] =
     "                             and milliseconds per step of every stage\n"
     "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             neighbour search updates per second\n"
+    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--quiet]\n"
+    "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
+    "                             frames; C = cell edge / spacing (0.5)\n"
     "  modules [NAME]             list modules on the search path (or module NAME), their\n"
     "                             stages and parameters\n"
     "  devices                    list OpenCL platforms and devices (for --device)\n"
@@ -359,6 +362,41 @@ static int cmd_run(int argc, char **argv, int bench)
     return rc == FLOE_ERR_BLOWUP ? 3 : rc == FLOE_ERR_TIMEOUT ? 124 : 1;
 }
 
+static const char help_surface[] =
+    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--quiet]\n"
+    "surface a finished run's particle frames: surface.NNNN.obj/.ply beside them\n"
+    "(marching tetrahedra of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
+    "  --cell C   grid cell edge as a fraction of the particle spacing (0.5)\n";
+
+static int cmd_surface(int argc, char **argv)
+{
+    const char *dir = NULL, *method = "anisotropic";
+    double cell = 0.5;
+    int show = 1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--method") && i + 1 < argc && (!strcmp(argv[i + 1], "mc") || !strcmp(argv[i + 1], "anisotropic")))
+            method = argv[++i];
+        else if (!strcmp(argv[i], "--cell") && i + 1 < argc) {
+            if (parse_double("surface", "--cell", argv[++i], 0.05, 4, &cell))
+                return 2;
+        } else if (is_help(argv[i]))
+            return fputs(help_surface, stdout), 0;
+        else if (!strcmp(argv[i], "--quiet"))
+            show = 0;
+        else if (argv[i][0] != '-' && !dir)
+            dir = argv[i];
+        else
+            return fprintf(stderr, "floe surface: unknown or incomplete option '%s'\n%s", argv[i], usage), 2;
+    }
+    if (!dir)
+        return fprintf(stderr, "floe surface: no output folder given\n%s", usage), 2;
+    char err[4096];
+    int rc = floe_surface_dir(dir, method, cell, show, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "floe surface: %s\n", err);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -375,9 +413,11 @@ int main(int argc, char **argv)
         return cmd_devices(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc - 2, argv + 2, 0);
+    if (!strcmp(argv[1], "surface"))
+        return cmd_surface(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench"))
         return cmd_run(argc - 2, argv + 2, 1);
-    static const char *const commands[] = {"run", "bench", "modules", "devices", "help"};
+    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "help"};
     const char *near = floe_nearest_name(argv[1], commands, 5);
     fprintf(stderr, "floe: unknown command '%s'%s%s%s\n%s", argv[1], near ? " (did you mean '" : "", near ? near : "",
             near ? "'?)" : "", usage);

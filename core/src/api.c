@@ -1,5 +1,6 @@
 /* The table of core services handed to every module (floe/module.h). */
 #include "ctx.h"
+#include "io.h"
 #include "out_path.h"
 
 #include <errno.h>
@@ -121,6 +122,27 @@ static int api_out_dir(floe_ctx *ctx, const char *folder)
     return fd;
 }
 
+/* The one place a module writes a file (per-frame stages: meshes). */
+static int api_out_write(floe_ctx *ctx, const char *name, const void *data, size_t len)
+{
+    if (!name || !name[0] || name[0] == '.' || strchr(name, '/'))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "out_write: '%s' is not a plain file name", name ? name : "(null)");
+    if (ctx->frame_dir < 0)
+        return FLOE_OK;
+    char path[2048];
+    io_atomic a;
+    snprintf(path, sizeof path, "%s/%s", ctx->frame_dir_name ? ctx->frame_dir_name : ".", name);
+    if (io_atomic_openat(&a, ctx->frame_dir, name) != 0)
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (len && fwrite(data, 1, len, a.f) != len) {
+        io_atomic_abort(&a);
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
+    if (io_atomic_commit(&a) != 0)
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return FLOE_OK;
+}
+
 static const floe_api core_api = {
     .size = sizeof(floe_api),
     .abi_major = FLOE_ABI_MAJOR,
@@ -154,6 +176,7 @@ static const floe_api core_api = {
     .cl_fn = api_cl_fn,
     .cl_pinned = api_cl_pinned,
     .out_dir = api_out_dir,
+    .out_write = api_out_write,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -80,6 +80,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
         ctx->info.domain_max[2] = 0;
     }
     ctx->dt_limit = INFINITY;
+    ctx->frame_dir = -1; /* per-frame stages write nothing outside floe_run */
     ctx->log_fn = d.log;
     ctx->log_user = d.log_user;
     ctx->log_level = d.log_level;

@@ -6,7 +6,7 @@
 
 #include "neighbours.h"
 
-#define MAX_SETS 16
+#define MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 #define MAX_ATTRS 48
 #define MAX_GRIDS 32
 #define MAX_MODULES 32
@@ -71,6 +71,7 @@ typedef struct stage_inst {
     char *param_str[MAX_PARAMS]; /* owned copies of string values */
     double ms_total, ms_frame;
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
+    int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
 } stage_inst;
 
 typedef struct stat_acc {
@@ -112,6 +113,8 @@ struct floe_ctx {
     int dataflow_checked;    /* floe_pipeline_check passed since the pipeline last changed */
     int outside;             /* FLOE_OUTSIDE_*: particles leaving the domain (blowup.c) */
     uint64_t outside_count;  /* particles deleted or clamped so far */
+    int frame_dir;           /* the run's folder while per-frame stages run (api out_write), else -1 */
+    const char *frame_dir_name; /* its name in messages */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -148,6 +151,10 @@ void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
 void ctx_suggest_param(floe_ctx *ctx, const floe_stage_desc *sd, const char *stage, const char *name, char *out,
                        size_t len);
 int ctx_run_stages(floe_ctx *ctx);
+int ctx_has_frame_stages(const floe_ctx *ctx);
+/* the per-frame stages for file number `frame`, writing into the folder dirfd
+ * (shown as name; -1: they write nothing) */
+int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame);
 
 /* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */
 int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *err, size_t errlen);

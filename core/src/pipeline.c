@@ -3,13 +3,16 @@
  * named without prefix. Everything is checked when a stage is added, so a
  * scene error points at the line that composed the pipeline. */
 #include "ctx.h"
+#include "out_path.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *type_name(floe_param_type t)
 {
@@ -224,6 +227,7 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
     st.mod = m;
     st.fn = sd->run;
     st.moves = stage_moves(sd);
+    st.per_frame = sd->size >= offsetof(floe_stage_desc, per_frame) + sizeof sd->per_frame && sd->per_frame;
     int np = 0;
     for (const floe_param_desc *p = sd->params; p && p->name; p++)
         set_default(&st, np++, p);
@@ -468,6 +472,8 @@ int ctx_run_stages(floe_ctx *ctx)
         return rc;
     int spec = -1; /* first stage run on unchecked (speculative) lists */
     for (int i = 0; i < ctx->nstages; i++) {
+        if (ctx->stages[i].per_frame) /* floe_frame_stages runs them */
+            continue;
         if (spec >= 0 && !replayable(ctx, &ctx->stages[i])) {
             if ((rc = settle_lists(ctx, spec, i)))
                 return rc;
@@ -484,6 +490,48 @@ int ctx_run_stages(floe_ctx *ctx)
     if (ctx->cl && (rc = ctx_cl_step_end(ctx)))
         return rc;
     return FLOE_OK;
+}
+
+int ctx_has_frame_stages(const floe_ctx *ctx)
+{
+    for (int i = 0; i < ctx->nstages; i++)
+        if (ctx->stages[i].per_frame)
+            return 1;
+    return 0;
+}
+
+int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame)
+{
+    int rc = FLOE_OK;
+    ctx->frame_dir = dirfd;
+    ctx->frame_dir_name = name;
+    ctx->info.frame = frame;
+    for (int i = 0; i < ctx->nstages && !rc; i++)
+        if (ctx->stages[i].per_frame)
+            rc = run_stage(ctx, i);
+    ctx->frame_dir = -1;
+    ctx->frame_dir_name = NULL;
+    ctx->current_stage = NULL;
+    return rc;
+}
+
+int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame)
+{
+    if (!out_dir) {
+        int prev = ctx_threads_enter(ctx);
+        int rc = ctx_frame_stages_at(ctx, -1, NULL, frame);
+        ctx_threads_leave(prev);
+        return rc;
+    }
+    char err[1500];
+    int fd = out_dir_open(ctx->out, out_dir, 1, err, sizeof err);
+    if (fd < 0)
+        return ctx_fail(ctx, errno == EPERM || errno == ELOOP ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
+    int prev = ctx_threads_enter(ctx);
+    int rc = ctx_frame_stages_at(ctx, fd, out_dir, frame);
+    ctx_threads_leave(prev);
+    close(fd);
+    return rc;
 }
 
 static int step(floe_ctx *ctx, double dt)

@@ -378,6 +378,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
     if (!rc && out.dir >= 0 && def.write_frames)
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
+    if (!rc && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
+        rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
     if (!rc)
         rc = stop_check(ctx, 0); /* asked for before the run began */
     double t_start = ctx->info.time;
@@ -414,6 +416,9 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             break;
         steps_total += fr->st.steps;
         frame_stats(ctx, &fr->st);
+        if (ctx_has_frame_stages(ctx) &&
+            (rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first + f)))
+            break;
         particle_steps += fr->st.steps * fr->st.particles;
         fr->st.time = ctx->info.time;
         fr->st.wall_s = wall_now() - fw0;

@@ -51,7 +51,7 @@ static inline __attribute__((always_inline)) __m256 vz8(const float *restrict v,
  * and A = (x, y, z, vz): the block loads vz with the positions instead of
  * eight scalar reads of v, and each pair term is the same float. */
 static inline __attribute__((always_inline)) void
-row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
+row_pf_avx2(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
             const float *restrict B, const float *restrict v, float Pi, float rhoi, const float vi[3], float xi,
             float yi, float zi, float g3[3], float sv[3], const int xsph, const int umass, float mu)
 {
@@ -102,7 +102,7 @@ row_pf_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const f
  * ((rho_i + rho_j)(r^2 + eps)) grad W_ij; records A = (x, y, z, m), B = (.,
  * rho, vx, vy), v the target's velocities (for vz) */
 static inline __attribute__((always_inline)) void
-row_art_avx2(const kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
+row_art_avx2(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict A,
              const float *restrict B, const float *restrict v, float xi, float yi, float zi, float rhoi,
              const float vi[3], float eps, float s3[3])
 {

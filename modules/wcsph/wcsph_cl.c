@@ -1,35 +1,23 @@
-/* Floe module "wcsph": the OpenCL path of its stages (run_cl), kernels in
- * kernels/wcsph/wcsph.cl. Same equations, parameters and arithmetic as the
- * C reference path in wcsph.c; each launch sums over one fluid target set
- * and one boundary target set (the usual scene has exactly one of each).
- * Needs no OpenCL header: device objects are void * through floe_api.
- *
- * The parameter indices below mirror the descriptor tables in wcsph.c. */
+/* Floe module "wcsph": the OpenCL path of its stages, kernels in
+ * kernels/wcsph/wcsph.cl. wcsph.c decodes the parameters (wcsph.h) and calls
+ * in here; the equations and the arithmetic are those of its C path. Each
+ * launch sums over one fluid target set and one boundary target set (the
+ * usual scene has exactly one of each). Needs no OpenCL header: device
+ * objects are void * through floe_api. */
+#include "wcsph.h"
+
 #include <floe/cl_module.h>
-#include <floe/module.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-const floe_api *wcsph_cl_api; /* set by the entry point in wcsph.c */
-#define api wcsph_cl_api
+FLOE_MODULE_API_EXTERN;
 
-#define MAXS 16
 #define FILE_CL "wcsph.cl"
 #define ARG(v) FLOE_CL_ARG(v)
 
-enum { PR_STIFFNESS, PR_SPEED, PR_GAMMA, PR_COURANT, PR_CLAMP };
-enum { VI_KIND, VI_ALPHA, VI_BOUNDARY_ALPHA, VI_SPEED };
-enum { PF_XSPH };
-
-int wcsph_cl_density(const floe_stage_call *call);
-int wcsph_cl_pressure(const floe_stage_call *call);
-int wcsph_cl_viscosity(const floe_stage_call *call);
-int wcsph_cl_pressure_force(const floe_stage_call *call);
-
 typedef floe_cl_set cset; /* floe/cl_module.h */
-
 static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
 {
     return floe_cl_sets(api, ctx, kind, out, n);
@@ -84,6 +72,7 @@ static int get_row(floe_ctx *ctx, const cset *q, const cset *t, const char *wnam
 
 /* ---- density ------------------------------------------------------------ */
 
+int wcsph_cl_density(const floe_stage_call *call);
 int wcsph_cl_density(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
@@ -92,7 +81,7 @@ int wcsph_cl_density(const floe_stage_call *call)
         return FLOE_ERR;
     float kc[4], per[4];
     consts(api->sim(ctx), kc, per);
-    cset f[MAXS], b[MAXS];
+    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf, nb, st;
     if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
@@ -125,77 +114,37 @@ int wcsph_cl_density(const floe_stage_call *call)
 
 /* ---- pressure ------------------------------------------------------------ */
 
-int wcsph_cl_pressure(const floe_stage_call *call)
+int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *fs, const wcsph_eos *e)
 {
-    floe_ctx *ctx = call->ctx;
-    const floe_sim_info *si = api->sim(ctx);
-    const double stiffness = call->param[PR_STIFFNESS].f;
-    const double c0 = call->param[PR_SPEED].f;
-    const double gamma = call->param[PR_GAMMA].f;
-    const double courant = call->param[PR_COURANT].f;
-    const int clamp = call->param[PR_CLAMP].b;
-    if (!(gamma >= 1.0))
-        return api->fail(ctx, FLOE_ERR_ARG, "gamma must be >= 1 (got %g)", gamma);
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure");
     if (!k)
         return FLOE_ERR;
-    floe_set sets[MAXS];
-    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, MAXS), st;
-    if (ns < 0 || ns > MAXS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", ns, MAXS);
-    double dt_max = INFINITY;
-    for (int s = 0; s < ns; s++) {
-        cset c;
-        c.set = sets[s];
-        if (api->set_info(ctx, sets[s], &c.info) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", s);
-        const double rho0 = c.info.rest_density;
-        if (!(rho0 > 0))
-            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", c.info.name);
-        const double B = stiffness > 0.0 ? stiffness : rho0 * c0 * c0 / gamma;
-        const double cs = sqrt(B * gamma / rho0);
-        if (!(B > 0.0))
-            return api->fail(ctx, FLOE_ERR_ARG, "set '%s': stiffness is 0 (give stiffness or speed_of_sound > 0)",
-                             c.info.name);
-        if (courant > 0.0 && cs > 0.0 && courant * si->spacing / cs < dt_max)
-            dt_max = courant * si->spacing / cs;
-        if (c.info.n == 0)
-            continue;
-        st = FLOE_OK;
-        void *rho = attr_cl(ctx, &c, "rho", FLOE_F32, FLOE_READ, &st);
-        void *p = attr_cl(ctx, &c, "p", FLOE_F32, FLOE_WRITE, &st);
-        if (st)
-            return st;
-        uint32_t n = c.info.n;
-        float Bf = (float)B, inv_rho0 = (float)(1.0 / rho0), gf = (float)gamma;
-        float lo = clamp ? 0.0f : -INFINITY;
-        int32_t gmode = gamma == 7.0 ? 7 : gamma == 1.0 ? 1 : 0;
-        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(Bf), ARG(inv_rho0), ARG(gf), ARG(gmode), ARG(lo)};
-        if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 8.0 * n)))
-            return st;
-    }
-    if (dt_max < INFINITY)
-        api->dt_limit(ctx, dt_max);
-    return FLOE_OK;
+    const cset c = {fs->set, fs->info};
+    int st = FLOE_OK;
+    void *rho = attr_cl(ctx, &c, "rho", FLOE_F32, FLOE_READ, &st);
+    void *p = attr_cl(ctx, &c, "p", FLOE_F32, FLOE_WRITE, &st);
+    if (st)
+        return st;
+    uint32_t n = c.info.n;
+    float B = e->B, inv_rho0 = e->inv_rho0, gf = e->gamma, lo = e->lo;
+    int32_t gmode = gf == 7.0f ? 7 : gf == 1.0f ? 1 : 0;
+    floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(B), ARG(inv_rho0), ARG(gf), ARG(gmode), ARG(lo)};
+    return api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 8.0 * n);
 }
 
 /* ---- pressure force ------------------------------------------------------ */
 
-int wcsph_cl_pressure_force(const floe_stage_call *call)
+int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
 {
-    floe_ctx *ctx = call->ctx;
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
     void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "prho2");
     if (!k || !kp)
         return FLOE_ERR;
-    const floe_sim_info *si = api->sim(ctx);
     float kc[4], per[4];
-    consts(si, kc, per);
-    /* XSPH in the same pass, factor as in wcsph_cl_viscosity */
-    const double xsph = call->param[PF_XSPH].f;
-    float cv = xsph > 0.0 && si->dt > 0.0 ? (float)(2.0 * xsph / si->dt) * kc[3] : 0.0f;
-    cset f[MAXS], b[MAXS];
-    void *P[MAXS];
+    consts(api->sim(ctx), kc, per);
+    const float cv = pf->cv; /* XSPH in the same pass */
+    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    void *P[FLOE_MAX_SETS];
     int nf, nb, st;
     if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
@@ -256,77 +205,52 @@ int wcsph_cl_pressure_force(const floe_stage_call *call)
 
 /* ---- viscosity ----------------------------------------------------------- */
 
-int wcsph_cl_viscosity(const floe_stage_call *call)
+/* the viscosity of query set fs[q] against every fluid and boundary set */
+int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *fs, int nfs, int q, const wcsph_visc *vi)
 {
-    floe_ctx *ctx = call->ctx;
-    const floe_sim_info *si = api->sim(ctx);
-    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
-    const float alpha = (float)call->param[VI_ALPHA].f;
-    const float balpha = (float)call->param[VI_BOUNDARY_ALPHA].f;
-    const float c0 = (float)call->param[VI_SPEED].f;
-    int32_t artificial;
-    if (!strcmp(kind, "xsph"))
-        artificial = 0;
-    else if (!strcmp(kind, "artificial"))
-        artificial = 1;
-    else
-        return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
-    if (alpha == 0.0f && balpha == 0.0f)
-        return FLOE_OK;
     float kc[4], per[4];
-    consts(si, kc, per);
-    const float H = si->support;
-    float cf, cb;
-    if (!artificial) {
-        if (!(si->dt > 0.0))
-            return FLOE_OK;
-        cf = (float)(2.0 * alpha / si->dt) * kc[3];
-        cb = (float)(2.0 * balpha / si->dt) * kc[3];
-    } else {
-        cf = 2.0f * alpha * H * c0;
-        cb = 2.0f * balpha * H * c0;
-    }
-    float eps = 0.01f * H * H;
+    consts(api->sim(ctx), kc, per);
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "viscosity");
     if (!k)
         return FLOE_ERR;
-    cset f[MAXS], b[MAXS];
-    int nf, nb = 0, st;
-    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)))
-        return st;
-    if (balpha > 0.0f && (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    int nf = 0, nb = 0, st;
+    for (int s = 0; s < nfs; s++)
+        if (fs[s].info.n > 0)
+            f[nf++] = (cset){fs[s].set, fs[s].info};
+    if (vi->boundary && (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
     const int launches = nf > nb ? nf : nb;
-    for (int s = 0; s < nf; s++) {
-        st = FLOE_OK;
-        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
-        void *v = attr_cl(ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
-        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
-        void *acc = attr_cl(ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
-        if (st)
+    const cset c = {fs[q].set, fs[q].info};
+    st = FLOE_OK;
+    void *x = attr_cl(ctx, &c, "x", FLOE_VEC3, FLOE_READ, &st);
+    void *v = attr_cl(ctx, &c, "v", FLOE_VEC3, FLOE_READ, &st);
+    void *rho = attr_cl(ctx, &c, "rho", FLOE_F32, FLOE_READ, &st);
+    void *acc = attr_cl(ctx, &c, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    if (st)
+        return st;
+    uint32_t n = c.info.n;
+    int32_t artificial = vi->artificial;
+    float eps = vi->eps, cf = vi->cf, cbi = vi->cb * c.info.rest_density;
+    for (int l = 0; l < launches; l++) {
+        row rf, rb;
+        if ((st = get_row(ctx, &c, l < nf ? &f[l] : NULL, "m", &rf)) ||
+            (st = get_row(ctx, &c, l < nb ? &b[l] : NULL, "V", &rb)))
             return st;
-        uint32_t n = f[s].info.n;
-        float cbi = cb * f[s].info.rest_density;
-        for (int l = 0; l < launches; l++) {
-            row rf, rb;
-            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
-                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
-                return st;
-            void *rhof = rf.x, *vf = rf.x; /* dummies when absent */
-            if (l < nf) {
-                rhof = attr_cl(ctx, &f[l], "rho", FLOE_F32, FLOE_READ, &st);
-                vf = attr_cl(ctx, &f[l], "v", FLOE_VEC3, FLOE_READ, &st);
-                if (st)
-                    return st;
-            }
-            double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
-            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(artificial),
-                               ARG(eps), ARG(cf), ARG(cbi), ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rhof), ARG(vf), ARG(rf.cnt),
-                               ARG(rf.idx), ARG(rf.pitch), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
-                               ARG(rb.pitch)};
-            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+        void *rhof = rf.x, *vf = rf.x; /* dummies when absent */
+        if (l < nf) {
+            rhof = attr_cl(ctx, &f[l], "rho", FLOE_F32, FLOE_READ, &st);
+            vf = attr_cl(ctx, &f[l], "v", FLOE_VEC3, FLOE_READ, &st);
+            if (st)
                 return st;
         }
+        double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
+        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(artificial),
+                           ARG(eps), ARG(cf), ARG(cbi), ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rhof),
+                           ARG(vf), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch), ARG(rb.x), ARG(rb.w), ARG(rb.cnt),
+                           ARG(rb.idx), ARG(rb.pitch)};
+        if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+            return st;
     }
     return FLOE_OK;
 }

@@ -11,7 +11,7 @@
 
 /* A YAML preset (yaml_push_file, what floe.preset reads). */
 int fuzz_yaml(const uint8_t *data, size_t size);
-/* A PLY frame (io_read_ply_property, for "x" and "v_x"). */
+/* A PLY frame (ply_read_property, for "x" and "v_x"). */
 int fuzz_ply(const uint8_t *data, size_t size);
 /* --set overrides of a scene: one "key=value" a line, up to 8, read by
  * floe.param and by stage parameters (floe_pipeline_set). */

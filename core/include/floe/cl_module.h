@@ -13,7 +13,7 @@
 #include <floe/kernel.h>
 #include <floe/module.h>
 
-#define FLOE_CL_MAX_SETS 16
+#define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 
 /* A particle set and its info, as the OpenCL glue passes them around. */
 typedef struct floe_cl_set {

@@ -169,6 +169,10 @@ int floe_pipeline_check(floe_ctx *ctx, const char *where, int *warnings);
 /* Override a stage parameter by "stage.param" after the pipeline is built
  * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
 int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
+/* Run the per-frame stages (floe_stage_desc.per_frame) once for output frame
+ * `frame`, writing their files into out_dir (NULL: write nothing). floe_run
+ * calls it after every frame; hosts that own their loop call it themselves. */
+int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame);
 
 /* ---- running ---------------------------------------------------------- */
 
@@ -226,6 +230,12 @@ int floe_run(floe_ctx *ctx, const floe_run_def *def, floe_run_summary *sum);
 /* Ask a running floe_run to stop after the current frame (signal-safe);
  * asked before a run, the run stops after frame 0. */
 void floe_request_stop(void);
+
+/* Surface the particle frames of a finished run in dir (NAME.NNNN.ply, run.yaml)
+ * with the surface module's stage "surface.<method>" ("mc" or "anisotropic")
+ * at cell size `cell` (fraction of the spacing, 0 = 0.5): meshes
+ * surface.NNNN.obj/.ply beside them; a progress bar when show is set. */
+int floe_surface_dir(const char *dir, const char *method, double cell, int show, char *err, size_t errlen);
 
 /* Neighbour search benchmark: n particles at fluid density, `iters` full
  * updates (sort + lists). Returns 0 or an error status. */

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 5
+#define FLOE_ABI_MINOR 6
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -101,6 +101,10 @@ typedef struct floe_stage_desc {
                                     * OpenCL backend; without it `run` works on host copies */
     const floe_param_desc *params; /* terminated by an entry with name NULL */
     const floe_attr_desc *attrs;   /* terminated by an entry with name NULL */
+    /* ABI 1.6: nonzero: the stage is not part of the step; it runs once per
+     * output frame, after the frame's steps (and once for frame 0 before the
+     * first step), with floe_sim_info.frame set: surfacers, exporters. */
+    int per_frame;
 } floe_stage_desc;
 
 typedef struct floe_module_desc {
@@ -129,6 +133,9 @@ typedef struct floe_sim_info {
     /* appended in ABI 1.0: */
     unsigned periodic;       /* bit k set: axis k is periodic over the domain */
     float period[3];         /* domain_max - domain_min on periodic axes, else 0 */
+    /* appended in ABI 1.6: the output frame a per-frame stage runs for (its
+     * file number: a run continuing in a folder continues the numbering) */
+    int frame;
 } floe_sim_info;
 
 /* Minimum-image difference on periodic axes: call on x_i - x_j of every
@@ -297,6 +304,13 @@ typedef struct floe_api {
      * in a scene refuses an earlier run's frames there (--force: removes
      * them). A descriptor the module closes, or -1 with the message set. */
     int (*out_dir)(floe_ctx *ctx, const char *folder);
+    /* ABI 1.6: write `len` bytes as the file `name` (a plain file name, no
+     * '/', not starting with '.') in the run's output folder, atomically
+     * (temporary file, then rename, like the particle frames). Without an
+     * output folder (no out_dir, or a run that writes no frames) nothing is
+     * written and FLOE_OK is returned. The folder is the run's, reached as
+     * out_dir's are (no symbolic link, nothing outside the output root). FLOE_ERR_IO with a message on failure. */
+    int (*out_write)(floe_ctx *ctx, const char *name, const void *data, size_t len);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

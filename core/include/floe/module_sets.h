@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define FLOE_MODULE_MAX_SETS 16
+#define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 
 /* A fluid set, its info, and its offset when all fluid sets' particles are
  * laid end to end (per-particle module scratch covering every set). */

@@ -51,6 +51,11 @@ typedef struct floe_grid { uint32_t id; } floe_grid;
 
 typedef struct floe_ctx floe_ctx;
 
+/* The most particle sets of each kind a context holds (fluid and boundary
+ * sets together): the core's tables and a module's per-set arrays
+ * (<floe/sph.h> targets, <floe/module_sets.h>) are this long. */
+#define FLOE_MAX_SETS 16
+
 /* Size in bytes of one element of a type. */
 static inline size_t floe_type_size(floe_type t)
 {

@@ -1,4 +1,4 @@
-/* The PLY reader of the tests: the binary little-endian frames of
+/* The PLY reader (floe surface, the tests): the binary little-endian frames of
  * core/src/io_ply.c, checked strictly (header, sizes, data length) so a
  * malformed file fails instead of reading garbage. */
 #include "ply_read.h"

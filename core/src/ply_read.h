@@ -1,6 +1,6 @@
-/* Reading back the PLY frames libfloe writes (tests only). */
-#ifndef FLOE_TESTS_PLY_READ_H
-#define FLOE_TESTS_PLY_READ_H
+/* Reading back the PLY frames libfloe writes (internal: floe surface and the tests). */
+#ifndef FLOE_PLY_READ_H
+#define FLOE_PLY_READ_H
 
 #include <stdint.h>
 

@@ -1,0 +1,341 @@
+/* Floe: the kit for particle (SPH) modules, header only, the C twin of
+ * kernels/core/sph.h. A module links no core symbol: everything here is
+ * static inline or a macro and reaches the core through the floe_api table.
+ *
+ * What it holds (docs/modules.md walks a solver written on it):
+ *   FLOE_MODULE_API_DEFINE / _EXTERN  one `api` pointer for all the files of a module
+ *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
+ *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
+ *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists
+ *   FLOE_ROW, FLOE_ROW_CALL           one particle's row of a target, the periodic/plain choice
+ *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
+ *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
+ *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
+ *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors
+ * Packed records for the AVX2 rows: <floe/sph_pack.h>.
+ *
+ * Row functions take the pair loop's inputs in one order,
+ *   fn(kc, id, cnt, xt, w, ..., xi, yi, zi, ..., per)
+ * with `per` last and always a constant at the call (FLOE_ROW_CALL passes 1
+ * or 0): each is compiled twice, with the minimum image and without, and
+ * the plain loop carries no image arithmetic. FLOE_ROW_FN makes them
+ * always_inline so that they inline into the OpenMP loop bodies. */
+#ifndef FLOE_SPH_H
+#define FLOE_SPH_H
+
+#include <floe/kernel.h>
+#include <floe/module.h>
+#include <floe/module_sets.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- one api pointer per module ---------------------------------------------
+ * As SQLite's extension macros do: the file with the entry point writes
+ *     FLOE_MODULE_API_DEFINE;          and, in FLOE_MODULE(name), api = core;
+ * every other file of the module (its OpenCL path, say) writes
+ *     FLOE_MODULE_API_EXTERN;
+ * and all of them use `api`. The symbol is hidden: it never leaves the
+ * module's shared library. */
+#if defined(__GNUC__) && !defined(_WIN32)
+#define FLOE_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define FLOE_HIDDEN
+#endif
+#define FLOE_MODULE_API_DEFINE FLOE_HIDDEN const floe_api *api = NULL
+#define FLOE_MODULE_API_EXTERN extern FLOE_HIDDEN const floe_api *api
+
+/* the row sums must inline into the OpenMP loop bodies */
+#if defined(__GNUC__)
+#define FLOE_ROW_FN static inline __attribute__((always_inline))
+#else
+#define FLOE_ROW_FN static inline
+#endif
+
+/* ---- kernel constants ----------------------------------------------------- */
+
+typedef struct floe_kconst {
+    float H, inv_H;
+    float sigma;    /* W(0) */
+    float g;        /* sigma / H: dW/dr = g dW/dq / sigma */
+    float r_min2;   /* (1e-6 H)^2, keeps 1/r finite for coincident particles */
+    int periodic;   /* some axis is periodic: x_ij takes the minimum image */
+    int dim;
+    float L[3];     /* period of each axis, 0 if not periodic */
+    float half_L[3];
+} floe_kconst;
+
+static inline floe_kconst floe_kconst_make(const floe_sim_info *si)
+{
+    floe_kernel k = floe_kernel_make(si->dim, si->support);
+    floe_kconst c;
+    c.H = k.H;
+    c.inv_H = k.inv_H;
+    c.sigma = k.sigma;
+    c.g = k.sigma * k.inv_H;
+    c.r_min2 = (1e-6f * k.H) * (1e-6f * k.H);
+    c.periodic = si->periodic != 0;
+    c.dim = si->dim;
+    for (int d = 0; d < 3; d++) {
+        c.L[d] = (si->periodic & (1u << d)) ? si->period[d] : 0.0f;
+        c.half_L[d] = 0.5f * c.L[d];
+    }
+    return c;
+}
+
+/* W / sigma and (dW/dr) / r at distance^2 r2 (<floe/kernel.h>) */
+static inline float floe_kw(const floe_kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
+
+static inline float floe_kdw(const floe_kconst *c, float r2)
+{
+    return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2);
+}
+
+/* ---- one pair -----------------------------------------------------------------
+ * Inside a row loop `for (uint32_t k = 0; k < cnt; k++)` with id (the row),
+ * xt (the target's positions), xi, yi, zi and kc (a floe_kconst pointer) in
+ * scope: j, dx, dy, dz (x_i - x_j, the minimum image when per) and r2. The
+ * image is branch-free (L = 0 leaves an axis unchanged), so the loop still
+ * vectorises; it takes the same values as floe_periodic_delta. */
+#define FLOE_MIN_IMAGE(kc, d, a) d -= (kc)->L[a] * ((float)(d > (kc)->half_L[a]) - (float)(d < -(kc)->half_L[a]))
+#define FLOE_X_IJ(per)                                                           \
+    const uint32_t j = id[k];                                                    \
+    float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2]; \
+    if (per) {                                                                   \
+        FLOE_MIN_IMAGE(kc, dx, 0);                                               \
+        FLOE_MIN_IMAGE(kc, dy, 1);                                               \
+        FLOE_MIN_IMAGE(kc, dz, 2);                                               \
+    }                                                                            \
+    const float r2 = dx * dx + dy * dy + dz * dz
+
+/* ---- the sets a fluid set interacts with -------------------------------- */
+
+typedef struct floe_target {
+    int boundary;
+    uint32_t n;
+    floe_set set;
+    const char *name;
+    const float *x;     /* positions, 3 per particle */
+    const float *mass;  /* m (fluid) or V (boundary) */
+    const float *rho;   /* fluid, with FLOE_NEED_RHO */
+    const float *v;     /* fluid, with FLOE_NEED_V */
+    const float *aux;   /* fluid, when floe_targets got a scratch array: its slice of the set */
+    size_t off;         /* fluid: offset of the set in the module's scratch (floe_fluid.off) */
+    float umass;        /* fluid: the mass all its particles share (floe_targets' umass), else 0 */
+    const floe_nlist *nl;
+    /* nl's row data, copied so that a row costs one load less */
+    const uint32_t *idx, *cnt;
+    const float *wsum;  /* the core's kernel sums of the rows (floe_nlist.wsum), or NULL */
+    uint32_t stride;
+} floe_target;
+
+/* what floe_targets fetches besides x and m / V */
+enum { FLOE_NEED_RHO = 1, FLOE_NEED_V = 2, FLOE_WITH_BOUNDARY = 4 };
+
+/* Targets of fluid set q (one of f[0..nf)): every non-empty fluid set, then,
+ * with FLOE_WITH_BOUNDARY in `needs`, every non-empty boundary set, with
+ * their neighbour lists from q; at most 2 FLOE_MAX_SETS. aux (NULL: none) is
+ * a per-particle scratch over all fluid sets (laid out by floe_fluid.off),
+ * umass (NULL: none) the shared mass of each fluid set (index as in f).
+ * An absent attribute or neighbour list is an error naming the set. */
+static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fluid *q, const floe_fluid *f,
+                               int nf, unsigned needs, const float *aux, const float *umass, floe_target *t,
+                               int *nt)
+{
+    int st = FLOE_OK;
+    int n = 0;
+    for (int s = 0; s < nf; s++) {
+        if (f[s].info.n == 0)
+            continue; /* nothing to interact with */
+        floe_target *tg = &t[n++];
+        memset(tg, 0, sizeof *tg);
+        tg->n = f[s].info.n;
+        tg->set = f[s].set;
+        tg->name = f[s].info.name;
+        tg->x = floe_need(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
+        tg->mass = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        if (needs & FLOE_NEED_RHO)
+            tg->rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+        if (needs & FLOE_NEED_V)
+            tg->v = floe_need(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
+        if (aux)
+            tg->aux = aux + f[s].off;
+        tg->off = f[s].off;
+        tg->umass = umass ? umass[s] : 0.0f;
+        tg->nl = api->neighbours(ctx, q->set, f[s].set);
+    }
+    if (needs & FLOE_WITH_BOUNDARY) {
+        floe_set b[FLOE_MAX_SETS];
+        int nb = api->set_list(ctx, FLOE_SET_BOUNDARY, b, FLOE_MAX_SETS);
+        if (nb < 0 || nb > FLOE_MAX_SETS)
+            return api->fail(ctx, FLOE_ERR, "cannot list boundary sets (%d)", nb);
+        for (int s = 0; s < nb; s++) {
+            floe_set_info bi;
+            if (api->set_info(ctx, b[s], &bi) != FLOE_OK)
+                return api->fail(ctx, FLOE_ERR, "boundary set %d: no info", s);
+            if (bi.n == 0)
+                continue;
+            floe_target *tg = &t[n++];
+            memset(tg, 0, sizeof *tg);
+            tg->boundary = 1;
+            tg->n = bi.n;
+            tg->set = b[s];
+            tg->name = bi.name;
+            tg->x = floe_need(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
+            tg->mass = floe_need(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
+            tg->nl = api->neighbours(ctx, q->set, b[s]);
+        }
+    }
+    if (st != FLOE_OK)
+        return st;
+    for (int s = 0; s < n; s++) {
+        if (!t[s].nl)
+            return api->fail(ctx, FLOE_ERR_ARG, "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
+                             q->info.name);
+        if (t[s].nl->n < q->info.n)
+            return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name,
+                             t[s].nl->n, q->info.n);
+        t[s].idx = t[s].nl->idx;
+        t[s].cnt = t[s].nl->count;
+        t[s].wsum = t[s].nl->wsum;
+        t[s].stride = t[s].nl->stride;
+    }
+    *nt = n;
+    return FLOE_OK;
+}
+
+/* the fluid targets come first: how many there are */
+static inline int floe_targets_fluid(const floe_target *t, int nt)
+{
+    int n = 0;
+    while (n < nt && !t[n].boundary)
+        n++;
+    return n;
+}
+
+/* The host data of a fluid set's attribute that a stage writes or reads;
+ * NULL with an error naming the set when absent. */
+static inline float *floe_attr_of(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, const char *attr,
+                                  floe_type type)
+{
+    int st = FLOE_OK;
+    return (float *)floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
+/* particle i's row of target tg, as the (id, cnt) arguments of a row function */
+#define FLOE_ROW(tg, i) (tg)->idx + (size_t)(i) * (tg)->stride, (tg)->cnt[i]
+/* fn(..., 1) with the minimum image when periodic, fn(..., 0) without */
+#define FLOE_ROW_CALL(periodic, fn, ...) ((periodic) ? fn(__VA_ARGS__, 1) : fn(__VA_ARGS__, 0))
+
+/* Run BODY(i, 1) (periodic) or BODY(i, 0) over i in [0, n) in parallel, a
+ * static schedule: one branch on the periodic flag outside the loop. */
+#define FLOE_PAR_FOR(periodic, n, BODY)                            \
+    do {                                                           \
+        if (periodic) {                                            \
+            _Pragma("omp parallel for schedule(static)")           \
+            for (uint32_t i_ = 0; i_ < (n); i_++)                  \
+                BODY(i_, 1);                                       \
+        } else {                                                   \
+            _Pragma("omp parallel for schedule(static)")           \
+            for (uint32_t i_ = 0; i_ < (n); i_++)                  \
+                BODY(i_, 0);                                       \
+        }                                                          \
+    } while (0)
+
+/* Prefetch the neighbour rows of particle i + FLOE_PREFETCH_AHEAD: rows are
+ * stride * 4 bytes apart and only their first lines are read, a pattern the
+ * hardware prefetchers follow poorly. */
+#ifndef FLOE_PREFETCH_AHEAD
+#define FLOE_PREFETCH_AHEAD 4
+#endif
+static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, uint32_t n)
+{
+#if FLOE_PREFETCH_AHEAD > 0 && defined(__GNUC__)
+    if (i + FLOE_PREFETCH_AHEAD >= n)
+        return;
+    for (int ti = 0; ti < nt; ti++) {
+        const char *row = (const char *)(t[ti].idx + (size_t)(i + FLOE_PREFETCH_AHEAD) * t[ti].stride);
+        __builtin_prefetch(row);
+        __builtin_prefetch(row + 64);
+    }
+#else
+    (void)t, (void)nt, (void)i, (void)n;
+#endif
+}
+
+/* sum_j w_j W_ij / sigma */
+FLOE_ROW_FN float floe_row_w(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                             const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
+                             const int per)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (uint32_t k = 0; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        s += w[j] * floe_kw(kc, r2);
+    }
+    return s;
+}
+
+/* s += sum_j w_j grad W_ij */
+FLOE_ROW_FN void floe_row_grad(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                               const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
+                               float s[3], const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        const float g = w[j] * floe_kdw(kc, r2);
+        sx += g * dx;
+        sy += g * dy;
+        sz += g * dz;
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* ---- XSPH (Monaghan 1989), one definition ------------------------------------
+ * The weight of neighbour j in the XSPH sum of particle i,
+ *   s_i += sum_j m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma,
+ * which sph.xsph and the fused pass of wcsph.pressure_force{xsph=} both add
+ * up (the AVX2 row of the latter, modules/wcsph/rows_avx2.h, lane by lane). */
+static inline float floe_xsph_pair(const floe_kconst *kc, float m_j, float rhoi, float rho_j, float r2)
+{
+    return m_j / (rhoi + rho_j) * floe_kw(kc, r2);
+}
+
+/* s += sum_j m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma over a fluid row */
+FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                               const float *restrict xt, const float *restrict m, const float *restrict rho,
+                               const float *restrict v, float xi, float yi, float zi, float rhoi, const float vi[3],
+                               float s[3], const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], ti = vi[2];
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        const float c = floe_xsph_pair(kc, m[j], rhoi, rho[j], r2);
+        sx += c * (v[3 * j] - ui);
+        sy += c * (v[3 * j + 1] - wi);
+        sz += c * (v[3 * j + 2] - ti);
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* ---- descriptors ---------------------------------------------------------------- */
+
+/* an attribute of every fluid set, and one every boundary set offers (read) */
+#define FLOE_ATTR_FLUID(n, t, acc) \
+    { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
+#define FLOE_ATTR_BOUND(n, t) \
+    { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+
+#endif

@@ -1,0 +1,116 @@
+/* The surface module's shared types: a sparse grid of 8^3-point blocks, the
+ * field splat, the marching-tetrahedra mesher and the mesh files. */
+#ifndef FLOE_SURFACE_H
+#define FLOE_SURFACE_H
+
+#include <floe/sph.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+FLOE_MODULE_API_EXTERN;
+
+/* bytes the module holds now and at most during one frame */
+typedef struct mem_meter {
+    size_t now, peak;
+} mem_meter;
+void *meter_alloc(mem_meter *m, size_t bytes, int zero);
+void *meter_realloc(mem_meter *m, void *p, size_t old_bytes, size_t new_bytes);
+void meter_free(mem_meter *m, void *p, size_t bytes);
+
+/* ---- sparse grid (blocks.c) ----------------------------------------------
+ * Grid point p (integers, >= 0) sits at lo + p * cell. Points are stored
+ * in blocks of B^3 (x fastest), found through an open-addressing hash map
+ * keyed by the block's coordinates: only blocks near particles exist, and
+ * an absent point reads 0. */
+#define BLOCK_LOG 3
+#define BLOCK (1 << BLOCK_LOG)
+#define BLOCK_PTS (BLOCK * BLOCK * BLOCK)
+
+typedef struct sgrid {
+    double lo[3];
+    double cell;
+    int32_t max_block[3];    /* blocks per axis, below 2^17 */
+    uint64_t *keys;          /* hash slots: key + 1, 0 = empty */
+    int32_t *slot_block;
+    size_t cap;              /* slots, a power of two */
+    int32_t nblocks;
+    int32_t *coord;          /* 3 per block */
+    size_t coord_cap;
+    float *val;              /* BLOCK_PTS per block, after sgrid_alloc_values */
+    mem_meter *mem;
+} sgrid;
+
+int sgrid_init(sgrid *g, mem_meter *m, const double lo[3], const double hi[3], double cell);
+void sgrid_free(sgrid *g);
+/* the block at block coordinates b, created if absent: its index, or -1 (out of memory) */
+int32_t sgrid_touch(sgrid *g, const int32_t b[3]);
+int32_t sgrid_find(const sgrid *g, int32_t bx, int32_t by, int32_t bz);
+int sgrid_alloc_values(sgrid *g);  /* zeroed values for every block */
+/* every block within the point box [p0, p1] (inclusive, clamped) */
+int sgrid_touch_box(sgrid *g, const int64_t p0[3], const int64_t p1[3]);
+
+/* ---- particles and the field (field.c) ----------------------------------- */
+
+/* A particle's kernel: centre c, matrix G (W = det G P(|G (x - c)|), P the
+ * unit-support cubic spline), volume V and half-extent of its support box. */
+typedef struct kern {
+    float c[3];
+    float G[9];
+    float V;
+    float ext[3];
+} kern;
+
+typedef struct aniso_opts {
+    float H;                 /* kernel support */
+    float lambda;            /* Laplacian smoothing of the centres */
+    float radius;            /* neighbourhood radius */
+    float kr;                /* largest ratio of the principal axes */
+    int n_min;               /* fewer neighbours: isotropic */
+} aniso_opts;
+
+/* isotropic kernels of support H at the positions (centres, G, extents;
+ * the volumes V are the caller's) */
+void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
+/* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
+ * returns FLOE_OK or FLOE_ERR_NOMEM */
+int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
+/* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
+int field_splat(sgrid *g, const kern *k, uint32_t n);
+_Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
+
+/* the blocks (created, values zeroed) and the kernels of each block, in
+ * kernel order: start[b]..start[b + 1] index list */
+typedef struct splat_lists {
+    uint32_t *start, *list;
+    size_t sb, lb;
+} splat_lists;
+int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
+void splat_lists_free(sgrid *g, splat_lists *sl);
+/* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
+ * item per grid point; api->fail's status on an error */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n);
+
+/* ---- the mesh (tets.c) ----------------------------------------------------- */
+
+typedef struct mesh {
+    float *v, *nrm;          /* 3 per vertex */
+    uint32_t *tri;           /* 3 per triangle, counter-clockwise seen from outside */
+    uint32_t nv, nt;
+    size_t v_cap, t_cap;
+    mem_meter *mem;
+} mesh;
+
+/* marching tetrahedra on the iso value: a closed, oriented 2-manifold
+ * (every cell split into the same six tetrahedra around its diagonal), with
+ * vertices welded per grid edge and area-weighted vertex normals */
+int mesh_extract(const sgrid *g, float iso, mesh *out);
+void mesh_free(mesh *m);
+
+/* ---- files (mesh_file.c) ---------------------------------------------------- */
+
+/* the mesh as OBJ text or binary little-endian PLY, malloc'd into *buf */
+int mesh_obj(const mesh *m, char **buf, size_t *len);
+int mesh_ply(const mesh *m, char **buf, size_t *len);
+
+#endif

@@ -1,0 +1,280 @@
+/* Marching tetrahedra on the sparse grid. Every cell is cut into the six
+ * tetrahedra around its diagonal from corner 0 to corner 7 (Kuhn / Freudenthal:
+ * the same cut in every cell, so neighbouring cells' tetrahedra share whole
+ * faces). A point is inside when its value exceeds the iso value; inside a
+ * tetrahedron that gives one triangle (one corner apart) or two (two and
+ * two), with no ambiguous case, so the surface is a closed 2-manifold
+ * wherever the field is below the iso value at the edge of the blocks.
+ * Vertices lie on grid edges (the cell's 3 axes, 3 face diagonals and its
+ * diagonal all go from a corner to one with more bits set) and are welded
+ * by the key (lower point, direction). */
+#include "surface.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct vmap {
+    uint64_t *key;           /* key + 1, 0 = empty */
+    uint32_t *vert;
+    size_t cap;
+} vmap;
+
+static size_t hash64(uint64_t k)
+{
+    k ^= k >> 31;
+    k *= 0x9e3779b97f4a7c15ULL;
+    k ^= k >> 29;
+    return (size_t)k;
+}
+
+static int vmap_grow(vmap *m, mem_meter *mm)
+{
+    size_t cap = m->cap ? 2 * m->cap : 4096;
+    uint64_t *key = meter_alloc(mm, cap * sizeof *key, 1);
+    uint32_t *vert = meter_alloc(mm, cap * sizeof *vert, 0);
+    if (!key || !vert) {
+        meter_free(mm, key, cap * sizeof *key);
+        meter_free(mm, vert, cap * sizeof *vert);
+        return FLOE_ERR_NOMEM;
+    }
+    for (size_t s = 0; s < m->cap; s++)
+        if (m->key[s]) {
+            size_t t = hash64(m->key[s]) & (cap - 1);
+            while (key[t])
+                t = (t + 1) & (cap - 1);
+            key[t] = m->key[s];
+            vert[t] = m->vert[s];
+        }
+    meter_free(mm, m->key, m->cap * sizeof *m->key);
+    meter_free(mm, m->vert, m->cap * sizeof *m->vert);
+    m->key = key;
+    m->vert = vert;
+    m->cap = cap;
+    return FLOE_OK;
+}
+
+static int mesh_reserve(mesh *m, int verts)
+{
+    if (verts && m->nv == m->v_cap) {
+        size_t cap = m->v_cap ? 2 * m->v_cap : 4096, o = m->v_cap * 3 * sizeof(float), b = cap * 3 * sizeof(float);
+        float *v = meter_realloc(m->mem, m->v, o, b);
+        if (!v)
+            return FLOE_ERR_NOMEM;
+        m->v = v;
+        m->v_cap = cap;
+    }
+    if (!verts && m->nt == m->t_cap) {
+        size_t cap = m->t_cap ? 2 * m->t_cap : 8192;
+        uint32_t *t = meter_realloc(m->mem, m->tri, m->t_cap * 3 * sizeof *t, cap * 3 * sizeof *t);
+        if (!t)
+            return FLOE_ERR_NOMEM;
+        m->tri = t;
+        m->t_cap = cap;
+    }
+    return FLOE_OK;
+}
+
+void mesh_free(mesh *m)
+{
+    meter_free(m->mem, m->v, m->v_cap * 3 * sizeof(float));
+    meter_free(m->mem, m->nrm, (size_t)m->nv * 3 * sizeof(float));
+    meter_free(m->mem, m->tri, m->t_cap * 3 * sizeof(uint32_t));
+    m->v = m->nrm = NULL;
+    m->tri = NULL;
+    m->nv = m->nt = 0;
+    m->v_cap = m->t_cap = 0;
+}
+
+/* one cell being triangulated */
+typedef struct cellx {
+    const sgrid *g;
+    int64_t p[3];            /* lowest corner */
+    float f[8];              /* corner values, corner c at p + (c & 1, c >> 1 & 1, c >> 2 & 1) */
+    float iso;
+    vmap *map;
+    mesh *out;
+} cellx;
+
+static void corner_offset(int c, int o[3])
+{
+    o[0] = c & 1;
+    o[1] = c >> 1 & 1;
+    o[2] = c >> 2 & 1;
+}
+
+/* the vertex on the edge from corner a to corner b (a's bits a subset of b's) */
+static int edge_vertex(cellx *x, int a, int b, uint32_t *out)
+{
+    int oa[3];
+    corner_offset(a, oa);
+    uint64_t key = ((uint64_t)(x->p[0] + oa[0]) | (uint64_t)(x->p[1] + oa[1]) << 20 |
+                    (uint64_t)(x->p[2] + oa[2]) << 40) << 3 | (uint64_t)(a ^ b);
+    key += 1;
+    vmap *m = x->map;
+    if (2 * (size_t)(x->out->nv + 1) > m->cap && vmap_grow(m, x->out->mem))
+        return FLOE_ERR_NOMEM;
+    size_t s = hash64(key) & (m->cap - 1);
+    for (; m->key[s]; s = (s + 1) & (m->cap - 1))
+        if (m->key[s] == key) {
+            *out = m->vert[s];
+            return FLOE_OK;
+        }
+    if (mesh_reserve(x->out, 1))
+        return FLOE_ERR_NOMEM;
+    int ob[3];
+    corner_offset(b, ob);
+    float t = (x->iso - x->f[a]) / (x->f[b] - x->f[a]);
+    float *v = &x->out->v[3 * (size_t)x->out->nv];
+    for (int k = 0; k < 3; k++)
+        v[k] = (float)(x->g->lo[k] + x->g->cell * ((double)(x->p[k] + oa[k]) + t * (ob[k] - oa[k])));
+    m->key[s] = key;
+    m->vert[s] = x->out->nv;
+    *out = x->out->nv++;
+    return FLOE_OK;
+}
+
+/* a triangle on the tetrahedron edges e[0..2] (pairs of corners), turned so
+ * that it faces from the inside corners to the outside ones: decided on
+ * the edges' midpoints in integers, so the orientation never depends on
+ * rounding */
+static int triangle(cellx *x, const int e[3][2], const int tet[4], const int in[4])
+{
+    int m[3][3], dir[3] = {0, 0, 0}, nin = in[0] + in[1] + in[2] + in[3];
+    for (int i = 0; i < 3; i++) {
+        int oa[3], ob[3];
+        corner_offset(e[i][0], oa);
+        corner_offset(e[i][1], ob);
+        for (int k = 0; k < 3; k++)
+            m[i][k] = oa[k] + ob[k];
+    }
+    for (int i = 0; i < 4; i++) {
+        int o[3];
+        corner_offset(tet[i], o);
+        for (int k = 0; k < 3; k++)
+            dir[k] += in[i] ? -(4 - nin) * o[k] : nin * o[k];
+    }
+    int a[3] = {m[1][0] - m[0][0], m[1][1] - m[0][1], m[1][2] - m[0][2]};
+    int b[3] = {m[2][0] - m[0][0], m[2][1] - m[0][1], m[2][2] - m[0][2]};
+    int n[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+    int flip = n[0] * dir[0] + n[1] * dir[1] + n[2] * dir[2] < 0;
+    uint32_t v[3];
+    for (int i = 0; i < 3; i++) {
+        int lo = e[i][0], hi = e[i][1];
+        if ((lo & hi) != lo) { /* order the edge from the subset corner */
+            lo = e[i][1];
+            hi = e[i][0];
+        }
+        if (edge_vertex(x, lo, hi, &v[i]))
+            return FLOE_ERR_NOMEM;
+    }
+    if (mesh_reserve(x->out, 0))
+        return FLOE_ERR_NOMEM;
+    uint32_t *t = &x->out->tri[3 * (size_t)x->out->nt++];
+    t[0] = v[0];
+    t[1] = flip ? v[2] : v[1];
+    t[2] = flip ? v[1] : v[2];
+    return FLOE_OK;
+}
+
+static int tetrahedron(cellx *x, const int tet[4])
+{
+    int in[4], nin = 0;
+    for (int i = 0; i < 4; i++)
+        nin += in[i] = x->f[tet[i]] > x->iso;
+    if (nin == 0 || nin == 4)
+        return FLOE_OK;
+    if (nin == 1 || nin == 3) { /* corner a apart from b, c, d */
+        int a = 0;
+        while ((in[a] != 0) == (nin == 3))
+            a++;
+        int o[3], k = 0;
+        for (int i = 0; i < 4; i++)
+            if (i != a)
+                o[k++] = i;
+        int e[3][2] = {{tet[a], tet[o[0]]}, {tet[a], tet[o[1]]}, {tet[a], tet[o[2]]}};
+        return triangle(x, e, tet, in);
+    }
+    int p[2], q[2], np = 0, nq = 0; /* two inside (p), two outside (q): a quad */
+    for (int i = 0; i < 4; i++) {
+        if (in[i])
+            p[np++] = tet[i];
+        else
+            q[nq++] = tet[i];
+    }
+    int e1[3][2] = {{p[0], q[0]}, {p[0], q[1]}, {p[1], q[1]}};
+    int e2[3][2] = {{p[0], q[0]}, {p[1], q[1]}, {p[1], q[0]}};
+    int rc = triangle(x, e1, tet, in);
+    return rc ? rc : triangle(x, e2, tet, in);
+}
+
+static const int tets[6][4] = {{0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7}, {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7}};
+
+static void vertex_normals(mesh *m)
+{
+    memset(m->nrm, 0, (size_t)m->nv * 3 * sizeof *m->nrm);
+    for (uint32_t t = 0; t < m->nt; t++) {
+        const uint32_t *i = &m->tri[3 * (size_t)t];
+        const float *a = &m->v[3 * (size_t)i[0]], *b = &m->v[3 * (size_t)i[1]], *c = &m->v[3 * (size_t)i[2]];
+        float u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        float n[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < 3; j++)
+                m->nrm[3 * (size_t)i[k] + j] += n[j];
+    }
+    for (uint32_t v = 0; v < m->nv; v++) {
+        float *n = &m->nrm[3 * (size_t)v];
+        float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        if (l > 0)
+            n[0] /= l, n[1] /= l, n[2] /= l;
+        else
+            n[0] = n[2] = 0, n[1] = 1; /* only degenerate triangles around it */
+    }
+}
+
+/* values of the 2x2x2 blocks from block b upwards (corners of b's cells) */
+static float value_at(const sgrid *g, const int32_t nb[8], int lx, int ly, int lz)
+{
+    int bi = (lx >> BLOCK_LOG) | (ly >> BLOCK_LOG) << 1 | (lz >> BLOCK_LOG) << 2;
+    if (nb[bi] < 0)
+        return 0.0f;
+    return g->val[(size_t)nb[bi] * BLOCK_PTS + (size_t)(lx & (BLOCK - 1)) +
+                  BLOCK * ((size_t)(ly & (BLOCK - 1)) + BLOCK * (size_t)(lz & (BLOCK - 1)))];
+}
+
+int mesh_extract(const sgrid *g, float iso, mesh *out)
+{
+    vmap map = {0};
+    cellx x = {.g = g, .iso = iso, .map = &map, .out = out};
+    int rc = FLOE_OK;
+    for (int32_t b = 0; b < g->nblocks && !rc; b++) {
+        const int32_t *bc = &g->coord[3 * b];
+        int32_t nb[8];
+        for (int c = 0; c < 8; c++)
+            nb[c] = sgrid_find(g, bc[0] + (c & 1), bc[1] + (c >> 1 & 1), bc[2] + (c >> 2 & 1));
+        for (int lz = 0; lz < BLOCK && !rc; lz++)
+            for (int ly = 0; ly < BLOCK && !rc; ly++)
+                for (int lx = 0; lx < BLOCK && !rc; lx++) {
+                    int nin = 0;
+                    for (int c = 0; c < 8; c++) {
+                        x.f[c] = value_at(g, nb, lx + (c & 1), ly + (c >> 1 & 1), lz + (c >> 2 & 1));
+                        nin += x.f[c] > iso;
+                    }
+                    if (nin == 0 || nin == 8)
+                        continue;
+                    x.p[0] = (int64_t)bc[0] * BLOCK + lx;
+                    x.p[1] = (int64_t)bc[1] * BLOCK + ly;
+                    x.p[2] = (int64_t)bc[2] * BLOCK + lz;
+                    for (int t = 0; t < 6 && !rc; t++)
+                        rc = tetrahedron(&x, tets[t]);
+                }
+    }
+    meter_free(out->mem, map.key, map.cap * sizeof *map.key);
+    meter_free(out->mem, map.vert, map.cap * sizeof *map.vert);
+    if (rc)
+        return rc;
+    out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
+    if (!out->nrm && out->nv)
+        return FLOE_ERR_NOMEM;
+    vertex_normals(out);
+    return FLOE_OK;
+}

@@ -1,0 +1,67 @@
+/* The surface stages on the OpenCL backend (the splat on the device) give
+ * the mesh of the C path: triangle count within 0.1%, vertices within 1e-4
+ * of the cell size. Skipped without an OpenCL device. */
+#include "cl_fixture.h"
+#include "surface_mesh.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const float D = 0.1f;
+
+static void mesh_on(const char *backend, const char *stage, tmesh *m)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 3;
+    def.spacing = D;
+    def.threads = 2;
+    def.backend = backend;
+    for (int k = 0; k < 3; k++) {
+        def.domain_min[k] = -2;
+        def.domain_max[k] = 2;
+    }
+    char err[512], dir[1024], path[1100];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    cr_assert_eq(floe_module_load(ctx, "surface"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_set s = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    const float c[3] = {0.013f, -0.021f, 0.007f};
+    cr_assert_gt(floe_fill_sphere(ctx, s, c, 10 * D, NULL), 4000);
+    const float lo[3] = {-1.2f, -1.2f, -0.2f}, hi[3] = {1.2f, -0.8f, 0.2f}; /* a slab through it: stretched kernels */
+    floe_fill_box(ctx, s, lo, hi, NULL);
+    snprintf(dir, sizeof dir, "%s/surface-cl-%s-%ld", FLOE_TEST_BUILD_ROOT "/tests", backend, (long)getpid());
+    snprintf(path, sizeof path, "mkdir -p '%s'", dir);
+    cr_assert_eq(system(path), 0);
+    floe_param_kv kv[] = {{"format", FLOE_PARAM_STRING, {.s = "ply"}}};
+    cr_assert_eq(floe_pipeline_add(ctx, stage, kv, 1), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_frame_stages(ctx, dir, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
+    snprintf(path, sizeof path, "%s/surface.0000.ply", dir);
+    cr_assert_eq(tmesh_read_ply(path, m), 0, "%s", path);
+    floe_ctx_destroy(ctx);
+}
+
+static void agree(const char *stage)
+{
+    need_opencl();
+    tmesh a, b;
+    mesh_on("cpu", stage, &a);
+    mesh_on("opencl", stage, &b);
+    double dt = fabs((double)a.nt - b.nt) / a.nt, dmax = 0;
+    if (a.nv == b.nv)
+        for (uint32_t i = 0; i < 3 * a.nv; i++)
+            dmax = fmax(dmax, fabs(a.v[i] - b.v[i]));
+    printf("%s: %u / %u triangles (cpu / opencl), largest vertex difference %.3g cells\n", stage, a.nt, b.nt,
+           dmax / (0.5 * D));
+    cr_assert_gt(a.nt, 1000u);
+    cr_assert_lt(dt, 1e-3, "%s: %u vs %u triangles", stage, a.nt, b.nt);
+    if (a.nt == b.nt && a.nv == b.nv)
+        cr_assert_lt(dmax, 1e-4 * 0.5 * D, "%s: vertices differ by %g m", stage, dmax);
+    tmesh_free(&a);
+    tmesh_free(&b);
+}
+
+Test(surface_cl, mc_agrees_with_the_c_path) { agree("surface.mc"); }
+Test(surface_cl, anisotropic_agrees_with_the_c_path) { agree("surface.anisotropic"); }
