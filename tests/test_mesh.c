@@ -1,0 +1,220 @@
+/* Meshes from files (core/src/mesh*.c): every format reads (binary STL and
+ * ASCII PLY written here, the shared OBJ models, the Collada teapot), the
+ * topology and the divergence-theorem volume are right, placement works;
+ * boundary particles sampled on a surface have the density and the Akinci
+ * volumes of the core's boxes; fluid filling a mesh matches fluid_box and
+ * the sphere's volume; a tank walled by a mesh holds water like a
+ * boundary_box one; bad input gives messages naming the file. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include "mesh_fixture.h"
+#include "mesh_internal.h"
+
+#include <sys/stat.h>
+
+static char tmpdir[256];
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/floe_test_mesh.XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+}
+
+static void teardown(void)
+{
+    const char *names[] = {"cube.stl", "cube.ply", "cube.obj", "sphere.obj", "garbage.stl", "empty.obj",
+                           "open.obj", "wall.obj", "tank.obj", "flipped.obj", "scene.lua", "big.stl"};
+    char p[512];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", tmpdir, names[i]);
+        unlink(p);
+    }
+    rmdir(tmpdir);
+}
+
+TestSuite(mesh, .init = setup, .fini = teardown);
+
+static const char *tmp(const char *name)
+{
+    static char p[4][512];
+    static int next;
+    char *s = p[next++ & 3];
+    snprintf(s, sizeof p[0], "%s/%s", tmpdir, name);
+    return s;
+}
+
+static shape S; /* large: static */
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void check_cube(floe_mesh *m, const float lo[3], const float hi[3])
+{
+    double L[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
+    cr_assert_eq(m->nverts, 8);
+    cr_assert_eq(m->ntris, 12);
+    cr_assert(floe_mesh_is_closed(m));
+    cr_assert_float_eq(m->volume, L[0] * L[1] * L[2], 1e-6 * L[0] * L[1] * L[2]);
+    cr_assert_float_eq(m->area, 2 * (L[0] * L[1] + L[1] * L[2] + L[0] * L[2]), 1e-6 * m->area);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(m->min[k], lo[k]);
+        cr_assert_eq(m->max[k], hi[k]);
+    }
+}
+
+Test(mesh, binary_stl_cube)
+{
+    const float lo[3] = {-0.5f, 0.25f, 1}, hi[3] = {0.5f, 0.75f, 1.5f};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    floe_mesh *m = load_mesh(tmp("cube.stl"));
+    check_cube(m, lo, hi); /* STL repeats each corner per triangle: welded */
+    cr_assert_eq(m->reversed, 0);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, ascii_ply_cube)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {2, 1, 0.5f};
+    shape_box(&S, lo, hi, 0);
+    write_ply(tmp("cube.ply"), &S);
+    floe_mesh *m = load_mesh(tmp("cube.ply"));
+    check_cube(m, lo, hi);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, inside_out_cube_is_reversed)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 0);
+    for (int i = 0; i < S.nt; i++) {
+        uint32_t t = S.t[3 * i + 1];
+        S.t[3 * i + 1] = S.t[3 * i + 2];
+        S.t[3 * i + 2] = t;
+    }
+    write_obj(tmp("flipped.obj"), &S);
+    floe_mesh *m = load_mesh(tmp("flipped.obj"));
+    cr_assert(floe_mesh_is_closed(m));
+    cr_assert_eq(m->reversed, 1);
+    cr_assert_float_eq(m->volume, 1, 1e-6);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, sphere_volume_by_divergence_theorem)
+{
+    const double r = 0.3, c[3] = {0.1, 0.2, -0.3};
+    shape_sphere(&S, r, c, 5);
+    write_obj(tmp("sphere.obj"), &S);
+    floe_mesh *m = load_mesh(tmp("sphere.obj"));
+    cr_assert_eq(m->ntris, 20480);
+    cr_assert(floe_mesh_is_closed(m));
+    double v = 4.0 / 3 * M_PI * r * r * r, a = 4 * M_PI * r * r;
+    cr_log_info("icosphere (5 levels): volume %.7g vs 4/3 pi r^3 = %.7g (%.4f%%), area %.7g vs %.7g (%.4f%%)", m->volume,
+                v, 100 * (m->volume / v - 1), m->area, a, 100 * (m->area / a - 1));
+    /* the inscribed polyhedron's deficit is below 0.1% at this level */
+    cr_assert(m->volume < v && m->volume > 0.999 * v, "volume %.7g vs %.7g", m->volume, v);
+    cr_assert(m->area < a && m->area > 0.999 * a);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, bunny_is_closed_with_a_finite_volume)
+{
+    floe_mesh *m = load_mesh(model("bunny_10k.obj"));
+    cr_log_info("bunny: %u vertices, %u triangles, volume %.6g, area %.6g", m->nverts, m->ntris, m->volume, m->area);
+    cr_assert_eq(m->nverts, 5002);
+    cr_assert_eq(m->ntris, 10000);
+    cr_assert_eq(m->open_edges + m->nonmanifold_edges + m->misoriented_edges, 0, "every edge shared twice");
+    cr_assert(isfinite(m->volume) && m->volume > 0);
+    /* inside its box, and more than a tenth of it */
+    double box = 1;
+    for (int k = 0; k < 3; k++)
+        box *= m->max[k] - m->min[k];
+    cr_assert(m->volume < box && m->volume > 0.1 * box);
+    /* every edge used by two triangles, in opposite directions */
+    mesh_edge *e = NULL;
+    long ne = mesh_edges(m, &e);
+    cr_assert_eq(ne, 15000); /* Euler: V - E + F = 2 */
+    for (long i = 0; i < ne; i++)
+        cr_assert(e[i].uses == 2 && e[i].forward == 1);
+    free(e);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, dragon_reads_and_its_pinched_edges_are_reported)
+{
+    floe_mesh *m = load_mesh(model("dragon_50k.obj"));
+    char what[256];
+    floe_mesh_describe(m, what, sizeof what);
+    cr_log_info("dragon: %u vertices, %u triangles, %s", m->nverts, m->ntris, what);
+    cr_assert_eq(m->ntris, 50000);
+    cr_assert_eq(m->open_edges, 0);
+    cr_assert_eq(m->nonmanifold_edges, 16); /* four triangles at each, two each way */
+    cr_assert_not_null(strstr(what, "16 edges shared by more than two triangles"), "%s", what);
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, collada_teapots_and_one_object)
+{
+    struct stat st;
+    cr_assert_eq(stat(TEAPOT, &st), 0, "%s: %s (Debian package assimp-testmodels)", TEAPOT, strerror(errno));
+    floe_mesh *all = load_mesh(TEAPOT);
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = TEAPOT;
+    def.object = "Teapot01";
+    char err[1024], what[256];
+    floe_mesh *one = floe_mesh_load(&def, err, sizeof err);
+    cr_assert_not_null(one, "%s", err);
+    floe_mesh_describe(all, what, sizeof what);
+    cr_log_info("teapots.DAE: %u triangles (%s); Teapot01: %u", all->ntris, what, one->ntris);
+    cr_assert_eq(all->ntris, 2976);
+    cr_assert_eq(3 * one->ntris, all->ntris);
+    /* the Utah teapot has holes (lid and spout): reported, with the count */
+    cr_assert(!floe_mesh_is_closed(all));
+    cr_assert_eq(all->open_edges, 3 * one->open_edges);
+    cr_assert_not_null(strstr(what, "boundary edges"), "%s", what);
+    /* the Collada unit (1 cm) and Z_UP are applied: y up, under a metre */
+    cr_assert(one->max[1] - one->min[1] > 0.1 && one->max[1] - one->min[1] < 1);
+    def.object = "Teacup";
+    cr_assert_null(floe_mesh_load(&def, err, sizeof err));
+    cr_assert_not_null(strstr(err, "no object named 'Teacup'"), "%s", err);
+    floe_mesh_destroy(one);
+    floe_mesh_destroy(all);
+}
+
+Test(mesh, placement_scale_rotation_translation)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = tmp("cube.stl");
+    def.scale[0] = 2, def.scale[1] = 3, def.scale[2] = 4;
+    const float deg[3] = {0, 90, 0}, axis[3] = {0, 2, 0};
+    floe_rotation_euler(def.rotation, deg);
+    float R2[3][3];
+    floe_rotation_axis_angle(R2, axis, 90);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            cr_assert_float_eq(def.rotation[i][j], R2[i][j], 1e-6);
+    def.translation[0] = 10, def.translation[1] = 20, def.translation[2] = 30;
+    char err[1024];
+    floe_mesh *m = floe_mesh_load(&def, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    /* 90 degrees about y: x -> -z, z -> x, so the box [0,2]x[0,3]x[0,4]
+     * becomes [0,4]x[0,3]x[-2,0] */
+    const float want_lo[3] = {10, 20, 28}, want_hi[3] = {14, 23, 30};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_float_eq(m->min[k], want_lo[k], 1e-5, "axis %d: %g", k, m->min[k]);
+        cr_assert_float_eq(m->max[k], want_hi[k], 1e-5, "axis %d: %g", k, m->max[k]);
+    }
+    cr_assert_float_eq(m->volume, 24, 1e-4);
+    cr_assert(floe_mesh_is_closed(m) && !m->reversed);
+    floe_mesh_destroy(m);
+    /* Euler order: x first, then y, then z (fixed axes) */
+    const float xz[3] = {90, 0, 90};
+    floe_rotation_euler(def.rotation, xz);
+    /* y -> z by Rx, then z stays under Rz: the unit y axis ends on z */
+    cr_assert_float_eq(def.rotation[2][1], 1, 1e-6);
+    /* x stays under Rx, then Rz takes it to y */
+    cr_assert_float_eq(def.rotation[1][0], 1, 1e-6);
+}
