@@ -218,3 +218,150 @@ Test(mesh, placement_scale_rotation_translation)
     /* x stays under Rx, then Rz takes it to y */
     cr_assert_float_eq(def.rotation[1][0], 1, 1e-6);
 }
+
+/* ---- boundary particles on a surface ------------------------------------ */
+
+static floe_set boundary_of(floe_ctx *ctx, const char *file, const floe_mesh_use *use)
+{
+    floe_set b = floe_set_create(ctx, "boundary", FLOE_SET_BOUNDARY, 0);
+    floe_mesh *m = load_mesh(file);
+    long n = floe_boundary_mesh(ctx, b, m, use);
+    cr_assert(n > 0, "%s", floe_ctx_error(ctx));
+    floe_mesh_destroy(m);
+    return b;
+}
+
+/* the smallest distance between two particles of a set (brute force) */
+static double min_gap(const float *x, uint32_t n)
+{
+    double best = INFINITY;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = i + 1; j < n; j++) {
+            double e[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+            best = fmin(best, e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        }
+    return sqrt(best);
+}
+
+Test(mesh, cube_surface_density_is_one_per_spacing_squared)
+{
+    const float d = 0.02f, lo[3] = {0, 0, 0}, hi[3] = {0.4f, 0.3f, 0.2f}, dlo[3] = {-1, -1, -1}, dhi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    floe_ctx *ctx = mesh_sim(d, dlo, dhi, NULL);
+    floe_set b = boundary_of(ctx, tmp("cube.stl"), NULL);
+    uint32_t n = floe_set_size(ctx, b);
+    const float *x = floe_attr(ctx, b, "x", FLOE_VEC3);
+    double area = 2 * (0.4 * 0.3 + 0.3 * 0.2 + 0.4 * 0.2), want = area / (d * d), gap = min_gap(x, n);
+    cr_log_info("box 0.4 x 0.3 x 0.2 at d = %g: %u particles, area / d^2 = %.0f (%+.2f%%), closest pair %.3f d", d, n,
+                want, 100 * (n / want - 1), gap / d);
+    cr_assert(fabs(n / want - 1) < 0.03, "%u particles for %.0f", n, want);
+    cr_assert(gap >= 0.5 * d * (1 - 1e-5), "two samples %.3f d apart", gap / d);
+    /* on the surface: each particle on one of the faces */
+    for (uint32_t i = 0; i < n; i++) {
+        double off = INFINITY;
+        for (int k = 0; k < 3; k++)
+            off = fmin(off, fmin(fabs(x[3 * i + k] - lo[k]), fabs(x[3 * i + k] - hi[k])));
+        cr_assert(off < 1e-6, "particle %u is %g off the faces", i, off);
+    }
+    floe_ctx_destroy(ctx);
+}
+
+/* Boundary volumes of particles at |x - 0.25|, |z - 0.25| < 0.1 on the floor */
+static void floor_volumes(floe_ctx *ctx, floe_set b, float y, double *mean, double *spread, int *count)
+{
+    cr_assert_eq(floe_boundary_volumes(ctx), FLOE_OK, "%s", floe_ctx_error(ctx));
+    const float *x = floe_attr(ctx, b, "x", FLOE_VEC3), *V = floe_attr(ctx, b, "V", FLOE_F32);
+    double s = 0, s2 = 0;
+    int n = 0;
+    for (uint32_t i = 0; i < floe_set_size(ctx, b); i++)
+        if (fabsf(x[3 * i + 1] - y) < 1e-5f && fabsf(x[3 * i] - 0.25f) < 0.1f && fabsf(x[3 * i + 2] - 0.25f) < 0.1f) {
+            s += V[i];
+            s2 += (double)V[i] * V[i];
+            n++;
+        }
+    cr_assert(n > 0);
+    *mean = s / n;
+    *spread = sqrt(fmax(s2 / n - *mean * *mean, 0)) / *mean;
+    *count = n;
+}
+
+Test(mesh, akinci_volumes_of_a_mesh_wall_match_a_boundary_box)
+{
+    const float d = 0.02f, dlo[3] = {-1, -1, -1}, dhi[3] = {1, 1, 1};
+    /* a boundary_box floor: one layer d/2 below y = 0 */
+    floe_ctx *ref = mesh_sim(d, dlo, dhi, NULL);
+    floe_set rb = floe_set_create(ref, "boundary", FLOE_SET_BOUNDARY, 0);
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.5f, 0.2f, 0.5f};
+    cr_assert(floe_boundary_box(ref, rb, lo, hi, 1, FLOE_OPEN_TOP) > 0);
+    /* the same floor as a square mesh of two triangles */
+    floe_ctx *ctx = mesh_sim(d, dlo, dhi, NULL);
+    shape_square(&S, -0.5f * d, 0.5f + 0.5f * d, -0.5f * d, 0.5f + 0.5f * d, -0.5f * d);
+    write_obj(tmp("wall.obj"), &S);
+    floe_set b = boundary_of(ctx, tmp("wall.obj"), NULL);
+    double mr, sr, mm, sm;
+    int nr, nm;
+    floor_volumes(ref, rb, -0.5f * d, &mr, &sr, &nr);
+    floor_volumes(ctx, b, -0.5f * d, &mm, &sm, &nm);
+    cr_log_info("floor centre: boundary_box V = %.4g d^3 (%d particles, spread %.2f%%), mesh V = %.4g d^3 (%d, spread "
+                "%.2f%%): %+.2f%%", mr / (d * d * d), nr, 100 * sr, mm / (d * d * d), nm, 100 * sm, 100 * (mm / mr - 1));
+    cr_assert(fabs(mm / mr - 1) < 0.03, "mesh wall V %.4g vs boundary_box %.4g", mm, mr);
+    cr_assert(sm < 0.06, "mesh wall volumes spread by %.1f%%", 100 * sm);
+    floe_ctx_destroy(ref);
+    floe_ctx_destroy(ctx);
+}
+
+/* ---- fluid inside a mesh -------------------------------------------------- */
+
+Test(mesh, fluid_mesh_of_a_cube_equals_fluid_box)
+{
+    const float d = 0.02f, lo[3] = {0.1f, 0.2f, -0.1f}, hi[3] = {0.5f, 0.5f, 0.1f}, dlo[3] = {-1, -1, -1},
+                dhi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 0);
+    write_ply(tmp("cube.ply"), &S);
+    floe_ctx *ctx = mesh_sim(d, dlo, dhi, NULL);
+    floe_set a = floe_set_create(ctx, "box", FLOE_SET_FLUID, 1000), f = floe_set_create(ctx, "mesh", FLOE_SET_FLUID, 1000);
+    long nb = floe_fill_box(ctx, a, lo, hi, NULL);
+    floe_mesh *m = load_mesh(tmp("cube.ply"));
+    const float v0[3] = {1, 2, 3};
+    long nm = floe_fill_mesh(ctx, f, m, NULL, v0);
+    floe_mesh_destroy(m);
+    cr_log_info("fluid_box %ld, fluid_mesh %ld", nb, nm);
+    cr_assert_eq(nb, 20 * 15 * 10);
+    cr_assert_eq(nm, nb, "%s", floe_ctx_error(ctx));
+    /* the same lattice points, in the same order, with v0 and rest mass */
+    const float *xa = floe_attr(ctx, a, "x", FLOE_VEC3), *xm = floe_attr(ctx, f, "x", FLOE_VEC3);
+    const float *v = floe_attr(ctx, f, "v", FLOE_VEC3), *mass = floe_attr(ctx, f, "m", FLOE_F32);
+    for (long i = 0; i < 3 * nb; i++)
+        cr_assert_eq(xa[i], xm[i]);
+    cr_assert(v[0] == 1 && v[1] == 2 && v[2] == 3);
+    cr_assert_float_eq(mass[0], 1000 * d * d * d, 1e-9);
+    floe_ctx_destroy(ctx);
+}
+
+Test(mesh, fluid_mesh_of_a_sphere_fills_its_volume)
+{
+    const float d = 0.005f, dlo[3] = {-1, -1, -1}, dhi[3] = {1, 1, 1};
+    const double r = 0.3, c[3] = {0.0123, -0.0071, 0.0042};
+    shape_sphere(&S, r, c, 5);
+    write_obj(tmp("sphere.obj"), &S);
+    floe_ctx *ctx = mesh_sim(d, dlo, dhi, NULL);
+    floe_set f = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    floe_mesh *m = load_mesh(tmp("sphere.obj"));
+    long n = floe_fill_mesh(ctx, f, m, NULL, NULL);
+    cr_assert(n > 0, "%s", floe_ctx_error(ctx));
+    /* lattice points of the ball r - d/2 (those at least d/2 inside) */
+    double whole = 4.0 / 3 * M_PI * r * r * r / (d * d * d), inner = whole * pow(1 - 0.5 * d / r, 3);
+    cr_log_info("sphere r = %g at d = %g: %ld particles; (4/3 pi r^3) / d^3 = %.0f (%+.2f%%); the ball of r - d/2: %.0f "
+                "(%+.2f%%)", r, d, n, whole, 100 * (n / whole - 1), inner, 100 * (n / inner - 1));
+    cr_assert(fabs(n / whole - 1) < 0.03);
+    cr_assert(fabs(n / inner - 1) < 0.003);
+    /* nothing within d/2 of the surface, nothing outside */
+    const float *x = floe_attr(ctx, f, "x", FLOE_VEC3);
+    for (long i = 0; i < n; i++) {
+        double e[3] = {x[3 * i] - c[0], x[3 * i + 1] - c[1], x[3 * i + 2] - c[2]};
+        cr_assert(sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) < r - 0.49 * d);
+    }
+    floe_mesh_destroy(m);
+    floe_ctx_destroy(ctx);
+}

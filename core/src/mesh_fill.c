@@ -45,6 +45,31 @@ static int fill_check(floe_ctx *ctx, const floe_mesh *m, const floe_mesh_use *us
     return FLOE_OK;
 }
 
+/* One row of lattice points along x. Off a closed mesh the winding number
+ * only changes where the surface is crossed, so along the row it is
+ * evaluated again only after a point near the surface or a segment that
+ * meets a triangle; an open mesh gets it at every point. */
+static void classify_row(const mesh_bvh *bvh, const floe_mesh *m, float d, long nx, long iy, long iz, int closed,
+                         uint8_t *in)
+{
+    double prev[3];
+    int have_prev = 0, prev_in = 0;
+    for (long ix = 0; ix < nx; ix++) {
+        float q[3] = {m->min[0] + (ix + 0.5f) * d, m->min[1] + (iy + 0.5f) * d, m->min[2] + (iz + 0.5f) * d};
+        double p[3] = {q[0], q[1], q[2]};
+        if (mesh_near(bvh, p, NEAR_FRACTION * d)) {
+            in[ix] = 0;
+            have_prev = 0;
+            continue;
+        }
+        if (!(closed && have_prev && !mesh_segment_hits(bvh, prev, p)))
+            prev_in = mesh_winding(bvh, p) >= 0.5;
+        in[ix] = (uint8_t)prev_in;
+        memcpy(prev, p, sizeof prev);
+        have_prev = 1;
+    }
+}
+
 long floe_fill_mesh(floe_ctx *ctx, floe_set set, const floe_mesh *m, const floe_mesh_use *use, const float v0[3])
 {
     static const floe_mesh_use none;
@@ -66,13 +91,10 @@ long floe_fill_mesh(floe_ctx *ctx, floe_set set, const floe_mesh *m, const floe_
         free(in);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "fluid_mesh: %s: out of memory", m->file), -1;
     }
-#pragma omp parallel for schedule(dynamic, 256)
-    for (long i = 0; i < total; i++) {
-        long ix = i % cnt[0], iy = (i / cnt[0]) % cnt[1], iz = i / (cnt[0] * cnt[1]);
-        float q[3] = {m->min[0] + (ix + 0.5f) * d, m->min[1] + (iy + 0.5f) * d, m->min[2] + (iz + 0.5f) * d};
-        double pd[3] = {q[0], q[1], q[2]};
-        in[i] = !mesh_near(&bvh, pd, NEAR_FRACTION * d) && mesh_winding(&bvh, pd) >= 0.5;
-    }
+    const int closed = floe_mesh_is_closed(m);
+#pragma omp parallel for schedule(dynamic, 16)
+    for (long row = 0; row < cnt[1] * cnt[2]; row++)
+        classify_row(&bvh, m, d, cnt[0], row % cnt[1], row / cnt[1], closed, in + row * cnt[0]);
     mesh_bvh_free(&bvh);
     uint32_t n = 0;
     for (long i = 0; i < total; i++)

@@ -50,6 +50,8 @@ void mesh_bvh_free(mesh_bvh *b);
 double mesh_winding(const mesh_bvh *b, const double p[3]);
 /* Nonzero when some triangle lies closer than r to p. */
 int mesh_near(const mesh_bvh *b, const double p[3], double r);
+/* Nonzero when the segment p q meets a triangle (touching counts). */
+int mesh_segment_hits(const mesh_bvh *b, const double p[3], const double q[3]);
 /* Squared distance from p to triangle t. */
 double mesh_tri_dist2(const floe_mesh *m, uint32_t t, const double p[3]);
 

@@ -263,3 +263,59 @@ int mesh_near(const mesh_bvh *b, const double p[3], double r)
     }
     return 0;
 }
+
+/* Segment p q against triangle t (Moller and Trumbore 1997), with a
+ * little slack so that a touch counts as a hit. */
+static int segment_tri(const floe_mesh *m, uint32_t t, const double p[3], const double dir[3])
+{
+    const double eps = 1e-9;
+    double a[3], e1[3], e2[3], s[3];
+    const uint32_t *v = m->tri + 3 * (size_t)t;
+    for (int k = 0; k < 3; k++) {
+        a[k] = m->x[3 * (size_t)v[0] + k];
+        e1[k] = m->x[3 * (size_t)v[1] + k] - a[k];
+        e2[k] = m->x[3 * (size_t)v[2] + k] - a[k];
+        s[k] = p[k] - a[k];
+    }
+    double h[3] = {dir[1] * e2[2] - dir[2] * e2[1], dir[2] * e2[0] - dir[0] * e2[2], dir[0] * e2[1] - dir[1] * e2[0]};
+    double det = e1[0] * h[0] + e1[1] * h[1] + e1[2] * h[2];
+    if (fabs(det) < 1e-300)
+        return 0; /* parallel: a crossing elsewhere along the surface is still seen */
+    double inv = 1 / det, u = inv * (s[0] * h[0] + s[1] * h[1] + s[2] * h[2]);
+    if (u < -eps || u > 1 + eps)
+        return 0;
+    double q[3] = {s[1] * e1[2] - s[2] * e1[1], s[2] * e1[0] - s[0] * e1[2], s[0] * e1[1] - s[1] * e1[0]};
+    double w = inv * (dir[0] * q[0] + dir[1] * q[1] + dir[2] * q[2]);
+    if (w < -eps || u + w > 1 + eps)
+        return 0;
+    double f = inv * (e2[0] * q[0] + e2[1] * q[1] + e2[2] * q[2]);
+    return f >= -eps && f <= 1 + eps;
+}
+
+int mesh_segment_hits(const mesh_bvh *b, const double p[3], const double q[3])
+{
+    uint32_t stack[STACK];
+    int top = 0;
+    double dir[3], lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        dir[k] = q[k] - p[k];
+        lo[k] = fmin(p[k], q[k]);
+        hi[k] = fmax(p[k], q[k]);
+    }
+    stack[top++] = 0;
+    while (top > 0) {
+        const bvh_node *nd = &b->nodes[stack[--top]];
+        if (lo[0] > nd->hi[0] || hi[0] < nd->lo[0] || lo[1] > nd->hi[1] || hi[1] < nd->lo[1] || lo[2] > nd->hi[2] ||
+            hi[2] < nd->lo[2])
+            continue;
+        if (!nd->count) {
+            stack[top++] = nd->left;
+            stack[top++] = nd->left + 1;
+            continue;
+        }
+        for (uint32_t i = nd->first; i < nd->first + nd->count; i++)
+            if (segment_tri(b->m, b->order[i], p, dir))
+                return 1;
+    }
+    return 0;
+}
