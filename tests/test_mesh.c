@@ -10,6 +10,7 @@
 
 #include "mesh_fixture.h"
 #include "mesh_internal.h"
+#include "sim_fixture.h"
 
 #include <sys/stat.h>
 
@@ -364,4 +365,284 @@ Test(mesh, fluid_mesh_of_a_sphere_fills_its_volume)
     }
     floe_mesh_destroy(m);
     floe_ctx_destroy(ctx);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+static void expect_load_error(const floe_mesh_def *def, const char *want1, const char *want2)
+{
+    char err[2048];
+    floe_mesh *m = floe_mesh_load(def, err, sizeof err);
+    cr_assert_null(m, "loading %s should fail", def->file);
+    cr_log_info("%s", err);
+    cr_assert_not_null(strstr(err, def->file), "the message names the file: %s", err);
+    cr_assert_not_null(strstr(err, want1), "'%s' in: %s", want1, err);
+    if (want2)
+        cr_assert_not_null(strstr(err, want2), "'%s' in: %s", want2, err);
+}
+
+Test(mesh, missing_garbage_empty_and_directory_files)
+{
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = tmp("no_such_mesh.obj");
+    expect_load_error(&def, "cannot read the mesh", "No such file or directory");
+    FILE *f = fopen(tmp("garbage.stl"), "wb");
+    fputs("\x01\x02 this is not a mesh \x7f", f);
+    fclose(f);
+    def.file = tmp("garbage.stl");
+    expect_load_error(&def, "cannot read the mesh: ", "STL"); /* assimp's own words follow */
+    fclose(fopen(tmp("empty.obj"), "w"));
+    def.file = tmp("empty.obj");
+    expect_load_error(&def, "the file is empty", NULL);
+    def.file = tmpdir;
+    expect_load_error(&def, "is a directory", NULL);
+    /* an OBJ with vertices and lines but no face */
+    f = fopen(tmp("open.obj"), "w");
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nl 1 2\nl 2 3\n", f);
+    fclose(f);
+    def.file = tmp("open.obj");
+    expect_load_error(&def, "no triangles", NULL);
+}
+
+Test(mesh, zero_or_negative_scale_and_bad_rotation)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = tmp("cube.stl");
+    def.scale[1] = 0;
+    expect_load_error(&def, "scale must be positive", "axis 2");
+    def.scale[1] = -2;
+    expect_load_error(&def, "scale must be positive", NULL);
+    def = floe_mesh_default_def();
+    def.file = tmp("cube.stl");
+    def.rotation[0][0] = -1; /* a mirror */
+    expect_load_error(&def, "reflection", NULL);
+    def.rotation[0][0] = 2;
+    expect_load_error(&def, "not a rotation matrix", NULL);
+}
+
+Test(mesh, huge_meshes_hit_the_limits)
+{
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = model("dragon_50k.obj");
+    def.max_triangles = 10000;
+    expect_load_error(&def, "50000 triangles", "more than the limit of 10000 triangles");
+    /* the particle limit of one call */
+    const float dlo[3] = {-1, -1, -1}, dhi[3] = {1, 1, 1};
+    floe_ctx *ctx = mesh_sim(0.001f, dlo, dhi, NULL);
+    floe_set b = floe_set_create(ctx, "boundary", FLOE_SET_BOUNDARY, 0);
+    floe_set f = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    floe_mesh *m = load_mesh(model("bunny_10k.obj"));
+    floe_mesh_use use = {.max_particles = 100000};
+    cr_assert_lt(floe_boundary_mesh(ctx, b, m, &use), 0);
+    cr_log_info("%s", floe_ctx_error(ctx));
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "bunny_10k.obj"));
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "more than the limit of 100000"), "%s", floe_ctx_error(ctx));
+    cr_assert_lt(floe_fill_mesh(ctx, f, m, &use, NULL), 0);
+    cr_log_info("%s", floe_ctx_error(ctx));
+    cr_assert_not_null(strstr(floe_ctx_error(ctx), "more than the limit of 100000"), "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_set_size(ctx, b) + floe_set_size(ctx, f), 0, "nothing added");
+    floe_mesh_destroy(m);
+    floe_ctx_destroy(ctx);
+}
+
+Test(mesh, open_mesh_refused_by_fluid_mesh_unless_allowed)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.2f, 0.2f, 0.2f}, dlo[3] = {-1, -1, -1}, dhi[3] = {1, 1, 1};
+    shape_box(&S, lo, hi, 1); /* no lid */
+    write_obj(tmp("open.obj"), &S);
+    floe_ctx *ctx = mesh_sim(0.02f, dlo, dhi, NULL);
+    floe_set f = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    floe_mesh *m = load_mesh(tmp("open.obj"));
+    cr_assert_eq(m->open_edges, 4);
+    cr_assert_lt(floe_fill_mesh(ctx, f, m, NULL, NULL), 0);
+    const char *e = floe_ctx_error(ctx);
+    cr_log_info("%s", e);
+    cr_assert_not_null(strstr(e, "open.obj"), "%s", e);
+    cr_assert_not_null(strstr(e, "not closed: 4 boundary edges"), "%s", e);
+    /* allowed: by winding number, the open box still fills its lower part
+     * (half of the lattice of a closed box or more) */
+    floe_mesh_use use = {.allow_open = 1};
+    long n = floe_fill_mesh(ctx, f, m, &use, NULL);
+    cr_log_info("open box, allow_open: %ld of the closed box's 1000", n);
+    cr_assert(n >= 500 && n <= 1000, "%ld", n);
+    floe_mesh_destroy(m);
+    floe_ctx_destroy(ctx);
+}
+
+/* ---- from Lua ------------------------------------------------------------- */
+
+static char lua_err[8192];
+
+/* Runs the scene text (one %s: the temp folder) in the sandbox. */
+static int run_lua(const char *fmt)
+{
+    char text[8192];
+    snprintf(text, sizeof text, fmt, tmpdir, tmpdir, tmpdir, tmpdir);
+    FILE *f = fopen(tmp("scene.lua"), "w");
+    fputs(text, f);
+    fclose(f);
+    floe_scene_opts o;
+    memset(&o, 0, sizeof o);
+    o.path = tmp("scene.lua");
+    o.frames = -1;
+    o.out_dir = tmpdir;
+    lua_err[0] = '\0';
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    return floe_scene_run(&o, lua_err, sizeof lua_err);
+}
+
+#define LUA_SIM                                                                                                    \
+    "local floe = require 'floe'\n"                                                                                \
+    "local sim = floe.sim{ spacing = 0.02, domain = { min = {-1, -1, -1}, max = {1, 1, 1} } }\n"
+
+Test(mesh, lua_boundary_mesh_fluid_mesh_and_mesh_info)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.2f, 0.1f, 0.1f};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    int rc = run_lua(LUA_SIM
+                     "local file = '%s/cube.stl'\n"
+                     "local info = floe.mesh_info{ file = file, scale = 2, rotation = { axis = {0, 0, 1}, angle = 90 },\n"
+                     "                             translation = {1, 0, 0} }\n"
+                     "assert(info.vertices == 8 and info.triangles == 12 and info.closed, info.topology)\n"
+                     "assert(math.abs(info.volume - 0.016) < 1e-6, info.volume)\n"
+                     "assert(math.abs(info.min[1] - 0.8) < 1e-6 and math.abs(info.max[2] - 0.4) < 1e-6)\n"
+                     "local nb = sim:boundary_mesh{ file = file, translation = {0.5, 0, 0}, layers = 2 }\n"
+                     "local nf = sim:fluid_mesh{ file = file, scale = {1, 2, 1}, rotation = {0, 0, 0},\n"
+                     "                           velocity = {0, -1, 0}, density = 1000 }\n"
+                     "assert(nf == 10 * 10 * 5, 'fluid ' .. nf)\n"
+                     "-- two layers of the 0.1 m^2 surface at 1 / d^2\n"
+                     "assert(sim:count 'boundary' == nb and nb > 2 * 250 and nb < 2 * 250 * 1.15, 'boundary ' .. nb)\n"
+                     "assert(sim:count 'fluid' == nf)\n");
+    cr_assert_eq(rc, FLOE_OK, "%s", lua_err);
+}
+
+static void expect_lua_error(const char *scene, const char *a, const char *b)
+{
+    cr_assert_neq(run_lua(scene), FLOE_OK);
+    cr_log_info("%s", lua_err);
+    cr_assert_not_null(strstr(lua_err, a), "'%s' in:\n%s", a, lua_err);
+    if (b)
+        cr_assert_not_null(strstr(lua_err, b), "'%s' in:\n%s", b, lua_err);
+}
+
+Test(mesh, lua_errors_name_line_and_file)
+{
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.2f, 0.1f, 0.1f};
+    shape_box(&S, lo, hi, 0);
+    write_stl(tmp("cube.stl"), &S);
+    expect_lua_error(LUA_SIM "sim:boundary_mesh{ file = '%s/nothing.obj' }\n", "scene.lua:3: sim:boundary_mesh: ",
+                     "nothing.obj: cannot read the mesh: No such file or directory");
+    expect_lua_error(LUA_SIM "sim:fluid_mesh{ file = '%s/cube.stl', scale = 0 }\n", "scene.lua:3: sim:fluid_mesh: ",
+                     "cube.stl: 'scale' must be positive");
+    expect_lua_error(LUA_SIM "sim:fluid_mesh{ file = '%s/cube.stl', scale = {1, -1, 1} }\n", "scene.lua:3:",
+                     "'scale' must be positive");
+    expect_lua_error(LUA_SIM "sim:boundary_mesh{ file = '%s/cube.stl', scael = 2 }\n",
+                     "scene.lua:3: sim:boundary_mesh: unknown key 'scael'", "accepted: file, object, scale");
+    expect_lua_error(LUA_SIM "sim:boundary_mesh{ file = '%s/cube.stl', rotation = { axis = {0, 0, 0}, angle = 1 } }\n",
+                     "scene.lua:3:", "non-zero axis");
+    expect_lua_error(LUA_SIM "sim:fluid_box{ min = {0, 0, 0}, max = {0.1, 0.1, 0.1} }\n"
+                             "sim:boundary_mesh{ file = '%s/cube.stl', set = 'fluid' }\n",
+                     "scene.lua:4:", "set 'fluid' is a fluid set");
+    shape_box(&S, lo, hi, 1);
+    write_obj(tmp("open.obj"), &S);
+    expect_lua_error(LUA_SIM "sim:fluid_mesh{ file = '%s/open.obj' }\n", "scene.lua:3: sim:fluid_mesh: ",
+                     "open.obj: the mesh is not closed: 4 boundary edges");
+    expect_lua_error("local floe = require 'floe'\n"
+                     "local sim = floe.sim{ dim = 2, spacing = 0.02, domain = { min = {-1, -1}, max = {1, 1} } }\n"
+                     "sim:boundary_mesh{ file = '%s/cube.stl' }\n",
+                     "scene.lua:3:", "meshes need a 3D sim");
+    /* nothing was added by the failed calls */
+    cr_assert_eq(run_lua(LUA_SIM "pcall(sim.fluid_mesh, sim, { file = '%s/open.obj' })\n"
+                                 "assert(not pcall(sim.count, sim, 'fluid'), 'no set was made')\n"),
+                 FLOE_OK, "%s", lua_err);
+}
+
+/* ---- a tank walled by a mesh ------------------------------------------------ */
+
+static double *p_sum;
+static uint64_t p_steps;
+
+/* each particle's pressure (by stable id) summed per step */
+static int sum_pressure(const floe_stage_call *c)
+{
+    floe_set s = floe_set_find(c->ctx, "fluid");
+    const float *p = floe_attr(c->ctx, s, "p", FLOE_F32);
+    const uint32_t *id = floe_attr(c->ctx, s, "id", FLOE_U32);
+    for (uint32_t i = 0; i < floe_set_size(c->ctx, s); i++)
+        p_sum[id[i]] += p[i];
+    p_steps++;
+    return FLOE_OK;
+}
+
+/* Settle 0.5 s with damping, average each particle's pressure over 0.3 s,
+ * fit p = p0 + g' y below the top two layers (y < top): the floor
+ * pressure p0 and the gradient g'. */
+static void settled_pressure(fixture *f, double top, double *p0, double *slope)
+{
+    fixture_wcsph(f, 25, "xsph", 0.05, 30);
+    floe_run_def r = fixture_run_def(0.5, 10);
+    cr_assert_eq(floe_run(f->ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+    uint32_t n = floe_set_size(f->ctx, f->fluid);
+    p_sum = calloc(n, sizeof *p_sum);
+    p_steps = 0;
+    cr_assert_eq(floe_pipeline_add_fn(f->ctx, "sum_pressure", sum_pressure, NULL), FLOE_OK);
+    r = fixture_run_def(0.3, 10);
+    cr_assert_eq(floe_run(f->ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+    const float *x = floe_attr(f->ctx, f->fluid, "x", FLOE_VEC3);
+    const uint32_t *id = floe_attr(f->ctx, f->fluid, "id", FLOE_U32);
+    double sy = 0, sp = 0, syy = 0, syp = 0, m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double y = x[3 * i + 1], pa = p_sum[id[i]] / (double)p_steps;
+        if (y > top)
+            continue;
+        sy += y, sp += pa, syy += y * y, syp += y * pa, m++;
+    }
+    *slope = (m * syp - sy * sp) / (m * syy - sy * sy);
+    *p0 = (sp - *slope * sy) / m;
+    free(p_sum);
+}
+
+/* The walls' particles: boundary_box puts two layers outside the box, the
+ * first d/2 out; the mesh is that first layer's box (open at the top) as
+ * a container, its second layer d further out. */
+static void mesh_tank(fixture *f, float d, const float tank[3], const char *file)
+{
+    const float lo[3] = {-0.5f * d, -0.5f * d, -0.5f * d};
+    const float hi[3] = {tank[0] + 0.5f * d, tank[1], tank[2] + 0.5f * d};
+    shape_box(&S, lo, hi, 1);
+    write_obj(file, &S);
+    floe_set_clear(f->ctx, f->bnd);
+    floe_mesh *m = load_mesh(file);
+    floe_mesh_use use = {.layers = 2, .container = 1};
+    cr_assert(floe_boundary_mesh(f->ctx, f->bnd, m, &use) > 0, "%s", floe_ctx_error(f->ctx));
+    floe_mesh_destroy(m);
+}
+
+Test(mesh, hydrostatic_tank_with_mesh_walls, .timeout = 900)
+{
+    const float d = 0.025f, tank[3] = {0.25f, 0.35f, 0.25f}, water[3] = {0.25f, 0.25f, 0.25f};
+    double p[2], g[2];
+    uint32_t nb[2];
+    for (int k = 0; k < 2; k++) {
+        fixture f = fixture_tank(3, d, tank, water, 1);
+        if (k == 1)
+            mesh_tank(&f, d, tank, tmp("tank.obj"));
+        nb[k] = floe_set_size(f.ctx, f.bnd);
+        settled_pressure(&f, water[1] - 2 * d, &p[k], &g[k]);
+        floe_ctx_destroy(f.ctx);
+    }
+    double ref = 1000 * 9.81 * water[1];
+    cr_log_info("floor pressure (fit): boundary_box %.1f Pa, dp/dy %.1f Pa/m (%u wall particles); mesh walls %.1f Pa, "
+                "%.1f Pa/m (%u): %+.2f%%; rho g h %.1f Pa", p[0], g[0], nb[0], p[1], g[1], nb[1],
+                100 * (p[1] / p[0] - 1), ref);
+    cr_assert(fabs(p[1] / p[0] - 1) < 0.03, "mesh tank %.1f Pa vs boundary_box %.1f Pa", p[1], p[0]);
+    cr_assert(fabs(g[1] / g[0] - 1) < 0.05, "mesh tank %.1f Pa/m vs boundary_box %.1f Pa/m", g[1], g[0]);
+    /* WCSPH itself (c = 25 m/s, a small tank) is some percent off rho g h:
+     * the mesh walls may not add more than 3% to that */
+    cr_assert(fabs(p[1] / ref - 1) < fabs(p[0] / ref - 1) + 0.03, "mesh tank %.1f Pa, boundary_box %.1f Pa, rho g h "
+              "%.1f Pa", p[1], p[0], ref);
 }
