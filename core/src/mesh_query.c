@@ -232,25 +232,25 @@ double mesh_tri_dist2(const floe_mesh *m, uint32_t t, const double p[3])
     return r2;
 }
 
-static double box_dist2(const bvh_node *nd, const double p[3])
-{
-    double r2 = 0;
-    for (int k = 0; k < 3; k++) {
-        double e = p[k] < nd->lo[k] ? nd->lo[k] - p[k] : p[k] > nd->hi[k] ? p[k] - nd->hi[k] : 0;
-        r2 += e * e;
-    }
-    return r2;
-}
+/* ---- "is there a triangle ...": one walk, two questions ----------------- */
 
-int mesh_near(const mesh_bvh *b, const double p[3], double r)
+typedef struct probe {
+    const double *p;
+    double r2;               /* near: squared radius */
+    double dir[3], lo[3], hi[3]; /* segment: q - p and its box */
+} probe;
+
+/* Depth first over the nodes that `enter` accepts; 1 as soon as `hit`
+ * accepts a triangle of a leaf. */
+static int any_triangle(const mesh_bvh *b, const probe *pr, int (*enter)(const bvh_node *, const probe *),
+                        int (*hit)(const floe_mesh *, uint32_t, const probe *))
 {
     uint32_t stack[STACK];
     int top = 0;
-    const double r2 = r * r;
     stack[top++] = 0;
     while (top > 0) {
         const bvh_node *nd = &b->nodes[stack[--top]];
-        if (box_dist2(nd, p) >= r2)
+        if (!enter(nd, pr))
             continue;
         if (!nd->count) {
             stack[top++] = nd->left;
@@ -258,16 +258,46 @@ int mesh_near(const mesh_bvh *b, const double p[3], double r)
             continue;
         }
         for (uint32_t i = nd->first; i < nd->first + nd->count; i++)
-            if (mesh_tri_dist2(b->m, b->order[i], p) < r2)
+            if (hit(b->m, b->order[i], pr))
                 return 1;
     }
     return 0;
 }
 
+static int near_box(const bvh_node *nd, const probe *pr)
+{
+    double r2 = 0;
+    for (int k = 0; k < 3; k++) {
+        double e = pr->p[k] < nd->lo[k] ? nd->lo[k] - pr->p[k] : pr->p[k] > nd->hi[k] ? pr->p[k] - nd->hi[k] : 0;
+        r2 += e * e;
+    }
+    return r2 < pr->r2;
+}
+
+static int near_tri(const floe_mesh *m, uint32_t t, const probe *pr)
+{
+    return mesh_tri_dist2(m, t, pr->p) < pr->r2;
+}
+
+int mesh_near(const mesh_bvh *b, const double p[3], double r)
+{
+    probe pr = {.p = p, .r2 = r * r};
+    return any_triangle(b, &pr, near_box, near_tri);
+}
+
+static int segment_box(const bvh_node *nd, const probe *pr)
+{
+    for (int k = 0; k < 3; k++)
+        if (pr->lo[k] > nd->hi[k] || pr->hi[k] < nd->lo[k])
+            return 0;
+    return 1;
+}
+
 /* Segment p q against triangle t (Moller and Trumbore 1997), with a
  * little slack so that a touch counts as a hit. */
-static int segment_tri(const floe_mesh *m, uint32_t t, const double p[3], const double dir[3])
+static int segment_tri(const floe_mesh *m, uint32_t t, const probe *pr)
 {
+    const double *p = pr->p, *dir = pr->dir;
     const double eps = 1e-9;
     double a[3], e1[3], e2[3], s[3];
     const uint32_t *v = m->tri + 3 * (size_t)t;
@@ -294,28 +324,11 @@ static int segment_tri(const floe_mesh *m, uint32_t t, const double p[3], const 
 
 int mesh_segment_hits(const mesh_bvh *b, const double p[3], const double q[3])
 {
-    uint32_t stack[STACK];
-    int top = 0;
-    double dir[3], lo[3], hi[3];
+    probe pr = {.p = p};
     for (int k = 0; k < 3; k++) {
-        dir[k] = q[k] - p[k];
-        lo[k] = fmin(p[k], q[k]);
-        hi[k] = fmax(p[k], q[k]);
+        pr.dir[k] = q[k] - p[k];
+        pr.lo[k] = fmin(p[k], q[k]);
+        pr.hi[k] = fmax(p[k], q[k]);
     }
-    stack[top++] = 0;
-    while (top > 0) {
-        const bvh_node *nd = &b->nodes[stack[--top]];
-        if (lo[0] > nd->hi[0] || hi[0] < nd->lo[0] || lo[1] > nd->hi[1] || hi[1] < nd->lo[1] || lo[2] > nd->hi[2] ||
-            hi[2] < nd->lo[2])
-            continue;
-        if (!nd->count) {
-            stack[top++] = nd->left;
-            stack[top++] = nd->left + 1;
-            continue;
-        }
-        for (uint32_t i = nd->first; i < nd->first + nd->count; i++)
-            if (segment_tri(b->m, b->order[i], p, dir))
-                return 1;
-    }
-    return 0;
+    return any_triangle(b, &pr, segment_box, segment_tri);
 }
