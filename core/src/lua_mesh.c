@@ -127,7 +127,10 @@ static void read_rotation(lua_State *L, int t, const char *fn, floe_mesh_def *de
         only_keys(L, r, fn, AXIS_KEYS);
         if (!vec_field(L, r, fn, "axis", axis) || !(fabsf(axis[0]) + fabsf(axis[1]) + fabsf(axis[2]) > 0))
             luaL_error(L, "%s: 'rotation' = { axis = {x, y, z}, angle = degrees } needs a non-zero axis", fn);
-        floe_rotation_axis_angle(def->rotation, axis, (float)num_at(L, r, fn, "angle", 0));
+        double angle = num_at(L, r, fn, "angle", NAN);
+        if (isnan(angle))
+            luaL_error(L, "%s: 'rotation' = { axis = ..., angle = degrees } needs the angle", fn);
+        floe_rotation_axis_angle(def->rotation, axis, (float)angle);
     } else {
         float deg[3];
         vec_at(L, r, fn, "'rotation' (Euler degrees {rx, ry, rz}, or { axis = ..., angle = ... })", deg);

@@ -304,6 +304,11 @@ long floe_boundary_mesh(floe_ctx *ctx, floe_set set, const floe_mesh *m, const f
         return ctx_fail(ctx, FLOE_ERR_ARG, "boundary_mesh: %s: meshes need a 3D sim", m->file), -1;
     if (use->layers < 0 || use->layers > 8)
         return ctx_fail(ctx, FLOE_ERR_ARG, "boundary_mesh: layers must be in 1..8"), -1;
+    if (!floe_mesh_is_closed(m)) { /* fine for a wall; said, since a solid should be closed */
+        char what[256];
+        floe_mesh_describe(m, what, sizeof what);
+        ctx_log(ctx, FLOE_LOG_INFO, "boundary_mesh: %s: %s", m->file, what);
+    }
     cand c = {0};
     if (sample_surface(ctx, m, use, &c)) {
         cand_free(&c);
