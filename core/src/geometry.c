@@ -1,12 +1,13 @@
 /* Scene geometry: fluid blocks on a lattice, boundary walls sampled as
  * boundary particles, and their Akinci et al. 2012 volumes. */
 #include "ctx.h"
+#include "geometry.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int check_set(floe_ctx *ctx, floe_set set, floe_set_kind kind, const char *what, pset **out)
+int geom_check_set(floe_ctx *ctx, floe_set set, floe_set_kind kind, const char *what, pset **out)
 {
     pset *p = ctx_set(ctx, set);
     if (!p)
@@ -26,8 +27,7 @@ static int check_box(floe_ctx *ctx, const float min[3], const float max[3], cons
     return FLOE_OK;
 }
 
-/* Append n particles at positions pos (3 floats each) with velocity v0. */
-static long append(floe_ctx *ctx, floe_set set, pset *p, const float *pos, uint32_t n, const float v0[3])
+long geom_append(floe_ctx *ctx, floe_set set, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
     uint32_t base = p->n;
     if (ctx_set_resize(ctx, set, base + n))
@@ -84,7 +84,7 @@ static long fill_lattice(floe_ctx *ctx, floe_set set, pset *p, const float min[3
                 }
                 memcpy(pos + 3 * (size_t)n++, q, sizeof q);
             }
-    long r = append(ctx, set, p, pos, n, v0);
+    long r = geom_append(ctx, set, p, pos, n, v0);
     free(pos);
     return r;
 }
@@ -113,7 +113,7 @@ static int check_fluid(floe_ctx *ctx, const float min[3], const float max[3], co
 long floe_fill_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], const float v0[3])
 {
     pset *p = NULL;
-    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_box", &p) || check_box(ctx, min, max, "fluid_box") ||
+    if (geom_check_set(ctx, set, FLOE_SET_FLUID, "fluid_box", &p) || check_box(ctx, min, max, "fluid_box") ||
         check_fluid(ctx, min, max, v0, "fluid_box"))
         return -1;
     return fill_lattice(ctx, set, p, min, max, NULL, 0, v0);
@@ -122,7 +122,7 @@ long floe_fill_box(floe_ctx *ctx, floe_set set, const float min[3], const float 
 long floe_fill_sphere(floe_ctx *ctx, floe_set set, const float centre[3], float radius, const float v0[3])
 {
     pset *p = NULL;
-    if (check_set(ctx, set, FLOE_SET_FLUID, "fluid_sphere", &p))
+    if (geom_check_set(ctx, set, FLOE_SET_FLUID, "fluid_sphere", &p))
         return -1;
     if (!(radius > 0) || !isfinite(radius))
         return ctx_fail(ctx, FLOE_ERR_ARG, "fluid_sphere: radius must be positive"), -1;
@@ -139,7 +139,7 @@ long floe_fill_sphere(floe_ctx *ctx, floe_set set, const float centre[3], float 
 long floe_boundary_solid_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3])
 {
     pset *p = NULL;
-    if (check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_solid_box", &p) ||
+    if (geom_check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_solid_box", &p) ||
         check_box(ctx, min, max, "boundary_solid_box"))
         return -1;
     return fill_lattice(ctx, set, p, min, max, NULL, 0, NULL);
@@ -170,7 +170,7 @@ static int axis_coords(float min, float max, float d, int layers, float *out, in
 long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const float max[3], int layers, int open)
 {
     pset *p = NULL;
-    if (check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_box", &p) || check_box(ctx, min, max, "boundary_box"))
+    if (geom_check_set(ctx, set, FLOE_SET_BOUNDARY, "boundary_box", &p) || check_box(ctx, min, max, "boundary_box"))
         return -1;
     if (layers < 1 || layers > 8)
         return ctx_fail(ctx, FLOE_ERR_ARG, "boundary_box: layers must be in 1..8"), -1;
@@ -208,7 +208,7 @@ long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const fl
                 q[2] = dim == 3 ? c[2][iz] : 0.0f;
             }
     if (rc == 0)
-        rc = append(ctx, set, p, pos, m, NULL);
+        rc = geom_append(ctx, set, p, pos, m, NULL);
     free(pos);
     for (int k = 0; k < dim; k++)
         free(c[k]);

@@ -1377,12 +1377,21 @@ static int m_info(lua_State *L)
 
 /* ---- module ------------------------------------------------------------- */
 
+/* lua_mesh.c: sim:boundary_mesh, sim:fluid_mesh, floe.mesh_info */
+int floe_lua_boundary_mesh(lua_State *L, floe_ctx *ctx);
+int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
+int floe_lua_mesh_info(lua_State *L);
+static int m_boundary_mesh(lua_State *L) { return floe_lua_boundary_mesh(L, check_idle(L, "sim:boundary_mesh")->ctx); }
+static int m_fluid_mesh(lua_State *L) { return floe_lua_fluid_mesh(L, check_idle(L, "sim:fluid_mesh")->ctx); }
+
 static const luaL_Reg sim_methods[] = {
     {"load", m_load},
     {"fluid_box", m_fluid_box},
     {"fluid_sphere", m_fluid_sphere},
     {"boundary_box", m_boundary_box},
     {"boundary_solid_box", m_boundary_solid_box},
+    {"boundary_mesh", m_boundary_mesh},
+    {"fluid_mesh", m_fluid_mesh},
     {"pipeline", m_pipeline},
     {"on_frame", m_on_frame},
     {"run", m_run},
@@ -1408,6 +1417,7 @@ static const luaL_Reg floe_funcs[] = {
     {"param", l_param},
     {"preset", l_preset},
     {"log", l_log},
+    {"mesh_info", floe_lua_mesh_info},
     {NULL, NULL},
 };
 
