@@ -109,6 +109,8 @@ struct floe_ctx {
     int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
     const stage_inst *running; /* the stage being run (attribute access rules) */
     floe_output *out;        /* where runs and modules write (NULL: out_dir as given) */
+    uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
+    int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
