@@ -438,8 +438,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
     if (!rc)
         rc = stop_check(ctx, k0); /* asked for before the run began */
-    double t_start = resumed ? ck.run.t_start : ctx->info.time;
-    ckpt_free(&ck);
+    double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
     for (int f = k0 + 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
         rec_frame *fr = &frames[f - 1];
@@ -524,6 +523,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         sum->status = rc;
     }
     free(frames);
+    ckpt_free(&ck);
     return rc;
 }
 
