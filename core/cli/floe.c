@@ -44,6 +44,8 @@ static const char help_run[] =
     "  --force         write into an output folder that is refused otherwise ('/', the home\n"
     "                  folder, one holding other files) and replace an earlier run there\n"
     "  --timeout S     stop after S seconds of wall time (like Ctrl-C: the frame is finished)\n"
+    "  --resume DIR    run: go on from the checkpoint in the run folder DIR (written with\n"
+    "                  sim:run{checkpoint_every = N}); DIR is also the output folder\n"
     "  --quiet         no progress display\n"
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
@@ -308,6 +310,8 @@ static int cmd_run(int argc, char **argv, int bench)
             }
         } else if (!strcmp(a, "--out") && has)
             o.out_dir = argv[++i];
+        else if (!strcmp(a, "--resume") && has && !bench)
+            o.resume = argv[++i];
         else if (!strcmp(a, "--force"))
             o.force = 1;
         else if (!strcmp(a, "--set") && has && strchr(argv[i + 1], '='))

@@ -115,6 +115,8 @@ struct floe_ctx {
     uint64_t outside_count;  /* particles deleted or clamped so far */
     int frame_dir;           /* the run's folder while per-frame stages run (api out_write), else -1 */
     const char *frame_dir_name; /* its name in messages */
+    uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
+    int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);

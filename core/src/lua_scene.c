@@ -177,7 +177,10 @@ FLOE_EXPORT int floe_scene_run(const floe_scene_opts *opt, char *err, size_t err
         return rc;
     char oerr[2048];
     unsigned flags = (opt->unsafe ? 0 : FLOE_OUTPUT_CONFINE) | (opt->force ? FLOE_OUTPUT_FORCE : 0);
-    floe_output *out = floe_output_create(opt->out_dir ? opt->out_dir : "out", flags, oerr, sizeof oerr);
+    const char *root = opt->resume ? opt->resume : opt->out_dir ? opt->out_dir : "out";
+    if (opt->resume)
+        flags |= FLOE_OUTPUT_RESUME;
+    floe_output *out = floe_output_create(root, flags, oerr, sizeof oerr);
     if (!out) {
         snprintf(err, errlen, "%s: %s", opt->path, oerr);
         return FLOE_ERR_IO;

@@ -1053,7 +1053,7 @@ static int m_on_frame(lua_State *L)
 #define RFN "sim:run"
 
 static const char *const RUN_KEYS[] = {"frames", "fps", "end_time", "dt", "cfl", "dt_max", "out", "name",
-                                       "formats", "attributes", "progress", NULL};
+                                       "formats", "attributes", "progress", "checkpoint_every", NULL};
 
 typedef struct run_args {
     floe_run_def def;
@@ -1129,6 +1129,7 @@ static void run_parse(lua_State *L, int t, run_args *a)
     d->formats = run_formats(L, t);
     run_attrs(L, t, a);
     d->progress = field_bool(L, t, RFN, "progress", d->progress);
+    d->checkpoint_every = field_int(L, t, RFN, "checkpoint_every", d->checkpoint_every, 0, 100000000);
 }
 
 static void run_overrides(const scene_state *sc, floe_run_def *d)
@@ -1142,6 +1143,8 @@ static void run_overrides(const scene_state *sc, floe_run_def *d)
     }
     if (o->out_dir)
         d->out_dir = o->out_dir;
+    if (o->resume) /* the run folder being resumed */
+        d->out_dir = o->resume;
     if (o->write_frames == 0)
         d->write_frames = 0;
     if (o->progress >= 0)

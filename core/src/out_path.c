@@ -270,7 +270,8 @@ static int is_frame(const char *name)
 
 int out_is_floe_file(const char *name)
 {
-    if (strcmp(name, "run.yaml") == 0 || is_frame(name) || ends_with(name, ".mp4"))
+    if (strcmp(name, "run.yaml") == 0 || strcmp(name, "checkpoint.floe") == 0 || is_frame(name) ||
+        ends_with(name, ".mp4"))
         return 1;
     if (strncmp(name, "run.", 4) == 0 && ends_with(name, ".yaml"))
         return all_digits(name + 4, strlen(name) - 9);
@@ -339,7 +340,7 @@ int out_take(floe_output *out, int dirfd, const char *shown, int *first_frame, i
     if (n < 0)
         return fail(err, errlen, errno, "cannot %s the folder %s: %s", force ? "clear the earlier run in" : "list",
                     shown, strerror(errno));
-    if (n > 0 && !force) {
+    if (n > 0 && !force && !(out->flags & FLOE_OUTPUT_RESUME)) {
         if (err && errlen)
             snprintf(err, errlen, "%s holds an earlier run (%d files: %s, ...); --force replaces it (its run "
                      "records and frame files are removed first), or choose another --out", shown, n, first);
@@ -356,6 +357,16 @@ int out_take(floe_output *out, int dirfd, const char *shown, int *first_frame, i
     }
     out->taken[out->ntaken++] = (out_taken){st.st_dev, st.st_ino, 0, 0};
     return 0;
+}
+
+void out_taken_set(floe_output *out, int dirfd, int next_frame, int records)
+{
+    struct stat st;
+    out_taken *t = out && fstat(dirfd, &st) == 0 ? find_taken(out, &st) : NULL;
+    if (t) {
+        t->next_frame = next_frame;
+        t->records = records;
+    }
 }
 
 void out_taken_update(floe_output *out, int dirfd, int next_frame)

@@ -70,6 +70,9 @@ int out_file_open(floe_output *out, const char *path, int oflags, char *err, siz
  * NULL: every folder is new and nothing is checked. 0 or -1. */
 int out_take(floe_output *out, int dirfd, const char *shown, int *first_frame, int *record, char *err,
              size_t errlen);
+/* A resumed run (FLOE_OUTPUT_RESUME) takes the place of the one it goes on:
+ * its frame numbers and record are the checkpoint's. */
+void out_taken_set(floe_output *out, int dirfd, int next_frame, int records);
 /* After a run wrote frames first_frame .. next_frame - 1 and one record there. */
 void out_taken_update(floe_output *out, int dirfd, int next_frame);
 
@@ -78,7 +81,8 @@ void out_taken_update(floe_output *out, int dirfd, int next_frame);
 #define OUT_NAME_RULE "1..63 letters, digits, '_', '-' or '.', not starting with '.' or '-'"
 int out_name_ok(const char *name);
 
-/* 1 if name is one Floe writes into a run folder (see out_take). */
+/* 1 if name is one Floe writes into a run folder (see out_take): run
+ * records, frames, videos, the checkpoint and io_atomic's temporaries. */
 int out_is_floe_file(const char *name);
 
 #endif

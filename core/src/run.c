@@ -1,6 +1,7 @@
 /* The frame loop: sub-steps inside output frames, per-frame statistics,
  * frame files, the run record and progress. The step itself is the
  * pipeline (pipeline.c); this file only decides dt and when to write. */
+#include "checkpoint.h"
 #include "ctx.h"
 #include "io.h"
 #include "out_path.h"
@@ -243,8 +244,18 @@ typedef struct run_out {
     int dir;                 /* the run folder, -1 = writes nothing */
     int rec;                 /* run record open for appending, -1 = none */
     int first;               /* file number of frame 0 */
+    int recno;               /* record number: 0 = run.yaml, k = run.<k+1>.yaml */
     char rec_name[32];
 } run_out;
+
+static void out_record(run_out *o, int recno)
+{
+    o->recno = recno;
+    if (recno == 0)
+        snprintf(o->rec_name, sizeof o->rec_name, "run.yaml");
+    else
+        snprintf(o->rec_name, sizeof o->rec_name, "run.%d.yaml", recno + 1);
+}
 
 static int open_out(floe_ctx *ctx, const floe_run_def *def, run_out *o)
 {
@@ -259,10 +270,7 @@ static int open_out(floe_ctx *ctx, const floe_run_def *def, run_out *o)
         return ctx_fail(ctx, errno == EPERM || errno == ELOOP ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
     if (out_take(ctx->out, o->dir, def->out_dir, &o->first, &recno, err, sizeof err) != 0)
         return ctx_fail(ctx, errno == EEXIST ? FLOE_ERR_ARG : FLOE_ERR_IO, "%s", err);
-    if (recno == 0)
-        snprintf(o->rec_name, sizeof o->rec_name, "run.yaml");
-    else
-        snprintf(o->rec_name, sizeof o->rec_name, "run.%d.yaml", recno + 1);
+    out_record(o, recno);
     return FLOE_OK;
 }
 
@@ -333,8 +341,43 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
                         "would repeat without a step between them; give fps <= 1/dt", d->dt, 1.0 / d->fps);
     if (d->dt_max == 0)
         d->dt_max = 1.0 / d->fps;
+    if (d->checkpoint_every < 0 || (d->checkpoint_every > 0 && !d->out_dir))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "run: checkpoint_every must be >= 0 and needs an output folder (out)");
     if (d->name && !out_name_ok(d->name)) /* it becomes a file name */
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: name '%s' must be " OUT_NAME_RULE, d->name);
+    return FLOE_OK;
+}
+
+enum { RESUME_SKIP = -1000 };
+
+/* --resume (FLOE_OUTPUT_RESUME): the first run into the folder reads the
+ * checkpoint there. A run before the checkpoint's is skipped (RESUME_SKIP);
+ * the checkpoint's run gets its state, frame numbers and record (ck->data
+ * stays set); later runs, and every run without --resume, run as usual. */
+static int resume_begin(floe_ctx *ctx, const floe_run_def *def, run_out *o, uint32_t ordinal, ckpt_file *ck)
+{
+    if (o->dir < 0 || !ctx->out || !(ctx->out->flags & FLOE_OUTPUT_RESUME) || ctx->resumed)
+        return FLOE_OK;
+    int rc = ckpt_read(ctx, o->dir, def->out_dir, def->scene_hash, ck);
+    if (rc)
+        return rc;
+    if (ck->run.ordinal > ordinal) {
+        ctx_log(ctx, FLOE_LOG_INFO, "resume: run %u of the scene comes before the checkpoint's (run %u): skipped",
+                ordinal + 1, ck->run.ordinal + 1);
+        return RESUME_SKIP;
+    }
+    if (ck->run.ordinal < ordinal || ck->run.frame > def->frames)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint in %s is after frame %d of run %u of the "
+                        "scene; this run (%u) asks for %d frames", def->out_dir, ck->run.frame,
+                        ck->run.ordinal + 1, ordinal + 1, def->frames);
+    if ((rc = ckpt_restore(ctx, ck, def->out_dir)) != FLOE_OK)
+        return rc;
+    ctx->resumed = 1;
+    o->first = ck->run.first;
+    out_record(o, ck->run.recno);
+    out_taken_set(ctx->out, o->dir, o->first, ck->run.recno);
+    ctx_log(ctx, FLOE_LOG_INFO, "resume: from the checkpoint after frame %d (t = %.9g s, step %llu) in %s",
+            ck->run.frame, ctx->info.time, (unsigned long long)ctx->info.step, def->out_dir);
     return FLOE_OK;
 }
 
@@ -356,14 +399,32 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         close_out(ctx, &out, -1);
         return rc;
     }
+    uint32_t ordinal = ctx->nruns++;
+    ckpt_file ck;
+    memset(&ck, 0, sizeof ck);
+    if ((rc = resume_begin(ctx, &def, &out, ordinal, &ck)) != FLOE_OK) {
+        ckpt_free(&ck);
+        if (rc == RESUME_SKIP) { /* a run the checkpoint's lies after: its state is the checkpoint's */
+            close(out.dir);
+            if (sum)
+                memset(sum, 0, sizeof *sum);
+            return FLOE_OK;
+        }
+        close_out(ctx, &out, -1);
+        return rc;
+    }
+    const int resumed = ck.data != NULL, k0 = resumed ? ck.run.frame : 0;
     floe_record rec;
     record_init(ctx, &def, &rec, started, sizeof started);
     rec.first_frame = out.first;
     rec_frame *frames = calloc((size_t)def.frames + 1, sizeof *frames);
     if (!frames) {
+        ckpt_free(&ck);
         close_out(ctx, &out, -1);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "run: out of memory");
     }
+    if (resumed) /* the record's lines of the frames before the checkpoint */
+        memcpy(frames, ck.run.frames, (size_t)k0 * sizeof *frames);
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
         ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
@@ -371,20 +432,24 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
-    double t0 = wall_now(), dt_prev = ctx->dt_last;
-    uint64_t steps_total = 0, particle_steps = 0;
+    double t0 = wall_now(), dt_prev = resumed ? ck.run.dt_prev : ctx->dt_last;
+    uint64_t steps_total = resumed ? ck.run.steps_total : 0, particle_steps = resumed ? ck.run.particle_steps : 0;
     int stopped = 0;
     if (out.dir >= 0 && (out.rec = rec_begin_at(out.dir, out.rec_name, &rec)) < 0)
         rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
-    if (!rc && out.dir >= 0 && def.write_frames)
+    for (int f = 1; f <= k0 && !rc; f++) /* resumed: the record as the checkpoint left it */
+        if (rec_append_frame(out.rec, &rec, &frames[f - 1]))
+            rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
+    rec.nframes = k0;
+    if (!rc && out.dir >= 0 && def.write_frames && !resumed)
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
-    if (!rc && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
+    if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
     if (!rc)
-        rc = stop_check(ctx, 0); /* asked for before the run began */
-    double t_start = ctx->info.time;
+        rc = stop_check(ctx, k0); /* asked for before the run began */
+    double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
     const uint64_t outside0 = ctx->outside_count;
-    for (int f = 1; f <= def.frames && !rc; f++) {
+    for (int f = k0 + 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
         rec_frame *fr = &frames[f - 1];
         fr->st.frame = f;
@@ -435,6 +500,10 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             rc = write_frame(ctx, &def, out.dir, f, out.first + f);
         if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
+        if (!rc && def.checkpoint_every > 0 && f % def.checkpoint_every == 0) {
+            ckpt_run cr = {ordinal, f, out.first, out.recno, t_start, dt_prev, steps_total, particle_steps, frames};
+            rc = ckpt_save(ctx, out.dir, def.out_dir, def.scene_hash, &cr);
+        }
         progress_update(&prog, f, ctx->info.time, steps_total, wall_now() - t0);
         /* on_frame: > 0 stops the run (status stopped), < 0 fails it with
          * the message the callback left in the context */
@@ -473,6 +542,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         sum->status = rc;
     }
     free(frames);
+    ckpt_free(&ck);
     return rc;
 }
 

@@ -113,6 +113,20 @@ static const floe_stage_desc stages[] = {
       .run = report, .params = report_params, .attrs = report_attrs },
     {0},
 };
+/* Checkpoints (ABI 1.6, optional): damp_calls survives a resume; a module
+ * whose state is only scratch leaves save and load NULL. */
+static int hello_save(void *state, floe_state_io *out)
+{
+    const hello_state *s = state;
+    return out->write(out, &s->damp_calls, sizeof s->damp_calls) ? FLOE_ERR : FLOE_OK;
+}
+
+static int hello_load(void *state, floe_state_io *in)
+{
+    hello_state *s = state;
+    return in->read(in, &s->damp_calls, sizeof s->damp_calls) ? FLOE_ERR : FLOE_OK;
+}
+
 static const floe_module_desc module = {
     FLOE_SIZED(floe_module_desc),
     .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR, /* the ABI this file was built for */
@@ -121,6 +135,7 @@ static const floe_module_desc module = {
     .summary = "Template module: velocity damping and a speed report",
     .stages = stages,
     .init = hello_init, .fini = hello_fini, /* both optional */
+    .save = hello_save, .load = hello_load, /* optional too */
 };
 
 /* The entry point: const floe_module_desc *floe_module_hello(const floe_api *core) */

@@ -212,6 +212,10 @@ typedef struct floe_run_def {
                               * stopped), < 0 fails the run with that status
                               * and the message set through floe_api.fail */
     void *user;
+    /* appended: write a checkpoint (checkpoint.floe in out_dir) after every
+     * N-th frame (0 = never); a run of a context whose output was made with
+     * FLOE_OUTPUT_RESUME goes on from the checkpoint there */
+    int checkpoint_every;
 } floe_run_def;
 
 typedef struct floe_run_summary {
@@ -265,7 +269,9 @@ int floe_cl_devices(void (*fn)(const char *line, void *u), void *u);
  * A second run into a folder of the same output continues its numbering.
  * A context without an output writes where out_dir says (docs/reliability.md). */
 typedef struct floe_output floe_output;
-enum { FLOE_OUTPUT_CONFINE = 1, FLOE_OUTPUT_FORCE = 2 };
+/* FLOE_OUTPUT_RESUME (--resume): the root holds the run being resumed; its
+ * folders are taken as they are (nothing refused, nothing removed). */
+enum { FLOE_OUTPUT_CONFINE = 1, FLOE_OUTPUT_FORCE = 2, FLOE_OUTPUT_RESUME = 4 };
 floe_output *floe_output_create(const char *root, unsigned flags, char *err, size_t errlen);
 void floe_output_destroy(floe_output *out);
 /* out outlives the context (NULL detaches). */
@@ -296,6 +302,11 @@ typedef struct floe_scene_opts {
      * (--force); stop the scene after this many wall seconds (0 = never) */
     int force;
     double timeout_s;
+    /* appended: go on from the checkpoint in this run folder (--resume): the
+     * scene's set-up runs again, then the state becomes the checkpoint's and
+     * the run continues at the next frame; it is also the output root
+     * (out_dir is ignored) */
+    const char *resume;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */

@@ -107,6 +107,18 @@ typedef struct floe_stage_desc {
     int per_frame;
 } floe_stage_desc;
 
+/* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
+ * order of the module's choosing, load reads them back in that order.
+ * write/read return 0, or -1 (the message set) when the checkpoint is
+ * full (write) or holds fewer bytes than asked for (read: a truncated or
+ * foreign blob); a hook returns FLOE_OK or passes the failure on. */
+typedef struct floe_state_io {
+    uint32_t size;           /* sizeof(floe_state_io) */
+    void *impl;              /* the core's */
+    int (*write)(struct floe_state_io *io, const void *data, size_t bytes);
+    int (*read)(struct floe_state_io *io, void *data, size_t bytes);
+} floe_state_io;
+
 typedef struct floe_module_desc {
     uint32_t size;                 /* sizeof(floe_module_desc) */
     uint16_t abi_major, abi_minor; /* FLOE_ABI_MAJOR, FLOE_ABI_MINOR */
@@ -116,6 +128,13 @@ typedef struct floe_module_desc {
     const floe_stage_desc *stages; /* terminated by an entry with name NULL */
     int (*init)(floe_ctx *ctx, void **state); /* optional */
     void (*fini)(void *state);                /* optional */
+    /* ABI 1.6, optional: what of the state must survive a checkpoint and
+     * resume (sim:run{checkpoint_every}) for the frames after it to be
+     * those of a run never interrupted; NULL when the state is scratch
+     * rebuilt every step (the attributes are saved by the core). load
+     * gets the state of a fresh init(), after the scene's set-up. */
+    int (*save)(void *state, floe_state_io *out);
+    int (*load)(void *state, floe_state_io *in);
 } floe_module_desc;
 
 /* ---- what the core offers --------------------------------------------- */
