@@ -20,4 +20,19 @@ static inline void need_opencl(void)
         cr_skip_test("no OpenCL platform or device found");
 }
 
+/* The last frame's density error and energies of a run (its on_frame). */
+typedef struct cl_summary {
+    double err_avg, kinetic, potential;
+} cl_summary;
+
+static inline int cl_grab(floe_ctx *ctx, const floe_frame_stats *st, void *u)
+{
+    (void)ctx;
+    cl_summary *s = u;
+    s->err_avg = st->density_err_avg;
+    s->kinetic = st->kinetic;
+    s->potential = st->potential;
+    return 0;
+}
+
 #endif

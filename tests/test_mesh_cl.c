@@ -12,20 +12,6 @@
 
 static shape S;
 
-typedef struct summary {
-    double err_avg, kinetic, potential;
-} summary;
-
-static int grab(floe_ctx *ctx, const floe_frame_stats *st, void *u)
-{
-    (void)ctx;
-    summary *s = u;
-    s->err_avg = st->density_err_avg;
-    s->kinetic = st->kinetic;
-    s->potential = st->potential;
-    return 0;
-}
-
 #define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
 #define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
 
@@ -123,7 +109,7 @@ Test(mesh_cl, bunny_boundary_agrees_with_the_cpu, .timeout = 900)
     shape_box(&S, lo, hi, 0);
     write_stl(cube, &S);
     floe_ctx *w[2];
-    summary s[2];
+    cl_summary s[2];
     for (int b = 0; b < 2; b++) {
         w[b] = bunny_world(b ? "opencl" : "cpu", cube);
         floe_run_def r = floe_run_default_def();
@@ -131,7 +117,7 @@ Test(mesh_cl, bunny_boundary_agrees_with_the_cpu, .timeout = 900)
         r.fps = 1.0 / (100 * r.dt);
         r.frames = 1;
         r.progress = 0;
-        r.on_frame = grab;
+        r.on_frame = cl_grab;
         r.user = &s[b];
         floe_run_summary sum;
         cr_assert_eq(floe_run(w[b], &r, &sum), FLOE_OK, "%s", floe_ctx_error(w[b]));

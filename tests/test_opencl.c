@@ -430,20 +430,6 @@ Test(opencl, blowup_message_matches_cpu, .timeout = 600)
 
 /* ---- whole scenes ---------------------------------------------------------- */
 
-typedef struct summary {
-    double err_avg, kinetic, potential;
-} summary;
-
-static int grab(floe_ctx *ctx, const floe_frame_stats *st, void *u)
-{
-    (void)ctx;
-    summary *s = u;
-    s->err_avg = st->density_err_avg;
-    s->kinetic = st->kinetic;
-    s->potential = st->potential;
-    return 0;
-}
-
 /* 100 fixed steps of a scene on both paths. Tolerances (stated in
  * docs/opencl.md): positions relative L2 < tol_x, average density error
  * within 1e-4 (absolute, of rho/rho0 - 1), total energy within tol_e. */
@@ -452,7 +438,7 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
 {
     need_opencl();
     world w[2];
-    summary s[2];
+    cl_summary s[2];
     for (int b = 0; b < 2; b++) {
         w[b] = make_world(b ? "opencl" : "cpu", dim, d, tank, water, 0, 0);
         pipeline(&w[b], 0, "xsph", 0.02, 0);
@@ -461,7 +447,7 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
         r.fps = 1.0 / (100 * r.dt);
         r.frames = 1;
         r.progress = 0;
-        r.on_frame = grab;
+        r.on_frame = cl_grab;
         r.user = &s[b];
         floe_run_summary sum;
         cr_assert_eq(floe_run(w[b].ctx, &r, &sum), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
