@@ -142,6 +142,7 @@ void floe_module_unload_handle(void *dl);
 
 /* core stages (builtin_stages.c) */
 const floe_module_desc *floe_core_module(void);
+/* host neighbour lists (nb_update.c) */
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
 
