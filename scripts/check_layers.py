@@ -7,7 +7,8 @@ Two graphs over the files under core/src (subfolders included):
   include: file -> the file each `#include "..."` line names (resolved
            beside the including file, then in core/src);
   call:    a.c -> b.c when a.c names a function that b.c defines without
-           `static` (a call, or its address taken for a table).
+           `static` (a call, or its address taken for a table), itself or
+           through a macro or static inline function of a header it includes.
 Either graph holding a circle is an error: the script prints each circle
 and exits 1. With --levels it prints the call graph's layers, lowest first
 (a file calls only files of lower layers).
@@ -91,9 +92,46 @@ for f in files:
         defn.setdefault(name, f)
 
 ident = re.compile(r"\b[A-Za-z_]\w*\b")
+
+# what a header calls on behalf of its includers: the names in the body of
+# each of its macros and static inline functions, counted where one is used
+def header_code(text):
+    out = {}
+    for m in re.finditer(r"^\s*#\s*define\s+(\w+)((?:[^\n]*\\\n)*[^\n]*)", text, re.M):
+        out[m.group(1)] = m.group(2)
+    for m in re.finditer(r"^static inline[^;{(]*?\b(\w+)\s*\([^;{]*\{", text, re.M):
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = text[m.end():i]
+    return out
+
+
+def included(f, seen=None):
+    seen = set() if seen is None else seen
+    for h in inc[f]:
+        if h not in seen:
+            seen.add(h)
+            included(h, seen)
+    return seen
+
+
+hcode = {f: header_code(src[f]) for f in files if f.endswith(".h")}
 call = {f: set() for f in files if f.endswith(".c")}
 for f in call:
-    for name in set(ident.findall(src[f])):
+    inline = {}
+    for h in included(f):
+        inline.update(hcode[h])
+    names, todo = set(), set(ident.findall(src[f]))
+    while todo:
+        name = todo.pop()
+        if name in names:
+            continue
+        names.add(name)
+        if name in inline:
+            todo |= set(ident.findall(inline[name]))
+    for name in names:
         g = defn.get(name)
         if g and g != f:
             call[f].add(g)

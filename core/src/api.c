@@ -1,5 +1,5 @@
 /* The table of core services handed to every module (floe/module.h). */
-#include "ctx.h"
+#include "device.h"
 #include "io.h"
 #include "out_path.h"
 
@@ -87,8 +87,8 @@ static const floe_nlist *api_neighbours(floe_ctx *ctx, floe_set query, floe_set 
 {
     pset *q = ctx_set(ctx, query);
     pset *t = ctx_set(ctx, target);
-    if (q && t && !ctx->nb_valid && ctx->nb_dev_valid && ctx_cl_lists_to_host(ctx) != FLOE_OK)
-        return NULL; /* OpenCL: only the device lists were current */
+    if (q && t && !ctx->nb_valid && ctx->dev && ctx->dev->ops->lists_to_host(ctx) != FLOE_OK)
+        return NULL; /* a device: only its lists were current (or none) */
     if (!q || !t || q->kind != FLOE_SET_FLUID || !ctx->nb_valid)
         return NULL;
     const nb_list *l = &q->lists[t - ctx->sets];

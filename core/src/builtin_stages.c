@@ -1,7 +1,7 @@
 /* The core's own stages, registered as the built-in module "core" through
  * the same descriptors as any plugin: neighbours, gravity, integrate.
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
-#include "ctx.h"
+#include "device.h"
 
 #include "floe/kernel.h"
 
@@ -82,25 +82,24 @@ static int stage_integrate(const floe_stage_call *c)
         if (ctx->info.periodic)
             wrap_periodic(&ctx->info, x, p->n);
         p->sorted_valid = 0;
-        p->dev_sorted_valid = 0;
+        dev_moved(ctx, p); /* the device's sort and lists too */
     }
     ctx->nb_valid = 0;
-    ctx->nb_dev_valid = 0;
     return FLOE_OK;
 }
 
-/* OpenCL paths (backend_cl.c, kernels/core/) */
+/* device paths (run only with a backend, device.h; kernels/core/ for OpenCL) */
 static int stage_neighbours_cl(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
-    return ctx_cl_neighbours(ctx, reorder);
+    return ctx->dev->ops->neighbours(ctx, reorder);
 }
 
-static int stage_gravity_cl(const floe_stage_call *c) { return ctx_cl_gravity(c->ctx); }
-static int stage_integrate_cl(const floe_stage_call *c) { return ctx_cl_integrate(c->ctx); }
+static int stage_gravity_cl(const floe_stage_call *c) { return c->ctx->dev->ops->gravity(c->ctx); }
+static int stage_integrate_cl(const floe_stage_call *c) { return c->ctx->dev->ops->integrate(c->ctx); }
 
 static const floe_param_desc nb_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,

@@ -1,6 +1,6 @@
 /* Simulation context: creation and destruction (the services every layer
  * uses, errors, log, thread team: ctx_base.c). */
-#include "ctx.h"
+#include "device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +88,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     snprintf(ctx->modules[0].path, sizeof ctx->modules[0].path, "(built in)");
     ctx->nmodules = 1;
     char clerr[1024] = "";
-    if (ctx_cl_init(ctx, d.backend, d.device, clerr, sizeof clerr) != FLOE_OK) {
+    if (backend_open(ctx, d.backend, d.device, clerr, sizeof clerr) != FLOE_OK) {
         if (err)
             snprintf(err, errlen, "%s", clerr);
         free(ctx);
@@ -107,7 +107,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
         if (m->desc && m->desc->fini && m->state)
             m->desc->fini(m->state);
     }
-    ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
+    backend_close(ctx); /* device buffers and kernels, before the modules go */
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);

@@ -1,7 +1,7 @@
 /* The context's neighbour lists on the host: the cell grid, the cell sort of
  * each set (and the reorder along it), the lists of every fluid set in every
  * set and their kernel sums (neighbours.c does the work). */
-#include "ctx.h"
+#include "device.h"
 
 #include "floe/kernel.h"
 
@@ -89,8 +89,8 @@ static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
 int ctx_neighbours_update(floe_ctx *ctx, int reorder)
 {
     int rc = ctx_nb_grid_ensure(ctx);
-    for (int s = 0; s < ctx->npsets && ctx->cl; s++) /* OpenCL: positions on the host */
-        ctx_cl_host(ctx, pset_attr(&ctx->sets[s], "x"), 0);
+    for (int s = 0; s < ctx->npsets && ctx->dev; s++) /* a device: positions on the host */
+        dev_host(ctx, &ctx->sets[s], pset_attr(&ctx->sets[s], "x"), 0);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         pset *p = &ctx->sets[s];
         if (p->is_static && p->sorted_valid)
