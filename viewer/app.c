@@ -48,12 +48,13 @@ static const char *base_name(const char *path, char *buf, size_t len)
     return buf;
 }
 
+static int load_index(vw_app *a, vw_pane *p, int k);
+
+/* Runs are read first (a bad folder is refused before any window opens);
+ * live scenes start once the window is there (start_live). */
 static int open_panes(vw_app *a, char *err, size_t errlen)
 {
     vw_opts *o = a->o;
-    int nlive = 0;
-    for (int i = 0; i < o->ninputs; i++)
-        nlive += ends_with(o->input[i], ".lua");
     for (int i = 0; i < o->ninputs; i++) {
         vw_pane *p = &a->p[a->npanes];
         memset(p, 0, sizeof *p);
@@ -65,23 +66,43 @@ static int open_panes(vw_app *a, char *err, size_t errlen)
                 return -1;
             }
             p->live = 1;
-            if (o->out_dir && nlive > 1) /* one folder each */
-            {
-                char nm[256];
-                base_name(o->input[i], nm, sizeof nm);
-                snprintf(p->out_dir, sizeof p->out_dir, "%.3900s/%d_%.100s", o->out_dir, i + 1, nm);
-            }
-            else if (o->out_dir)
-                snprintf(p->out_dir, sizeof p->out_dir, "%s", o->out_dir);
-            vw_live_opts lo = {o->input[i], p->out_dir[0] ? p->out_dir : NULL, o->frames, o->threads, o->force,
-                               o->quiet, o->sets, o->nsets};
-            if (!(p->lv = vw_live_start(&lo))) {
-                snprintf(err, errlen, "%s: cannot start the scene", o->input[i]);
-                return -1;
-            }
-        } else if (vw_rundir_open(&p->dir, o->input[i], err, errlen))
+            a->npanes++;
+            continue;
+        }
+        if (vw_rundir_open(&p->dir, o->input[i], err, errlen))
             return -1;
         a->npanes++;
+        /* its first frame now: a broken file is refused before a window opens */
+        if (load_index(a, p, 0)) {
+            snprintf(err, errlen, "%s: cannot read its frames (above)", o->input[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int start_live(vw_app *a, char *err, size_t errlen)
+{
+    vw_opts *o = a->o;
+    int nlive = 0;
+    for (int i = 0; i < a->npanes; i++)
+        nlive += a->p[i].live;
+    for (int i = 0; i < a->npanes; i++) {
+        vw_pane *p = &a->p[i];
+        if (!p->live)
+            continue;
+        if (o->out_dir && nlive > 1) { /* one folder each */
+            char nm[256];
+            base_name(o->input[i], nm, sizeof nm);
+            snprintf(p->out_dir, sizeof p->out_dir, "%.3900s/%d_%.100s", o->out_dir, i + 1, nm);
+        } else if (o->out_dir)
+            snprintf(p->out_dir, sizeof p->out_dir, "%s", o->out_dir);
+        vw_live_opts lo = {o->input[i], p->out_dir[0] ? p->out_dir : NULL, o->frames, o->threads, o->force,
+                           o->quiet, o->sets, o->nsets};
+        if (!(p->lv = vw_live_start(&lo))) {
+            snprintf(err, errlen, "%s: cannot start the scene", o->input[i]);
+            return -1;
+        }
     }
     return 0;
 }
@@ -90,7 +111,7 @@ static void close_panes(vw_app *a)
 {
     for (int i = 0; i < a->npanes; i++) {
         vw_pane *p = &a->p[i];
-        if (p->live)
+        if (p->live && p->lv)
             vw_live_stop(p->lv);
         else
             vw_rundir_close(&p->dir);
@@ -134,22 +155,23 @@ static int index_at(const vw_rundir *d, double T)
     return k;
 }
 
-static void load_index(vw_app *a, vw_pane *p, int k)
+static int load_index(vw_app *a, vw_pane *p, int k)
 {
     if (k == p->index)
-        return;
+        return 0;
     char err[1024];
     vw_frame f;
     if (vw_rundir_load(&p->dir, k, &f, err, sizeof err)) {
         fprintf(stderr, "floe view: %s\n", err);
         p->index = k; /* not tried again every frame */
-        return;
+        return -1;
     }
     vw_frame_free(&p->frame);
     p->frame = f;
     p->index = k;
     p->dirty = 1;
     (void)a;
+    return 0;
 }
 
 /* the colour range over every pane's fluid (one scale for the comparison) */
@@ -628,7 +650,8 @@ static void print_camera(vw_app *a)
 static int open_window(vw_app *a, int visible, char *err, size_t errlen)
 {
     glfwSetErrorCallback(on_glfw_error);
-    if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY")) {
+    const char *dpy = getenv("DISPLAY"), *wl = getenv("WAYLAND_DISPLAY");
+    if ((!dpy || !*dpy) && (!wl || !*wl)) {
         snprintf(err, errlen, "no display (DISPLAY is not set): floe view needs a desktop, or Xvfb "
                               "(xvfb-run -s '-screen 0 1920x1080x24' floe view ...)");
         return -1;
@@ -784,11 +807,17 @@ int vw_app_run(vw_opts *o)
         return 2;
     }
     char err[2048];
-    if (open_window(a, !o->screenshot, err, sizeof err)) {
+    if (open_panes(a, err, sizeof err)) {
         fprintf(stderr, "floe view: %s\n", err);
+        close_panes(a);
         return 1;
     }
-    if (open_panes(a, err, sizeof err)) {
+    if (open_window(a, !o->screenshot, err, sizeof err)) {
+        fprintf(stderr, "floe view: %s\n", err);
+        close_panes(a);
+        return VW_NO_DISPLAY;
+    }
+    if (start_live(a, err, sizeof err)) {
         fprintf(stderr, "floe view: %s\n", err);
         close_panes(a);
         close_window(a);

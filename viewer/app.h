@@ -11,6 +11,9 @@
 
 #define VW_MAX_PANES 4
 #define VW_MAX_CHANGES 16
+/* exit status when no window or OpenGL 4.3 core context can be had (no
+ * display, no driver): the tests skip on it */
+#define VW_NO_DISPLAY 77
 
 typedef struct vw_opts {
     int ninputs;

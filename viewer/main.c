@@ -36,6 +36,9 @@ static const char help[] =
     "  --threads N        live: worker threads of each scene\n"
     "  --quiet            only warnings and errors\n"
     "\n"
+    "exit status: 0 done, 1 error (a scene failed, a bad file), 2 usage, 77 no window or\n"
+    "OpenGL 4.3 core context could be had (no display, no driver)\n"
+    "\n"
     "keys: space play/pause, n step, r restart, f frame the view, h panel, s screenshot, q quit;\n"
     "mouse: left drag orbit, right drag pan, wheel zoom\n";
 
