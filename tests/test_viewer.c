@@ -80,6 +80,8 @@ static void setup(void)
 {
     sc_setup();
     xvfb_pid = 0;
+    /* sanitizer builds: what the X11 and GL libraries keep is not a leak of ours */
+    setenv("LSAN_OPTIONS", "suppressions=" FLOE_TEST_SOURCE_ROOT "/tests/viewer_lsan.supp:print_suppressions=0", 0);
 }
 
 static void teardown(void)
@@ -547,4 +549,20 @@ Test(viewer, bad_inputs_are_refused_with_their_name)
     cr_expect_eq(sc_cli(missing), 2);
     const char *opt[] = {"view", dir, "--size", "10x10", NULL};
     cr_expect_eq(sc_cli(opt), 2);
+}
+
+Test(viewer, record_without_ffmpeg_says_so)
+{
+    if (access(VIEW_BIN, X_OK))
+        cr_skip_test("floe view is not built (GLFW 3, libepoxy or libpng missing when Meson was configured)");
+    write_column();
+    char run[400];
+    snprintf(run, sizeof run, "%s/run", sc_tmp);
+    run_column(run, "0.1");
+    setenv("PATH", "/nonexistent", 1); /* no ffmpeg on it */
+    const char *args[] = {"view", run, "--record", "movie.mp4", NULL};
+    cr_expect_eq(sc_cli(args), 2);
+    char *log = sc_slurp("%s/log", sc_tmp);
+    cr_expect(strstr(log, "--record needs ffmpeg, which is not installed"), "%s", log);
+    free(log);
 }

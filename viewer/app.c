@@ -16,6 +16,13 @@
 #include <unistd.h>
 
 static char glfw_msg[512];
+static volatile sig_atomic_t stop_asked; /* Ctrl-C, SIGTERM: close as the window's button does */
+
+static void on_stop(int sig)
+{
+    stop_asked = 1;
+    signal(sig, SIG_DFL); /* a second one ends at once */
+}
 
 static void on_glfw_error(int code, const char *msg)
 {
@@ -721,6 +728,10 @@ static int headless(vw_app *a)
         advance(a, 0);
         if (all_live_done(a, &failed))
             break;
+        if (stop_asked) { /* the scenes stop after their frame (status stopped); no picture */
+            fprintf(stderr, "floe view: stopped before the scenes ended; no picture written\n");
+            return 130;
+        }
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
@@ -823,6 +834,8 @@ int vw_app_run(vw_opts *o)
         close_window(a);
         return 1;
     }
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
     int rc = 0;
     if (o->screenshot)
         rc = headless(a);
@@ -831,7 +844,7 @@ int vw_app_run(vw_opts *o)
     else {
         double t_prev = now_s();
         int recording = 0;
-        while (!glfwWindowShouldClose(a->win)) {
+        while (!glfwWindowShouldClose(a->win) && !stop_asked) {
             glfwWaitEventsTimeout(1.0 / 60);
             double t = now_s();
             advance(a, t - t_prev);
