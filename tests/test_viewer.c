@@ -246,7 +246,7 @@ static int under_ui(const camera *c, double x, double y)
 {
     for (int k = 0; k < c->npanes; k++) {
         double top = c->fb_h - c->vp[k][1] - c->vp[k][3];
-        if (x >= c->vp[k][0] && x < c->vp[k][0] + 440 && y >= top && y < top + 80)
+        if (x >= c->vp[k][0] && x < c->vp[k][0] + 530 && y >= top && y < top + 80)
             return 1;
     }
     return x >= c->fb_w - 312 && y >= c->fb_h - 76;

@@ -1,6 +1,7 @@
 /* floe view: particles as shaded sphere impostors (positions and the colour
- * attribute in shader storage buffers, a camera-facing quad per particle
- * expanded in the vertex shader, the sphere's depth written per fragment),
+ * attribute in shader storage buffers, one point sprite per particle sized
+ * to the sphere's projected diameter, the sphere cut out and shaded per
+ * fragment),
  * meshes with their normals, an orbit camera. OpenGL 4.3 core through
  * libepoxy. */
 #include "render.h"
@@ -11,42 +12,37 @@
 
 const float vw_background[3] = {0.12f, 0.12f, 0.14f};
 
+/* one point sprite per particle: its size is the sphere's projected
+ * diameter in pixels */
 static const char particle_vs[] =
     "#version 430 core\n"
     "layout(std430, binding = 0) readonly buffer Pos { float pos[]; };\n"
     "layout(std430, binding = 1) readonly buffer Val { float val[]; };\n"
     "uniform mat4 view, proj;\n"
-    "uniform float radius, lo, inv_range;\n"
-    "uniform int use_val;\n"
-    "out vec2 uv;\n"
-    "out vec3 vcenter;\n"
+    "uniform float radius, lo, inv_range, viewport_h;\n"
+    "uniform int use_val, stride;\n"
     "flat out float t;\n"
-    "const vec2 corner[6] = vec2[](vec2(-1, -1), vec2(1, -1), vec2(1, 1), vec2(-1, -1), vec2(1, 1), vec2(-1, 1));\n"
     "void main() {\n"
-    "  int i = gl_VertexID / 6;\n"
-    "  vec2 c = corner[gl_VertexID % 6];\n"
+    "  int i = gl_VertexID * stride;\n"
     "  vec4 vc = view * vec4(pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], 1.0);\n"
-    "  vcenter = vc.xyz;\n"
-    "  uv = c;\n"
     "  t = use_val != 0 ? (val[i] - lo) * inv_range : 0.5;\n"
-    "  gl_Position = proj * vec4(vc.xy + c * radius, vc.z, 1.0);\n"
+    "  gl_Position = proj * vc;\n"
+    "  gl_PointSize = max(1.0, 2.0 * radius * proj[1][1] * 0.5 * viewport_h / max(-vc.z, 1e-6));\n"
     "}\n";
 
 static const char particle_fs_head[] =
     "#version 430 core\n"
-    "in vec2 uv;\n"
-    "in vec3 vcenter;\n"
     "flat in float t;\n"
-    "uniform mat4 proj;\n"
-    "uniform float radius;\n"
     "uniform vec4 flat_color;\n"
     "uniform int use_val;\n"
     "out vec4 color;\n";
 
 /* the brightest point of a sphere (its normal along the light) has the
- * colour map's colour itself: shade 1 */
+ * colour map's colour itself: shade 1. No depth is written per fragment
+ * (the sphere's centre depth): early depth tests keep software OpenGL fast. */
 static const char particle_fs_main[] =
     "void main() {\n"
+    "  vec2 uv = vec2(2.0 * gl_PointCoord.x - 1.0, 1.0 - 2.0 * gl_PointCoord.y);\n"
     "  float r2 = dot(uv, uv);\n"
     "  if (r2 > 1.0) discard;\n"
     "  vec3 n = vec3(uv, sqrt(1.0 - r2));\n"
@@ -54,8 +50,6 @@ static const char particle_fs_main[] =
     "  float shade = 0.35 + 0.65 * max(dot(n, L), 0.0);\n"
     "  vec3 base = use_val != 0 ? viridis(t) : flat_color.rgb;\n"
     "  color = vec4(base * shade, flat_color.a);\n"
-    "  vec4 clip = proj * vec4(vcenter + n * radius, 1.0);\n"
-    "  gl_FragDepth = 0.5 * clip.z / clip.w + 0.5;\n"
     "}\n";
 
 static const char mesh_vs[] =
@@ -320,11 +314,13 @@ void vw_render_pane(const vw_renderer *r, const vw_gpu_frame *g, const vw_camera
     glBindVertexArray(r->vao);
     glUniformMatrix4fv(glGetUniformLocation(r->particles, "view"), 1, GL_FALSE, view);
     glUniformMatrix4fv(glGetUniformLocation(r->particles, "proj"), 1, GL_FALSE, proj);
-    glUniform1f(glGetUniformLocation(r->particles, "radius"), radius);
+    glUniform1f(glGetUniformLocation(r->particles, "viewport_h"), (float)h);
+    glEnable(GL_PROGRAM_POINT_SIZE);
     float range = o->hi - o->lo;
     glUniform1f(glGetUniformLocation(r->particles, "lo"), o->lo);
     glUniform1f(glGetUniformLocation(r->particles, "inv_range"), range > 0 ? 1.0f / range : 0.0f);
     GLint use_val = glGetUniformLocation(r->particles, "use_val"), col = glGetUniformLocation(r->particles, "flat_color");
+    GLint rad = glGetUniformLocation(r->particles, "radius"), str = glGetUniformLocation(r->particles, "stride");
     /* fluid first (opaque), then the walls (faint: blended, no depth written) */
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
@@ -342,13 +338,19 @@ void vw_render_pane(const vw_renderer *r, const vw_gpu_frame *g, const vw_camera
                 continue;
             int colour = !pass && gc->has_val && o->attr;
             glUniform1i(use_val, colour);
+            /* faint walls: smaller dots (a quarter of the pixels to blend) */
+            glUniform1f(rad, pass && o->walls == VW_WALLS_FAINT ? 0.6f * radius : radius);
             if (pass)
-                glUniform4f(col, 0.75f, 0.75f, 0.78f, o->walls == VW_WALLS_FAINT ? 0.12f : 1.0f);
+                glUniform4f(col, 0.75f, 0.75f, 0.78f, o->walls == VW_WALLS_FAINT ? 0.2f : 1.0f);
             else
                 glUniform4f(col, 0.35f, 0.6f, 0.95f, 1.0f);
             glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, gc->pos);
             glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, gc->val);
-            glDrawArrays(GL_TRIANGLES, 0, (GLsizei)(6 * gc->n));
+            /* faint walls: every third particle (walls are sampled about three
+             * layers deep): context, at a third of the cost */
+            int stride = pass && o->walls == VW_WALLS_FAINT ? 3 : 1;
+            glUniform1i(str, stride);
+            glDrawArrays(GL_POINTS, 0, (GLsizei)((gc->n + (uint32_t)stride - 1) / (uint32_t)stride));
         }
     }
     glDepthMask(GL_TRUE);

@@ -75,7 +75,7 @@ static void labels(vw_app *a, float sx, float sy)
         snprintf(id, sizeof id, "label%d", i);
         float x = (float)p->x / sx, y = (float)(a->fb_h - p->y - p->h) / sy;
         float w = (float)p->w / sx - 8;
-        if (nk_begin(nk, id, nk_rect(x + 4, y + 4, w < 430 ? w : 430, 70),
+        if (nk_begin(nk, id, nk_rect(x + 4, y + 4, w < 520 ? w : 520, 70),
                      NK_WINDOW_NO_SCROLLBAR | NK_WINDOW_NO_INPUT | NK_WINDOW_BACKGROUND)) {
             nk_layout_row_dynamic(nk, 18, 1);
             for (int k = 0; k < 3; k++)
