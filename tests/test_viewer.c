@@ -566,3 +566,68 @@ Test(viewer, record_without_ffmpeg_says_so)
     cr_expect(strstr(log, "--record needs ffmpeg, which is not installed"), "%s", log);
     free(log);
 }
+
+/* ---- the core's side, with or without the viewer -------------------------- */
+
+typedef struct host_log {
+    int frames, calls;
+    double alpha_seen[8];
+} host_log;
+
+/* after frame 2: what the panel does */
+static int host_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
+{
+    host_log *h = user;
+    h->calls++;
+    h->frames = st->frame;
+    for (int i = 0; i < floe_pipeline_length(ctx); i++) {
+        const floe_param_desc *pd;
+        floe_value v;
+        for (int k = 0; floe_pipeline_param(ctx, i, k, &pd, &v) == 0; k++)
+            if (!strcmp(floe_pipeline_stage_name(ctx, i), "wcsph.viscosity") && !strcmp(pd->name, "alpha") && st->frame < 8)
+                h->alpha_seen[st->frame] = v.f;
+    }
+    if (st->frame == 2)
+        cr_assert_eq(floe_pipeline_set(ctx, "wcsph.viscosity.alpha", "0.3"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    return 0;
+}
+
+Test(viewer, host_on_frame_changes_a_parameter_and_the_record_logs_it)
+{
+    host_log h;
+    memset(&h, 0, sizeof h);
+    floe_scene_opts o = sc_opts();
+    o.on_frame = host_frame;
+    o.frame_user = &h;
+    o.threads = 1;
+    o.frames = 4;
+    cr_assert_eq(sc_run(&o, "%s", column), FLOE_OK, "%s", sc_err);
+    cr_expect_eq(h.calls, 4);
+    cr_expect_eq(h.frames, 4);
+    cr_expect_float_eq(h.alpha_seen[1], 0.05, 1e-12);
+    cr_expect_float_eq(h.alpha_seen[2], 0.05, 1e-12);
+    cr_expect_float_eq(h.alpha_seen[3], 0.3, 1e-12, "floe_pipeline_param gives the value set");
+    char *rec = sc_slurp("%s/run.yaml", sc_out);
+    int lines = 0;
+    for (char *l = strtok(rec, "\n"); l; l = strtok(NULL, "\n"))
+        if (!strncmp(l, "- {frame: ", 10)) {
+            int f = atoi(l + 10), has = strstr(l, "set: {wcsph.viscosity.alpha: \"0.3\"}") != NULL;
+            cr_expect_eq(has, f == 3, "frame %d: %s", f, l);
+            lines++;
+        }
+    cr_expect_eq(lines, 4);
+    free(rec);
+    /* past the end, a host function, a bad stage: -1 */
+    floe_sim_def d = floe_sim_default_def();
+    d.spacing = 0.1f;
+    char err[256];
+    floe_ctx *ctx = floe_ctx_create(&d, err, sizeof err);
+    cr_assert_not_null(ctx);
+    cr_assert_eq(floe_pipeline_add(ctx, "gravity", NULL, 0), FLOE_OK);
+    const floe_param_desc *pd;
+    floe_value v;
+    cr_expect_eq(floe_pipeline_param(ctx, 0, 0, &pd, &v), -1, "gravity has no parameters");
+    cr_expect_eq(floe_pipeline_param(ctx, 5, 0, &pd, &v), -1);
+    cr_expect_eq(floe_pipeline_param(ctx, -1, 0, &pd, &v), -1);
+    floe_ctx_destroy(ctx);
+}

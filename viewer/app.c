@@ -552,6 +552,7 @@ static vw_app *app_of(GLFWwindow *w)
 static void on_scroll(GLFWwindow *w, double dx, double dy)
 {
     vw_app *a = app_of(w);
+    a->events = 1;
     nk_gflw3_scroll_callback(w, dx, dy);
     if (!nk_window_is_any_hovered(a->nk))
         a->cam.dist *= (float)pow(0.9, dy);
@@ -560,6 +561,7 @@ static void on_scroll(GLFWwindow *w, double dx, double dy)
 static void on_button(GLFWwindow *w, int button, int action, int mods)
 {
     vw_app *a = app_of(w);
+    a->events = 1;
     nk_glfw3_mouse_button_callback(w, button, action, mods);
     if (action == GLFW_PRESS && !nk_window_is_any_hovered(a->nk))
         a->drag = button == GLFW_MOUSE_BUTTON_LEFT ? 1 : 2;
@@ -570,6 +572,7 @@ static void on_button(GLFWwindow *w, int button, int action, int mods)
 static void on_cursor(GLFWwindow *w, double x, double y)
 {
     vw_app *a = app_of(w);
+    a->events = 1;
     double dx = x - a->mx, dy = y - a->my;
     a->mx = x, a->my = y;
     if (a->drag == 1) {
@@ -587,6 +590,7 @@ static void on_cursor(GLFWwindow *w, double x, double y)
 static void on_key(GLFWwindow *w, int key, int sc, int action, int mods)
 {
     vw_app *a = app_of(w);
+    a->events = 1;
     nk_glfw3_key_callback(w, key, sc, action, mods);
     if (action == GLFW_RELEASE || nk_item_is_any_active(a->nk))
         return;
@@ -617,6 +621,18 @@ static void on_key(GLFWwindow *w, int key, int sc, int action, int mods)
     case GLFW_KEY_ESCAPE: glfwSetWindowShouldClose(w, 1); break;
     default: break;
     }
+}
+
+static void on_char(GLFWwindow *w, unsigned int c)
+{
+    app_of(w)->events = 1;
+    nk_glfw3_char_callback(w, c);
+}
+
+static void on_resize(GLFWwindow *w, int width, int height)
+{
+    (void)width, (void)height;
+    app_of(w)->events = 1;
 }
 
 /* ---- the program ------------------------------------------------------------ */
@@ -699,7 +715,8 @@ static int open_window(vw_app *a, int visible, char *err, size_t errlen)
     glfwSetMouseButtonCallback(a->win, on_button);
     glfwSetCursorPosCallback(a->win, on_cursor);
     glfwSetKeyCallback(a->win, on_key);
-    glfwSetCharCallback(a->win, nk_glfw3_char_callback);
+    glfwSetCharCallback(a->win, on_char);
+    glfwSetFramebufferSizeCallback(a->win, on_resize);
     return 0;
 }
 
@@ -842,13 +859,23 @@ int vw_app_run(vw_opts *o)
     else if (o->bench_s > 0)
         rc = bench(a);
     else {
-        double t_prev = now_s();
+        double t_prev = now_s(), t_drawn = 0;
         int recording = 0;
+        a->events = 1;
         while (!glfwWindowShouldClose(a->win) && !stop_asked) {
             glfwWaitEventsTimeout(1.0 / 60);
             double t = now_s();
             advance(a, t - t_prev);
             t_prev = t;
+            int dirty = a->events;
+            for (int i = 0; i < a->npanes; i++)
+                dirty |= a->p[i].dirty;
+            /* nothing new: the picture stands (a paused view costs nothing);
+             * the labels are refreshed twice a second */
+            if (!dirty && !a->rec && t - t_drawn < 0.5)
+                continue;
+            a->events = 0;
+            t_drawn = t;
             draw(a, a->show_panel);
             if (o->record && !recording && a->fb_w > 0) {
                 if (record_start(a))

@@ -74,6 +74,7 @@ typedef struct vw_app {
     double mx, my;           /* mouse */
     int drag;                /* 1 orbit, 2 pan */
     int shots;
+    int events;              /* input since the last picture: draw again */
     FILE *rec;               /* ffmpeg's standard input */
     pid_t rec_pid;
     float legend[4];         /* legend bar x, y, w, h (window pixels, top left) */

@@ -240,7 +240,7 @@ static void panel(vw_app *a)
     if (nk_button_label(nk, "frame the view"))
         vw_app_reframe(a);
     params(a);
-    nk_layout_row_dynamic(nk, 60, 1);
+    nk_layout_row_dynamic(nk, 80, 1);
     nk_label_wrap(nk, "mouse: left orbit, right pan, wheel zoom; keys: space play, n step, r restart, "
                       "s screenshot, f frame, h panel, q quit");
     nk_end(nk);
