@@ -567,6 +567,47 @@ Test(viewer, record_without_ffmpeg_says_so)
     free(log);
 }
 
+Test(viewer, record_pipes_every_drawn_frame_to_ffmpeg)
+{
+    need_display();
+    write_column();
+    char run[400], bin[400], fake[500], raw[500];
+    snprintf(run, sizeof run, "%s/run", sc_tmp);
+    run_column(run, "0.1");
+    /* an ffmpeg that keeps what it is given (its last argument + .raw) */
+    snprintf(bin, sizeof bin, "%s/bin", sc_tmp);
+    cr_assert_eq(mkdir(bin, 0755), 0);
+    snprintf(fake, sizeof fake, "%s/ffmpeg", bin);
+    FILE *f = fopen(fake, "w");
+    fputs("#!/bin/sh\nfor a; do last=$a; done\necho \"$@\" > \"$last.args\"\ncat > \"$last.raw\"\n", f);
+    fclose(f);
+    chmod(fake, 0755);
+    char path[1200];
+    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+    snprintf(raw, sizeof raw, "%s/movie.mp4", sc_tmp);
+    const char *argv[] = {"view", run, "--record", raw, "--size", "320x240", NULL};
+    pid_t pid = sc_spawn(argv);
+    sc_sleep(3); /* plays the run back, drawing */
+    kill(pid, SIGTERM); /* closes the window as its button does */
+    int rc = sc_wait(pid);
+    char *log = sc_slurp("%s/log", sc_tmp);
+    if (rc == 77)
+        cr_skip_test("floe view found no OpenGL 4.3 core context: %s", log);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_expect(strstr(log, "movie.mp4 written"), "%s", log);
+    char *args = sc_slurp("%s.args", raw);
+    cr_expect(strstr(args, "-f rawvideo -pix_fmt rgb24 -s 320x240"), "ffmpeg's arguments: %s", args);
+    struct stat st;
+    snprintf(path, sizeof path, "%s.raw", raw);
+    cr_assert_eq(stat(path, &st), 0);
+    long frame = 320L * 240 * 3;
+    cr_expect(st.st_size >= 2 * frame && st.st_size % frame == 0, "%lld bytes: not whole 320x240 RGB frames",
+              (long long)st.st_size);
+    free(args);
+    free(log);
+}
+
 /* ---- the core's side, with or without the viewer -------------------------- */
 
 typedef struct host_log {

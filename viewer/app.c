@@ -823,7 +823,8 @@ int vw_app_run(vw_opts *o)
     a->speed = 1;
     a->as_fast = 1;
     a->walls = o->walls;
-    a->show_particles = a->show_meshes = 1;
+    a->show_particles = !o->hide_particles;
+    a->show_meshes = !o->hide_meshes;
     a->show_panel = 1;
     a->playing = 1;
     if (o->color)
@@ -865,7 +866,7 @@ int vw_app_run(vw_opts *o)
         while (!glfwWindowShouldClose(a->win) && !stop_asked) {
             glfwWaitEventsTimeout(1.0 / 60);
             double t = now_s();
-            advance(a, t - t_prev);
+            advance(a, a->rec ? 1.0 / 30 : t - t_prev); /* a movie: 1/30 s of its clock a frame */
             t_prev = t;
             int dirty = a->events;
             for (int i = 0; i < a->npanes; i++)

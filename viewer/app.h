@@ -27,6 +27,7 @@ typedef struct vw_opts {
     int width, height;
     int walls;               /* VW_WALLS_* */
     int print_camera, panel;
+    int hide_particles, hide_meshes;
     double bench_s;          /* render for this long and print frames/s */
     const char *record;      /* mp4 through ffmpeg */
     const char *out_dir;     /* live: output folder (several scenes: a folder each below it) */

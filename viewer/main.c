@@ -23,6 +23,7 @@ static const char help[] =
     "  --color ATTR       colour by this attribute (speed, rho, p, ...; default speed)\n"
     "  --range LO:HI      fixed colour range (default: the frame's over every pane)\n"
     "  --walls hidden|faint|shown   boundary particles (faint)\n"
+    "  --hide particles|meshes   start with the fluid particles or the meshes hidden\n"
     "  --size WxH         window or picture size (1280x720)\n"
     "  --panel            draw the panel into the screenshot too\n"
     "  --print-camera     print each pane's viewport and projection matrix, the legend's place\n"
@@ -81,6 +82,14 @@ static int parse(int argc, char **argv, vw_opts *o)
                      : !strcmp(v, "shown") ? VW_WALLS_SHOWN : -1;
             if (o->walls < 0)
                 return bad(a, v, "expected hidden, faint or shown");
+            i++;
+        } else if (!strcmp(a, "--hide") && v) {
+            if (!strcmp(v, "particles"))
+                o->hide_particles = 1;
+            else if (!strcmp(v, "meshes"))
+                o->hide_meshes = 1;
+            else
+                return bad(a, v, "expected particles or meshes");
             i++;
         } else if (!strcmp(a, "--size") && v) {
             if (sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 || o->height < 64 || o->width > 16384 ||

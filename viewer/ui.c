@@ -88,7 +88,7 @@ static void labels(vw_app *a, float sx, float sy)
 
 static void legend(vw_app *a, float sx, float sy)
 {
-    if (!a->attr[0])
+    if (!a->attr[0] || !a->show_particles)
         return;
     struct nk_context *nk = a->nk;
     float W = 300, H = 64, x = (float)a->fb_w / sx - W - 8, y = (float)a->fb_h / sy - H - 8;
