@@ -64,11 +64,12 @@ static double map_num(yaml_document_t *doc, yaml_node_t *map, const char *key, d
     return s ? strtod(s, NULL) : def;
 }
 
-/* The record's frames by file number (first_frame + frame). */
-static void read_record(vw_rundir *d)
+/* One record's frames by file number (first_frame + frame); 1 when read.
+ * The scene, method and status are the first record's. */
+static int read_one(vw_rundir *d, const char *name, int again, double *fps_out, int *first_out)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/run.yaml", d->path);
+    snprintf(path, sizeof path, "%s/%s", d->path, name);
     double fps = 30;
     int first = 0, have = 0;
     FILE *f = fopen(path, "rb");
@@ -87,7 +88,7 @@ static void read_record(vw_rundir *d)
                 const char *st = scalar(&doc, map_get(&doc, root, "status"));
                 snprintf(d->status, sizeof d->status, "%s", st ? st : "");
                 const char *sp = scalar(&doc, map_get(&doc, map_get(&doc, root, "scene"), "path"));
-                if (sp) {
+                if (sp && !again) {
                     const char *b = strrchr(sp, '/');
                     snprintf(d->scene, sizeof d->scene, "%s", b ? b + 1 : sp);
                     char *dot = strrchr(d->scene, '.');
@@ -95,7 +96,7 @@ static void read_record(vw_rundir *d)
                         *dot = 0;
                 }
                 yaml_node_t *mods = map_get(&doc, root, "modules");
-                if (mods && mods->type == YAML_SEQUENCE_NODE)
+                if (mods && mods->type == YAML_SEQUENCE_NODE && !again)
                     for (yaml_node_item_t *it = mods->data.sequence.items.start; it < mods->data.sequence.items.top; it++) {
                         const char *mn = scalar(&doc, map_get(&doc, yaml_document_get_node(&doc, *it), "name"));
                         /* helpers that do not solve anything */
@@ -123,6 +124,26 @@ static void read_record(vw_rundir *d)
     }
     if (f)
         fclose(f);
+    *fps_out = fps;
+    *first_out = first;
+    return have;
+}
+
+/* run.yaml, then run.2.yaml, run.3.yaml ... (later sim:run calls into the
+ * same folder continue its numbering) */
+static void read_record(vw_rundir *d)
+{
+    double fps = 30, fps_k;
+    int first = 0, first_k, have = 0;
+    char name[32];
+    for (int k = 1; k < 1000; k++) {
+        snprintf(name, sizeof name, k == 1 ? "run.yaml" : "run.%d.yaml", k);
+        if (!read_one(d, name, k > 1, &fps_k, &first_k))
+            break;
+        if (!have)
+            fps = fps_k, first = first_k;
+        have = 1;
+    }
     if (!have) {
         for (int k = 0; k < d->nframes; k++)
             d->time[k] = d->frame_num[k] / fps;
@@ -132,6 +153,10 @@ static void read_record(vw_rundir *d)
     for (int k = 0; k < d->nframes; k++)
         if (d->frame_num[k] == first && d->nframes > 1)
             d->time[k] = d->time[k + 1] - 1 / fps > 0 ? d->time[k + 1] - 1 / fps : 0;
+    /* a frame no record names (a run cut short): one interval after the one before */
+    for (int k = 1; k < d->nframes; k++)
+        if (!(d->time[k] > d->time[k - 1]))
+            d->time[k] = d->time[k - 1] + 1 / fps;
 }
 
 int vw_rundir_open(vw_rundir *d, const char *path, char *err, size_t errlen)
