@@ -461,6 +461,33 @@ Test(viewer, live_scene_logs_a_changed_parameter_in_the_run_record)
     cr_expect_gt(drawn, 5000, "the live scene's last frame is drawn (%d pixels)", drawn);
 }
 
+Test(viewer, watching_a_scene_live_does_not_change_its_frames)
+{
+    need_display();
+    write_column();
+    char live[400], ref[400], shot[400];
+    snprintf(live, sizeof live, "%s/live", sc_tmp);
+    snprintf(ref, sizeof ref, "%s/ref", sc_tmp);
+    snprintf(shot, sizeof shot, "%s/live.ppm", sc_tmp);
+    const char *args[] = {sc_scene, "--frames", "3", "--threads", "1", "--out", live, "--quiet", "--screenshot", shot, NULL};
+    cr_assert_eq(view(args), 0, "%s", sc_slurp("%s/log", sc_tmp));
+    const char *run[] = {"run", sc_scene, "--frames", "3", "--threads", "1", "--out", ref, "--quiet", NULL};
+    cr_assert_eq(sc_cli(run), 0);
+    for (int f = 0; f <= 3; f++) {
+        char a[500], b[500];
+        snprintf(a, sizeof a, "%s/fluid.%04d.ply", live, f);
+        snprintf(b, sizeof b, "%s/fluid.%04d.ply", ref, f);
+        char *x = sc_slurp("%s", a), *y = sc_slurp("%s", b);
+        struct stat sa, sb;
+        cr_assert_eq(stat(a, &sa), 0, "%s", a);
+        cr_assert_eq(stat(b, &sb), 0, "%s", b);
+        cr_expect(sa.st_size == sb.st_size && memcmp(x, y, (size_t)sa.st_size) == 0,
+                  "frame %d of the live scene differs from floe run's", f);
+        free(x);
+        free(y);
+    }
+}
+
 Test(viewer, meshes_of_any_name_are_read_by_pattern)
 {
     need_display();
