@@ -263,51 +263,35 @@ void vw_app_restart(vw_app *a)
 
 /* ---- the clock ------------------------------------------------------------ */
 
-/* Live panes advance together: one may compute its next frame while its
- * simulated time is not ahead of the others' (and, unless as fast as they
- * compute, not ahead of the wall clock times the speed). Finished runs show
- * the frame at the live panes' time, or at the clock's when none is live. */
-static void advance(vw_app *a, double dt_wall)
+typedef struct live_progress {
+    long frames;
+    double t, wall, derr;
+    int done, rc;
+} live_progress;
+
+static live_progress progress_of(vw_pane *p)
 {
-    int nlive = 0, nrunning = 0;
-    double tmin = INFINITY, tmax = 0;
-    long fewest = -1;
-    for (int i = 0; i < a->npanes; i++) {
-        vw_pane *p = &a->p[i];
-        if (!p->live)
-            continue;
-        nlive++;
-        if (vw_live_take(p->lv, &p->frame, &p->seen))
-            p->dirty = 1;
-        long frames;
-        double t, wall, derr;
-        int done, rc;
-        vw_live_progress(p->lv, &frames, &t, &wall, &derr, &done, &rc);
-        tmax = fmax(tmax, t);
-        if (done)
-            continue;
-        nrunning++;
-        tmin = fmin(tmin, t);
-        if (fewest < 0 || frames < fewest)
-            fewest = frames;
-    }
-    /* --change F:K=V: made after frame F, before the scene goes on */
+    live_progress g;
+    vw_live_progress(p->lv, &g.frames, &g.t, &g.wall, &g.derr, &g.done, &g.rc);
+    return g;
+}
+
+/* --change F:K=V: made once every live scene has shown frame F, before any
+ * goes on; returns the frame the live scenes must wait at (-1: none) */
+static long scripted_changes(vw_app *a)
+{
     long cap = -1;
     for (int c = 0; c < a->o->nchanges; c++) {
         if (a->o->change_done[c])
             continue;
         int all = 1;
         for (int i = 0; i < a->npanes; i++) {
-            vw_pane *p = &a->p[i];
-            if (!p->live)
+            if (!a->p[i].live)
                 continue;
-            long frames;
-            double t, wall, derr;
-            int done, rc;
-            vw_live_progress(p->lv, &frames, &t, &wall, &derr, &done, &rc);
-            if (frames == a->o->change_frame[c] && !done)
-                vw_live_set(p->lv, a->o->change_key[c], a->o->change_value[c]);
-            else if (frames < a->o->change_frame[c] && !done)
+            live_progress g = progress_of(&a->p[i]);
+            if (g.frames == a->o->change_frame[c] && !g.done)
+                vw_live_set(a->p[i].lv, a->o->change_key[c], a->o->change_value[c]);
+            else if (g.frames < a->o->change_frame[c] && !g.done)
                 all = 0;
         }
         if (all)
@@ -315,56 +299,102 @@ static void advance(vw_app *a, double dt_wall)
         else if (cap < 0 || a->o->change_frame[c] < cap)
             cap = a->o->change_frame[c];
     }
+    return cap;
+}
+
+/* Live panes advance together: one may compute its next frame while its
+ * simulated time is not ahead of the others' (and, unless as fast as they
+ * compute, not ahead of the clock). Returns the time the panes show. */
+static double gate_live(vw_app *a, double dt_wall, int *nlive)
+{
+    int nrunning = 0;
+    double tmin = INFINITY, tmax = 0;
+    *nlive = 0;
+    for (int i = 0; i < a->npanes; i++) {
+        vw_pane *p = &a->p[i];
+        if (!p->live)
+            continue;
+        (*nlive)++;
+        if (vw_live_take(p->lv, &p->frame, &p->seen))
+            p->dirty = 1;
+        live_progress g = progress_of(p);
+        tmax = fmax(tmax, g.t);
+        if (!g.done)
+            nrunning++, tmin = fmin(tmin, g.t);
+    }
+    if (!*nlive)
+        return a->T;
+    long cap = scripted_changes(a);
     if (a->playing)
         a->T_clock += dt_wall * a->speed;
     for (int i = 0; i < a->npanes; i++) {
         vw_pane *p = &a->p[i];
         if (!p->live)
             continue;
-        long frames;
-        double t, wall, derr;
-        int done, rc;
-        vw_live_progress(p->lv, &frames, &t, &wall, &derr, &done, &rc);
-        if (done)
+        live_progress g = progress_of(p);
+        if (g.done)
             continue;
-        long upto = frames; /* frames it may have shown */
-        if (a->step)
-            upto = frames + 1;
-        else if (a->playing && t <= tmin + 1e-9 && (a->as_fast || t <= a->T_clock))
-            upto = frames + 1;
+        long upto = g.frames; /* the frames it may have shown */
+        if (a->step || (a->playing && g.t <= tmin + 1e-9 && (a->as_fast || g.t <= a->T_clock)))
+            upto = g.frames + 1;
         if (cap >= 0 && upto > cap)
             upto = cap;
         vw_live_allow(p->lv, upto);
     }
-    if (nlive) {
-        a->T = nrunning ? tmin : tmax;
-        if (a->T_clock > a->T + 0.1) /* the computation is slower than the clock */
-            a->T_clock = a->T;
-    } else {
-        if (a->step) { /* the next frame of any run */
-            double next = INFINITY;
-            for (int i = 0; i < a->npanes; i++) {
-                const vw_rundir *d = &a->p[i].dir;
-                for (int j = 0; j < d->nframes; j++)
-                    if (d->time[j] > a->T + 1e-9) {
-                        next = fmin(next, d->time[j]);
-                        break;
-                    }
-            }
-            if (isfinite(next))
-                a->T = next;
-        } else if (a->playing)
-            a->T += dt_wall * a->speed;
-        double end = vw_app_end_time(a);
-        if (a->T >= end) {
-            a->T = end;
-            a->playing = 0;
+    double T = nrunning ? tmin : tmax;
+    if (a->T_clock > T + 0.1) /* the computation is slower than the clock */
+        a->T_clock = T;
+    return T;
+}
+
+/* Finished runs alone: the clock, or the next frame of any run for a step. */
+static void run_clock(vw_app *a, double dt_wall)
+{
+    if (a->step) {
+        double next = INFINITY;
+        for (int i = 0; i < a->npanes; i++) {
+            const vw_rundir *d = &a->p[i].dir;
+            for (int j = 0; j < d->nframes; j++)
+                if (d->time[j] > a->T + 1e-9) {
+                    next = fmin(next, d->time[j]);
+                    break;
+                }
         }
+        if (isfinite(next))
+            a->T = next;
+    } else if (a->playing)
+        a->T += dt_wall * a->speed;
+    double end = vw_app_end_time(a);
+    if (a->T >= end) {
+        a->T = end;
+        a->playing = 0;
     }
+}
+
+/* One tick of the window: live scenes let go or held, finished runs show
+ * the frame at the shared time (the live scenes', else the clock's). */
+static void advance(vw_app *a, double dt_wall)
+{
+    int nlive;
+    double T = gate_live(a, dt_wall, &nlive);
+    if (nlive)
+        a->T = T;
+    else
+        run_clock(a, dt_wall);
     a->step = 0;
     for (int i = 0; i < a->npanes; i++)
         if (!a->p[i].live && a->p[i].dir.nframes)
             load_index(a, &a->p[i], index_at(&a->p[i].dir, a->T));
+}
+
+void vw_app_toggle_play(vw_app *a)
+{
+    a->playing = !a->playing;
+    int nlive = 0;
+    for (int i = 0; i < a->npanes; i++)
+        nlive += a->p[i].live;
+    if (a->playing && !nlive && a->T >= vw_app_end_time(a)) /* from the start again */
+        a->T = a->T_clock = 0;
 }
 
 /* ---- drawing -------------------------------------------------------------- */
@@ -595,7 +625,7 @@ static void on_key(GLFWwindow *w, int key, int sc, int action, int mods)
     if (action == GLFW_RELEASE || nk_item_is_any_active(a->nk))
         return;
     switch (key) {
-    case GLFW_KEY_SPACE: a->playing = !a->playing; break;
+    case GLFW_KEY_SPACE: vw_app_toggle_play(a); break;
     case GLFW_KEY_N:
     case GLFW_KEY_PERIOD: a->step = 1, a->playing = 0; break;
     case GLFW_KEY_R: vw_app_restart(a); break;

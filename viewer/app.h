@@ -85,6 +85,7 @@ typedef struct vw_app {
 int vw_app_run(vw_opts *o);
 void vw_app_screenshot(vw_app *a, const char *path);
 void vw_app_restart(vw_app *a);
+void vw_app_toggle_play(vw_app *a); /* a finished run at its end plays from its start */
 void vw_app_reframe(vw_app *a);
 void vw_app_attr_changed(vw_app *a);
 double vw_app_end_time(vw_app *a);

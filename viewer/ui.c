@@ -178,7 +178,7 @@ static void panel(vw_app *a)
     }
     nk_layout_row_dynamic(nk, 26, 3);
     if (nk_button_label(nk, a->playing ? "pause" : "play"))
-        a->playing = !a->playing;
+        vw_app_toggle_play(a);
     if (nk_button_label(nk, "step"))
         a->step = 1, a->playing = 0;
     if (nk_button_label(nk, "restart"))
