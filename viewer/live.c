@@ -114,7 +114,8 @@ static void list_params(vw_live *lv, floe_ctx *ctx)
         const floe_param_desc *pd;
         floe_value v;
         for (int k = 0; lv->nparams < MAX_PARAMS && floe_pipeline_param(ctx, i, k, &pd, &v) == 0; k++) {
-            if (pd->type != FLOE_PARAM_FLOAT && pd->type != FLOE_PARAM_INT && pd->type != FLOE_PARAM_BOOL)
+            int choice = pd->type == FLOE_PARAM_STRING && pd->choices && pd->choices[0];
+            if (pd->type != FLOE_PARAM_FLOAT && pd->type != FLOE_PARAM_INT && pd->type != FLOE_PARAM_BOOL && !choice)
                 continue;
             vw_param *p = &lv->params[lv->nparams];
             int dup = 0;
@@ -124,6 +125,12 @@ static void list_params(vw_live *lv, floe_ctx *ctx)
             if (dup)
                 continue;
             p->type = pd->type;
+            if (choice) {
+                snprintf(p->text, sizeof p->text, "%s", v.s ? v.s : "");
+                snprintf(p->choices, sizeof p->choices, "%s", pd->choices);
+                lv->nparams++;
+                continue;
+            }
             p->value = pd->type == FLOE_PARAM_FLOAT ? v.f : pd->type == FLOE_PARAM_INT ? (double)v.i : v.b;
             p->min = pd->min, p->max = pd->max;
             if (!(p->min < p->max)) { /* no range declared: around the value */
@@ -289,8 +296,14 @@ void vw_live_set(vw_live *lv, const char *key, const char *value)
         if (i == lv->nchanges)
             lv->nchanges++;
         for (int k = 0; k < lv->nparams; k++) /* the panel shows it at once */
-            if (!strcmp(lv->params[k].key, key))
-                lv->params[k].value = strtod(value, NULL);
+            if (!strcmp(lv->params[k].key, key)) {
+                if (lv->params[k].type == FLOE_PARAM_STRING)
+                    snprintf(lv->params[k].text, sizeof lv->params[k].text, "%s", value);
+                else if (lv->params[k].type == FLOE_PARAM_BOOL)
+                    lv->params[k].value = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes");
+                else
+                    lv->params[k].value = strtod(value, NULL);
+            }
     }
     pthread_cond_broadcast(&lv->cv);
     pthread_mutex_unlock(&lv->mu);

@@ -346,9 +346,9 @@ void vw_render_pane(const vw_renderer *r, const vw_gpu_frame *g, const vw_camera
                 glUniform4f(col, 0.35f, 0.6f, 0.95f, 1.0f);
             glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, gc->pos);
             glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, gc->val);
-            /* faint walls: every third particle (walls are sampled about three
-             * layers deep): context, at a third of the cost */
-            int stride = pass && o->walls == VW_WALLS_FAINT ? 3 : 1;
+            /* faint walls of many particles: every third one (walls are
+             * sampled two or three layers deep): context, at a third of the cost */
+            int stride = pass && o->walls == VW_WALLS_FAINT && gc->n > 20000 ? 3 : 1;
             glUniform1i(str, stride);
             glDrawArrays(GL_POINTS, 0, (GLsizei)((gc->n + (uint32_t)stride - 1) / (uint32_t)stride));
         }

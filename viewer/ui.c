@@ -152,6 +152,18 @@ static void params(vw_app *a)
                 nk_property_int(nk, name, (int)q->min, &v, (int)q->max, 1, 0.2f);
                 if (v != old)
                     snprintf(val, sizeof val, "%d", v);
+            } else if (q->type == FLOE_PARAM_STRING) { /* one of its choices */
+                char buf[192], *items[16];
+                int n = 0, cur = 0;
+                snprintf(buf, sizeof buf, "%s", q->choices);
+                for (char *t = strtok(buf, "|"); t && n < 16; t = strtok(NULL, "|")) {
+                    if (!strcmp(t, q->text))
+                        cur = n;
+                    items[n++] = t;
+                }
+                int sel = n ? nk_combo(nk, (const char **)items, n, cur, 20, nk_vec2(240, 20.0f * (float)n + 10)) : cur;
+                if (sel != cur)
+                    snprintf(val, sizeof val, "%s", items[sel]);
             } else {
                 nk_bool v = q->value != 0, old = v;
                 nk_checkbox_label(nk, name + 1, &v);

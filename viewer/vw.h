@@ -97,10 +97,12 @@ int vw_rundir_load(vw_rundir *d, int k, vw_frame *f, char *err, size_t errlen);
 /* ---- a scene running live (live.c) -------------------------------------- */
 
 typedef struct vw_live vw_live;
-typedef struct vw_param {    /* a float, int or bool parameter of a pipeline stage */
+typedef struct vw_param {    /* a float, int or bool parameter of a pipeline stage, or a string one with choices */
     char key[160];           /* "wcsph.viscosity.alpha" */
     int type;                /* FLOE_PARAM_* */
     double value, min, max;
+    char text[64];           /* a string's value */
+    char choices[192];       /* a string's "a|b|c" */
 } vw_param;
 
 typedef struct vw_live_opts {
