@@ -1,0 +1,261 @@
+/* The freezing module (modules/freeze, docs/freezing.md): Kim 2020's film,
+ * growth direction and phase change, and the thermal model's Stefan
+ * problem. Small scenes through the host API, a few seconds each. */
+#include <criterion/criterion.h>
+#include <floe/floe.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
+#define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
+#define KV_B(n, x) ((floe_param_kv){(n), FLOE_PARAM_BOOL, {.b = (x)}})
+
+static void add(floe_ctx *ctx, const char *stage, int n, const floe_param_kv *kv)
+{
+    cr_assert_eq(floe_pipeline_add(ctx, stage, kv, n), FLOE_OK, "%s: %s", stage, floe_ctx_error(ctx));
+}
+
+/* ---- the ledge: water pushed over the edge of a cold ledge --------------- */
+
+typedef struct ledge_opt {
+    float d;                 /* spacing */
+    double glaze, icicle;    /* gz_th, ic_th */
+    const char *fr;
+    int aniso;
+    const char *cold;        /* "ledge", or "dry" (a cold block the water never reaches) */
+    double alpha;
+} ledge_opt;
+
+static ledge_opt ledge_default(void)
+{
+    return (ledge_opt){0.02f, 30, 45, "clamped", 1, "ledge", 20};
+}
+
+static const float LEDGE_MAX[3] = {0.2f, 0.33f, 0.12f};
+
+static floe_ctx *ledge(const ledge_opt *o)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 3;
+    def.spacing = o->d;
+    def.threads = 1;
+    const float lo[3] = {-0.05f, -0.05f, -0.05f}, hi[3] = {0.6f, 0.7f, 0.17f};
+    memcpy(def.domain_min, lo, sizeof lo);
+    memcpy(def.domain_max, hi, sizeof hi);
+    char err[512];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
+    const float l0[3] = {0, 0.30f, 0}, t0[3] = {0, 0, 0}, t1[3] = {0.4f, 0.5f, 0.12f};
+    const float dry0[3] = {0.45f, 0.05f, 0.02f}, dry1[3] = {0.55f, 0.15f, 0.10f};
+    const float w0[3] = {0, 0.33f, 0.01f}, w1[3] = {0.08f, 0.5f, 0.11f}, v[3] = {0.3f, 0, 0};
+    cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "ledge", FLOE_SET_BOUNDARY, 0), l0, LEDGE_MAX) > 0);
+    cr_assert(floe_boundary_box(ctx, floe_set_create(ctx, "tank", FLOE_SET_BOUNDARY, 0), t0, t1, 2, FLOE_OPEN_TOP) > 0);
+    cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "dry", FLOE_SET_BOUNDARY, 0), dry0, dry1) > 0);
+    cr_assert(floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0).id);
+    cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000), w0, w1, v) > 0);
+    const char *mods[] = {"iisph", "viscosity", "freeze"};
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(floe_module_load(ctx, mods[i]), FLOE_OK, "%s", floe_ctx_error(ctx));
+    add(ctx, "neighbours", 0, NULL);
+    add(ctx, "iisph.density", 0, NULL);
+    add(ctx, "gravity", 0, NULL);
+    floe_param_kv vk[] = {KV_F("beta0", 0.1), KV_F("beta1", 10), KV_F("boundary_beta0", 1)};
+    add(ctx, "viscosity.kim", 3, vk);
+    add(ctx, "iisph.solve", 0, NULL);
+    add(ctx, "integrate", 0, NULL);
+    floe_param_kv fk[] = {KV_S("cold", o->cold), KV_S("ice", "ice"), KV_F("alpha", o->alpha)};
+    add(ctx, "freeze.film", 3, fk);
+    floe_param_kv dk[] = {KV_B("anisotropic", o->aniso)};
+    add(ctx, "freeze.direction", 1, dk);
+    floe_param_kv tk[] = {KV_F("glaze", o->glaze), KV_F("icicle", o->icicle), KV_S("fr", o->fr)};
+    add(ctx, "freeze.transition", 3, tk);
+    return ctx;
+}
+
+static const double DT = 0.002;
+
+static void step(floe_ctx *ctx)
+{
+    cr_assert_eq(floe_step(ctx, DT), FLOE_OK, "%s", floe_ctx_error(ctx));
+}
+
+static uint32_t count(floe_ctx *ctx, const char *set) { return floe_set_size(ctx, floe_set_find(ctx, set)); }
+
+static void *attr(floe_ctx *ctx, const char *set, const char *name, floe_type t)
+{
+    void *p = floe_attr(ctx, floe_set_find(ctx, set), name, t);
+    cr_assert(p || count(ctx, set) == 0, "set %s has no %s", set, name);
+    return p;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mass: water + ice equals the initial water mass after every step, exactly,
+ * and every particle id is in exactly one of the two sets. */
+Test(freeze, water_plus_ice_mass_is_exact_every_step)
+{
+    ledge_opt o = ledge_default();
+    floe_ctx *ctx = ledge(&o);
+    const uint32_t n0 = count(ctx, "fluid");
+    double m0 = 0;
+    const float *m = attr(ctx, "fluid", "m", FLOE_F32);
+    for (uint32_t i = 0; i < n0; i++)
+        m0 += m[i];
+    uint32_t *ids = malloc(n0 * sizeof *ids);
+    for (int s = 0; s < 300; s++) {
+        step(ctx);
+        uint32_t nf = count(ctx, "fluid"), ni = count(ctx, "ice");
+        cr_assert_eq(nf + ni, n0, "step %d: %u water + %u ice != %u", s, nf, ni, n0);
+        double mass = 0;
+        const float *mf = attr(ctx, "fluid", "m", FLOE_F32), *mi = attr(ctx, "ice", "m", FLOE_F32);
+        const uint32_t *idf = attr(ctx, "fluid", "id", FLOE_U32), *idi = attr(ctx, "ice", "id", FLOE_U32);
+        for (uint32_t i = 0; i < nf; i++)
+            mass += mf[i], ids[i] = idf[i];
+        for (uint32_t i = 0; i < ni; i++)
+            mass += mi[i], ids[nf + i] = idi[i];
+        cr_assert_eq(mass, m0, "step %d: mass %.17g != %.17g", s, mass, m0);
+        qsort(ids, n0, sizeof *ids, cmp_u32);
+        for (uint32_t i = 0; i < n0; i++)
+            cr_assert_eq(ids[i], i, "step %d: id %u missing or doubled", s, i);
+    }
+    cr_assert_gt(count(ctx, "ice"), n0 / 10, "the run froze too little to test anything (%u ice)", count(ctx, "ice"));
+    free(ids);
+    floe_ctx_destroy(ctx);
+}
+
+/* Causality: every particle that freezes had a cold solid or older ice
+ * particle within the support radius when it froze. */
+Test(freeze, nothing_freezes_away_from_solid_or_ice)
+{
+    ledge_opt o = ledge_default();
+    floe_ctx *ctx = ledge(&o);
+    const float H = floe_ctx_info(ctx)->support;
+    const uint32_t nl = count(ctx, "ledge");
+    const float *xl = attr(ctx, "ledge", "x", FLOE_VEC3);
+    uint32_t checked = 0;
+    for (int s = 0; s < 300; s++) {
+        step(ctx);
+        const float now = (float)floe_ctx_info(ctx)->time;
+        const uint32_t ni = count(ctx, "ice");
+        const float *xi = attr(ctx, "ice", "x", FLOE_VEC3), *ti = attr(ctx, "ice", "ice_time", FLOE_F32);
+        for (uint32_t a = 0; a < ni; a++) {
+            if (ti[a] != now)
+                continue; /* froze in an earlier step */
+            float best = INFINITY;
+            for (uint32_t b = 0; b < nl; b++) {
+                float d[3] = {xi[3 * a] - xl[3 * b], xi[3 * a + 1] - xl[3 * b + 1], xi[3 * a + 2] - xl[3 * b + 2]};
+                best = fminf(best, sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+            }
+            for (uint32_t b = 0; b < ni; b++) {
+                if (ti[b] == now)
+                    continue;
+                float d[3] = {xi[3 * a] - xi[3 * b], xi[3 * a + 1] - xi[3 * b + 1], xi[3 * a + 2] - xi[3 * b + 2]};
+                best = fminf(best, sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+            }
+            cr_assert_lt(best, H, "step %d: ice particle %u froze %.4f m from any solid or ice (H = %.4f)", s, a,
+                         best, H);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 20, "only %u particles froze", checked);
+    floe_ctx_destroy(ctx);
+}
+
+/* With only a cold block the water never reaches: its film stays exactly 0
+ * and nothing freezes (the ledge the water runs on is not cold). */
+Test(freeze, a_dry_cold_object_grows_no_ice)
+{
+    ledge_opt o = ledge_default();
+    o.cold = "dry";
+    floe_ctx *ctx = ledge(&o);
+    for (int s = 0; s < 300; s++)
+        step(ctx);
+    cr_assert_eq(count(ctx, "ice"), 0);
+    const uint32_t nd = count(ctx, "dry");
+    const float *g = attr(ctx, "dry", "Gamma", FLOE_F32);
+    for (uint32_t i = 0; i < nd; i++)
+        cr_assert_eq(g[i], 0.0f, "dry particle %u has film %g", i, g[i]);
+    /* the ledge was wet all along but is not cold: it keeps no film either */
+    const float *gl = attr(ctx, "ledge", "Gamma", FLOE_F32);
+    for (uint32_t i = 0; i < count(ctx, "ledge"); i++)
+        cr_assert_eq(gl[i], 0.0f);
+    floe_ctx_destroy(ctx);
+}
+
+static uint32_t ice_after(ledge_opt o, int steps)
+{
+    floe_ctx *ctx = ledge(&o);
+    for (int s = 0; s < steps; s++)
+        step(ctx);
+    uint32_t n = count(ctx, "ice");
+    floe_ctx_destroy(ctx);
+    return n;
+}
+
+/* Raising gz_th (then ic_th) never gives more ice at a given time. */
+Test(freeze, higher_thresholds_never_give_more_ice)
+{
+    const double th[3] = {20, 40, 80};
+    uint32_t g[3], c[3];
+    for (int k = 0; k < 3; k++) {
+        ledge_opt o = ledge_default();
+        o.glaze = th[k];
+        g[k] = ice_after(o, 250);
+        o = ledge_default();
+        o.icicle = th[k];
+        c[k] = ice_after(o, 250);
+    }
+    cr_log_info("glaze 20/40/80: %u %u %u ice; icicle 20/40/80: %u %u %u ice", g[0], g[1], g[2], c[0], c[1], c[2]);
+    cr_assert_geq(g[0], g[1]);
+    cr_assert_geq(g[1], g[2]);
+    cr_assert_gt(g[0], g[2], "the glaze threshold changed nothing (%u ice)", g[0]);
+    cr_assert_geq(c[0], c[1]);
+    cr_assert_geq(c[1], c[2]);
+    cr_assert_gt(c[0], c[2], "the icicle threshold changed nothing (%u ice)", c[0]);
+}
+
+/* Two runs of the same scene give the same ice, bit for bit. */
+Test(freeze, runs_are_deterministic)
+{
+    ledge_opt o = ledge_default();
+    floe_ctx *a = ledge(&o), *b = ledge(&o);
+    for (int s = 0; s < 250; s++) {
+        step(a);
+        step(b);
+    }
+    uint32_t n = count(a, "ice");
+    cr_assert_gt(n, 0);
+    cr_assert_eq(count(b, "ice"), n);
+    cr_assert_eq(memcmp(attr(a, "ice", "x", FLOE_VEC3), attr(b, "ice", "x", FLOE_VEC3), 12 * (size_t)n), 0);
+    cr_assert_eq(memcmp(attr(a, "ice", "id", FLOE_U32), attr(b, "ice", "id", FLOE_U32), 4 * (size_t)n), 0);
+    cr_assert_eq(memcmp(attr(a, "fluid", "x", FLOE_VEC3), attr(b, "fluid", "x", FLOE_VEC3),
+                        12 * (size_t)count(a, "fluid")), 0);
+    floe_ctx_destroy(a);
+    floe_ctx_destroy(b);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+Test(freeze, missing_ice_set_or_fluid_named_cold_is_an_error)
+{
+    ledge_opt o = ledge_default();
+    o.cold = "fluid";
+    floe_ctx *ctx = ledge(&o);
+    cr_assert_neq(floe_step(ctx, DT), FLOE_OK);
+    cr_assert(strstr(floe_ctx_error(ctx), "'fluid' is a fluid set"), "%s", floe_ctx_error(ctx));
+    floe_ctx_destroy(ctx);
+    o.cold = "ledge,nosuch";
+    ctx = ledge(&o);
+    cr_assert_neq(floe_step(ctx, DT), FLOE_OK);
+    cr_assert(strstr(floe_ctx_error(ctx), "no particle set named 'nosuch'"), "%s", floe_ctx_error(ctx));
+    floe_ctx_destroy(ctx);
+}
