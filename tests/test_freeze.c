@@ -259,3 +259,84 @@ Test(freeze, missing_ice_set_or_fluid_named_cold_is_an_error)
     cr_assert(strstr(floe_ctx_error(ctx), "no particle set named 'nosuch'"), "%s", floe_ctx_error(ctx));
     floe_ctx_destroy(ctx);
 }
+
+/* ---- the thermal model: the one-phase Stefan problem ---------------------- */
+
+/* lambda of the Neumann solution: lambda exp(lambda^2) erf(lambda) = St / sqrt(pi) */
+static double neumann_lambda(double st)
+{
+    double lo = 1e-6, hi = 3;
+    for (int i = 0; i < 200; i++) {
+        double m = 0.5 * (lo + hi);
+        if (m * exp(m * m) * erf(m) < st / sqrt(M_PI))
+            lo = m;
+        else
+            hi = m;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* Water at 0 C at rest against a wall held at T_w < 0 (2D, x the normal):
+ * the frozen thickness follows s(t) = 2 lambda sqrt(alpha_ice t) within 10%
+ * once the front is three spacings from the wall. The wall's particles hold
+ * T_w and conduct like ice (k_solid = k_ice), so the fixed temperature sits
+ * on the wall's first layer, d/2 behind the wall face: the thickness is
+ * counted from there (docs/freezing.md). */
+Test(freeze, thermal_front_follows_the_neumann_solution)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    const float d = 0.001f, Lx = 30 * d, Ly = 10 * d;
+    const double Tw = -20, k = 2.22, c = 2100, L = 334000, rho = 1000, alpha = k / (rho * c);
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 2;
+    def.spacing = d;
+    def.threads = 1;
+    def.gravity[0] = def.gravity[1] = def.gravity[2] = 0;
+    const float lo[3] = {-10 * d, -5 * d, 0}, hi[3] = {Lx + 5 * d, Ly + 5 * d, 0};
+    memcpy(def.domain_min, lo, sizeof lo);
+    memcpy(def.domain_max, hi, sizeof hi);
+    char err[512];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
+    const float w0[3] = {-3 * d, 0, 0}, w1[3] = {0, Ly, 0}, f0[3] = {0, 0, 0}, f1[3] = {Lx, Ly, 0};
+    cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "wall", FLOE_SET_BOUNDARY, 0), w0, w1) > 0);
+    cr_assert(floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0).id);
+    cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, (float)rho), f0, f1, NULL) > 0);
+    cr_assert_eq(floe_module_load(ctx, "freeze"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_param_kv kv[] = {KV_S("cold", "wall"), KV_F("T_solid", Tw), KV_F("T_water", 0), KV_F("k_ice", k),
+                          KV_F("k_solid", k), KV_F("c_ice", c), KV_F("latent", L)};
+    add(ctx, "freeze.thermal", 7, kv);
+    const double lambda = neumann_lambda(c * (0 - Tw) / L), dt = 0.05;
+    double worst = 0;
+    int samples = 0;
+    for (int s = 1; s <= 8000; s++) {
+        cr_assert_eq(floe_step(ctx, dt), FLOE_OK, "%s", floe_ctx_error(ctx));
+        if (s % 200)
+            continue;
+        /* frozen thickness of the two middle rows: sum of (1 - liquid fraction) d / 2 */
+        double frozen = 0;
+        const char *sets[2] = {"fluid", "ice"};
+        for (int q = 0; q < 2; q++) {
+            uint32_t n = count(ctx, sets[q]);
+            const float *x = attr(ctx, sets[q], "x", FLOE_VEC3), *h = attr(ctx, sets[q], "h", FLOE_F32);
+            for (uint32_t i = 0; i < n; i++)
+                if (fabsf(x[3 * i + 1] - 0.5f * Ly) < d)
+                    frozen += 1.0 - fmin(fmax(h[i] / L, 0.0), 1.0);
+        }
+        const double t = s * dt, num = frozen * d / 2 + 0.5 * d, exact = 2 * lambda * sqrt(alpha * t);
+        if (exact < 3 * d)
+            continue;
+        double e = fabs(num - exact) / exact;
+        worst = fmax(worst, e);
+        samples++;
+        if (s % 2000 == 0)
+            cr_log_info("t = %5.0f s: front %.3f mm, Neumann %.3f mm (%.1f%%)", t, 1e3 * num, 1e3 * exact, 100 * e);
+    }
+    cr_log_info("lambda %.4f, worst error %.1f%% over %d samples, %u ice particles", lambda, 100 * worst, samples,
+                count(ctx, "ice"));
+    cr_assert_gt(samples, 10);
+    cr_assert_gt(count(ctx, "ice"), 8 * 2, "the front froze fewer than 8 layers");
+    cr_assert_lt(worst, 0.10, "front off the Neumann solution by %.1f%%", 100 * worst);
+    floe_ctx_destroy(ctx);
+}

@@ -227,7 +227,7 @@ long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const flo
     int32_t *ki = fz_attr(ctx, p->ice, ii.name, "ice_kind", FLOE_I32, &st);
     float *ti = fz_attr(ctx, p->ice, ii.name, "ice_time", FLOE_F32, &st);
     float *hi = h ? fz_attr(ctx, p->ice, ii.name, "h", FLOE_F32, &st) : NULL;
-    float *gi = fz_attr(ctx, p->ice, ii.name, "Gamma", FLOE_F32, &st);
+    float *gi = api->attr(ctx, p->ice, "Gamma", FLOE_F32); /* with freeze.film only */
     if (st)
         return st;
     const float now = (float)(api->sim(ctx)->time + api->sim(ctx)->dt);
@@ -248,7 +248,8 @@ long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const flo
                 continue;
             memcpy(&xi[3 * (size_t)w], &p->xf[3 * (size_t)j], 3 * sizeof(float));
             mi[w] = p->mf[j];
-            gi[w] = p->mf[j]; /* it was water: its film is full (Gamma_max) */
+            if (gi)
+                gi[w] = p->mf[j]; /* it was water: its film is full (Gamma_max) */
             idi[w] = id[i];
             if (dir)
                 memcpy(&di[3 * (size_t)w], &dir[3 * (size_t)j], 3 * sizeof(float));
