@@ -6,11 +6,11 @@
 -- He tension and air pressure (eqs. 33-36), as in his Algorithm 1.
 --
 --   floe run scenes/icicle_ledge.lua [--set spacing=0.01] [--set seconds=3]
---       [--set model=kim|thermal] [--set anisotropic=true|false] [--set glaze=15] [--set icicle=15]
+--       [--set model=kim|thermal] [--set anisotropic=true|false] [--set glaze=30] [--set icicle=30] [--set fr=clamped]
 --
 -- Writes water.NNNN.ply (the fluid), ice.NNNN.ply (the ice particles: id, m,
 -- ice_kind 1 glaze / 2 icicle / 3 thermal, ice_dir, ice_time), ledge.0000.ply,
--- ice_surface.NNNN.obj (the anisotropic ice surface) and picture.NNNN.png.
+-- and ice_surface.NNNN.obj (the anisotropic ice surface).
 local floe = require "floe"
 
 local water = floe.preset "water"
@@ -18,14 +18,13 @@ local d = floe.param("spacing", 0.01)
 local seconds = floe.param("seconds", 3.0)
 local model = floe.param("model", "kim")
 local aniso = floe.param("anisotropic", true)
-local glaze = floe.param("glaze", 15)
-local icicle = floe.param("icicle", 15)
+local glaze = floe.param("glaze", 30)
+local icicle = floe.param("icicle", 30)
 local dt = floe.param("dt", 0.002)
 local alpha = floe.param("alpha", 20)
-local fr = floe.param("fr", "rescaled")
+local fr = floe.param("fr", "clamped")
 local tension = floe.param("tension", true)
 local surface = floe.param("surface", true)
-local pictures = floe.param("pictures", true)
 
 local tank = { 0.4, 0.5, 0.12 }
 local ledge = { min = { 0, 0.30, 0 }, max = { 0.2, 0.33, tank[3] } }
@@ -39,7 +38,7 @@ sim:boundary_solid_box{ min = ledge.min, max = ledge.max, set = "ledge" }
 sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2, open_top = true }
 sim:boundary_set{ name = "ice" }
 local n = sim:fluid_box{ min = { 0.0, 0.33, 0.01 }, max = { 0.08, 0.5, tank[3] - 0.01 },
-                         density = water.density, velocity = { floe.param("speed", 0.6), 0, 0 } }
+                         density = water.density, velocity = { floe.param("speed", 0.3), 0, 0 } }
 floe.log(string.format("icicle ledge: %d fluid particles, spacing %.4g m, model %s", n, d, model))
 
 local steps = {
@@ -65,9 +64,6 @@ else
 end
 if surface then
   steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
-end
-if pictures then
-  steps[#steps + 1] = { "freeze.picture", eye = { 0.55, 0.45, 0.55 }, target = { 0.2, 0.25, 0.06 } }
 end
 sim:pipeline(steps)
 
