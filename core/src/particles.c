@@ -202,7 +202,7 @@ static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
     p->dev_sorted_valid = 0;
-    if (p->kind == FLOE_SET_BOUNDARY) /* Akinci volumes depend on all of them */
+    if (p->kind == FLOE_SET_BOUNDARY && !p->every_frame) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
     ctx->nb_dev_valid = 0;

@@ -214,18 +214,20 @@ int fz_direction(const floe_stage_call *c)
                 fail = 1;
                 continue;
             }
-            /* eq. 26: gv_i = sum_j v_j W_A(x_i - x_j, G_j) / |S(i)| */
-            double g[3] = {0, 0, 0};
+            /* eq. 26: gv_i = sum_j v_j W_A(x_i - x_j, G_j), divided by sum_j W_A
+             * instead of |S(i)|: the same direction, and gv a velocity (m/s) */
+            double g[3] = {0, 0, 0}, ws = 0;
             for (uint32_t q = 0; q < m; q++) {
                 const uint32_t j = f[q];
                 const float *xj = &p->xf[3 * (size_t)j];
                 float r[3] = {xi[0] - xj[0], xi[1] - xj[1], xi[2] - xj[2]};
                 float w = fz_wa(s->G + 9 * (size_t)j, r, si->dim);
+                ws += w;
                 for (int a = 0; a < 3; a++)
                     g[a] += (double)w * p->vf[3 * (size_t)j + a];
             }
             for (int a = 0; a < 3; a++)
-                gv[3 * (size_t)i + a] = m ? (float)(g[a] / m) : 0.0f;
+                gv[3 * (size_t)i + a] = ws > 0 ? (float)(g[a] / ws) : 0.0f;
         }
         if (fail)
             st = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbour queries");

@@ -42,7 +42,7 @@ static const floe_param_desc dir_params[] = {
 static const floe_attr_desc dir_attrs[] = {
     A(FLOE_SET_FLUID, "x", FLOE_VEC3, FLOE_READ),
     A(FLOE_SET_FLUID, "v", FLOE_VEC3, FLOE_READ),
-    A(FLOE_SET_BOUNDARY, "gv", FLOE_VEC3, FLOE_WRITE | FLOE_OVERWRITE),
+    A(FLOE_SET_BOUNDARY, "gv", FLOE_VEC3, FLOE_WRITE | FLOE_OVERWRITE), /* m/s */
     {0},
 };
 
@@ -51,6 +51,8 @@ static const floe_param_desc tr_params[] = {
     PF("icicle", 15, 0, 1e9, "kg/m^3", "ic_th: nucleation energy (eq. 32) against ice above which water freezes"),
     PS("fr", "rescaled", "rescaled|clamped|none",
        "eq. 31: (gv.u + 1) / 2 (the paper's rescale), max(gv.u, 0) (no growth against the flow), 1 (no direction)"),
+    PF("min_speed", 0.02, 0, 1e3, "m/s",
+       "flow slower than this (|gv|) gives no growth direction: gv.u = 0 in eq. 31 (0: every flow counts)"),
     {0},
 };
 static const floe_attr_desc tr_attrs[] = {

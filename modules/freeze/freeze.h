@@ -14,8 +14,8 @@
  *   cells.c    the module's cell lists (queries from solid and ice particles)
  *
  * Ice is a boundary set the scene makes (sim:boundary_set), so every solver
- * sees it as a wall: Akinci volumes (recomputed by the core when the set
- * grows), no velocity. A frozen particle leaves its fluid set (compacted)
+ * sees it as a wall: a boundary particle with its own volume m / rho0 (the
+ * core leaves an every_frame set's volumes to its module), no velocity. A frozen particle leaves its fluid set (compacted)
  * and is appended to the ice set with its position, mass and id. */
 #ifndef FREEZE_H
 #define FREEZE_H
@@ -38,6 +38,7 @@ typedef struct fz_parts {
     int nfs;
     floe_set fset[FLOE_MAX_SETS];
     uint32_t fn[FLOE_MAX_SETS], foff[FLOE_MAX_SETS + 1];
+    float frho[FLOE_MAX_SETS]; /* rest densities */
     float *xf, *vf, *mf;     /* copies, 3 / 3 / 1 per particle */
     /* frost: the cold solid sets, then the ice set, concatenated */
     uint32_t nb, nice;       /* all of them; those of the ice set (last) */

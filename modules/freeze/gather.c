@@ -98,7 +98,10 @@ int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
         floe_set_info in;
         if (api->set_info(ctx, sets[k], &in) != FLOE_OK)
             return api->fail(ctx, FLOE_ERR, "fluid set %d: no info", k);
+        if (!(in.rest_density > 0))
+            return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s': rest density must be > 0", in.name);
         p->fset[p->nfs] = sets[k];
+        p->frho[p->nfs] = in.rest_density;
         p->fn[p->nfs] = in.n;
         p->nf += in.n;
         p->foff[++p->nfs] = p->nf;
@@ -228,6 +231,7 @@ long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const flo
     float *ti = fz_attr(ctx, p->ice, ii.name, "ice_time", FLOE_F32, &st);
     float *hi = h ? fz_attr(ctx, p->ice, ii.name, "h", FLOE_F32, &st) : NULL;
     float *gi = api->attr(ctx, p->ice, "Gamma", FLOE_F32); /* with freeze.film only */
+    float *Vi = fz_attr(ctx, p->ice, ii.name, "V", FLOE_F32, &st);
     if (st)
         return st;
     const float now = (float)(api->sim(ctx)->time + api->sim(ctx)->dt);
@@ -248,6 +252,7 @@ long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const flo
                 continue;
             memcpy(&xi[3 * (size_t)w], &p->xf[3 * (size_t)j], 3 * sizeof(float));
             mi[w] = p->mf[j];
+            Vi[w] = p->mf[j] / p->frho[f]; /* its own volume, m / rho0 */
             if (gi)
                 gi[w] = p->mf[j]; /* it was water: its film is full (Gamma_max) */
             idi[w] = id[i];

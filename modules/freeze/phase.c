@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TR_GLAZE, TR_ICICLE, TR_FR };
+enum { TR_GLAZE, TR_ICICLE, TR_FR, TR_MIN_SPEED };
 enum { FR_RESCALED, FR_CLAMPED, FR_NONE };
 
 /* eq. 31: fr from the unit growth direction gh (zero: no flow) and the unit
@@ -38,6 +38,7 @@ int fz_transition(const floe_stage_call *c)
         return api->fail(ctx, FLOE_ERR_ARG, "%s needs freeze.direction before it in the same step", c->name);
     const float gz = (float)c->param[TR_GLAZE].f, ic = (float)c->param[TR_ICICLE].f;
     const int mode = fr_mode(c->param[TR_FR].s);
+    const float vmin = (float)c->param[TR_MIN_SPEED].f;
     const float H = si->support;
     /* Gamma and the unit growth direction of every frost particle, concatenated */
     float *gam = malloc(((size_t)p->nb + 1) * sizeof *gam), *gh = malloc(((size_t)p->nb + 1) * 3 * sizeof *gh);
@@ -62,7 +63,7 @@ int fz_transition(const floe_stage_call *c)
             float n = sqrtf(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
             float *o = &gh[3 * ((size_t)p->boff[k] + i)];
             for (int a = 0; a < 3; a++)
-                o[a] = n > 0 ? v[a] / n : 0.0f;
+                o[a] = n > 0 && n >= vmin ? v[a] / n : 0.0f; /* slower: no direction */
         }
     }
     const uint32_t ice0 = p->nb - p->nice; /* frost index where the ice set starts */
