@@ -9,7 +9,7 @@
 --       [--set model=kim|thermal] [--set glaze=30] [--set icicle=60] [--out DIR]
 --
 -- Writes water.NNNN.ply, ice.NNNN.ply (id, m, ice_kind, ice_dir, ice_time),
--- bunny.0000.ply and ice_surface.NNNN.obj (the anisotropic ice surface).
+-- bunny.0000.ply, ice_surface.NNNN.obj (the anisotropic ice surface) and picture.NNNN.png.
 -- The mesh comes from FLOE_MODEL_DIR, by default ../shared/data/models.
 local floe = require "floe"
 local freezing = require "floe.freezing"
@@ -34,12 +34,14 @@ local nb = sim:boundary_mesh{
   translation = { -s * (raw.min[1] + raw.max[1]) / 2, -s * raw.min[2], -s * (raw.min[3] + raw.max[3]) / 2 },
   set = "bunny",
 }
-sim:boundary_box{ min = { -0.3, -0.02, -0.3 }, max = { 0.3, 0.6, 0.3 }, layers = 2, open_top = true, set = "tank" }
+sim:boundary_box{ min = { -0.3, -0.02, -0.3 }, max = { 0.3, 0.95, 0.3 }, layers = 2, set = "tank" }
 sim:boundary_set{ name = "ice" }
 local n = sim:fluid_sphere{ centre = { 0, 0.55, 0 }, radius = floe.param("radius", 0.2), density = water.density }
 floe.log(string.format("freezing bunny: %d water particles, %d on the bunny, spacing %.4g m", n, nb, d))
 
-sim:pipeline(freezing.pipeline{ cold = "bunny", surface = floe.param("surface", true) })
+sim:pipeline(freezing.pipeline{ cold = "bunny", surface = floe.param("surface", true),
+                                picture = floe.param("pictures", true) and { eye = { 0.75, 0.55, 0.75 },
+                                  target = { 0, 0.15, 0 }, solids = "bunny" } })
 sim:on_frame(freezing.report)
 sim:run{
   end_time = seconds, fps = 30, dt = floe.param("dt", 0.006),

@@ -8,6 +8,7 @@
 --
 -- The teapot is the first of the three in assimp-testmodels' teapots.DAE
 -- (an open mesh: only its surface is sampled, as sim:boundary_mesh does).
+-- Writes water.NNNN.ply, ice.NNNN.ply, teapot.0000.ply, ice_surface.NNNN.obj and picture.NNNN.png.
 local floe = require "floe"
 local freezing = require "floe.freezing"
 
@@ -30,12 +31,14 @@ local nb = sim:boundary_mesh{
   translation = { -s * (raw.min[1] + raw.max[1]) / 2, -s * raw.min[2], -s * (raw.min[3] + raw.max[3]) / 2 },
   set = "teapot",
 }
-sim:boundary_box{ min = { -0.3, -0.02, -0.3 }, max = { 0.3, 0.6, 0.3 }, layers = 2, open_top = true, set = "tank" }
+sim:boundary_box{ min = { -0.3, -0.02, -0.3 }, max = { 0.3, 0.95, 0.3 }, layers = 2, set = "tank" }
 sim:boundary_set{ name = "ice" }
 local n = sim:fluid_sphere{ centre = { 0, 0.5, 0 }, radius = floe.param("radius", 0.2), density = water.density }
 floe.log(string.format("freezing teapot: %d water particles, %d on the teapot, spacing %.4g m", n, nb, d))
 
-sim:pipeline(freezing.pipeline{ cold = "teapot", surface = floe.param("surface", true) })
+sim:pipeline(freezing.pipeline{ cold = "teapot", surface = floe.param("surface", true),
+                                picture = floe.param("pictures", true) and { eye = { 0.75, 0.55, 0.75 },
+                                  target = { 0, 0.15, 0 }, solids = "teapot" } })
 sim:on_frame(freezing.report)
 sim:run{
   end_time = seconds, fps = 30, dt = floe.param("dt", 0.006),

@@ -6,25 +6,26 @@
 -- He tension and air pressure (eqs. 33-36), as in his Algorithm 1.
 --
 --   floe run scenes/icicle_ledge.lua [--set spacing=0.01] [--set seconds=3]
---       [--set model=kim|thermal] [--set anisotropic=true|false] [--set glaze=30] [--set icicle=30] [--set fr=clamped]
+--       [--set model=kim|thermal] [--set anisotropic=true|false] [--set glaze=30] [--set icicle=45] [--set fr=clamped]
 --
 -- Writes water.NNNN.ply (the fluid), ice.NNNN.ply (the ice particles: id, m,
 -- ice_kind 1 glaze / 2 icicle / 3 thermal, ice_dir, ice_time), ledge.0000.ply,
--- and ice_surface.NNNN.obj (the anisotropic ice surface).
+-- ice_surface.NNNN.obj (the anisotropic ice surface) and picture.NNNN.png.
 local floe = require "floe"
 
 local water = floe.preset "water"
 local d = floe.param("spacing", 0.01)
-local seconds = floe.param("seconds", 3.0)
+local seconds = floe.param("seconds", 1.8)
 local model = floe.param("model", "kim")
 local aniso = floe.param("anisotropic", true)
 local glaze = floe.param("glaze", 30)
-local icicle = floe.param("icicle", 30)
+local icicle = floe.param("icicle", 45)
 local dt = floe.param("dt", 0.002)
 local alpha = floe.param("alpha", 20)
 local fr = floe.param("fr", "clamped")
 local tension = floe.param("tension", true)
 local surface = floe.param("surface", true)
+local pictures = floe.param("pictures", true)
 
 local tank = { 0.4, 0.5, 0.12 }
 local ledge = { min = { 0, 0.30, 0 }, max = { 0.2, 0.33, tank[3] } }
@@ -64,6 +65,9 @@ else
 end
 if surface then
   steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
+end
+if pictures then
+  steps[#steps + 1] = { "freeze.picture", eye = { 0.62, 0.52, 0.45 }, target = { 0.18, 0.3, 0.06 }, solids = "ledge" }
 end
 sim:pipeline(steps)
 

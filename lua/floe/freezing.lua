@@ -15,7 +15,8 @@ local M = {}
 -- frame attributes: water's, then the ice's (ice_kind 1 glaze, 2 icicle, 3 thermal)
 M.attributes = { "v", "id", "m", "ice_kind", "ice_dir", "ice_time", "Gamma", "T" }
 
--- opts.cold: the cold solid sets (comma-separated); opts.surface: the ice surface mesh
+-- opts.cold: the cold solid sets (comma-separated); opts.surface: the ice surface
+-- mesh; opts.picture: freeze.picture's parameters (a PNG a frame), or nil
 function M.pipeline(opts)
   local model = floe.param("model", "kim")
   local steps = {
@@ -43,6 +44,11 @@ function M.pipeline(opts)
   end
   if opts.surface then
     steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
+  end
+  if opts.picture then
+    local p = { "freeze.picture" }
+    for k, v in pairs(opts.picture) do p[k] = v end
+    steps[#steps + 1] = p
   end
   return steps
 end

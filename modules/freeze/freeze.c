@@ -99,6 +99,20 @@ static const floe_attr_desc th_attrs[] = {
     {0},
 };
 
+#define PV(n, x, y, z, u, doc_) \
+    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
+static const floe_param_desc pic_params[] = {
+    PV("eye", 1, 0.8, 1.2, "m", "camera position"),
+    PV("target", 0, 0.2, 0, "m", "point the camera looks at"),
+    PF("fov", 40, 1, 170, "deg", "vertical field of view"),
+    PI_("width", 640, 16, 8192, "image width in pixels"),
+    PI_("height", 400, 16, 8192, "image height in pixels"),
+    PS("solids", "", NULL, "boundary sets drawn as grey solids, comma-separated (the ice and the water always are)"),
+    PS("ice", "ice", NULL, ICE_DOC),
+    PS("name", "picture", NULL, "file base name: <name>.NNNN.png in the run's folder"),
+    {0},
+};
+
 static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "film",
      .doc = "Kim 2020 eq. 25: the virtual water film Gamma of cold solid and ice particles, capped at one fluid "
@@ -116,6 +130,10 @@ static const floe_stage_desc stages[] = {
      .doc = "heat conduction (Cleary & Monaghan 1999) between water, ice and cold solids with latent heat "
             "(enthalpy method); water that has given its latent heat moves to the ice set",
      .run = fz_thermal, .params = th_params, .attrs = th_attrs},
+    {FLOE_SIZED(floe_stage_desc), .name = "picture",
+     .doc = "once a frame: a PNG of the water, the ice (glaze white, icicles cyan) and chosen solids as shaded "
+            "spheres through a pinhole camera",
+     .run = fz_picture, .params = pic_params, .per_frame = 1},
     {0},
 };
 

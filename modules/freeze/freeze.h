@@ -12,6 +12,7 @@
  *              solids and ice) in contiguous arrays, and moving frozen
  *              particles from the fluid sets to the ice set
  *   cells.c    the module's cell lists (queries from solid and ice particles)
+ *   picture.c  a PNG a frame of water, ice and solids (libpng)
  *
  * Ice is a boundary set the scene makes (sim:boundary_set), so every solver
  * sees it as a wall: a boundary particle with its own volume m / rho0 (the
@@ -109,5 +110,8 @@ int fz_transition(const floe_stage_call *c);
 
 /* ---- thermal.c ---- */
 int fz_thermal(const floe_stage_call *c);
+
+/* ---- picture.c ---- */
+int fz_picture(const floe_stage_call *c);
 
 #endif
