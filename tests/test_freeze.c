@@ -1,6 +1,8 @@
 /* The freezing module (modules/freeze, docs/freezing.md): Kim 2020's film,
  * growth direction and phase change, and the thermal model's Stefan
  * problem. Small scenes through the host API, a few seconds each. */
+#include "cl_fixture.h"
+
 #include <criterion/criterion.h>
 #include <floe/floe.h>
 
@@ -28,11 +30,13 @@ typedef struct ledge_opt {
     const char *cold;        /* "ledge", or "dry" (a cold block the water never reaches) */
     double alpha;
     float w0[3], w1[3], v[3]; /* the water block and its velocity */
+    const char *backend;      /* NULL: cpu */
 } ledge_opt;
 
 static ledge_opt ledge_default(void)
 {
-    return (ledge_opt){0.02f, 15, 30, "clamped", 1, "ledge", 20, {0, 0.33f, 0.01f}, {0.08f, 0.5f, 0.11f}, {0.3f, 0, 0}};
+    return (ledge_opt){0.02f, 15, 30, "clamped", 1, "ledge", 20, {0, 0.33f, 0.01f}, {0.08f, 0.5f, 0.11f}, {0.3f, 0, 0},
+                       NULL};
 }
 
 static const float LEDGE_MAX[3] = {0.2f, 0.33f, 0.12f};
@@ -44,6 +48,8 @@ static floe_ctx *ledge(const ledge_opt *o)
     def.dim = 3;
     def.spacing = o->d;
     def.threads = 1;
+    if (o->backend)
+        def.backend = o->backend;
     const float lo[3] = {-0.05f, -0.05f, -0.05f}, hi[3] = {0.6f, 0.7f, 0.17f};
     memcpy(def.domain_min, lo, sizeof lo);
     memcpy(def.domain_max, hi, sizeof hi);
@@ -513,4 +519,46 @@ Test(freeze, clamped_coefficient_never_grows_against_the_flow)
     cr_assert_gt(frozen[0], 10);
     cr_assert_eq(against[0], 0);
     cr_assert_gt(against[1], 0);
+}
+
+/* ---- the OpenCL backend ------------------------------------------------------ */
+
+/* The ledge after 100 steps on the cpu and the OpenCL backend (the water
+ * solver on the device, the freezing stages on host copies): the ice sets
+ * differ by under 1% of the ice count (ids in one set and not the other). */
+Test(freeze, cpu_and_opencl_ice_sets_agree)
+{
+    need_opencl();
+    ledge_opt o = ledge_default();
+    o.glaze = 5;
+    o.icicle = 20;
+    o.alpha = 60;
+    o.fr = "rescaled"; /* water sliding along the ledge freezes too: ice within 100 steps */
+    uint32_t n[2], *ids[2];
+    for (int b = 0; b < 2; b++) {
+        o.backend = b ? "opencl" : "cpu";
+        floe_ctx *ctx = ledge(&o);
+        for (int s = 0; s < 100; s++)
+            step(ctx);
+        n[b] = count(ctx, "ice");
+        ids[b] = malloc((n[b] + 1) * sizeof *ids[b]);
+        if (n[b])
+            memcpy(ids[b], attr(ctx, "ice", "id", FLOE_U32), n[b] * sizeof *ids[b]);
+        qsort(ids[b], n[b], sizeof *ids[b], cmp_u32);
+        floe_ctx_destroy(ctx);
+    }
+    uint32_t i = 0, j = 0, differ = 0;
+    while (i < n[0] || j < n[1]) {
+        if (j >= n[1] || (i < n[0] && ids[0][i] < ids[1][j]))
+            differ++, i++;
+        else if (i >= n[0] || ids[1][j] < ids[0][i])
+            differ++, j++;
+        else
+            i++, j++;
+    }
+    cr_log_info("after 100 steps: %u ice on the cpu, %u on OpenCL, %u ids in one only", n[0], n[1], differ);
+    cr_assert_gt(n[0], 20, "too little ice to compare (%u)", n[0]);
+    cr_assert_lt(differ, 0.01 * n[0], "%u of %u ice particles differ", differ, n[0]);
+    free(ids[0]);
+    free(ids[1]);
 }

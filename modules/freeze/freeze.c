@@ -47,9 +47,9 @@ static const floe_attr_desc dir_attrs[] = {
 };
 
 static const floe_param_desc tr_params[] = {
-    PF("glaze", 15, 0, 1e9, "kg/m^3", "gz_th: nucleation energy (eq. 32) against a cold solid above which water freezes"),
-    PF("icicle", 15, 0, 1e9, "kg/m^3", "ic_th: nucleation energy (eq. 32) against ice above which water freezes"),
-    PS("fr", "rescaled", "rescaled|clamped|none",
+    PF("glaze", 30, 0, 1e9, "kg/m^3", "gz_th: nucleation energy (eq. 32) against a cold solid above which water freezes"),
+    PF("icicle", 45, 0, 1e9, "kg/m^3", "ic_th: nucleation energy (eq. 32) against ice above which water freezes"),
+    PS("fr", "clamped", "rescaled|clamped|none",
        "eq. 31: (gv.u + 1) / 2 (the paper's rescale), max(gv.u, 0) (no growth against the flow), 1 (no direction)"),
     PF("min_speed", 0.02, 0, 1e3, "m/s",
        "flow slower than this (|gv|) gives no growth direction: gv.u = 0 in eq. 31 (0: every flow counts)"),
