@@ -3,7 +3,9 @@
 -- docs/freezing.md). Water: IISPH with Kim's viscosity and wall viscosity
 -- (eqs. 37-40), He tension and air pressure (eqs. 33-36); then the film,
 -- growth direction and phase change of his Algorithm 1. About 50k water
--- particles at the default spacing (Kim's count), dt = 0.006 s (his step).
+-- particles at the default spacing (Kim's count), steps of at most 0.006 s (his
+-- step) and a CFL number of 0.4 below it (at this spacing his fixed step moves
+-- falling water 1.4 spacings a step, and some leaked through the walls).
 --
 --   floe run scenes/freezing_bunny.lua [--set spacing=0.0085] [--set seconds=4]
 --       [--set model=kim|thermal] [--set glaze=30] [--set icicle=60] [--out DIR]
@@ -44,7 +46,7 @@ sim:pipeline(freezing.pipeline{ cold = "bunny", surface = floe.param("surface", 
                                   target = { 0, 0.15, 0 }, solids = "bunny" } })
 sim:on_frame(freezing.report)
 sim:run{
-  end_time = seconds, fps = 30, dt = floe.param("dt", 0.006),
+  end_time = seconds, fps = 30, dt_max = floe.param("dt", 0.006), cfl = floe.param("cfl", 0.4),
   out = "out/freezing_bunny", name = "water",
   formats = { "ply" }, attributes = freezing.attributes,
 }

@@ -41,7 +41,7 @@ sim:pipeline(freezing.pipeline{ cold = "teapot", surface = floe.param("surface",
                                   target = { 0, 0.15, 0 }, solids = "teapot" } })
 sim:on_frame(freezing.report)
 sim:run{
-  end_time = seconds, fps = 30, dt = floe.param("dt", 0.006),
+  end_time = seconds, fps = 30, dt_max = floe.param("dt", 0.006), cfl = floe.param("cfl", 0.4),
   out = "out/freezing_teapot", name = "water",
   formats = { "ply" }, attributes = freezing.attributes,
 }
