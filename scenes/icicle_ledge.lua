@@ -53,7 +53,7 @@ if tension then
   steps[#steps + 1] = { "tension.air_pressure", p_atm = 5000 }
 end
 steps[#steps + 1] = { "iisph.solve", omega = 0.5 }
-steps[#steps + 1] = "integrate"
+-- the freezing stages before integrate (on OpenCL they use the step's neighbour lists)
 if model == "kim" then
   steps[#steps + 1] = { "freeze.film", cold = "ledge", ice = "ice", alpha = alpha }
   steps[#steps + 1] = { "freeze.direction", anisotropic = aniso }
@@ -63,6 +63,7 @@ elseif model == "thermal" then
 else
   error("model must be kim or thermal")
 end
+steps[#steps + 1] = "integrate"
 if surface then
   steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
 end

@@ -16,9 +16,9 @@ TestSuite(freeze_scene, .init = sc_setup, .fini = sc_teardown);
     "assert(sim:boundary_set{ name = 'ice' } == 0)\n"                                                           \
     "sim:fluid_box{ min = {0.12, 0.16, 0.12}, max = {0.28, 0.26, 0.28}, velocity = {0, -0.5, 0} }\n"           \
     "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity',\n"                                                 \
-    "  { 'viscosity.kim', boundary_beta0 = 1 }, 'iisph.solve', 'integrate',\n"                                  \
+    "  { 'viscosity.kim', boundary_beta0 = 1 }, 'iisph.solve',\n"                                              \
     "  { 'freeze.film', cold = 'plate', alpha = 60 }, 'freeze.direction',\n"                                    \
-    "  { 'freeze.transition', glaze = 5, icicle = 20, fr = 'rescaled' },\n"                                     \
+    "  { 'freeze.transition', glaze = 5, icicle = 20, fr = 'rescaled' }, 'integrate',\n"                        \
     "  { 'surface.anisotropic', sets = 'ice', name = 'ice_surface', format = 'obj' },\n"                       \
     "  { 'freeze.picture', eye = {0.8, 0.6, 0.8}, target = {0.2, 0.15, 0.2}, width = 64, height = 48,\n"       \
     "    solids = 'plate' } }\n"                                                                                \

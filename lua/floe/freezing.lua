@@ -31,7 +31,7 @@ function M.pipeline(opts)
     steps[#steps + 1] = { "tension.air_pressure", p_atm = floe.param("p_atm", 5000) }
   end
   steps[#steps + 1] = { "iisph.solve", omega = floe.param("omega", 0.5) }
-  steps[#steps + 1] = "integrate"
+  -- the freezing stages before integrate: on OpenCL they use the step's neighbour lists
   if model == "kim" then
     steps[#steps + 1] = { "freeze.film", cold = opts.cold, ice = "ice", alpha = floe.param("alpha", 20) }
     steps[#steps + 1] = { "freeze.direction", anisotropic = floe.param("anisotropic", true) }
@@ -42,6 +42,7 @@ function M.pipeline(opts)
   else
     error("model must be kim or thermal, not " .. tostring(model))
   end
+  steps[#steps + 1] = "integrate"
   if opts.surface then
     steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
   end

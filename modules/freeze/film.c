@@ -102,7 +102,6 @@ int fz_kernels(floe_ctx *ctx, fz_state *s, int aniso, float kr, int n_min)
     return FLOE_OK;
 }
 
-enum { FILM_ALPHA, FILM_COLD, FILM_ICE };
 
 int fz_film(const floe_stage_call *c)
 {
@@ -172,7 +171,6 @@ int fz_film(const floe_stage_call *c)
     return st;
 }
 
-enum { DIR_ANISO, DIR_KR, DIR_NMIN };
 
 int fz_direction(const floe_stage_call *c)
 {

@@ -117,15 +117,15 @@ static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "film",
      .doc = "Kim 2020 eq. 25: the virtual water film Gamma of cold solid and ice particles, capped at one fluid "
             "particle's mass",
-     .run = fz_film, .params = film_params, .attrs = film_attrs},
+     .run = fz_film, .run_cl = fz_film_cl, .params = film_params, .attrs = film_attrs},
     {FLOE_SIZED(floe_stage_desc), .name = "direction",
      .doc = "Kim 2020 eqs. 26-30: the fluid's anisotropic kernels (weighted covariance, eigen-decomposition) and "
             "the growth direction gv of solid and ice particles",
-     .run = fz_direction, .params = dir_params, .attrs = dir_attrs},
+     .run = fz_direction, .run_cl = fz_direction_cl, .params = dir_params, .attrs = dir_attrs},
     {FLOE_SIZED(floe_stage_desc), .name = "transition",
      .doc = "Kim 2020 eqs. 31-32: freezing coefficient and nucleation energy; water freezes to glaze (against a "
             "solid) or icicles (against ice) and moves to the ice set",
-     .run = fz_transition, .params = tr_params, .attrs = tr_attrs},
+     .run = fz_transition, .run_cl = fz_transition_cl, .params = tr_params, .attrs = tr_attrs},
     {FLOE_SIZED(floe_stage_desc), .name = "thermal",
      .doc = "heat conduction (Cleary & Monaghan 1999) between water, ice and cold solids with latent heat "
             "(enthalpy method); water that has given its latent heat moves to the ice set",

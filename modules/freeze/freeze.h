@@ -65,6 +65,9 @@ typedef struct fz_state {
     uint32_t **qbuf;
     uint32_t *qcap;
     int nthreads;
+    /* OpenCL: freeze.direction ran on the device in step cl_g_step */
+    uint64_t cl_g_step;
+    int cl_g_valid;
     /* freeze.film ran in step film_step (film_ok), Gamma_max */
     uint64_t film_step;
     int film_ok;
@@ -86,6 +89,10 @@ static inline void *fz_attr(floe_ctx *ctx, floe_set set, const char *set_name, c
  * An unknown name, a fluid set named as cold or an ice set that is not a
  * boundary set is an error naming it. */
 int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice);
+/* fz_gather's sets and counts only (no copies, no cell lists) */
+int fz_resolve(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice);
+/* the host copies of the resolved fluid sets' x, v, m (p->xf, vf, mf) */
+int fz_copy_fluid(floe_ctx *ctx, fz_state *s);
 /* The query buffer of the calling thread; grows it to at least n. */
 uint32_t *fz_qbuf(fz_state *s, uint32_t n);
 /* Query the frost (gb) or fluid (gf) grid into the thread's buffer: count in *m */
@@ -96,6 +103,18 @@ const uint32_t *fz_query(fz_state *s, const cgrid *g, const float p[3], float r,
  * ice_dir / ice_kind / h. Returns the number moved, or < 0 on error. */
 long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const float *dir, const int32_t *kind,
                     const float *h);
+
+/* parameter indices, in descriptor order (freeze.c) */
+enum { FILM_ALPHA, FILM_COLD, FILM_ICE };
+enum { DIR_ANISO, DIR_KR, DIR_NMIN };
+enum { TR_GLAZE, TR_ICICLE, TR_FR, TR_MIN_SPEED };
+enum { FR_RESCALED, FR_CLAMPED, FR_NONE };
+int fz_fr_mode(const char *s);
+
+/* ---- freeze_cl.c: the OpenCL path (kernels/freeze/freeze.cl) ---- */
+int fz_film_cl(const floe_stage_call *c);
+int fz_direction_cl(const floe_stage_call *c);
+int fz_transition_cl(const floe_stage_call *c);
 
 /* ---- film.c ---- */
 /* the kernels G_j of the fluid particles near frost (computed once per step) */

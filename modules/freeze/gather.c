@@ -54,7 +54,7 @@ static int check_names(floe_ctx *ctx, const char *list)
     return FLOE_OK;
 }
 
-int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
+int fz_resolve(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
 {
     fz_parts *p = &s->p;
     const floe_sim_info *si = api->sim(ctx);
@@ -106,27 +106,6 @@ int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
         p->nf += in.n;
         p->foff[++p->nfs] = p->nf;
     }
-    if (p->nf > p->capf) {
-        size_t c = p->nf + p->nf / 4 + 64;
-        size_t c3 = 0, c1 = 0, c3b = 0;
-        if (grow((void **)&p->xf, &c3, 3 * c, sizeof(float)) || grow((void **)&p->vf, &c3b, 3 * c, sizeof(float)) ||
-            grow((void **)&p->mf, &c1, c, sizeof(float)))
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u fluid particles", p->nf);
-        p->capf = c;
-    }
-    for (int k = 0; k < p->nfs; k++) {
-        int st = FLOE_OK;
-        floe_set_info in;
-        api->set_info(ctx, p->fset[k], &in);
-        const float *x = floe_need(api, ctx, p->fset[k], in.name, "x", FLOE_VEC3, &st);
-        const float *v = floe_need(api, ctx, p->fset[k], in.name, "v", FLOE_VEC3, &st);
-        const float *m = floe_need(api, ctx, p->fset[k], in.name, "m", FLOE_F32, &st);
-        if (st)
-            return st;
-        memcpy(p->xf + 3 * (size_t)p->foff[k], x, 3 * sizeof(float) * p->fn[k]);
-        memcpy(p->vf + 3 * (size_t)p->foff[k], v, 3 * sizeof(float) * p->fn[k]);
-        memcpy(p->mf + p->foff[k], m, sizeof(float) * p->fn[k]);
-    }
     /* frost: cold solids, then the ice */
     ns = api->set_list(ctx, FLOE_SET_BOUNDARY, sets, FLOE_MAX_SETS);
     p->nbs = 0;
@@ -150,6 +129,44 @@ int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
             if (is_ice)
                 p->nice = in.n;
         }
+    return FLOE_OK;
+}
+
+int fz_copy_fluid(floe_ctx *ctx, fz_state *s)
+{
+    fz_parts *p = &s->p;
+    if (p->nf > p->capf) {
+        size_t c = p->nf + p->nf / 4 + 64;
+        size_t c3 = 0, c1 = 0, c3b = 0;
+        if (grow((void **)&p->xf, &c3, 3 * c, sizeof(float)) || grow((void **)&p->vf, &c3b, 3 * c, sizeof(float)) ||
+            grow((void **)&p->mf, &c1, c, sizeof(float)))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u fluid particles", p->nf);
+        p->capf = c;
+    }
+    for (int k = 0; k < p->nfs; k++) {
+        int st = FLOE_OK;
+        floe_set_info in;
+        api->set_info(ctx, p->fset[k], &in);
+        const float *x = floe_need(api, ctx, p->fset[k], in.name, "x", FLOE_VEC3, &st);
+        const float *v = floe_need(api, ctx, p->fset[k], in.name, "v", FLOE_VEC3, &st);
+        const float *m = floe_need(api, ctx, p->fset[k], in.name, "m", FLOE_F32, &st);
+        if (st)
+            return st;
+        memcpy(p->xf + 3 * (size_t)p->foff[k], x, 3 * sizeof(float) * p->fn[k]);
+        memcpy(p->vf + 3 * (size_t)p->foff[k], v, 3 * sizeof(float) * p->fn[k]);
+        memcpy(p->mf + p->foff[k], m, sizeof(float) * p->fn[k]);
+    }
+    return FLOE_OK;
+}
+
+int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
+{
+    int rc = fz_resolve(ctx, s, cold, ice);
+    if (!rc)
+        rc = fz_copy_fluid(ctx, s);
+    if (rc)
+        return rc;
+    fz_parts *p = &s->p;
     if (p->nb > p->capb) {
         size_t c = p->nb + p->nb / 4 + 64;
         size_t c3 = 0, c1 = 0;
@@ -170,7 +187,7 @@ int fz_gather(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
         memcpy(p->xb + 3 * (size_t)p->boff[k], x, 3 * sizeof(float) * p->bn[k]);
         memcpy(p->Vb + p->boff[k], V, sizeof(float) * p->bn[k]);
     }
-    const float H = si->support;
+    const float H = api->sim(ctx)->support;
     if (cg_build(&s->gf, p->xf, p->nf, H) || cg_build(&s->gb, p->xb, p->nb, H))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the cell lists");
     return FLOE_OK;

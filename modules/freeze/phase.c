@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TR_GLAZE, TR_ICICLE, TR_FR, TR_MIN_SPEED };
-enum { FR_RESCALED, FR_CLAMPED, FR_NONE };
 
 /* eq. 31: fr from the unit growth direction gh (zero: no flow) and the unit
  * vector u from the solid or ice particle to the fluid particle */
@@ -21,7 +19,7 @@ static inline float freezing_coeff(int mode, const float gh[3], const float u[3]
     return mode == FR_RESCALED ? 0.5f * (dot + 1.0f) : fmaxf(dot, 0.0f);
 }
 
-static int fr_mode(const char *s)
+int fz_fr_mode(const char *s)
 {
     return strcmp(s, "clamped") == 0 ? FR_CLAMPED : strcmp(s, "none") == 0 ? FR_NONE : FR_RESCALED;
 }
@@ -37,7 +35,7 @@ int fz_transition(const floe_stage_call *c)
     if (!s->g_valid || s->g_step != si->step || s->g_nf != p->nf)
         return api->fail(ctx, FLOE_ERR_ARG, "%s needs freeze.direction before it in the same step", c->name);
     const float gz = (float)c->param[TR_GLAZE].f, ic = (float)c->param[TR_ICICLE].f;
-    const int mode = fr_mode(c->param[TR_FR].s);
+    const int mode = fz_fr_mode(c->param[TR_FR].s);
     const float vmin = (float)c->param[TR_MIN_SPEED].f;
     const float H = si->support;
     /* Gamma and the unit growth direction of every frost particle, concatenated */
