@@ -32,6 +32,7 @@ typedef struct pset {
     floe_set_kind kind;
     float rest_density;
     int is_static;
+    int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;

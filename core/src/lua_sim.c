@@ -719,6 +719,26 @@ static int m_fluid_sphere(lua_State *L)
     return push_count(L, s, fn, floe_fill_sphere(s->ctx, set, c, (float)r, a.v));
 }
 
+static const char *const BOUNDARY_SET_KEYS[] = {"name", NULL};
+
+/* sim:boundary_set{ name = "ice" }: an empty boundary set that a module
+ * fills during the run (the freezing module's ice); it is written with
+ * every frame, with the run's attributes it carries. */
+static int m_boundary_set(lua_State *L)
+{
+    const char *fn = "sim:boundary_set";
+    lsim *s = check_idle(L, fn);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    check_keys(L, 2, fn, BOUNDARY_SET_KEYS);
+    const char *name = field_str(L, 2, fn, "name", "ice");
+    check_set(L, s, fn, name, FLOE_SET_BOUNDARY, 0);
+    floe_set set = ensure_set(L, s, fn, name, FLOE_SET_BOUNDARY, 0);
+    if (floe_set_every_frame(s->ctx, set, 1) != FLOE_OK)
+        return luaL_error(L, "%s: %s", fn, floe_ctx_error(s->ctx));
+    lua_pushinteger(L, (lua_Integer)floe_set_size(s->ctx, set));
+    return 1;
+}
+
 static const char *const BOUNDARY_BOX_KEYS[] = {"min", "max", "layers", "open_top", "set", NULL};
 
 static int m_boundary_box(lua_State *L)
@@ -1398,6 +1418,7 @@ static const luaL_Reg sim_methods[] = {
     {"fluid_box", m_fluid_box},
     {"fluid_sphere", m_fluid_sphere},
     {"boundary_box", m_boundary_box},
+    {"boundary_set", m_boundary_set},
     {"boundary_solid_box", m_boundary_solid_box},
     {"boundary_mesh", m_boundary_mesh},
     {"fluid_mesh", m_fluid_mesh},
