@@ -72,6 +72,7 @@ typedef struct stage_inst {
     double ms_total, ms_frame;
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
     int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
+    int corrects;            /* corrects an integrator's positions (ABI 1.7 floe_stage_desc.corrects) */
 } stage_inst;
 
 typedef struct stat_acc {
