@@ -2,6 +2,7 @@
  * the same descriptors as any plugin: neighbours, gravity, integrate.
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
 #include "ctx.h"
+#include "emit.h"
 
 #include "floe/kernel.h"
 
@@ -242,6 +243,11 @@ static const floe_attr_desc integrate_attrs[] = {
     {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "x", .type = FLOE_VEC3, .access = FLOE_WRITE},
     {0}};
 
+static const floe_attr_desc emit_attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "x", .type = FLOE_VEC3, .access = FLOE_READ | FLOE_WRITE},
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3, .access = FLOE_READ | FLOE_WRITE},
+    {0}};
+
 static const floe_stage_desc core_stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "neighbours", .run = stage_neighbours, .run_cl = stage_neighbours_cl, .params = nb_params, .attrs = nb_attrs,
      .doc = "cell-sorted neighbour search: counting sort by cell key, neighbour lists of every fluid set "
@@ -250,6 +256,9 @@ static const floe_stage_desc core_stages[] = {
      .doc = "start the step's accelerations: a = g on every fluid set (force stages add to a after it)"},
     {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .run_cl = stage_integrate_cl, .attrs = integrate_attrs,
      .doc = "symplectic Euler: v += dt a, then x += dt v"},
+    {FLOE_SIZED(floe_stage_desc), .name = "emit", .run = emit_stage, .attrs = emit_attrs, .corrects = 1,
+     .doc = "sources and sinks (sim:source, sim:sink): remove the particles in sinks, emit new ones with fresh "
+            "ids; after integrate (and any collision stage)"},
     {0}};
 
 const floe_module_desc *floe_core_module(void)
