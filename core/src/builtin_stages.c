@@ -133,11 +133,16 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
     return rc;
 }
 
-enum { NB_REORDER_EVERY };
+enum { NB_REORDER_EVERY, NB_METHOD };
+
+/* method "sorted_keys": Kipfer & Westermann's search (neighbours_sorted.c) */
+static int sorted_keys(const floe_stage_call *c) { return c->param[NB_METHOD].s && c->param[NB_METHOD].s[0] == 's'; }
 
 static int stage_neighbours(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
+    if (sorted_keys(c))
+        return ctx_neighbours_sorted(ctx);
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     return ctx_neighbours_update(ctx, reorder);
@@ -215,6 +220,8 @@ static int stage_integrate(const floe_stage_call *c)
 static int stage_neighbours_cl(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
+    if (sorted_keys(c))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "neighbours: method \"sorted_keys\" runs on the cpu backend only");
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
@@ -227,6 +234,10 @@ static int stage_integrate_cl(const floe_stage_call *c) { return ctx_cl_integrat
 static const floe_param_desc nb_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,
      .unit = "steps", .doc = "reorder particles along the cell key every N updates for memory locality (0 = never)"},
+    {FLOE_SIZED(floe_param_desc), .name = "method", .type = FLOE_PARAM_STRING, .def_str = "cells",
+     .choices = "cells|sorted_keys", .unit = "",
+     .doc = "cells: cell-sorted search with 3x3(x3) blocks; sorted_keys: Kipfer & Westermann's linear scan over "
+            "sorted bin keys with staggered grids (cpu backend, no periodic domains; docs/neighbours.md)"},
     {0}};
 
 static const floe_attr_desc nb_attrs[] = {

@@ -150,6 +150,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
     }
     ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
     emit_free(ctx);
+    ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);

@@ -119,6 +119,7 @@ struct floe_ctx {
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
+    struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -146,6 +147,9 @@ void floe_module_unload_handle(void *dl);
 const floe_module_desc *floe_core_module(void);
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
+/* neighbours_sorted.c: the neighbours stage's method "sorted_keys" */
+int ctx_neighbours_sorted(floe_ctx *ctx);
+void ctx_nbs_free(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
