@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -77,27 +78,6 @@ static void radix(uint64_t *key, uint32_t *idx, uint64_t *k2, uint32_t *i2, uint
     }
 }
 
-static inline float dist2(const float *a, const float *b)
-{
-    const float dx = b[0] - a[0], dy = b[1] - a[1], dz = b[2] - a[2];
-#if defined(__FMA__)
-    /* as the cell search's AVX2 build computes it (floe_r2_8) */
-    return fmaf(dz, dz, fmaf(dy, dy, dx * dx));
-#else
-    return dx * dx + dy * dy + dz * dz;
-#endif
-}
-
-static int pairs_push(nbs_pairs *b, uint32_t i, uint32_t j)
-{
-    if (b->n == b->cap && grow((void **)&b->p, &b->cap, b->n + 1, 2 * sizeof(uint32_t)))
-        return -1;
-    b->p[2 * b->n] = i;
-    b->p[2 * b->n + 1] = j;
-    b->n++;
-    return 0;
-}
-
 int nbs_adjacency(nbs_state *s, int dim, const float *x, uint32_t n, float radius)
 {
     if (n > s->cap) {
@@ -106,8 +86,14 @@ int nbs_adjacency(nbs_state *s, int dim, const float *x, uint32_t n, float radiu
         s->key2 = floe_big_alloc(n * sizeof(uint64_t));
         s->idx = floe_big_alloc(n * sizeof(uint32_t));
         s->idx2 = floe_big_alloc(n * sizeof(uint32_t));
+        free(s->sx), free(s->sy), free(s->sz), free(s->by), free(s->bz);
+        s->sx = floe_big_alloc(n * sizeof(float));
+        s->sy = floe_big_alloc(n * sizeof(float));
+        s->sz = floe_big_alloc(n * sizeof(float));
+        s->by = floe_big_alloc(n * sizeof(int32_t));
+        s->bz = floe_big_alloc(n * sizeof(int32_t));
         s->cap = n;
-        if (!s->key || !s->key2 || !s->idx || !s->idx2) {
+        if (!s->key || !s->key2 || !s->idx || !s->idx2 || !s->sx || !s->sy || !s->sz || !s->by || !s->bz) {
             s->cap = 0;
             return -1;
         }
@@ -156,6 +142,34 @@ int nbs_adjacency(nbs_state *s, int dim, const float *x, uint32_t n, float radiu
             s->idx[i] = i;
         }
         radix(s->key, s->idx, s->key2, s->idx2, n, bx + by + bz);
+        /* room for the longest left scan: two runs of keys */
+        size_t longest = 1;
+        for (uint32_t k = 0, r0 = 0, prev = 0; k <= n; k++)
+            if (k == n || s->key[k] != s->key[r0]) {
+                const uint32_t len = k - r0;
+                const uint32_t two = len + (r0 > 0 && s->key[r0 - 1] + 1 == s->key[r0] ? prev : 0);
+                longest = two > longest ? two : longest;
+                prev = len;
+                r0 = k;
+            }
+        if ((size_t)s->nparts * longest > s->hits_cap) {
+            free(s->hits);
+            s->hits_cap = (size_t)s->nparts * longest;
+            s->hits = malloc(s->hits_cap * sizeof(uint32_t));
+            if (!s->hits) {
+                s->hits_cap = 0;
+                return -1;
+            }
+        }
+        s->hits_len = longest;
+        /* gathered in key order: the left scan reads contiguous memory */
+#pragma omp parallel for schedule(static)
+        for (uint32_t k = 0; k < n; k++) {
+            const float *p = x + 3 * (size_t)s->idx[k];
+            s->sx[k] = p[0], s->sy[k] = p[1], s->sz[k] = p[2];
+            s->by[k] = (int32_t)((p[1] - lo[1]) * inv);
+            s->bz[k] = dim == 3 ? (int32_t)((p[2] - lo[2]) * inv) : 0;
+        }
 #pragma omp parallel
         {
             int t = 0;
@@ -163,22 +177,38 @@ int nbs_adjacency(nbs_state *s, int dim, const float *x, uint32_t n, float radiu
             t = omp_get_thread_num();
 #endif
             nbs_pairs *buf = &s->part[t];
-#pragma omp for schedule(dynamic, 2048)
+            uint32_t *hits = s->hits + (size_t)t * s->hits_len;
+#pragma omp for schedule(static)
             for (uint32_t k = 0; k < n; k++) {
                 const uint64_t K = s->key[k];
-                const uint32_t i = s->idx[k];
-                const float *pi = x + 3 * i;
-                for (uint32_t m = k; m-- > 0 && s->key[m] + 2 > K;) { /* key[m] >= K - 1 */
-                    const uint32_t j = s->idx[m];
-                    const float *pj = x + 3 * j;
+                uint32_t m0 = k;
+                while (m0 > 0 && s->key[m0 - 1] + 2 > K) /* key >= K - 1 */
+                    m0--;
+                const float px = s->sx[k], py = s->sy[k], pz = s->sz[k];
+                const int32_t iby = sy ? s->by[k] : INT32_MIN, ibz = sz ? s->bz[k] : INT32_MIN;
+                uint32_t c = 0;
+                /* branchless: every candidate stored, kept when it is a hit */
+                for (uint32_t m = m0; m < k; m++) {
+                    const float dx = s->sx[m] - px, dy = s->sy[m] - py, dz = s->sz[m] - pz;
+#if defined(__FMA__)
+                    const float d2 = fmaf(dz, dz, fmaf(dy, dy, dx * dx)); /* as floe_r2_8 */
+#else
+                    const float d2 = dx * dx + dy * dy + dz * dz;
+#endif
                     /* staggered axes: only pairs the unstaggered grid separates */
-                    if (sy && (int64_t)((pi[1] - lo[1]) * inv) == (int64_t)((pj[1] - lo[1]) * inv))
-                        continue;
-                    if (sz && (int64_t)((pi[2] - lo[2]) * inv) == (int64_t)((pj[2] - lo[2]) * inv))
-                        continue;
-                    if (dist2(pi, pj) < r2 && pairs_push(buf, i, j))
-                        fail = 1;
+                    const int keep = (d2 < r2) & (s->by[m] != iby) & (s->bz[m] != ibz);
+                    hits[c] = m;
+                    c += (uint32_t)keep;
                 }
+                if (c && (buf->n + c > buf->cap) &&
+                    grow((void **)&buf->p, &buf->cap, buf->n + c, 2 * sizeof(uint32_t)))
+                    fail = 1;
+                else
+                    for (uint32_t h = 0; h < c; h++) {
+                        buf->p[2 * buf->n] = s->idx[k];
+                        buf->p[2 * buf->n + 1] = s->idx[hits[h]];
+                        buf->n++;
+                    }
             }
         }
     }
@@ -271,6 +301,7 @@ int nbs_list(const nbs_state *s, uint32_t first, uint32_t nq, uint32_t tfirst, u
 void nbs_free(nbs_state *s)
 {
     free(s->key), free(s->key2), free(s->idx), free(s->idx2);
+    free(s->sx), free(s->sy), free(s->sz), free(s->by), free(s->bz), free(s->hits);
     for (int t = 0; t < s->nparts; t++)
         free(s->part[t].p);
     free(s->part);

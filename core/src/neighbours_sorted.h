@@ -17,6 +17,10 @@ typedef struct nbs_state {
     uint64_t *key, *key2;
     uint32_t *idx, *idx2;
     uint32_t cap;
+    float *sx, *sy, *sz;     /* positions in key order */
+    int32_t *by, *bz;        /* their unstaggered y and z bins */
+    uint32_t *hits;          /* per thread: a scan's hits (hits_len each) */
+    size_t hits_cap, hits_len;
     nbs_pairs *part;         /* one pair buffer per thread */
     int nparts;
     uint32_t *start, *adj;   /* CSR: neighbours of point i are adj[start[i] .. start[i + 1]) */
