@@ -324,3 +324,79 @@ Test(terrain, carpet_over_a_still_pool_and_dry_ground)
     free(z);
     free(depth);
 }
+
+/* ---- the river scene at reduced size ------------------------------------ */
+
+#include "emit.h"
+
+/* scenes/river_jacksboro.lua's terrain, source and sink with a coarser
+ * spacing, positions checked against the terrain after every step */
+Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = 600)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    const float px = 0.0745f, d = 0.04f;
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 3;
+    def.spacing = d;
+    def.threads = 1;
+    const float lo[3] = {0.8f, 0.2f, 5.0f}, hi[3] = {4.2f, 1.3f, 127 * px};
+    memcpy(def.domain_min, lo, sizeof lo);
+    memcpy(def.domain_max, hi, sizeof hi);
+    char err[512];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
+    uint16_t *raw;
+    uint32_t w, h;
+    cr_assert_eq(hm_read_png16(TERRAIN_DIR "/jacksboro_crop128_16bit.png", &raw, &w, &h, err, sizeof err), 0, "%s",
+                 err);
+    float *hv = malloc(sizeof(float) * w * h);
+    for (size_t k = 0; k < (size_t)w * h; k++)
+        hv[k] = 0.001f * raw[k];
+    cr_assert_eq(hm_terrain_set(ctx, w, h, hv, px, 0, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
+    free(raw);
+    free(hv);
+    pen_check pc = {0};
+    floe_grid_info gi;
+    cr_assert_eq(floe_grid_get_info(ctx, floe_grid_find(ctx, FLOE_TERRAIN_GRID), &gi), FLOE_OK);
+    cr_assert_eq(floe_terrain_view(&gi, &pc.t), 0);
+    floe_set fluid = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    const float sx = 27 * px, sz = 85 * px;
+    emit_source_def src = {.shape = EMIT_DISC, .set = fluid, .dir = {0, -1, 0.3f}, .radius = 2.5f * d, .rate = 0.05};
+    src.centre[0] = sx, src.centre[2] = sz;
+    src.centre[1] = floe_terrain_height(&pc.t, sx, sz, NULL, NULL) + 0.08f;
+    cr_assert_eq(emit_source_add(ctx, &src), 0, "%s", floe_ctx_error(ctx));
+    emit_sink_def edge = {.edge = 1};
+    cr_assert_eq(emit_sink_add(ctx, &edge), FLOE_OK);
+    cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_pipeline_add(ctx, "neighbours", NULL, 0);
+    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_param_kv pk[] = {KV_F("speed_of_sound", 30)};
+    floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
+    floe_pipeline_add(ctx, "gravity", NULL, 0);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 30)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
+    floe_pipeline_add(ctx, "integrate", NULL, 0);
+    floe_param_kv ck[] = {KV_F("restitution", 0.1), KV_F("friction", 0.3), KV_F("wet_friction", 0.05),
+                          KV_F("freeze_speed", 0.02)};
+    cr_assert_eq(floe_pipeline_add(ctx, "terrain.collide", ck, 4), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_pipeline_add(ctx, "emit", NULL, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_pipeline_check(ctx, NULL, NULL), FLOE_OK, "%s", floe_ctx_error(ctx));
+    const double dt = 0.4 * d / 30;
+    int steps = 0;
+    while (pc.checked < 1000000 && steps < 20000) {
+        cr_assert_eq(floe_step(ctx, dt), FLOE_OK, "step %d: %s", steps, floe_ctx_error(ctx));
+        check_positions(ctx, fluid, &pc);
+        steps++;
+    }
+    emit_flow f;
+    emit_flow_get(ctx, &f);
+    cr_log_info("Jacksboro river at d = %g: %ld particle-steps over %d steps (%.2f s), %u particles now, %llu emitted; "
+                "%ld below the terrain", d, pc.checked, steps, steps * dt, floe_set_size(ctx, fluid),
+                (unsigned long long)f.emitted, pc.below);
+    cr_assert_geq(pc.checked, 1000000);
+    cr_assert_eq(pc.below, 0, "%ld particle positions below the terrain, worst %g m", pc.below, pc.worst);
+    floe_ctx_destroy(ctx);
+}

@@ -11,7 +11,8 @@
  * The opening's particle count n fixes the discharge: Q = n d^(dim-1) u, so
  * a given rate sets u = Q / (n d^(dim-1)) and the mass entering is exactly
  * the nominal rho Q t, up to the one layer in progress. A sink removes the
- * particles inside its box, or within `width` of the domain's faces.
+ * particles inside its box, or within `width` of the domain's side faces
+ * (x, and z in 3D: water running off the edge of a terrain).
  *
  * Particles are appended through the set's amortised growth (capacity
  * doubles, so a growing set reallocates O(log n) times in a run, not each
@@ -285,8 +286,8 @@ static int run_sources(floe_ctx *ctx, struct emit_state *e)
 static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
 {
     const int dim = ctx->info.dim;
-    if (s->edge) {
-        for (int k = 0; k < dim; k++)
+    if (s->edge) { /* the side faces: every axis but y, the up axis of terrains */
+        for (int k = 0; k < dim; k += k == 0 ? 2 : 1)
             if (x[k] < ctx->info.domain_min[k] + s->width || x[k] > ctx->info.domain_max[k] - s->width)
                 return 1;
         return 0;

@@ -22,7 +22,7 @@ typedef struct emit_source_def {
 } emit_source_def;
 
 typedef struct emit_sink_def {
-    int edge;                /* 1: the domain's faces, `width` deep */
+    int edge;                /* 1: the domain's side faces (x, and z in 3D), `width` deep */
     float width;             /* edge: metres (0 = two spacings) */
     float min[3], max[3];    /* region */
 } emit_sink_def;

@@ -1391,6 +1391,8 @@ int floe_lua_terrain(lua_State *L, floe_ctx *ctx);
 int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx);
 static int m_terrain(lua_State *L) { return floe_lua_terrain(L, check_idle(L, "sim:terrain")->ctx); }
 static int m_terrain_height(lua_State *L) { return floe_lua_terrain_height(L, check_sim(L)->ctx); }
+int floe_lua_lake(lua_State *L, floe_ctx *ctx);
+static int m_lake(lua_State *L) { return floe_lua_lake(L, check_idle(L, "sim:lake")->ctx); }
 /* lua_emit.c: sources and sinks */
 int floe_lua_source(lua_State *L, floe_ctx *ctx);
 int floe_lua_source_on(lua_State *L, floe_ctx *ctx);
@@ -1411,6 +1413,7 @@ static const luaL_Reg sim_methods[] = {
     {"fluid_mesh", m_fluid_mesh},
     {"terrain", m_terrain},
     {"terrain_height", m_terrain_height},
+    {"lake", m_lake},
     {"source", m_source},
     {"source_on", m_source_on},
     {"sink", m_sink},

@@ -216,3 +216,84 @@ int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx)
     lua_pushnumber(L, floe_terrain_height(&t, (float)x, (float)z, NULL, NULL));
     return 1;
 }
+
+/* sim:lake{ level = y, min = {x0, z0}, max = {x1, z1}, set = "fluid",
+ * density = 1000 }: water at rest on the terrain up to `level`: columns
+ * on the lattice of the spacing in x and z, each filled from half a
+ * spacing above its ground (where terrain.collide keeps particles) up to
+ * the level. Returns the particles added. In 2D min and max are x only. */
+#include "geometry.h"
+
+int floe_lua_lake(lua_State *L, floe_ctx *ctx);
+
+int floe_lua_lake(lua_State *L, floe_ctx *ctx)
+{
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const char *const keys[] = {"level", "min", "max", "set", "density", NULL};
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pop(L, 1);
+        int ok = 0;
+        for (const char *const *k = keys; *k && !ok; k++)
+            ok = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), *k) == 0;
+        if (!ok)
+            luaL_error(L, "sim:lake: unknown key '%s' (accepted: level, min, max, set, density)",
+                       luaL_tolstring(L, -1, NULL));
+    }
+    const floe_sim_info *si = floe_ctx_info(ctx);
+    const int dim = si->dim;
+    floe_grid_info gi;
+    floe_terrain t = {0};
+    if (floe_grid_get_info(ctx, floe_grid_find(ctx, FLOE_TERRAIN_GRID), &gi) || floe_terrain_view(&gi, &t))
+        luaL_error(L, "sim:lake: the sim has no terrain (sim:terrain{...} first)");
+    const double level = tnum(L, 2, "level", 0, 1), rho = tnum(L, 2, "density", 1000, 0);
+    double lo[2] = {0, 0}, hi[2] = {0, 0};
+    if (dim == 3) {
+        if (!tpair(L, 2, "min", lo) || !tpair(L, 2, "max", hi))
+            luaL_error(L, "sim:lake: min = {x, z} and max = {x, z} are required");
+    } else {
+        lo[0] = tnum(L, 2, "min", 0, 1);
+        hi[0] = tnum(L, 2, "max", 0, 1);
+    }
+    if (!(hi[0] > lo[0]) || (dim == 3 && !(hi[1] > lo[1])) || !(rho > 0))
+        luaL_error(L, "sim:lake: max must exceed min, density be positive");
+    lua_getfield(L, 2, "set");
+    const char *name = luaL_optstring(L, -1, "fluid");
+    floe_set set = floe_set_find(ctx, name);
+    if (!set.id && !(set = floe_set_create(ctx, name, FLOE_SET_FLUID, (float)rho)).id)
+        luaL_error(L, "sim:lake: %s", floe_ctx_error(ctx));
+    lua_pop(L, 1);
+    pset *p;
+    if (geom_check_set(ctx, set, FLOE_SET_FLUID, "sim:lake", &p))
+        luaL_error(L, "%s", floe_ctx_error(ctx));
+    const double d = si->spacing;
+    const long nx = (long)floor((hi[0] - lo[0]) / d), nz = dim == 3 ? (long)floor((hi[1] - lo[1]) / d) : 1;
+    size_t cap = 4096, n = 0;
+    float *pos = malloc(cap * 3 * sizeof(float));
+    if (!pos)
+        luaL_error(L, "sim:lake: out of memory");
+    for (long j = 0; j < nz; j++)
+        for (long i = 0; i < nx; i++) {
+            const float x = (float)(lo[0] + (i + 0.5) * d), z = dim == 3 ? (float)(lo[1] + (j + 0.5) * d) : 0.0f;
+            const double ground = floe_terrain_height(&t, x, z, NULL, NULL);
+            for (double y = ground + 0.5 * d; y <= level - 0.5 * d + 1e-9; y += d) {
+                if (n == cap) {
+                    float *q = realloc(pos, 2 * cap * 3 * sizeof(float));
+                    if (!q) {
+                        free(pos);
+                        luaL_error(L, "sim:lake: out of memory");
+                    }
+                    pos = q;
+                    cap *= 2;
+                }
+                pos[3 * n] = x, pos[3 * n + 1] = (float)y, pos[3 * n + 2] = z;
+                n++;
+            }
+        }
+    long added = n ? geom_append(ctx, set, p, pos, (uint32_t)n, NULL) : 0;
+    free(pos);
+    if (added < 0)
+        luaL_error(L, "sim:lake: %s", floe_ctx_error(ctx));
+    lua_pushinteger(L, added);
+    return 1;
+}
