@@ -1412,6 +1412,22 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_mesh_info(lua_State *L);
 static int m_boundary_mesh(lua_State *L) { return floe_lua_boundary_mesh(L, check_idle(L, "sim:boundary_mesh")->ctx); }
 static int m_fluid_mesh(lua_State *L) { return floe_lua_fluid_mesh(L, check_idle(L, "sim:fluid_mesh")->ctx); }
+/* lua_terrain.c: sim:terrain, sim:terrain_height */
+int floe_lua_terrain(lua_State *L, floe_ctx *ctx);
+int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx);
+static int m_terrain(lua_State *L) { return floe_lua_terrain(L, check_idle(L, "sim:terrain")->ctx); }
+static int m_terrain_height(lua_State *L) { return floe_lua_terrain_height(L, check_sim(L)->ctx); }
+int floe_lua_lake(lua_State *L, floe_ctx *ctx);
+static int m_lake(lua_State *L) { return floe_lua_lake(L, check_idle(L, "sim:lake")->ctx); }
+/* lua_emit.c: sources and sinks */
+int floe_lua_source(lua_State *L, floe_ctx *ctx);
+int floe_lua_source_on(lua_State *L, floe_ctx *ctx);
+int floe_lua_sink(lua_State *L, floe_ctx *ctx);
+int floe_lua_flow(lua_State *L, floe_ctx *ctx);
+static int m_source(lua_State *L) { return floe_lua_source(L, check_idle(L, "sim:source")->ctx); }
+static int m_source_on(lua_State *L) { return floe_lua_source_on(L, check_sim(L)->ctx); }
+static int m_sink(lua_State *L) { return floe_lua_sink(L, check_idle(L, "sim:sink")->ctx); }
+static int m_flow(lua_State *L) { return floe_lua_flow(L, check_sim(L)->ctx); }
 
 static const luaL_Reg sim_methods[] = {
     {"load", m_load},
@@ -1422,6 +1438,13 @@ static const luaL_Reg sim_methods[] = {
     {"boundary_solid_box", m_boundary_solid_box},
     {"boundary_mesh", m_boundary_mesh},
     {"fluid_mesh", m_fluid_mesh},
+    {"terrain", m_terrain},
+    {"terrain_height", m_terrain_height},
+    {"lake", m_lake},
+    {"source", m_source},
+    {"source_on", m_source_on},
+    {"sink", m_sink},
+    {"flow", m_flow},
     {"pipeline", m_pipeline},
     {"on_frame", m_on_frame},
     {"run", m_run},

@@ -266,6 +266,12 @@ int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, siz
  * updates (sort + lists). Returns 0 or an error status. */
 int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
                           double *sort_ms, double *build_ms, double *avg_neighbours);
+/* The same for a method ("cells" or "sorted_keys") and a layout ("uniform":
+ * a block at fluid density; "sparse": a thin winding river over a wide
+ * terrain-like domain). docs/neighbours.md. */
+int floe_bench_neighbours_method(uint32_t n, int dim, int threads, int iters, const char *method,
+                                 const char *layout, double *updates_per_s, double *sort_ms, double *build_ms,
+                                 double *avg_neighbours);
 
 /* ---- OpenCL backend ---------------------------------------------------- */
 
