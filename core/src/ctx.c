@@ -1,6 +1,7 @@
 /* Simulation context: creation and destruction (the services every layer
  * uses, errors, log, thread team: ctx_base.c). */
 #include "device.h"
+#include "emit.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -108,6 +109,8 @@ void floe_ctx_destroy(floe_ctx *ctx)
             m->desc->fini(m->state);
     }
     backend_close(ctx); /* device buffers and kernels, before the modules go */
+    emit_free(ctx);
+    ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);
