@@ -621,7 +621,18 @@ Test(viewer, record_pipes_every_drawn_frame_to_ffmpeg)
     snprintf(raw, sizeof raw, "%s/movie.mp4", sc_tmp);
     const char *argv[] = {"view", run, "--record", raw, "--size", "320x240", NULL};
     pid_t pid = sc_spawn(argv);
-    sc_sleep(3); /* plays the run back, drawing */
+    long frame = 320L * 240 * 3;
+    struct stat st;
+    snprintf(path, sizeof path, "%s.raw", raw);
+    /* plays the run back, drawing, until ffmpeg has had two frames (a
+     * loaded machine may take seconds to start) */
+    for (double t = 0; t < 60; t += 0.1) {
+        if (stat(path, &st) == 0 && st.st_size >= 2 * frame)
+            break;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            cr_assert_fail("floe view ended before it recorded: %s", sc_slurp("%s/log", sc_tmp));
+        sc_sleep(0.1);
+    }
     kill(pid, SIGTERM); /* closes the window as its button does */
     int rc = sc_wait(pid);
     char *log = sc_slurp("%s/log", sc_tmp);
@@ -631,10 +642,7 @@ Test(viewer, record_pipes_every_drawn_frame_to_ffmpeg)
     cr_expect(strstr(log, "movie.mp4 written"), "%s", log);
     char *args = sc_slurp("%s.args", raw);
     cr_expect(strstr(args, "-f rawvideo -pix_fmt rgb24 -s 320x240"), "ffmpeg's arguments: %s", args);
-    struct stat st;
-    snprintf(path, sizeof path, "%s.raw", raw);
     cr_assert_eq(stat(path, &st), 0);
-    long frame = 320L * 240 * 3;
     cr_expect(st.st_size >= 2 * frame && st.st_size % frame == 0, "%lld bytes: not whole 320x240 RGB frames",
               (long long)st.st_size);
     free(args);
