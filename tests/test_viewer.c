@@ -505,7 +505,7 @@ Test(viewer, meshes_of_any_name_are_read_by_pattern)
     cr_assert_eq(mkdir(dir, 0755), 0);
     FILE *f;
     char p[500];
-    snprintf(p, sizeof p, "%s/crate.0000.obj", dir);
+    snprintf(p, sizeof p, "%s/crate.obj", dir); /* written once, unnumbered (like terrain.ply) */
     cr_assert_not_null(f = fopen(p, "w"));
     fputs("v -0.6 -0.2 -0.2\nv -0.2 -0.2 -0.2\nv -0.2 0.2 -0.2\nv -0.6 0.2 -0.2\n"
           "v -0.6 -0.2 0.2\nv -0.2 -0.2 0.2\nv -0.2 0.2 0.2\nv -0.6 0.2 0.2\n"

@@ -157,11 +157,16 @@ void vw_gpu_free(vw_gpu_frame *g)
     memset(g, 0, sizeof *g);
 }
 
-/* a colour per mesh name: water blue for surfaces, else from the name */
+/* a colour per mesh name: water blue for surfaces and carpets, earth for a
+ * terrain, else from the name */
 static void mesh_color(const char *name, float c[3])
 {
-    if (strstr(name, "surface") || strstr(name, "water") || strstr(name, "fluid")) {
+    if (strstr(name, "surface") || strstr(name, "water") || strstr(name, "fluid") || strstr(name, "carpet")) {
         c[0] = 0.30f, c[1] = 0.55f, c[2] = 0.90f;
+        return;
+    }
+    if (strstr(name, "terrain") || strstr(name, "ground")) {
+        c[0] = 0.62f, c[1] = 0.55f, c[2] = 0.42f;
         return;
     }
     unsigned h = 2166136261u;
