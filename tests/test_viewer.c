@@ -522,11 +522,27 @@ Test(viewer, meshes_of_any_name_are_read_by_pattern)
     fputs("ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\n"
           "end_header\n0 0.5 0\n", f);
     fclose(f);
+    /* and a binary PLY quad with a face list, as floe surface writes them */
+    snprintf(p, sizeof p, "%s/sheet.0000.ply", dir);
+    cr_assert_not_null(f = fopen(p, "wb"));
+    fputs("ply\nformat binary_little_endian 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+          "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n", f);
+    const float sv[12] = {-0.15f, 0.15f, 0, 0.15f, 0.15f, 0, 0.15f, 0.35f, 0, -0.15f, 0.35f, 0};
+    fwrite(sv, sizeof sv, 1, f);
+    const unsigned char four = 4;
+    const int32_t quad[4] = {0, 1, 2, 3};
+    fwrite(&four, 1, 1, f);
+    fwrite(quad, sizeof quad, 1, f);
+    fclose(f);
     const char *args[] = {dir, "--screenshot", shot, "--print-camera", NULL};
     cr_assert_eq(view(args), 0, "%s", sc_slurp("%s/log", sc_tmp));
     image im = read_ppm(shot);
     camera c = read_camera();
     const float crate[3] = {-0.4f, 0, 0.2f}, ground[3] = {0.4f, 0, 0}, off[3] = {0, -0.5f, 0};
+    const float sheet[3] = {0, 0.25f, 0};
+    double sx, sy;
+    project(&c, 0, sheet, &sx, &sy);
+    cr_expect(!is_background(pixel(&im, (int)sx, (int)sy)), "the binary PLY quad is drawn at %.0f,%.0f", sx, sy);
     double x, y;
     project(&c, 0, crate, &x, &y);
     cr_expect(!is_background(pixel(&im, (int)x, (int)y)), "the OBJ cube is drawn at %.0f,%.0f", x, y);
