@@ -77,15 +77,15 @@ end
 function M.ledge(opts)
   local water = floe.preset "water"
   local d = opts.spacing or 0.01
-  local tank = { 0.4, 0.5, 0.12 }
+  local tank = { 0.4, 0.7, 0.12 }  -- closed: no splash leaves it
   local ledge = { min = { 0, 0.30, 0 }, max = { 0.2, 0.33, tank[3] } }
   local sim = floe.sim{
     dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
-    domain = { min = { -0.05, -0.05, -0.05 }, max = { tank[1] + 0.05, tank[2] + 0.2, tank[3] + 0.05 } },
+    domain = { min = { -0.05, -0.05, -0.05 }, max = { tank[1] + 0.05, tank[2] + 0.05, tank[3] + 0.05 } },
   }
   sim:load{ "iisph", "viscosity", "tension", "freeze", "surface" }
   sim:boundary_solid_box{ min = ledge.min, max = ledge.max, set = "ledge" }
-  sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2, open_top = true }
+  sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2 }
   sim:boundary_set{ name = "ice" }
   local n = sim:fluid_box{ min = { 0.0, 0.33, 0.01 }, max = { 0.08, 0.5, tank[3] - 0.01 },
                            density = water.density, velocity = { opts.speed or 0.3, 0, 0 } }
