@@ -86,7 +86,7 @@ static int build_pairs(floe_ctx *ctx, const int *which, int n)
 int cl_neighbours(floe_ctx *ctx, int reorder)
 {
     int rb, rc;
-    if (CL && CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
+    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
         return rc;
     rc = ctx_nb_grid_ensure(ctx);
     if (rc)
