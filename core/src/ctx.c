@@ -1,5 +1,6 @@
 /* Simulation context: creation, errors, logging. */
 #include "ctx.h"
+#include "probes.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -148,6 +149,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
             m->desc->fini(m->state);
     }
     ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
+    probes_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);

@@ -117,6 +117,7 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    struct probes *probes;   /* probes.c: declared measurements, NULL = none */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);

@@ -5,6 +5,7 @@
 #include "ctx.h"
 #include "io.h"
 #include "out_path.h"
+#include "probes.h"
 #include "progress.h"
 #include "record.h"
 
@@ -445,6 +446,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
     if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
+    if (!rc) /* probes: new tables, their first row */
+        rc = probes_run_begin(ctx, def.write_frames ? out.dir : -1, def.out_dir);
     if (!rc)
         rc = stop_check(ctx, k0); /* asked for before the run began */
     double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
@@ -463,6 +466,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
             double dt = choose_dt(ctx, &def, dt_prev, t_end);
             rc = floe_step(ctx, dt);
+            if (!rc)
+                rc = probes_after_step(ctx);
             dt_prev = dt;
             ctx->dt_last = dt;
             fr->st.steps++;
@@ -498,6 +503,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rec.outside_count = ctx->outside_count - outside0;
         if (out.dir >= 0 && def.write_frames)
             rc = write_frame(ctx, &def, out.dir, f, out.first + f);
+        if (!rc)
+            rc = probes_after_frame(ctx);
         if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
         if (!rc && def.checkpoint_every > 0 && f % def.checkpoint_every == 0) {
@@ -523,6 +530,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         ctx_log(ctx, FLOE_LOG_INFO, "%llu particles left the domain and were %s (domain outside = \"%s\")",
                 (unsigned long long)rec.outside_count, ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
                 rec.outside);
+    probes_run_end(ctx);
     rc = finish(ctx, &def, &rec, &out, rc, stopped);
     close_out(ctx, &out, rec.nframes);
     if (rc == FLOE_ERR_INTERRUPT || rc == FLOE_ERR_TIMEOUT)
