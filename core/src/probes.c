@@ -59,6 +59,8 @@ typedef struct probe {
     char set[NAME_LEN];
     int wall;
     double rate, threshold;
+    double t0, tscale, scale; /* units of the table */
+    char *reference;        /* measured data to compare with, or NULL */
     double next_t;          /* own rate: next sample time */
     uint64_t k;             /* own rate: samples taken this run */
     char *buf;              /* the table so far */
@@ -101,6 +103,7 @@ void probes_free(floe_ctx *ctx)
     for (int i = 0; i < P->n; i++) {
         free(P->p[i].points);
         free(P->p[i].buf);
+        free(P->p[i].reference);
     }
     pgrid_free(&P->g);
     free(P);
@@ -124,11 +127,15 @@ int floe_probe_add(floe_ctx *ctx, const floe_probe_def *d)
 {
     if (!d)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe: no definition");
-    if (!name_ok(d->name))
+    if (!name_ok(d->name) || !strcmp(d->name, "probes"))
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe: name '%s' must be 1-59 letters, digits, '_' or '-' (it names "
                         "the file NAME.csv)", d->name ? d->name : "(null)");
     if (d->kind < FLOE_PROBE_POINTS || d->kind > FLOE_PROBE_FORCE)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': unknown kind %d", d->name, d->kind);
+    if (!isfinite(d->time_origin) || !isfinite(d->time_scale) || !isfinite(d->scale))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': time_origin, time_scale and scale must be finite", d->name);
+    if (d->reference && (strchr(d->reference, ',') || strchr(d->reference, '\n')))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': the reference path may not hold ',' or a line break", d->name);
     if (!(d->rate >= 0) || !isfinite(d->rate))
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': rate must be >= 0 samples per second", d->name);
     struct probes *P = ctx->probes;
@@ -187,6 +194,11 @@ int floe_probe_add(floe_ctx *ctx, const floe_probe_def *d)
     q->wall = d->wall;
     q->rate = d->rate;
     q->threshold = d->threshold > 0 ? d->threshold : 0.5;
+    q->t0 = d->time_origin;
+    q->tscale = d->time_scale != 0 ? d->time_scale : 1.0;
+    q->scale = d->scale != 0 ? d->scale : 1.0;
+    if (d->reference && d->reference[0] && !(q->reference = strdup(d->reference)))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "probe: out of memory");
     P->n++;
     return FLOE_OK;
 }
@@ -448,7 +460,7 @@ static void sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
                 if (ks < DRY_KSUM)
                     put(q, ",nan");
                 else
-                    put(q, ",%.9g", acc[a][c] / ks);
+                    put(q, ",%.9g", q->scale * acc[a][c] / ks);
             }
         }
         put(q, ",%.6g", ks);
@@ -492,7 +504,7 @@ static void sample_height(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
             prev_s = s;
             prev_y = y;
         }
-        put(q, isnan(h) ? ",nan" : ",%.9g", h);
+        put(q, isnan(h) ? ",nan" : ",%.9g", q->scale * h);
     }
 }
 
@@ -515,7 +527,7 @@ static void sample_front(floe_ctx *ctx, probe *q)
     if (!n)
         put(q, ",nan");
     else
-        put(q, ",%.9g", best + 0.5 * q->direction * ctx->info.spacing);
+        put(q, ",%.9g", q->scale * (best + 0.5 * q->direction * ctx->info.spacing));
 }
 
 static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
@@ -557,7 +569,7 @@ static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kern
 #undef FB
     }
     for (int c = 0; c < ctx->info.dim; c++)
-        put(q, ",%.9g", F[c]);
+        put(q, ",%.9g", q->scale * F[c]);
     return FLOE_OK;
 }
 
@@ -570,7 +582,7 @@ static int sample(floe_ctx *ctx, struct probes *P, probe *q, int *grid_ready)
             return rc;
         *grid_ready = 1;
     }
-    put(q, "%.9g", ctx->info.time);
+    put(q, "%.9g", (ctx->info.time - q->t0) * q->tscale);
     switch (q->kind) {
     case FLOE_PROBE_POINTS: sample_points(ctx, &P->g, q, &K); break;
     case FLOE_PROBE_HEIGHT: sample_height(ctx, &P->g, q, &K); break;
@@ -583,6 +595,22 @@ static int sample(floe_ctx *ctx, struct probes *P, probe *q, int *grid_ready)
 
 /* ---- the run's hooks ------------------------------------------------------------ */
 
+/* probes.csv: the tables of the run and what each compares with */
+static int write_index(floe_ctx *ctx, struct probes *P)
+{
+    static const char *const kinds[] = {"", "points", "height", "front", "force"};
+    probe idx;
+    memset(&idx, 0, sizeof idx);
+    snprintf(idx.name, sizeof idx.name, "probes");
+    put(&idx, "name,kind,file,reference\n");
+    for (int i = 0; i < P->n; i++)
+        put(&idx, "%s,%s,%s.csv,%s\n", P->p[i].name, kinds[P->p[i].kind], P->p[i].name,
+            P->p[i].reference ? P->p[i].reference : "");
+    const int rc = write_table(ctx, P, &idx);
+    free(idx.buf);
+    return rc;
+}
+
 int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name)
 {
     struct probes *P = ctx->probes;
@@ -590,6 +618,8 @@ int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name)
         return FLOE_OK;
     P->dirfd = dirfd;
     P->dirname = name ? name : ".";
+    if (dirfd >= 0 && write_index(ctx, P) != FLOE_OK)
+        return FLOE_ERR_IO;
     P->t0 = ctx->info.time;
     int grid_ready = 0, rc = FLOE_OK;
     for (int i = 0; i < P->n && !rc; i++) {

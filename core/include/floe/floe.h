@@ -199,6 +199,11 @@ typedef struct floe_probe_def {
     int wall;                 /* FORCE: the wall pressure p_b the solver assumes, FLOE_WALL_* */
     double rate;              /* samples per second; 0 = once per output frame */
     double threshold;         /* HEIGHT: kernel sum at the surface (0 = 0.5) */
+    /* units of the table: time column (t - time_origin) * time_scale, values
+     * times scale (0 = 1), so it can sit on the axes of its reference */
+    double time_origin, time_scale, scale;
+    const char *reference;    /* a CSV of measured data (x, y) to compare with, or NULL:
+                               * listed in probes.csv beside the tables (floe compare plots it) */
 } floe_probe_def;
 
 /* Declare a probe (checked here: name, kind, points, the boundary set). */
