@@ -126,7 +126,7 @@ static void hydrostatic(runctx *R, const char *m)
     snprintf(folder, sizeof folder, "hydrostatic_%s", m);
     snprintf(solver, sizeof solver, "solver=%s", m);
     const double d = R->quick ? 0.02 : 0.01;
-    const char *quick[] = {solver, "spacing=0.02", "settle=1.0", "measure=0.5"};
+    const char *quick[] = {solver, "spacing=0.02", "settle=1.5", "measure=1.0"};
     const char *full[] = {solver};
     int rc = R->quick ? run_case(R, "validation/hydrostatic_2d.lua", folder, quick, 4)
                       : run_case(R, "validation/hydrostatic_2d.lua", folder, full, 1);

@@ -50,7 +50,8 @@ sim:run{ end_time = settle, fps = 10, out = "out/hydrostatic_2d/settle", formats
 
 local pts = {}
 for k = 1, 6 do pts[k] = { W / 2, 0.02 + 0.04 * k } end
-sim:probe{ name = "floor", kind = "force", set = "boundary", wall = walls[solver], scale = 1 / (1000 * g * W * H) }
+sim:probe{ name = "floor", kind = "force", set = "boundary", wall = walls[solver], scale = 1 / (1000 * g * W * H),
+           rate = 1000 }
 sim:probe{ name = "gauges", kind = "height", points = { { 0.05, 0 }, { W / 2, 0 }, { 0.15, 0 } } }
 sim:probe{ name = "pressure", points = pts, attributes = { "p" }, rate = 1000 }
 sim:pipeline(pipeline(false))
