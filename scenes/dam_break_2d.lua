@@ -2,7 +2,7 @@
 -- and height 2a collapses along a dry floor. The column first settles behind
 -- a gate (hydrostatic pressure, like the experiment's water at rest), then
 -- the gate is removed. The probe "front" writes the surge front Z = z/a
--- against T = t sqrt(2 g / a) (front.csv), beside the measured front it is
+-- against T = t sqrt(2 g / a) (front.probe.csv), beside the measured front it is
 -- compared with (tests/validation/); on_frame logs it too.
 --
 --   floe run scenes/dam_break_2d.lua [--set solver=wcsph|iisph|dfsph] [--set a=0.1] [--set resolution=40]

@@ -97,8 +97,8 @@ Test(compare, report_holds_the_run_records_numbers, .timeout = 600)
         cr_log_info("%s: %.0f steps, density error %.4f%% mean, %.4f%% max, energy drift %+.3f%%", VARIANTS[v], steps,
                     100 * err_sum / nf, 100 * err_max, 100 * (e1 - e0) / fabs(e0));
         /* its front table, copied unchanged */
-        char *a = sc_slurp("%s/%s/front.csv", out, VARIANTS[v]), *b = sc_slurp("%s/%s.front.csv", out, VARIANTS[v]);
-        cr_assert(a[0] && !strcmp(a, b), "%s.front.csv differs from %s/front.csv", VARIANTS[v], VARIANTS[v]);
+        char *a = sc_slurp("%s/%s/front.probe.csv", out, VARIANTS[v]), *b = sc_slurp("%s/%s.front.probe.csv", out, VARIANTS[v]);
+        cr_assert(a[0] && !strcmp(a, b), "%s.front.probe.csv differs from %s/front.probe.csv", VARIANTS[v], VARIANTS[v]);
         free(a);
         free(b);
         free(rec);

@@ -129,11 +129,11 @@ Test(dfsph, hydrostatic_tank_2d, .timeout = 600)
     /* what the probes read */
     csv_table tp, tg, tf;
     char path[400];
-    snprintf(path, sizeof path, "%s/pressure.csv", sc_out);
+    snprintf(path, sizeof path, "%s/pressure.probe.csv", sc_out);
     cr_assert_eq(csv_read(path, &tp), 0);
-    snprintf(path, sizeof path, "%s/gauges.csv", sc_out);
+    snprintf(path, sizeof path, "%s/gauges.probe.csv", sc_out);
     cr_assert_eq(csv_read(path, &tg), 0);
-    snprintf(path, sizeof path, "%s/floor.csv", sc_out);
+    snprintf(path, sizeof path, "%s/floor.probe.csv", sc_out);
     cr_assert_eq(csv_read(path, &tf), 0);
     sc_teardown();
     double h = 0, fy = 0;

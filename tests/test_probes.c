@@ -19,7 +19,7 @@ TestSuite(probes, .init = setup, .fini = sc_teardown);
 static void read_table(const char *name, csv_table *t)
 {
     char p[512];
-    snprintf(p, sizeof p, "%s/%s.csv", dir, name);
+    snprintf(p, sizeof p, "%s/%s.probe.csv", dir, name);
     cr_assert_eq(csv_read(p, t), 0, "no table %s", p);
     cr_assert_not(t->ragged, "%s: a row with another number of fields than the header", p);
 }
@@ -262,5 +262,43 @@ Test(probes, bad_declarations_are_errors)
         cr_expect_neq(rc, FLOE_OK, "%s: accepted", cases[c][0]);
         cr_expect(strstr(sc_err, "scene.lua:3:") != NULL, "no line in: %s", sc_err);
         sc_expect_err(cases[c][1]);
+    }
+}
+
+/* A run that failed in frame 8 and was resumed from its checkpoint after
+ * frame 5 (floe run --resume) has the tables of a run never interrupted,
+ * byte for byte: the rows before the checkpoint are kept, the rest
+ * sampled again. */
+Test(probes, resumed_run_has_the_tables_of_an_uninterrupted_one, .timeout = 120)
+{
+    FILE *f = fopen(sc_scene, "w");
+    cr_assert_not_null(f);
+    fputs("local floe = require 'floe'\n"
+          "local fail_at = floe.param('fail_at', 0)\n"
+          "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, max = {0.5, 0.5} } }\n"
+          "sim:load 'wcsph'\n"
+          "sim:fluid_box{ min = {0, 0}, max = {0.1, 0.2} }\n"
+          "sim:boundary_box{ min = {0, 0}, max = {0.4, 0.4}, open_top = true }\n"
+          "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+          "              'wcsph.pressure_force', 'integrate' }\n"
+          "sim:probe{ name = 'front', kind = 'front', axis = 'x', rate = 500 }\n"
+          "sim:probe{ name = 'p', points = { {0.05, 0.05} }, attributes = {'p', 'v'} }\n"
+          "sim:on_frame(function(s, st) if st.frame == fail_at then error('stop here') end end)\n"
+          "sim:run{ frames = 10, fps = 50, checkpoint_every = 5 }\n",
+          f);
+    fclose(f);
+    const char *whole[] = {"run", sc_scene, "--out", "A", "--quiet", "--threads", "1", NULL};
+    const char *broken[] = {"run", sc_scene, "--out", "B", "--quiet", "--threads", "1", "--set", "fail_at=8", NULL};
+    const char *resume[] = {"run", sc_scene, "--resume", "B", "--quiet", "--threads", "1", NULL};
+    cr_assert_eq(sc_cli(whole), 0);
+    cr_assert_eq(sc_cli(broken), 1);
+    cr_assert_eq(sc_cli(resume), 0);
+    static const char *const tables[] = {"front.probe.csv", "p.probe.csv", "probes.csv"};
+    for (int k = 0; k < 3; k++) {
+        char *a = sc_slurp("%s/A/%s", sc_tmp, tables[k]), *b = sc_slurp("%s/B/%s", sc_tmp, tables[k]);
+        cr_assert(a[0], "no %s", tables[k]);
+        cr_assert_str_eq(a, b, "%s differs after the resume", tables[k]);
+        free(a);
+        free(b);
     }
 }

@@ -131,7 +131,7 @@ static void hydrostatic(runctx *R, const char *m)
     int rc = R->quick ? run_case(R, "validation/hydrostatic_2d.lua", folder, quick, 4)
                       : run_case(R, "validation/hydrostatic_2d.lua", folder, full, 1);
     table F = {0}, G = {0};
-    snprintf(path, sizeof path, "%s/%s/floor.csv", R->out, folder);
+    snprintf(path, sizeof path, "%s/%s/floor.probe.csv", R->out, folder);
     double f = NAN, h = NAN;
     if (!rc && table_read(path, &F) == 0 && F.nrows > 0) {
         f = 0;
@@ -148,7 +148,7 @@ static void hydrostatic(runctx *R, const char *m)
             fclose(s);
         }
     }
-    snprintf(path, sizeof path, "%s/%s/gauges.csv", R->out, folder);
+    snprintf(path, sizeof path, "%s/%s/gauges.probe.csv", R->out, folder);
     if (!rc && table_read(path, &G) == 0 && G.nrows > 0) {
         h = 0;
         for (int r = 0; r < G.nrows; r++)
@@ -171,7 +171,7 @@ static void martin_moyce(runctx *R, const char *m)
     const char *sets[] = {solver, R->quick ? "resolution=20" : "resolution=40"};
     int rc = run_case(R, "dam_break_2d.lua", folder, sets, 2);
     table Z = {0}, ref = {0};
-    snprintf(path, sizeof path, "%s/%s/front.csv", R->out, folder);
+    snprintf(path, sizeof path, "%s/%s/front.probe.csv", R->out, folder);
     const int ok_z = !rc && table_read(path, &Z) == 0 && Z.nrows > 1;
     snprintf(path, sizeof path, "%s/tests/validation/dambreak2d_martin_moyce_n2eq2_a2.25in_table2_front.csv",
              R->root);

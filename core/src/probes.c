@@ -25,7 +25,7 @@
  * A probe samples after every output frame (and at frame 0), or at its own
  * rate (samples per second, taken after the first step at or past each
  * sample time). Its table lives in memory and is written whole to
- * <name>.csv in the run's folder after every frame, through the atomic
+ * <name>.probe.csv in the run's folder after every frame, through the atomic
  * writer of the frames (temporary file, rename): a run stopped at any
  * moment leaves complete tables of the samples up to its last frame.
  *
@@ -37,11 +37,13 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_PROBES 64
 #define PROBE_MAX_ATTRS 8
@@ -129,7 +131,7 @@ int floe_probe_add(floe_ctx *ctx, const floe_probe_def *d)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe: no definition");
     if (!name_ok(d->name) || !strcmp(d->name, "probes"))
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe: name '%s' must be 1-59 letters, digits, '_' or '-' (it names "
-                        "the file NAME.csv)", d->name ? d->name : "(null)");
+                        "the file NAME.probe.csv)", d->name ? d->name : "(null)");
     if (d->kind < FLOE_PROBE_POINTS || d->kind > FLOE_PROBE_FORCE)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': unknown kind %d", d->name, d->kind);
     if (!isfinite(d->time_origin) || !isfinite(d->time_scale) || !isfinite(d->scale))
@@ -281,14 +283,17 @@ static void header(floe_ctx *ctx, probe *q)
     put(q, "\n");
 }
 
-static int write_table(floe_ctx *ctx, struct probes *P, probe *q)
+/* q's table as the file `file` (NULL: NAME.probe.csv) */
+static int write_table(floe_ctx *ctx, struct probes *P, probe *q, const char *as)
 {
     if (P->dirfd < 0)
         return FLOE_OK;
     if (q->failed)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "probe '%s': out of memory for its table", q->name);
-    char file[PROBE_NAME + 8];
-    snprintf(file, sizeof file, "%s.csv", q->name);
+    char file[PROBE_NAME + 16];
+    snprintf(file, sizeof file, "%s", as ? as : "");
+    if (!as)
+        snprintf(file, sizeof file, "%s.probe.csv", q->name);
     io_atomic a;
     if (io_atomic_openat(&a, P->dirfd, file) != 0)
         return ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", P->dirname, file, strerror(errno));
@@ -595,6 +600,37 @@ static int sample(floe_ctx *ctx, struct probes *P, probe *q, int *grid_ready)
 
 /* ---- the run's hooks ------------------------------------------------------------ */
 
+/* A resumed run (floe run --resume) keeps the rows its table had before
+ * time t (in the table's units): the header is made anew, the rows read
+ * back from the file in the run's folder. */
+static void keep_rows_before(struct probes *P, probe *q, double t)
+{
+    char file[PROBE_NAME + 16];
+    snprintf(file, sizeof file, "%s.probe.csv", q->name);
+    int fd = openat(P->dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return;
+    }
+    char line[1 << 16];
+    int first = 1;
+    while (fgets(line, sizeof line, f)) {
+        if (first) { /* the header, already made */
+            first = 0;
+            continue;
+        }
+        char *end;
+        const double tr = strtod(line, &end);
+        if (end == line || !strchr(line, '\n') || tr >= t - 1e-9 * fmax(1.0, fabs(t)))
+            break;
+        put(q, "%s", line);
+    }
+    fclose(f);
+}
+
 /* probes.csv: the tables of the run and what each compares with */
 static int write_index(floe_ctx *ctx, struct probes *P)
 {
@@ -604,14 +640,14 @@ static int write_index(floe_ctx *ctx, struct probes *P)
     snprintf(idx.name, sizeof idx.name, "probes");
     put(&idx, "name,kind,file,reference\n");
     for (int i = 0; i < P->n; i++)
-        put(&idx, "%s,%s,%s.csv,%s\n", P->p[i].name, kinds[P->p[i].kind], P->p[i].name,
+        put(&idx, "%s,%s,%s.probe.csv,%s\n", P->p[i].name, kinds[P->p[i].kind], P->p[i].name,
             P->p[i].reference ? P->p[i].reference : "");
-    const int rc = write_table(ctx, P, &idx);
+    const int rc = write_table(ctx, P, &idx, "probes.csv");
     free(idx.buf);
     return rc;
 }
 
-int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name)
+int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name, int resumed)
 {
     struct probes *P = ctx->probes;
     if (!P)
@@ -625,11 +661,13 @@ int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name)
     for (int i = 0; i < P->n && !rc; i++) {
         probe *q = &P->p[i];
         header(ctx, q);
+        if (resumed && dirfd >= 0)
+            keep_rows_before(P, q, (ctx->info.time - q->t0) * q->tscale);
         q->k = 0;
         q->next_t = q->rate > 0 ? P->t0 + 1.0 / q->rate : 0;
         rc = sample(ctx, P, q, &grid_ready);
         if (!rc)
-            rc = write_table(ctx, P, q);
+            rc = write_table(ctx, P, q, NULL);
     }
     return rc;
 }
@@ -664,7 +702,7 @@ int probes_after_frame(floe_ctx *ctx)
         if (q->rate <= 0)
             rc = sample(ctx, P, q, &grid_ready);
         if (!rc)
-            rc = write_table(ctx, P, q);
+            rc = write_table(ctx, P, q, NULL);
     }
     return rc;
 }

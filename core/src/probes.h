@@ -8,8 +8,9 @@
 #include "ctx.h"
 
 /* The run begins writing into dirfd (shown as name; -1: nothing is
- * written): the probes start new tables and take their first sample. */
-int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name);
+ * written): the probes start new tables and take their first sample; a
+ * run resumed from a checkpoint keeps its tables' rows from before. */
+int probes_run_begin(floe_ctx *ctx, int dirfd, const char *name, int resumed);
 /* After each step: probes with their own rate sample when due. */
 int probes_after_step(floe_ctx *ctx);
 /* After each frame: per-frame probes sample; every table is written whole

@@ -447,7 +447,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
     if (!rc) /* probes: new tables, their first row */
-        rc = probes_run_begin(ctx, def.write_frames ? out.dir : -1, def.out_dir);
+        rc = probes_run_begin(ctx, def.write_frames ? out.dir : -1, def.out_dir, resumed);
     if (!rc)
         rc = stop_check(ctx, k0); /* asked for before the run began */
     double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
