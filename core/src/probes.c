@@ -77,6 +77,7 @@ typedef struct pgrid {
     uint32_t *start;        /* cells + 1 */
     uint32_t *ref;          /* sorted by cell: particle index */
     uint8_t *rset;          /* and its set's slot in ctx->sets */
+    float *rec;             /* and its x, y, z and volume m / rho, 4 floats a slot */
     uint32_t cap, cells_cap;
 } pgrid;
 
@@ -94,6 +95,7 @@ static void pgrid_free(pgrid *g)
     free(g->start);
     free(g->ref);
     free(g->rset);
+    free(g->rec);
     memset(g, 0, sizeof *g);
 }
 
@@ -341,11 +343,13 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
     if (total > g->cap || !g->ref) {
         free(g->ref);
         free(g->rset);
+        free(g->rec);
         g->ref = malloc((total + 1) * sizeof *g->ref);
         g->rset = malloc(total + 1);
+        g->rec = malloc(4 * (total + 1) * sizeof *g->rec);
         g->cap = (uint32_t)total;
     }
-    if (!g->start || !g->ref || !g->rset)
+    if (!g->start || !g->ref || !g->rset || !g->rec)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "probes: out of memory");
     memset(g->start, 0, (cells + 1) * sizeof *g->start);
     int c[3];
@@ -366,11 +370,18 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        const float *x = pset_attr(p, "x")->data;
+        const float *x = pset_attr(p, "x")->data, *m = pset_attr(p, "m")->data;
+        attr *ra = pset_attr(p, "rho");
+        const float *rho = ra ? ra->data : NULL;
+        /* V_j = m_j / rho_j (rest density where rho is absent or not positive) */
+        const float rho0 = p->rest_density > 0 ? p->rest_density : 1.0f;
         for (uint32_t i = 0; i < p->n; i++) {
             uint32_t slot = g->start[cell_of(g, x + 3 * i, c)]++;
             g->ref[slot] = i;
             g->rset[slot] = (uint8_t)s;
+            const float r = rho && rho[i] > 0.0f ? rho[i] : rho0;
+            float *rc = g->rec + 4 * (size_t)slot;
+            rc[0] = x[3 * i], rc[1] = x[3 * i + 1], rc[2] = x[3 * i + 2], rc[3] = m[i] / r;
         }
     }
     for (size_t k = cells; k > 0; k--)
@@ -379,7 +390,8 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
     return FLOE_OK;
 }
 
-/* Calls VISIT(set, index, r2, dx) for every fluid particle within H of pos. */
+/* Runs BODY(set slot, index, r2, dx, V) for every fluid particle within H
+ * of pos (dx = pos - x_j, V = m_j / rho_j). */
 #define FOR_NEAR(ctx, g, pos, BODY)                                                            \
     do {                                                                                       \
         int c_[3];                                                                             \
@@ -393,32 +405,21 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
                         continue;                                                              \
                     const int cell_ = (z_ * (g)->n[1] + y_) * (g)->n[0] + x_;                  \
                     for (uint32_t k_ = (g)->start[cell_]; k_ < (g)->start[cell_ + 1]; k_++) {  \
-                        pset *ps_ = &(ctx)->sets[(g)->rset[k_]];                               \
-                        const uint32_t j_ = (g)->ref[k_];                                      \
-                        const float *xj_ = (const float *)pset_attr(ps_, "x")->data + 3 * j_;   \
+                        const float *xj_ = (g)->rec + 4 * (size_t)k_;                          \
                         const float dx_[3] = {pos[0] - xj_[0], pos[1] - xj_[1], pos[2] - xj_[2]}; \
                         const float r2_ = dx_[0] * dx_[0] + dx_[1] * dx_[1] + dx_[2] * dx_[2];   \
                         if (r2_ >= H2_)                                                        \
                             continue;                                                          \
-                        BODY(ps_, j_, r2_, dx_);                                               \
+                        BODY((g)->rset[k_], (g)->ref[k_], r2_, dx_, xj_[3]);                   \
                     }                                                                          \
                 }                                                                              \
     } while (0)
-
-/* V_j = m_j / rho_j (rest density where rho is absent or not positive) */
-static inline double volume_of(pset *p, uint32_t j)
-{
-    const float *m = pset_attr(p, "m")->data;
-    attr *r = pset_attr(p, "rho");
-    const float rho = r ? ((const float *)r->data)[j] : 0.0f;
-    return m[j] / (rho > 0.0f ? rho : (p->rest_density > 0 ? p->rest_density : 1.0f));
-}
 
 /* the kernel sum sum_j V_j W(pos - x_j) */
 static double kernel_sum(floe_ctx *ctx, const pgrid *g, const float pos[3], const floe_kernel *K)
 {
     double s = 0;
-#define KS(p, j, r2, dx) s += volume_of(p, j) * K->sigma * floe_w_hat(K->inv_H, r2)
+#define KS(set, j, r2, dx, V) s += (double)(V) * K->sigma * floe_w_hat(K->inv_H, r2)
     FOR_NEAR(ctx, g, pos, KS);
 #undef KS
     return s;
@@ -429,16 +430,20 @@ static double kernel_sum(floe_ctx *ctx, const pgrid *g, const float pos[3], cons
 static void sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
 {
     const int dim = ctx->info.dim;
+    attr *ap[PROBE_MAX_ATTRS][MAX_SETS]; /* the attributes of every set, looked up once */
+    for (int a = 0; a < q->nattrs; a++)
+        for (int s = 0; s < ctx->npsets; s++)
+            ap[a][s] = ctx->sets[s].kind == FLOE_SET_FLUID ? pset_attr(&ctx->sets[s], q->attrs[a]) : NULL;
     for (int k = 0; k < q->npoints; k++) {
         const float *pos = q->points[k];
         double ks = 0, acc[PROBE_MAX_ATTRS][3];
         memset(acc, 0, sizeof acc);
-#define ACC(p, j, r2, dx)                                                             \
+#define ACC(set, j, r2, dx, V)                                                        \
     do {                                                                              \
-        const double w = volume_of(p, j) * K->sigma * floe_w_hat(K->inv_H, r2);       \
+        const double w = (double)(V) * K->sigma * floe_w_hat(K->inv_H, r2);           \
         ks += w;                                                                      \
         for (int a = 0; a < q->nattrs; a++) {                                         \
-            attr *at = pset_attr(p, q->attrs[a]);                                     \
+            const attr *at = ap[a][set];                                              \
             if (!at)                                                                  \
                 continue;                                                             \
             const float *v = at->data;                                                \
@@ -549,23 +554,33 @@ static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kern
     const float rmin2 = 1e-12f * ctx->info.support * ctx->info.support;
     const float gk = K->sigma * K->inv_H;
     const float *gv = ctx->info.gravity;
+    /* p, rho, m and rest density of every fluid set, looked up once */
+    const float *pp[MAX_SETS] = {0}, *rr[MAX_SETS] = {0}, *mm[MAX_SETS] = {0};
+    double rho0[MAX_SETS] = {0};
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        attr *pa = p->kind == FLOE_SET_FLUID ? pset_attr(p, "p") : NULL, *ra = pa ? pset_attr(p, "rho") : NULL;
+        if (!pa || !ra)
+            continue; /* no pressure: no force */
+        pp[s] = pa->data, rr[s] = ra->data, mm[s] = pset_attr(p, "m")->data;
+        rho0[s] = p->rest_density;
+    }
     double F[3] = {0, 0, 0};
     for (uint32_t bi = 0; bi < b->n; bi++) {
         const float *pos = xb + 3 * bi;
-#define FB(p, j, r2, dx)                                                                        \
+#define FB(set, j, r2, dx, Vj)                                                                  \
     do {                                                                                        \
-        attr *pa = pset_attr(p, "p"), *ra = pset_attr(p, "rho");                                \
-        if (!pa || !ra)                                                                         \
+        if (!pp[set])                                                                           \
             break;                                                                              \
-        const float rho = ((const float *)ra->data)[j], pr = ((const float *)pa->data)[j];      \
+        const float rho = rr[set][j], pr = pp[set][j];                                          \
         if (!(rho > 0))                                                                         \
             break;                                                                              \
-        const double m = ((const float *)pset_attr(p, "m")->data)[j];                           \
+        const double m = mm[set][j];                                                            \
         double pb = q->wall == FLOE_WALL_MIRROR ? pr : 0.0;                                     \
         if (q->wall == FLOE_WALL_EXTRAPOLATE && pr > 0)                                         \
             pb = pr + rho * (gv[0] * dx[0] + gv[1] * dx[1] + gv[2] * dx[2]);                    \
         /* grad_i W_ib = dW/dr (x_i - x_b) / r; dx = x_b - x_i */                               \
-        const double c = m * p->rest_density * V[bi] * (pr + pb) / ((double)rho * rho) *        \
+        const double c = m * rho0[set] * V[bi] * (pr + pb) / ((double)rho * rho) *              \
                          floe_dw_r_hat(gk, K->inv_H, rmin2, r2);                                \
         for (int a = 0; a < 3; a++)                                                             \
             F[a] -= c * dx[a];                                                                  \
