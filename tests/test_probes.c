@@ -302,3 +302,47 @@ Test(probes, resumed_run_has_the_tables_of_an_uninterrupted_one, .timeout = 120)
         free(b);
     }
 }
+
+/* the bytes of a (binary) file hold text */
+static int file_has(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f), t = strlen(text);
+    fclose(f);
+    for (size_t i = 0; i + t <= n; i++)
+        if (!memcmp(buf + i, text, t))
+            return 1;
+    return 0;
+}
+
+/* Frames carry the attributes a scene asks for, a module's own too
+ * (dfsph_kv, p of dfsph.solve); a name no fluid set has is an error naming
+ * it, not a frame without it. */
+Test(probes, frames_carry_the_attributes_asked_for)
+{
+    static const char scene[] =
+        SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.05, gravity = {0, -9.81}, domain = { min = {-0.5, -0.5}, max = {1, 1} } }\n"
+                "sim:load{ 'iisph', 'dfsph' }\n"
+                "sim:fluid_box{ min = {0, 0}, max = {0.2, 0.2} }\n"
+                "sim:boundary_box{ min = {0, 0}, max = {0.4, 0.4}, open_top = true }\n"
+                "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"
+                "sim:run{ frames = 2, attributes = { %s }, formats = { 'ply', 'vtk' } }\n";
+    floe_scene_opts o = sc_opts();
+    cr_assert_eq(sc_run(&o, scene, "'p', 'v', 'dfsph_kv'"), FLOE_OK, "%s", sc_err);
+    char *ply = sc_slurp("%s/fluid.0002.ply", sc_out), *vtk = NULL, vtk_path[400];
+    snprintf(vtk_path, sizeof vtk_path, "%s/fluid.0002.vtk", sc_out);
+    cr_assert_not_null(strstr(ply, "property float dfsph_kv"), "PLY header lacks dfsph_kv");
+    cr_assert_not_null(strstr(ply, "property float v_x"));
+    cr_assert(file_has(vtk_path, "SCALARS dfsph_kv float"), "VTK lacks dfsph_kv");
+    free(ply);
+    free(vtk);
+    sc_teardown();
+    sc_setup();
+    o = sc_opts();
+    cr_assert_neq(sc_run(&o, scene, "'p', 'preasure'"), FLOE_OK);
+    sc_expect_err("attribute 'preasure' (attributes) is on no fluid set");
+    sc_expect_err("scene.lua:7:");
+}

@@ -344,6 +344,13 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
         d->dt_max = 1.0 / d->fps;
     if (d->checkpoint_every < 0 || (d->checkpoint_every > 0 && !d->out_dir))
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: checkpoint_every must be >= 0 and needs an output folder (out)");
+    for (int a = 0; d->attrs && a < d->nattrs; a++) { /* frames carry what they are asked for */
+        int found = 0;
+        for (int s = 0; s < ctx->npsets && !found; s++)
+            found = ctx->sets[s].kind == FLOE_SET_FLUID && pset_attr(&ctx->sets[s], d->attrs[a]) != NULL;
+        if (!found && ctx->npsets > 0)
+            return ctx_fail(ctx, FLOE_ERR_ARG, "run: attribute '%s' (attributes) is on no fluid set", d->attrs[a]);
+    }
     if (d->name && !out_name_ok(d->name)) /* it becomes a file name */
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: name '%s' must be " OUT_NAME_RULE, d->name);
     return FLOE_OK;
