@@ -464,15 +464,11 @@ static int st_solve(const floe_stage_call *call)
                 kv[q][i] = dt * s->P[f[q].off + i];
     }
     /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
-    double amax2 = 0.0;
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         float *restrict uu = s->u + 3 * f[q].off;
         const float *restrict aq = a[q];
         for (uint32_t i = 0; i < n; i++) {
-            const double a2 = (double)aq[3 * i] * aq[3 * i] + (double)aq[3 * i + 1] * aq[3 * i + 1] +
-                              (double)aq[3 * i + 2] * aq[3 * i + 2];
-            amax2 = a2 > amax2 ? a2 : amax2;
             for (int k = 0; k < 3; k++)
                 uu[3 * i + k] += dt * aq[3 * i + k];
             const float r = s->rho[f[q].off + i];
@@ -496,12 +492,18 @@ static int st_solve(const floe_stage_call *call)
             p[q][i] = Pq[i] * rho[i] * rho[i];
         }
     }
-    /* the next step: the force condition on the non-pressure acceleration
-     * (a fluid at rest has no speed for the CFL condition to bound dt by),
-     * and at most dt_max (SPlisHSPlasH's cflMaxTimeStep) */
+    /* the next step: the force condition on gravity (a fluid at rest has no
+     * speed for the CFL condition to bound dt by), and at most dt_max
+     * (SPlisHSPlasH's cflMaxTimeStep). Gravity, not |a|max: a velocity
+     * dependent force in a (XSPH against the walls: alpha / dt times a
+     * velocity difference) would shrink dt, which raises it further; force
+     * stages that need a bound propose their own (the viscosity's
+     * diffusion number). */
     const double fc = call->param[SO_FORCE_COURANT].f;
-    if (fc > 0.0 && amax2 > 0.0)
-        api->dt_limit(ctx, fc * sqrt(si->spacing / sqrt(amax2)));
+    const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
+                          (double)si->gravity[2] * si->gravity[2]);
+    if (fc > 0.0 && g > 0.0)
+        api->dt_limit(ctx, fc * sqrt(si->spacing / g));
     api->dt_limit(ctx, call->param[SO_DT_MAX].f);
     api->stat(ctx, "dfsph.iterations", (double)it);
     api->stat(ctx, "dfsph.density_error", err);
@@ -539,7 +541,7 @@ static const floe_param_desc solve_params[] = {
         .doc = "run the divergence-free solver before the constant density solver (false: constant density only)" },
     [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
         .def = 0.05, .min = 0, .max = 10, .unit = "",
-        .doc = "proposes dt <= force_courant sqrt(d / |a|max), a the non-pressure acceleration (0 proposes nothing)" },
+        .doc = "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)" },
     [SO_DT_MAX] = { FLOE_SIZED(floe_param_desc), .name = "dt_max", .type = FLOE_PARAM_FLOAT,
         .def = 0.005, .min = 1e-7, .max = 10, .unit = "s",
         .doc = "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)" },
