@@ -121,47 +121,52 @@ static int attrs_key(lua_State *L, int t, const char **out)
     return n;
 }
 
+/* an index into names[] of t[key] (absent: def), else an error listing them */
+static int choice_key(lua_State *L, int t, const char *key, const char *def, const char *const *names,
+                      const char *accepted)
+{
+    const char *v = str_key(L, t, key, def);
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(v, names[k]))
+            return k;
+    return luaL_error(L, FN ": unknown %s '%s' (accepted: %s)", key, v, accepted);
+}
+
+/* the geometry: kind, points, attributes, axis and direction, set, wall */
+static void read_geometry(lua_State *L, int t, int dim, floe_probe_def *d, const char **attrs)
+{
+    static const char *const WALLS[] = {"mirror", "akinci", "extrapolate", NULL};
+    d->kind = FLOE_PROBE_POINTS + choice_key(L, t, "kind", "points", KINDS, "points, height, front, force");
+    d->points = (const float(*)[3])points_key(L, t, dim, &d->npoints);
+    if ((d->kind == FLOE_PROBE_POINTS || d->kind == FLOE_PROBE_HEIGHT) && !d->points)
+        luaL_error(L, FN ": kind '%s' needs 'points'", KINDS[d->kind - FLOE_PROBE_POINTS]);
+    d->nattrs = attrs_key(L, t, attrs);
+    d->attrs = attrs;
+    const char *axis = str_key(L, t, "axis", "x");
+    if (strlen(axis) != 1 || !strchr("xyz", axis[0]) || axis[0] - 'x' >= dim)
+        luaL_error(L, FN ": 'axis' must be \"x\", \"y\"%s (got '%s')", dim == 3 ? " or \"z\"" : "", axis);
+    d->axis = axis[0] - 'x';
+    d->direction = (int)num_key(L, t, "direction", 1, -1, 1);
+    if (d->direction == 0)
+        luaL_error(L, FN ": 'direction' must be 1 or -1");
+    d->set = str_key(L, t, "set", NULL);
+    if (d->kind == FLOE_PROBE_FORCE && !d->set)
+        luaL_error(L, FN ": kind 'force' needs 'set' (a boundary set)");
+    d->wall = choice_key(L, t, "wall", "mirror", WALLS, "mirror, akinci, extrapolate");
+}
+
 int floe_lua_probe(lua_State *L, floe_ctx *ctx)
 {
     luaL_checktype(L, 2, LUA_TTABLE);
     const int t = 2;
     only_keys(L, t);
-    const int dim = floe_ctx_info(ctx)->dim;
     floe_probe_def d;
     memset(&d, 0, sizeof d);
     d.name = str_key(L, t, "name", NULL);
     if (!d.name)
-        luaL_error(L, FN ": 'name' is required (the table is written to NAME.csv)");
-    const char *kind = str_key(L, t, "kind", "points");
-    for (int k = 0; KINDS[k]; k++)
-        if (!strcmp(kind, KINDS[k]))
-            d.kind = FLOE_PROBE_POINTS + k;
-    if (!d.kind)
-        luaL_error(L, FN ": unknown kind '%s' (accepted: points, height, front, force)", kind);
-    d.points = (const float(*)[3])points_key(L, t, dim, &d.npoints);
-    if ((d.kind == FLOE_PROBE_POINTS || d.kind == FLOE_PROBE_HEIGHT) && !d.points)
-        luaL_error(L, FN ": kind '%s' needs 'points'", kind);
+        luaL_error(L, FN ": 'name' is required (the table is written to NAME.probe.csv)");
     const char *attrs[MAX_ATTRS];
-    d.nattrs = attrs_key(L, t, attrs);
-    d.attrs = attrs;
-    const char *axis = str_key(L, t, "axis", "x");
-    if (strlen(axis) != 1 || !strchr("xyz", axis[0]) || axis[0] - 'x' >= dim)
-        luaL_error(L, FN ": 'axis' must be \"x\", \"y\"%s (got '%s')", dim == 3 ? " or \"z\"" : "", axis);
-    d.axis = axis[0] - 'x';
-    d.direction = (int)num_key(L, t, "direction", 1, -1, 1);
-    if (d.direction == 0)
-        luaL_error(L, FN ": 'direction' must be 1 or -1");
-    d.set = str_key(L, t, "set", NULL);
-    if (d.kind == FLOE_PROBE_FORCE && !d.set)
-        luaL_error(L, FN ": kind 'force' needs 'set' (a boundary set)");
-    const char *wall = str_key(L, t, "wall", "mirror");
-    static const char *const WALLS[] = {"mirror", "akinci", "extrapolate", NULL};
-    d.wall = -1;
-    for (int k = 0; WALLS[k]; k++)
-        if (!strcmp(wall, WALLS[k]))
-            d.wall = k;
-    if (d.wall < 0)
-        luaL_error(L, FN ": unknown wall '%s' (accepted: mirror, akinci, extrapolate)", wall);
+    read_geometry(L, t, floe_ctx_info(ctx)->dim, &d, attrs);
     d.rate = num_key(L, t, "rate", 0, 0, 1e7);
     d.threshold = num_key(L, t, "threshold", 0.5, 0.01, 0.99);
     d.time_origin = num_key(L, t, "time_origin", 0, -1e30, 1e30);
