@@ -1,6 +1,7 @@
 /* Simulation context: creation, errors, logging. */
 #include "ctx.h"
 #include "probes.h"
+#include "emit.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -150,6 +151,8 @@ void floe_ctx_destroy(floe_ctx *ctx)
     }
     ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
     probes_free(ctx);
+    emit_free(ctx);
+    ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);

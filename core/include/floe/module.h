@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 6
+#define FLOE_ABI_MINOR 7
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -105,6 +105,11 @@ typedef struct floe_stage_desc {
      * output frame, after the frame's steps (and once for frame 0 before the
      * first step), with floe_sim_info.frame set: surfacers, exporters. */
     int per_frame;
+    /* ABI 1.7: nonzero: the stage corrects the positions an integrator
+     * wrote (terrain collision, constraints, emitters that add and remove
+     * particles): it writes x but is no second integrator (the pipeline
+     * check accepts it after 'integrate'). */
+    int corrects;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
