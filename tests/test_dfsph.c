@@ -106,7 +106,8 @@ Test(dfsph, hydrostatic_tank_2d, .timeout = 600)
     floe_probe_def pd = {.name = "pressure", .kind = FLOE_PROBE_POINTS, .npoints = NP,
                          .points = (const float(*)[3])pts, .rate = 1000};
     floe_probe_def gd = {.name = "gauges", .kind = FLOE_PROBE_HEIGHT, .npoints = 3, .points = (const float(*)[3])gauges};
-    floe_probe_def fd = {.name = "floor", .kind = FLOE_PROBE_FORCE, .set = "boundary", .wall = FLOE_WALL_AKINCI};
+    floe_probe_def fd = {.name = "floor", .kind = FLOE_PROBE_FORCE, .set = "boundary", .wall = FLOE_WALL_AKINCI,
+                         .rate = 1000};
     cr_assert_eq(floe_probe_add(f.ctx, &pd), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     cr_assert_eq(floe_probe_add(f.ctx, &gd), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     cr_assert_eq(floe_probe_add(f.ctx, &fd), FLOE_OK, "%s", floe_ctx_error(f.ctx));

@@ -58,7 +58,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY };
 
 /* ---- state: per-step scratch, grown as needed ------------------------------ */
 
@@ -71,6 +71,7 @@ typedef struct dfsph_state {
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
     float *u;           /* 3N: the velocity being corrected */
     float *P;           /* N: the iterate P = p / rho^2 */
+    float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
     float *S;           /* N: the solve's source */
     float *ap;          /* 3N: pressure accelerations of the iterate */
     float *rho;         /* N: rho (all fluid sets, global index) */
@@ -92,9 +93,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 
 static void free_particles(dfsph_state *s)
 {
-    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->S), free(s->ap);
+    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
     free(s->rho), free(s->rho0), free(s->lag), free(s->few), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->S = s->ap = s->rho = s->rho0 = s->lag = NULL;
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = NULL;
     s->few = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -127,6 +128,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->D = malloc(cap * sizeof(float));
     s->u = malloc(3 * cap * sizeof(float));
     s->P = malloc(cap * sizeof(float));
+    s->Pold = malloc(cap * sizeof(float));
     s->S = malloc(cap * sizeof(float));
     s->ap = malloc(3 * cap * sizeof(float));
     s->rho = malloc(cap * sizeof(float));
@@ -134,7 +136,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->lag = malloc(cap * sizeof(float));
     s->few = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->few ||
         !s->part) {
         free_particles(s);
         return -1;
@@ -282,10 +284,13 @@ static void pass_accel(dfsph_state *s, size_t N)
 /* Pass 2: F_i = S_i + dt^k (a^p_i . G_i - sum_j m_j a^p_j . grad W_ij), the
  * density (k = 2) or density rate (k = 1) left with the pressure accelerations
  * a^p over the step, G_i = sum_j m_j grad W_ij + sum_b psi_b grad W_ib;
- * relaxed Jacobi P_i <- max(P_i + omega F_i / (dt^k D_i), 0) (dF_i/dP_i =
- * -dt^k D_i). Returns the mean of max(F_i, 0) / rho0 (times dt for the rate)
- * of the iterate the a^p came from: what compression is left. */
-static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, float omega)
+ * relaxed Jacobi P^_i = max(P_i + omega F_i / (dt^k D_i), 0) (dF_i/dP_i =
+ * -dt^k D_i), and with Chebyshev acceleration (Wang 2015, as iisph's) the
+ * next iterate max(Pold_i + cheb (P^_i - Pold_i), 0), written over Pold
+ * (the caller swaps P and Pold). Returns the mean of max(F_i, 0) / rho0
+ * (times dt for the rate) of the iterate the a^p came from: what
+ * compression is left. */
+static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, float omega, float cheb)
 {
     const size_t nch = (N + CHUNK - 1) / CHUNK;
     const float *restrict ap = s->ap;
@@ -307,7 +312,8 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
             }
             const float F = divergence && s->few[i] ? 0.0f : s->S[i] + dtk * d;
             e += floe_pos(F) / s->rho0[i];
-            s->P[i] = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
+            const float pj = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
+            s->Pold[i] = cheb == 1.0f ? pj : floe_pos(s->Pold[i] + cheb * (pj - s->Pold[i]));
         }
         s->part[ch] = e;
     }
@@ -320,17 +326,36 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
 /* One solve: P from warm * prev, relaxed Jacobi until the mean error is at
  * most tol (after min_it iterations) or max_it, then u += dt a^p of the
  * final P. Returns the iterations; *err the last error measured. */
-static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, float omega, float warm, double tol,
-                     int64_t min_it, int64_t max_it, double *err)
+typedef struct iter {
+    float omega, warm, cheb_rho; /* relaxation, warm start, Chebyshev's spectral radius estimate (0: off) */
+    int64_t cheb_delay, min_it, max_it;
+    double tol;
+} iter;
+
+/* Chebyshev weight of iteration k (1 before `delay`), from the previous one */
+static inline float cheb_weight(float rho, int64_t k, int64_t delay, float prev)
+{
+    if (!(rho > 0.0f) || k < delay)
+        return 1.0f;
+    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
+}
+
+static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
     source(s, N, dt, divergence);
     for (size_t i = 0; i < N; i++)
-        s->P[i] = s->D[i] > 0.0f ? warm * floe_pos(s->P[i]) : 0.0f;
+        s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
+    const int64_t min_it = divergence ? 1 : c->min_it, max_it = c->max_it;
+    const double tol = c->tol;
     int64_t it = 0;
+    float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        *err = pass_update(s, N, dtk, divergence, omega);
+        om = cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        *err = pass_update(s, N, dtk, divergence, c->omega, om);
+        float *t = s->P; /* the new iterate is in Pold */
+        s->P = s->Pold, s->Pold = t;
         it++;
         if ((it >= min_it && *err <= tol) || it >= max_it)
             break;
@@ -355,7 +380,8 @@ static int st_solve(const floe_stage_call *call)
     const int64_t max_it_v = call->param[SO_DIV_MAX_IT].i;
     const float warm = (float)call->param[SO_WARM].f, dt = (float)si->dt;
     const int divergence = call->param[SO_DIVERGENCE].b;
-    const float omega = (float)call->param[SO_OMEGA].f;
+    const float omega = (float)call->param[SO_OMEGA].f, cheb_rho = (float)call->param[SO_CHEB].f;
+    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
     const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
     const float beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f;
     floe_fluid f[FLOE_MODULE_MAX_SETS];
@@ -458,7 +484,8 @@ static int st_solve(const floe_stage_call *call)
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 s->P[f[q].off + i] = kv[q][i] / dt;
-        it_v = solve(s, N, dt, 1, omega, warm, tol_v, 1, max_it_v, &err_v);
+        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v};
+        it_v = solve(s, N, dt, 1, &cv, &err_v);
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 kv[q][i] = dt * s->P[f[q].off + i];
@@ -476,7 +503,8 @@ static int st_solve(const floe_stage_call *call)
         }
     }
     double err = 0.0;
-    const int64_t it = solve(s, N, dt, 0, omega, warm, tol, min_it, max_it, &err);
+    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol};
+    const int64_t it = solve(s, N, dt, 0, &cd, &err);
 
     /* a = (u - v) / dt, p = rho^2 P */
     for (int q = 0; q < nf; q++) {
@@ -558,6 +586,13 @@ static const floe_param_desc solve_params[] = {
         .doc = "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
                "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
                "force stays the adjoint of the density change)" },
+    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
+        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
+        .doc = "Chebyshev acceleration of both Jacobi iterations (Wang 2015, as iisph's) with this estimate of "
+               "their spectral radius (0 = plain relaxed Jacobi)" },
+    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
+        .def = 4, .min = 2, .max = 100000, .unit = "",
+        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
     {0},
 };
 
