@@ -10,7 +10,7 @@
 int floe_cmd_compare(int argc, char **argv);
 int floe_cmd_validate(int argc, char **argv);
 
-/* helpers shared by the two commands (compare.c) */
+/* what the two commands share (compare.c) */
 int report_mkdirs(const char *path);
 /* DIR must be new or empty, or --force: 0, else -1 with a message */
 int report_dir_ready(const char *cmd, const char *dir, int force);
