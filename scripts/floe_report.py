@@ -117,6 +117,37 @@ def num(s):
         return float("nan")
 
 
+def interp(xs, ys, x):
+    """ys at x, linear in the table (xs increasing); None outside it"""
+    for k in range(1, len(xs)):
+        if xs[k - 1] <= x <= xs[k] and xs[k] > xs[k - 1]:
+            return ys[k - 1] + (x - xs[k - 1]) / (xs[k] - xs[k - 1]) * (ys[k] - ys[k - 1])
+    return None
+
+
+def reference_errors(out, probes):
+    """Each probe column against the probe's reference data, at the
+    reference's x inside the probe's time range: relative errors."""
+    rows = []
+    for pname, pr in probes.items():
+        if not pr["ref"] or not os.path.exists(pr["ref"]):
+            continue
+        _, rr = read_csv(pr["ref"])
+        ref = [(num(r[0]), num(r[1])) for r in rr]
+        for n, dst in pr["tables"]:
+            cols, trows = read_csv(os.path.join(out, dst))
+            xs = [num(r[0]) for r in trows]
+            for k in range(1, len(cols)):
+                if cols[k].startswith("ksum"):
+                    continue
+                ys = [num(r[k]) for r in trows]
+                errs = [(v - y) / y for x, y in ref if y != 0 for v in [interp(xs, ys, x)] if v is not None]
+                if errs:
+                    rows.append({"probe": pname, "variant": n, "column": cols[k], "points": len(errs),
+                                 "worst_error": max(errs, key=abs), "mean_error": sum(errs) / len(errs)})
+    return rows
+
+
 def plot(name, draw, out, images):
     if not HAVE_MPL:
         return
@@ -191,6 +222,10 @@ def compare(out):
     write_csv(os.path.join(out, "summary.csv"), SUMMARY_COLS, summary)
     write_csv(os.path.join(out, "frames.csv"), ["variant"] + FRAME_COLS, frames_rows)
     write_csv(os.path.join(out, "stages.csv"), ["variant", "stage", "ms_total", "ms_per_step"], stage_rows)
+    ref_cols = ["probe", "variant", "column", "points", "worst_error", "mean_error"]
+    ref_rows = reference_errors(out, probes)
+    if ref_rows:
+        write_csv(os.path.join(out, "reference_errors.csv"), ref_cols, ref_rows)
 
     images = []
     names = [r["variant"] for r in summary if r["variant"] in per_variant]
@@ -252,6 +287,10 @@ def compare(out):
     body.append("<h2>Summary</h2>" + table_html(SUMMARY_COLS, summary))
     body.append("<p>Numbers of each variant's last run record; definitions in docs/compare.md. "
                 "Tables: summary.csv, frames.csv, stages.csv, and each variant's probe tables.</p>")
+    if ref_rows:
+        body.append("<h2>Probes against their reference data</h2>" + table_html(ref_cols, ref_rows))
+        body.append("<p>Relative errors at the reference's points inside each probe's time range "
+                    "(reference_errors.csv).</p>")
     if not HAVE_MPL:
         body.append("<p>No plots: matplotlib is not installed (python3-matplotlib).</p>")
     for img in images:

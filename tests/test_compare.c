@@ -107,6 +107,20 @@ Test(compare, report_holds_the_run_records_numbers, .timeout = 600)
     csv_free(&fr);
     csv_free(&sm);
 
+    /* the front against Martin & Moyce, each method: a line each, errors
+     * of a front that moves like the measured one (coarse here: 10
+     * particles across the column, 12 frames of 5 ms reach T = 0.84) */
+    csv_table re;
+    snprintf(p, sizeof p, "%s/reference_errors.csv", out);
+    cr_assert_eq(csv_read(p, &re), 0, "no reference_errors.csv");
+    cr_assert_eq(re.nrows, 3);
+    for (int r = 0; r < 3; r++) {
+        const double w = csv_at(&re, r, csv_col(&re, "worst_error")), n = csv_at(&re, r, csv_col(&re, "points"));
+        cr_log_info("front against Martin & Moyce: %d points, worst %+.1f%%", (int)n, 100 * w);
+        cr_assert(n >= 2 && fabs(w) < 0.3, "%g points, worst error %g", n, w);
+    }
+    csv_free(&re);
+
     /* the page: well formed, every image it shows exists */
     char *page = sc_slurp("%s/report.html", out);
     cr_assert(!strncmp(page, "<!DOCTYPE html>", 15));
