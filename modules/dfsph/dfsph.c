@@ -19,28 +19,31 @@
  *      mean(max(rho*_i / rho0 - 1, 0)), is below `tolerance` (0.05%);
  *
  * and sets a = (v_final - v) / dt, so that [integrate] (v += dt a; x += dt v)
- * finishes the step with the corrected velocity. Each iteration of either
- * solver is two passes over the neighbour pairs, a Jacobi sweep:
+ * finishes the step with the corrected velocity. Both solvers are relaxed
+ * Jacobi iterations on P = p / rho^2 (the paper's kappa / rho), as
+ * SPlisHSPlasH's DFSPH does them; an iteration is two passes over the
+ * neighbour pairs:
  *
- *   Drho_i/Dt = sum_j m_j (u_i - u_j) . grad W_ij + sum_b psi_b u_i . grad W_ib
- *   P_i       = source_i / (dt^2 D_i)    (density: source = rho*_i - rho0 >= 0,
- *                                         divergence: dt Drho_i/Dt >= 0)
- *   u_i      -= dt [ sum_j m_j (P_i + P_j) grad W_ij + sum_b psi_b P_i grad W_ib ]
+ *   a^p_i = -sum_j m_j (P_i + P_j) grad W_ij - P_i sum_b psi_b grad W_ib
+ *   F_i   = S_i + dt^k (a^p_i . G_i - sum_j m_j a^p_j . grad W_ij)
+ *   P_i  <- max(P_i + omega F_i / (dt^k D_i), 0)        (Chebyshev-accelerated)
  *
- * with D_i = |sum_j m_j grad W_ij + sum_b psi_b grad W_ib|^2 + sum_j m_i m_j
- * |grad W_ij|^2: the density change dt^2 P_i D_i that P_i alone causes, so
- * P_i = kappa_i / rho_i of the paper (the stiffness kappa over rho, eq. 9 of
- * the 2017 paper with alpha_i = rho_i / D_i). P is p / rho^2: the pressure
- * the constant density solver applied over the step, P summed over its
- * iterations, is written to `p` = rho^2 sum P. The boundary force is
- * Akinci's (-psi_b P_i grad W_ib, the adjoint of the boundary's density
- * term, so the projection cannot add energy).
+ * S_i the source (density: rho_i + dt Drho_i/Dt - rho0, k = 2; divergence:
+ * Drho_i/Dt, k = 1), G_i = sum_j m_j grad W_ij + sum_b psi_b grad W_ib and
+ * D_i = |G_i|^2 + sum_j m_i m_j |grad W_ij|^2, the paper's denominator of
+ * alpha_i: the density change dt^k P_i D_i that P_i alone causes. The
+ * velocity change dt a^p of the final P is applied once; `p` = rho^2 P of
+ * the constant density solver. The boundary force is Akinci's (-psi_b P_i
+ * grad W_ib; `mirror` doubles it), the adjoint of the boundary's density
+ * term, so the projection cannot add energy. Applying each iteration's P
+ * increment to the velocities at once (the paper's algorithms read
+ * literally, omega = 1) let a 2D tank at rest blow apart (docs/dfsph.md).
  *
  * Warm start (the paper's section 4.4): the constant density solver starts
- * from `warm_start` times last step's summed P (read back from p / rho^2),
- * the divergence solver from `warm_start` times last step's summed velocity
- * change per unit D, kept in the attribute `dfsph_kv` (attributes move with
- * the particles when the core reorders them, and are saved in checkpoints).
+ * from `warm_start` times last step's P (read back from p / rho^2), the
+ * divergence solver from `warm_start` times its last P, kept as dt P in the
+ * attribute `dfsph_kv` (attributes move with the particles when the core
+ * reorders them, and are saved in checkpoints).
  *
  * Speed: the set-up stores m_j grad W_ij of every fluid pair once per step
  * (CSR rows with global neighbour indices over every fluid set); each
