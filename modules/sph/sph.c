@@ -41,11 +41,7 @@ typedef struct sph_state {
 static int sph_init(floe_ctx *ctx, void **state)
 {
     (void)ctx;
-    sph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
+    return floe_state_new(state, sizeof(sph_state));
 }
 
 static void sph_fini(void *state)
@@ -258,13 +254,8 @@ static const floe_param_desc xsph_params[] = {
 };
 
 static const floe_attr_desc xsph_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -279,20 +270,9 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "sph",
-    .version = "1.0.0",
-    .summary = "the stages SPH solvers share: the density sum (Akinci boundaries) and XSPH smoothing",
-    .stages = stages,
-    .init = sph_init,
-    .fini = sph_fini,
-};
-
-FLOE_MODULE(sph)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(sph,
+                .version = "1.0.0",
+                .summary = "the stages SPH solvers share: the density sum (Akinci boundaries) and XSPH smoothing",
+                .stages = stages,
+                .init = sph_init,
+                .fini = sph_fini)

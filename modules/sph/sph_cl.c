@@ -74,13 +74,13 @@ int sph_cl_xsph(floe_ctx *ctx, const floe_fluid *fs, int nfs, int q, const sph_x
     if (st)
         return st;
     uint32_t n = c.info.n;
-    float cf = xs->cf, cbi = xs->cb;
+    float eps = 0.0f, cf = xs->cf, cb = xs->cb; /* FLOE_FORCE_ARGS: eps unused */
     for (int l = 0; l < launches; l++) {
         floe_cl_row rf, rb;
         if ((st = floe_cl_rows(api, ctx, &c, f, nf, b, nb, l, FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &rf, &rb)))
             return st;
         double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
-        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(cf), ARG(cbi),
+        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(eps), ARG(cf), ARG(cb),
                            ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.rho), ARG(rf.v), ARG(rf.cnt),
                            ARG(rf.idx), ARG(rf.pitch), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
         if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))

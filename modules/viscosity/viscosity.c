@@ -60,11 +60,7 @@ typedef struct visc_state {
 static int visc_init(floe_ctx *ctx, void **state)
 {
     (void)ctx;
-    visc_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
+    return floe_state_new(state, sizeof(visc_state));
 }
 
 static void visc_fini(void *state)
@@ -80,14 +76,9 @@ static int compute_volumes(floe_ctx *ctx, visc_state *vs, const floe_fluid *f, i
 {
     if (!vs)
         return api->fail(ctx, FLOE_ERR, "module state missing");
-    if (total > vs->cap) {
-        float *p = realloc(vs->vol, total * sizeof *p);
-        if (!p)
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", total);
-        vs->vol = p;
-        vs->cap = total;
-    }
-    int st = FLOE_OK;
+    int st = floe_scratch(api, ctx, &vs->vol, &vs->cap, total);
+    if (st != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -366,13 +357,8 @@ enum { XS_ALPHA, XS_BOUNDARY_ALPHA };
 #define BOUND FLOE_ATTR_BOUND
 
 static const floe_attr_desc visc_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -442,21 +428,10 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "viscosity",
-    .version = "1.0.0",
-    .summary = "viscous forces added to a: laminar (Morris 1997, physical nu), Kim 2020 bulk + boundary "
-               "viscosity (eq. 37-40); for WCSPH and IISPH",
-    .stages = stages,
-    .init = visc_init,
-    .fini = visc_fini,
-};
-
-FLOE_MODULE(viscosity)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(viscosity,
+                .version = "1.0.0",
+                .summary = "viscous forces added to a: laminar (Morris 1997, physical nu), Kim 2020 bulk + boundary "
+                           "viscosity (eq. 37-40); for WCSPH and IISPH",
+                .stages = stages,
+                .init = visc_init,
+                .fini = visc_fini)

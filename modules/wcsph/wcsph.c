@@ -50,11 +50,7 @@ typedef struct wcsph_state {
 static int wcsph_init(floe_ctx *ctx, void **state)
 {
     (void)ctx;
-    wcsph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
+    return floe_state_new(state, sizeof(wcsph_state));
 }
 
 static void wcsph_fini(void *state)
@@ -269,13 +265,9 @@ static wcsph_pf decode_pf(const floe_stage_call *call)
 static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
 {
     const size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
-    if (total > ws->cap) {
-        float *np = realloc(ws->prho2, total * sizeof *np);
-        if (!np)
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", total);
-        ws->prho2 = np;
-        ws->cap = total;
-    }
+    int st = floe_scratch(api, ctx, &ws->prho2, &ws->cap, total);
+    if (st != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -553,14 +545,9 @@ static const floe_param_desc pressure_force_params[] = {
 };
 
 static const floe_attr_desc pressure_force_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ),
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -583,13 +570,8 @@ static const floe_param_desc viscosity_params[] = {
 };
 
 static const floe_attr_desc viscosity_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -612,21 +594,10 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "wcsph",
-    .version = "1.1.0",
-    .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
-               "symmetric pressure force, artificial viscosity, Akinci boundaries",
-    .stages = stages,
-    .init = wcsph_init,
-    .fini = wcsph_fini,
-};
-
-FLOE_MODULE(wcsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(wcsph,
+                .version = "1.1.0",
+                .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
+                           "symmetric pressure force, artificial viscosity, Akinci boundaries",
+                .stages = stages,
+                .init = wcsph_init,
+                .fini = wcsph_fini)

@@ -1,8 +1,9 @@
 /* Helpers for a module's OpenCL path (header only: modules do not link
  * against the core, so everything goes through the floe_api table passed
- * in). Used by the run_cl functions of wcsph, iisph, viscosity and tension.
+ * in). Used by the run_cl functions of the particle modules (sph, wcsph,
+ * iisph, viscosity, tension).
  *
- *   floe_cl_set s[FLOE_CL_MAX_SETS]; int n;
+ *   floe_cl_set s[FLOE_MAX_SETS]; int n;
  *   if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, s, &n))) return st;
  *   float kc[4], per[4]; floe_cl_consts(api->sim(ctx), kc, per);
  *   void *x = floe_cl_attr(api, ctx, &s[0], "x", FLOE_VEC3, FLOE_READ, &st);
@@ -15,7 +16,7 @@
 
 #include <string.h>
 
-#define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
+#define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
 /* A particle set and its info, as the OpenCL glue passes them around. */
 typedef struct floe_cl_set {
@@ -23,15 +24,15 @@ typedef struct floe_cl_set {
     floe_set_info info;
 } floe_cl_set;
 
-/* The non-empty sets of a kind, at most FLOE_CL_MAX_SETS; a fluid set
+/* The non-empty sets of a kind, at most FLOE_MAX_SETS; a fluid set
  * without a positive rest density is an error naming it. */
 static inline int floe_cl_sets(const floe_api *api, floe_ctx *ctx, floe_set_kind kind, floe_cl_set *out, int *n)
 {
-    floe_set s[FLOE_CL_MAX_SETS];
+    floe_set s[FLOE_MAX_SETS];
     *n = 0;
-    int k = api->set_list(ctx, kind, s, FLOE_CL_MAX_SETS);
-    if (k < 0 || k > FLOE_CL_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, FLOE_CL_MAX_SETS);
+    int k = api->set_list(ctx, kind, s, FLOE_MAX_SETS);
+    if (k < 0 || k > FLOE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, FLOE_MAX_SETS);
     for (int i = 0; i < k; i++) {
         if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
             return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);

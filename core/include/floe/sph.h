@@ -4,6 +4,8 @@
  *
  * What it holds (docs/modules.md walks a solver written on it):
  *   FLOE_MODULE_API_DEFINE / _EXTERN  one `api` pointer for all the files of a module
+ *   FLOE_SPH_MODULE                   the descriptor and the entry point that sets `api`
+ *   floe_state_new, floe_scratch      a zeroed module state, per-particle scratch arrays
  *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
  *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
  *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists
@@ -13,7 +15,8 @@
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
  *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
  *                                     a stage reads (api->attr_read), the data it writes
- *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors
+ *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
+ *                                     stage over fluid and boundary neighbours reads
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -31,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- one api pointer per module ---------------------------------------------
@@ -47,6 +51,41 @@
 #endif
 #define FLOE_MODULE_API_DEFINE FLOE_HIDDEN const floe_api *api = NULL
 #define FLOE_MODULE_API_EXTERN extern FLOE_HIDDEN const floe_api *api
+
+/* The descriptor and the entry point of a module written on the kit (the
+ * file that writes FLOE_MODULE_API_DEFINE), which hands it the core's api:
+ *     FLOE_SPH_MODULE(mymod, .version = "1.0.0", .summary = "...", .stages = stages);
+ * (.init, .fini, .save, .load as floe_module_desc has them). */
+#define FLOE_SPH_MODULE(nm, ...)                                                                          \
+    static const floe_module_desc floe_sph_module_ = {FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, \
+                                                      .abi_minor = FLOE_ABI_MINOR, .name = #nm, __VA_ARGS__};     \
+    FLOE_MODULE(nm)                                                                                       \
+    {                                                                                                     \
+        api = core;                                                                                       \
+        return &floe_sph_module_;                                                                         \
+    }
+
+/* A module state that starts zeroed, for floe_module_desc.init:
+ *     static int my_init(floe_ctx *ctx, void **s) { (void)ctx; return floe_state_new(s, sizeof(my_state)); } */
+static inline int floe_state_new(void **state, size_t size)
+{
+    *state = calloc(1, size);
+    return *state ? FLOE_OK : FLOE_ERR_NOMEM;
+}
+
+/* Room for n floats in a module's scratch array (*p of *cap floats, grown
+ * with realloc, freed by the module's fini); an error when out of memory. */
+static inline int floe_scratch(const floe_api *api, floe_ctx *ctx, float **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return FLOE_OK;
+    float *np = realloc(*p, n * sizeof *np);
+    if (!np)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", n);
+    *p = np;
+    *cap = n;
+    return FLOE_OK;
+}
 
 /* the row sums must inline into the OpenMP loop bodies */
 #if defined(__GNUC__)
@@ -350,5 +389,11 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
 #define FLOE_ATTR_BOUND(n, t) \
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+/* what a stage summing over fluid and boundary neighbours reads: x, v, m,
+ * rho of every fluid set, x and V of every boundary set */
+#define FLOE_ATTRS_PAIR_READ                                                                              \
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),                 \
+        FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),             \
+        FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
 
 #endif
