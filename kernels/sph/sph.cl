@@ -49,17 +49,10 @@ __kernel void xsph(FLOE_FORCE_ARGS)
 {
     (void)eps;
     FLOE_FORCE_BEGIN;
-    if (hasf) {
-        const uint c = cntf[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            FLOE_X_IJ(xf);
-            const float3 vj = floe_load3(vf, j);
-            const float cc = mf[j] / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
-            af.x += cc * (vj.x - vi.x);
-            af.y += cc * (vj.y - vi.y);
-            af.z += cc * (vj.z - vi.z);
-        }
+    for (uint k = 0; hasf && k < cntf[i]; k++) { /* m_j / (rho_i + rho_j) (v_j - v_i) W_ij / sigma */
+        const uint j = idxf[k * pitchf + i];
+        FLOE_X_IJ(xf);
+        af += mf[j] / (rhoi + rhof[j]) * floe_w_hat(kc, r2) * (floe_load3(vf, j) - vi);
     }
     if (hasb) {
         float s = 0.0f;

@@ -122,8 +122,7 @@ static const floe_attr_desc pressure_attrs[] = { /* <floe/sph.h> shorthands for 
     FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),
     FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_WRITE),
     FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    FLOE_ATTR_BOUND("x", FLOE_VEC3),
-    FLOE_ATTR_BOUND("V", FLOE_F32),
+    FLOE_ATTRS_BOUND_READ, /* x and V of every boundary set */
     {0},
 };
 static const floe_stage_desc stages[] = {

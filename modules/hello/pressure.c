@@ -18,24 +18,14 @@
 
 FLOE_MODULE_API_EXTERN; /* hello.c's api (<floe/sph.h>) */
 
-/* s += sum_j m_j (Pi + p_j / rho_j^2) grad W_ij over one row (<floe/sph.h>: argument order, `per`) */
+/* s += sum_j m_j (Pi + p_j / rho_j^2) grad W_ij over one row (<floe/sph.h>:
+ * argument order, `per`; the kit walks the row, j is the neighbour) */
 FLOE_ROW_FN void row_pressure(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                               const float *restrict xt, const float *restrict m, const float *restrict p,
                               const float *restrict rho, float Pi, float xi, float yi, float zi, float s[3],
                               const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per); /* j, dx, dy, dz, r2 */
-        const float g = m[j] * (Pi + p[j] / (rho[j] * rho[j])) * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, m[j] * (Pi + p[j] / (rho[j] * rho[j])));
 }
 
 /* the force on fluid set fs from its targets t[0..nt), whose pressures are pt */

@@ -47,11 +47,7 @@ typedef struct wcsph_state {
     int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
 } wcsph_state;
 
-static int wcsph_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    return floe_state_new(state, sizeof(wcsph_state));
-}
+FLOE_STATE_INIT(wcsph_init, wcsph_state)
 
 static void wcsph_fini(void *state)
 {
@@ -74,18 +70,7 @@ FLOE_ROW_FN void row_grad_p(const floe_kconst *kc, const uint32_t *restrict id, 
                             const float *restrict xt, const float *restrict w, const float *restrict P, float Pi,
                             float xi, float yi, float zi, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float g = w[j] * (Pi + P[j]) * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, w[j] * (Pi + P[j]));
 }
 
 /* Pressure force and XSPH in one walk of a fluid row (pressure_force with
@@ -127,36 +112,19 @@ FLOE_ROW_FN void row_artificial(const floe_kconst *kc, const uint32_t *restrict 
                                 const float *restrict v, float xi, float yi, float zi, float rhoi,
                                 const float vi[3], float eps, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const float ui = vi[0], wi = vi[1], ti = vi[2];
-    if (v) {
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float g = m[j] * floe_neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-    } else {
+    if (v) /* Pi_ij's weight; v_ij . x_ij inline */
+        FLOE_ROW_GRAD_SUM(s, m[j] * floe_neg((ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy +
+                                             (ti - v[3 * j + 2]) * dz) /
+                                 ((rhoi + rho[j]) * (r2 + eps)));
+    else { /* walls at rest, rho_b = rho_i: the 1 / (2 rho_i) outside the sum */
+        float sb[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_ROW_GRAD_SUM(sb, m[j] * floe_neg(ui * dx + wi * dy + ti * dz) / (r2 + eps));
         const float inv = 1.0f / (2.0f * rhoi);
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = ui * dx + wi * dy + ti * dz;
-            const float g = m[j] * floe_neg(vx) / (r2 + eps) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-        sx *= inv;
-        sy *= inv;
-        sz *= inv;
+        s[0] += sb[0] * inv;
+        s[1] += sb[1] * inv;
+        s[2] += sb[2] * inv;
     }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
 }
 
 /* ---- pressure ------------------------------------------------------------ */
@@ -489,7 +457,7 @@ static int viscosity(const floe_stage_call *call, int cl)
             return st;
         const wcsph_visc vi = decode_visc(call, &kc, &f[s], c0);
         if (cl) {
-            if ((st = wcsph_cl_viscosity(ctx, f, nf, s, &vi)) != FLOE_OK)
+            if ((st = wcsph_cl_viscosity(ctx, &f[s], &vi)) != FLOE_OK)
                 return st;
             continue;
         }
@@ -594,10 +562,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-FLOE_SPH_MODULE(wcsph,
-                .version = "1.1.0",
+FLOE_SPH_MODULE(wcsph, .version = "1.1.0", .stages = stages, .init = wcsph_init, .fini = wcsph_fini,
                 .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
-                           "symmetric pressure force, artificial viscosity, Akinci boundaries",
-                .stages = stages,
-                .init = wcsph_init,
-                .fini = wcsph_fini)
+                         "symmetric pressure force, artificial viscosity, Akinci boundaries")

@@ -128,4 +128,44 @@ static inline int floe_cl_rows(const floe_api *api, floe_ctx *ctx, const floe_cl
     return st ? st : floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, rb);
 }
 
+/* The launches of a force kernel (kernels/core/sph.h FLOE_FORCE_ARGS) for
+ * fluid set q: one per pair of its l-th fluid target (every non-empty
+ * fluid set) and l-th boundary target (with_boundary), each adding
+ * cf (fluid sum) + cb (boundary sum) to q's a. */
+static inline int floe_cl_force(const floe_api *api, floe_ctx *ctx, void *kernel, const floe_cl_set *q,
+                                int with_boundary, float eps, float cf, float cb)
+{
+    floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    int nf, nb = 0, st;
+    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)))
+        return st;
+    if (with_boundary && (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    void *x = floe_cl_attr(api, ctx, q, "x", FLOE_VEC3, FLOE_READ, &st);
+    void *v = floe_cl_attr(api, ctx, q, "v", FLOE_VEC3, FLOE_READ, &st);
+    void *rho = floe_cl_attr(api, ctx, q, "rho", FLOE_F32, FLOE_READ, &st);
+    void *acc = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    if (st)
+        return st;
+    uint32_t n = q->info.n;
+    const int launches = nf > nb ? nf : nb;
+    for (int l = 0; l < launches; l++) {
+        floe_cl_row rf, rb;
+        if ((st = floe_cl_rows(api, ctx, q, f, nf, b, nb, l, FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &rf, &rb)))
+            return st;
+        const double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),        FLOE_CL_ARG(x),      FLOE_CL_ARG(v),        FLOE_CL_ARG(rho),
+                           FLOE_CL_ARG(acc),      FLOE_CL_ARG(kc),     FLOE_CL_ARG(per),      FLOE_CL_ARG(eps),
+                           FLOE_CL_ARG(cf),       FLOE_CL_ARG(cb),     FLOE_CL_ARG(rf.has),   FLOE_CL_ARG(rb.has),
+                           FLOE_CL_ARG(rf.x),     FLOE_CL_ARG(rf.w),   FLOE_CL_ARG(rf.rho),   FLOE_CL_ARG(rf.v),
+                           FLOE_CL_ARG(rf.cnt),   FLOE_CL_ARG(rf.idx), FLOE_CL_ARG(rf.pitch), FLOE_CL_ARG(rb.x),
+                           FLOE_CL_ARG(rb.w),     FLOE_CL_ARG(rb.cnt), FLOE_CL_ARG(rb.idx),   FLOE_CL_ARG(rb.pitch)};
+        if ((st = api->cl_run(ctx, kernel, n, (int)(sizeof a / sizeof *a), a, bytes)))
+            return st;
+    }
+    return FLOE_OK;
+}
+
 #endif
