@@ -374,7 +374,7 @@ Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
         rho[w] = fixture_density_by_way("wcsph", w, &n[w], &left[w], w == 0 ? &walls : NULL);
     cr_assert(n[1] == n[0] && n[2] == n[0]);
 #if defined(__AVX2__)
-    cr_assert(left[0], "the neighbours stage computed no kernel sums for wcsph.density");
+    cr_assert(left[0], "the neighbours stage computed no kernel sums for sph.density");
 #endif
     cr_assert(!left[1] && !left[2], "kernel sums outlived a stage that may move particles");
     /* fluid rows: the same floats; wall rows: the same terms, summed in
