@@ -240,11 +240,7 @@ static const floe_param_desc xsph_params[] = {
     {0},
 };
 
-static const floe_attr_desc xsph_attrs[] = {
-    FLOE_ATTRS_PAIR_READ,
-    FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    {0},
-};
+static const floe_attr_desc xsph_attrs[] = {FLOE_ATTRS_FORCE, {0}}; /* x v m rho, walls' x V; a */
 
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density",

@@ -539,11 +539,7 @@ static const floe_param_desc viscosity_params[] = {
     {0},
 };
 
-static const floe_attr_desc viscosity_attrs[] = {
-    FLOE_ATTRS_PAIR_READ,
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    {0},
-};
+static const floe_attr_desc viscosity_attrs[] = {FLOE_ATTRS_FORCE, {0}};
 
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
