@@ -75,8 +75,8 @@ static int compute_volumes(floe_ctx *ctx, visc_state *vs, const floe_fluid *f, i
     int st = floe_scratch(api, ctx, &vs->vol, &vs->cap, total);
     for (int s = 0; s < nf && st == FLOE_OK; s++) {
         const uint32_t n = f[s].info.n;
-        const float *restrict m = n ? floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st) : NULL;
-        const float *restrict rho = n ? floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st) : NULL;
+        const float *restrict m = n ? floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st) : NULL;
+        const float *restrict rho = n ? floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st) : NULL;
         if (st != FLOE_OK) /* an empty set reads nothing */
             return st;
         float *restrict V = n ? vs->vol + f[s].off : NULL;

@@ -201,12 +201,12 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
         tg->n = f[s].info.n;
         tg->set = f[s].set;
         tg->name = f[s].info.name;
-        tg->x = floe_need(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
-        tg->mass = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        tg->x = floe_need_read(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
+        tg->mass = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
         if (needs & FLOE_NEED_RHO)
-            tg->rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+            tg->rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
         if (needs & FLOE_NEED_V)
-            tg->v = floe_need(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
+            tg->v = floe_need_read(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
         if (aux)
             tg->aux = aux + f[s].off;
         tg->off = f[s].off;
@@ -230,8 +230,8 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
             tg->n = bi.n;
             tg->set = b[s];
             tg->name = bi.name;
-            tg->x = floe_need(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
-            tg->mass = floe_need(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
+            tg->x = floe_need_read(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
+            tg->mass = floe_need_read(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
             tg->nl = api->neighbours(ctx, q->set, b[s]);
         }
     }
@@ -279,7 +279,7 @@ static inline const float *floe_read_of(const floe_api *api, floe_ctx *ctx, cons
                                         floe_type type)
 {
     int st = FLOE_OK;
-    return floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
+    return floe_need_read(api, ctx, f->set, f->info.name, attr, type, &st);
 }
 
 /* ---- rows ------------------------------------------------------------------- */
