@@ -173,11 +173,7 @@ static int xsph_c(floe_ctx *ctx, const floe_kconst *pkc, const floe_fluid *f, in
 
 #pragma omp parallel for schedule(static)
     for (uint32_t i = 0; i < n; i++) {
-        floe_prefetch_rows(t, nt, i, n);
-        const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-        const float vi3[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
-        const float rhoi = rhos[i];
-        float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_FORCE_PARTICLE(t, nt, i, n, xs, vs, rhos);
         for (int b = 0; b < nt; b++) {
             const floe_target *tg = &t[b];
             if (!tg->boundary)

@@ -347,6 +347,17 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
         (s)[2] += sz_;                                               \
     } while (0)
 
+/* Particle i's turn in a force loop over the query set's positions x,
+ * velocities v and densities rho (the kernels' FLOE_FORCE_BEGIN): its
+ * rows of the targets t[0..nt) prefetched ahead, xi, yi, zi, vi3, rhoi,
+ * and the fluid and boundary sums af, ab at zero. */
+#define FLOE_FORCE_PARTICLE(t, nt, i, n, x, v, rho)                          \
+    floe_prefetch_rows(t, nt, i, n);                                         \
+    const float xi = (x)[3 * (i)], yi = (x)[3 * (i) + 1], zi = (x)[3 * (i) + 2]; \
+    const float vi3[3] = {(v)[3 * (i)], (v)[3 * (i) + 1], (v)[3 * (i) + 2]};  \
+    const float rhoi = (rho)[i];                                              \
+    float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}
+
 /* sum_j w_j W_ij / sigma */
 FLOE_ROW_FN float floe_row_w(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                              const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
