@@ -308,7 +308,8 @@ static int block_triangulate(const sgrid *g, float iso, int32_t b, cellx *x, blo
     return FLOE_OK;
 }
 
-/* the blocks' pieces in block order: a vertex takes its number where it is
+/* the blocks' pieces in block order (the blocks c0.. of one chunk, after
+ * those of the chunks before): a vertex takes its number where it is
  * first used, as a single pass over the blocks would number it, so the
  * mesh is the same on any number of threads (and its position is the same
  * whichever block computed it: the edge's two grid values decide it) */
@@ -344,55 +345,73 @@ static int merge_blocks(const block_mesh *bm, int32_t nblocks, vmap *map, mesh *
     return FLOE_OK;
 }
 
-int mesh_extract(const sgrid *g, float iso, mesh *out)
+/* blocks triangulated before their pieces are merged and freed: bounds
+ * the pieces held at once */
+#define MERGE_CHUNK 256
+
+static void free_pieces(block_mesh *bm, int32_t n, mem_meter *m, size_t bytes)
 {
-    const int32_t nblocks = g->nblocks;
-    block_mesh *bm = calloc(nblocks ? (size_t)nblocks : 1, sizeof *bm);
-    if (!bm)
-        return FLOE_ERR_NOMEM;
-    int rc = FLOE_OK;
-#pragma omp parallel
-    {
-        /* each thread: a block-sized hash map and mesh, reused block after block */
-        mem_meter tm = {0, 0};
-        vmap lmap = {0};
-        mesh lmesh = {.mem = &tm};
-        uint64_t *vkey = malloc(BLOCK_VERTS * sizeof *vkey);
-        lmap.key = calloc(LOCAL_CAP, sizeof *lmap.key);
-        lmap.vert = malloc(LOCAL_CAP * sizeof *lmap.vert);
-        lmap.cap = LOCAL_CAP;
-        int trc = vkey && lmap.key && lmap.vert ? FLOE_OK : FLOE_ERR_NOMEM;
-        cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey};
-#pragma omp for schedule(dynamic, 8)
-        for (int32_t b = 0; b < nblocks; b++)
-            if (!trc)
-                trc = block_triangulate(g, iso, b, &x, &bm[b]);
-#pragma omp critical(surface_mesh_rc)
-        rc = rc ? rc : trc;
-        free(vkey);
-        free(lmap.key);
-        free(lmap.vert);
-        free(lmesh.v);
-        free(lmesh.tri);
-    }
-    /* the pieces count towards the peak as they are held during the merge */
-    size_t piece_bytes = 0;
-    for (int32_t b = 0; b < nblocks; b++)
-        piece_bytes += (size_t)bm[b].nv * (3 * sizeof(float) + sizeof(uint64_t)) + (size_t)bm[b].nt * 3 * sizeof(uint32_t);
-    out->mem->now += piece_bytes;
-    out->mem->peak = out->mem->now > out->mem->peak ? out->mem->now : out->mem->peak;
-    vmap map = {0};
-    uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
-    if (!rc)
-        rc = remap ? merge_blocks(bm, nblocks, &map, out, remap) : FLOE_ERR_NOMEM;
-    free(remap);
-    for (int32_t b = 0; b < nblocks; b++) {
+    for (int32_t b = 0; b < n; b++) {
         free(bm[b].v);
         free(bm[b].key);
         free(bm[b].tri);
     }
+    memset(bm, 0, (size_t)n * sizeof *bm);
+    m->now -= bytes;
+}
+
+int mesh_extract(const sgrid *g, float iso, mesh *out)
+{
+    const int32_t nblocks = g->nblocks;
+    block_mesh *bm = calloc(MERGE_CHUNK, sizeof *bm);
+    uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
+    vmap map = {0};
+    int rc = bm && remap ? FLOE_OK : FLOE_ERR_NOMEM;
+    if (!rc) {
+#pragma omp parallel
+        {
+            /* each thread: a block-sized hash map and mesh, reused block after block */
+            mem_meter tm = {0, 0};
+            vmap lmap = {0};
+            mesh lmesh = {.mem = &tm};
+            uint64_t *vkey = malloc(BLOCK_VERTS * sizeof *vkey);
+            lmap.key = calloc(LOCAL_CAP, sizeof *lmap.key);
+            lmap.vert = malloc(LOCAL_CAP * sizeof *lmap.vert);
+            lmap.cap = LOCAL_CAP;
+            int trc = vkey && lmap.key && lmap.vert ? FLOE_OK : FLOE_ERR_NOMEM;
+            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey};
+            for (int32_t c0 = 0; c0 < nblocks; c0 += MERGE_CHUNK) {
+                const int32_t c1 = nblocks - c0 > MERGE_CHUNK ? c0 + MERGE_CHUNK : nblocks;
+#pragma omp for schedule(dynamic, 8)
+                for (int32_t b = c0; b < c1; b++)
+                    if (!trc && !rc)
+                        trc = block_triangulate(g, iso, b, &x, &bm[b - c0]);
+#pragma omp critical(surface_mesh_rc)
+                rc = rc ? rc : trc;
+#pragma omp barrier
+#pragma omp single
+                {
+                    /* the pieces count towards the peak while they are held */
+                    size_t bytes = 0;
+                    for (int32_t b = 0; b < c1 - c0; b++)
+                        bytes += (size_t)bm[b].nv * (3 * sizeof(float) + sizeof(uint64_t)) +
+                                 (size_t)bm[b].nt * 3 * sizeof(uint32_t);
+                    out->mem->now += bytes;
+                    out->mem->peak = out->mem->now > out->mem->peak ? out->mem->now : out->mem->peak;
+                    if (!rc)
+                        rc = merge_blocks(bm, c1 - c0, &map, out, remap);
+                    free_pieces(bm, c1 - c0, out->mem, bytes);
+                }
+            }
+            free(vkey);
+            free(lmap.key);
+            free(lmap.vert);
+            free(lmesh.v);
+            free(lmesh.tri);
+        }
+    }
+    free(remap);
     free(bm);
-    out->mem->now -= piece_bytes;
     meter_free(out->mem, map.key, map.cap * sizeof *map.key);
     meter_free(out->mem, map.vert, map.cap * sizeof *map.vert);
     if (rc)
