@@ -10,7 +10,8 @@
 -- edge leaves through a sink.
 --
 --   floe run scenes/river_jacksboro.lua [--set spacing=0.03] [--set seconds=20]
---   floe bench scenes/river_jacksboro.lua --set lake_level=0.60 --frames 3    (about 100k particles)
+--   floe bench scenes/river_jacksboro.lua --set spacing=0.015 --set lake_level=0.73 --set fps=200 --frames 2
+--       (99k particles in the lake, the source running: docs/performance.md)
 --
 -- Output per frame: the water particles, the carpet (carpet.NNNN.ply with
 -- depth, speed and flow per vertex; carpet.NNNN.png), the wet map
@@ -59,7 +60,8 @@ sim:pipeline{
   { "terrain.carpet", cell = 1, colour = "depth" },
 }
 
-local r = sim:run{ end_time = seconds, fps = 10, out = "out/river_jacksboro", attributes = { "v", "id" } }
+local fps = floe.param("fps", 10)
+local r = sim:run{ end_time = seconds, fps = fps, out = "out/river_jacksboro", attributes = { "v", "id" } }
 local f = sim:flow()
 floe.log(string.format("%d particles; %.1f kg in, %.1f kg out (%d emitted, %d removed)", sim:count "fluid",
                        f.mass_in, f.mass_out, f.emitted, f.removed))

@@ -32,6 +32,7 @@ typedef struct pset {
     floe_set_kind kind;
     float rest_density;
     int is_static;
+    int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
@@ -118,6 +119,10 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    /* floe_pipeline_set calls since the current frame of a run began: the
+     * next frame's line of the run record lists them ("set:") */
+    int nset_log;
+    char set_log_key[8][128], set_log_value[8][64];
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
 };
