@@ -156,7 +156,7 @@ static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "carpet",
      .doc = "per frame: the carpet, a height-field mesh draped over the water (quadtree of particles, vertices "
             "falling onto the water), as PLY with depth and flow per vertex and a shaded PNG",
-     .run = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
+     .run = tm_carpet_run, .run_cl = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
     {0}};
 
 static const floe_module_desc module = {
