@@ -19,6 +19,8 @@ static const char usage[] =
     "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T] [--method cells|sorted_keys]\n"
     "                   [--layout uniform|sparse]\n"
     "                             neighbour search updates per second\n"
+    "  bench surface OUT_DIR [floe surface's options]\n"
+    "                             the surfacer alone on a run's frames: ms per frame\n"
     "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
@@ -233,6 +235,8 @@ static int cmd_modules(int argc, char **argv)
     return 0;
 }
 
+static int cmd_surface(int argc, char **argv);
+
 static int cmd_bench_neighbours(int argc, char **argv)
 {
     long n = 100000, dim = 3, iters = 20, threads = 0;
@@ -303,6 +307,8 @@ static int cmd_run(int argc, char **argv, int bench)
         }
     if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
         return cmd_bench_neighbours(argc - 1, argv + 1);
+    if (bench && argc > 0 && !strcmp(argv[0], "surface")) /* the surfacer alone: floe surface's timing */
+        return cmd_surface(argc - 1, argv + 1);
     floe_scene_opts o;
     memset(&o, 0, sizeof o);
     o.frames = -1;
