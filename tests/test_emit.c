@@ -191,3 +191,54 @@ Test(emit, a_source_outside_the_domain_is_refused)
     rc = sc_run(&o, SC_HEAD SC_SIM "sim:sink{ min = {0, 0, 0} }\n");
     sc_expect_err("scene.lua:3: sim:sink: 'max' is required");
 }
+
+/* the three shapes: particles per layer and the speed a rate gives,
+ * Q = n d^(dim-1) u, and the volume emitted after a second */
+Test(emit, point_disc_and_line_openings)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 3;
+    def.spacing = 0.02f;
+    def.threads = 1;
+    for (int k = 0; k < 3; k++)
+        def.domain_min[k] = -1, def.domain_max[k] = 1;
+    def.gravity[1] = 0;
+    char err[512];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    floe_ctx_set_log_level(ctx, FLOE_LOG_WARN);
+    floe_set fluid = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    emit_source_def point = {.shape = EMIT_POINT, .set = fluid, .centre = {0, 0, 0}, .dir = {0, 1, 0}, .rate = 8e-6};
+    emit_source_def disc = {.shape = EMIT_DISC, .set = fluid, .centre = {0.5f, 0, 0}, .dir = {0, 0, 1}, .radius = 0.05f,
+                            .speed = 0.5};
+    emit_source_def line = {.shape = EMIT_LINE, .set = fluid, .a = {-0.5f, 0, 0}, .b = {-0.5f, 0.1f, 0},
+                            .dir = {1, 0, 0}, .rate = 6 * 4e-4 * 0.25};
+    cr_assert_eq(emit_source_add(ctx, &point), 0, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(emit_source_add(ctx, &disc), 1, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(emit_source_add(ctx, &line), 2, "%s", floe_ctx_error(ctx));
+    emit_flow f;
+    emit_flow_get(ctx, &f);
+    /* a point: one particle a layer, u = Q / d^2 = 8e-6 / 4e-4 */
+    cr_expect_eq(f.layer[0], 1);
+    cr_expect_float_eq(f.speed[0], 0.02, 1e-9);
+    /* a disc of radius 2.5 d: the lattice points within it (5 x 5 minus the corners, or 4 x 4 centred) */
+    cr_expect(f.layer[1] >= 16 && f.layer[1] <= 21, "disc: %u particles a layer", f.layer[1]);
+    cr_expect_float_eq(f.speed[1], 0.5, 1e-9);
+    /* a line 0.1 m long: 6 points d apart, u = Q / (6 d^2) = 0.25 */
+    cr_expect_eq(f.layer[2], 6);
+    cr_expect_float_eq(f.speed[2], 0.25, 1e-6);
+    floe_pipeline_add(ctx, "integrate", NULL, 0);
+    cr_assert_eq(floe_pipeline_add(ctx, "emit", NULL, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
+    for (int s = 0; s < 1000; s++)
+        cr_assert_eq(floe_step(ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(ctx));
+    emit_flow_get(ctx, &f);
+    const double v = 8e-6 + f.layer[1] * 4e-4 * 0.5 + 6 * 4e-4 * 0.25; /* m^3 in one second */
+    const double emitted = f.emitted * 8e-6;
+    cr_log_info("point %u, disc %u, line %u particles a layer; 1 s: %.4g m^3 emitted of %.4g nominal", f.layer[0],
+                f.layer[1], f.layer[2], emitted, v);
+    cr_assert_float_eq(f.mass_in, 1000 * v, 1e-6 * 1000 * v);
+    /* within half a layer of each source */
+    cr_assert_leq(fabs(emitted - v), 0.5 * (1 + f.layer[1] + f.layer[2]) * 8e-6 + 1e-12);
+    floe_ctx_destroy(ctx);
+}

@@ -126,8 +126,9 @@ static int layer_points(floe_ctx *ctx, source *s)
         } else {
             basis(d->dir, u, w);
         }
-        /* cell-centred lattice (offsets (i + 1/2) h) when that fits more
-         * points, else node-centred: the opening is filled symmetrically */
+        /* the cell-centred lattice (offsets (i + 1/2) h) within the radius,
+         * symmetric about the centre; a node-centred one (offsets i h) when
+         * no cell-centred point fits */
         const float r = d->radius;
         for (int half = 0; half < 2 && n == 0; half++) {
             const float o = half ? 0.0f : 0.5f;
