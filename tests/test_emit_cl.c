@@ -2,7 +2,8 @@
  * between device stages (WCSPH on the device, the emit stage on host
  * copies) keeps its ids, emits what the C path emits and removes what it
  * removes, and ends with the
- * particles the C path ends with. Skips without an OpenCL device. */
+ * particles the C path ends with; layers go straight into the device copies
+ * when those have room. Skips without an OpenCL device. */
 #include "cl_fixture.h"
 #include "sim_fixture.h"
 
@@ -78,6 +79,10 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
                 (unsigned long long)c.flow.emitted, (unsigned long long)c.flow.removed, g.n,
                 (unsigned long long)g.flow.emitted, (unsigned long long)g.flow.removed);
     cr_assert_eq(g.flow.emitted, c.flow.emitted, "the sources emit by time alone");
+    cr_log_info("layers appended into the device copies: %llu (the rest through the host)",
+                (unsigned long long)g.flow.device_appends);
+    cr_assert_gt(g.flow.device_appends, 0, "the device path of the sources should have run");
+    cr_assert_eq(c.flow.device_appends, 0);
     cr_assert_gt(c.flow.removed, 20, "the sink should have removed water");
     cr_assert_eq(g.flow.removed, c.flow.removed, "the sink removes the same particles");
     cr_assert_eq(g.n, c.n);

@@ -239,6 +239,60 @@ static int active(const source *s, double t)
     return s->on && t >= s->def.start && (s->def.stop <= s->def.start || t < s->def.stop);
 }
 
+/* OpenCL: append the n new particles into the device copies directly, when
+ * every device copy that holds the truth has room (the device copies follow
+ * the set's capacity, which doubles): the rest of the set stays where it
+ * is, instead of a round trip of every attribute. 1 when done, 0 when the
+ * host path must do it (a device copy to grow, no OpenCL), -1 on error. */
+static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
+{
+    typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *,
+                                void *);
+    void *fw = ctx->cl ? api_cl_fn("clEnqueueWriteBuffer") : NULL;
+    if (!fw)
+        return 0;
+    write_fn w;
+    memcpy(&w, &fw, sizeof w);
+    const uint32_t n0 = p->n, n1 = n0 + n;
+    for (int a = 0; a < p->nattrs; a++) {
+        const attr *at = &p->attrs[a];
+        if (at->host_stale && (!at->dev || at->dev_cap < n1))
+            return 0;
+    }
+    if (ctx_set_reserve(p, n1))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "source: out of memory for %u particles", n1), -1;
+    const float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
+    for (int a = 0; a < p->nattrs; a++) {
+        attr *at = &p->attrs[a];
+        const size_t es = floe_type_size(at->type);
+        char *d = (char *)at->data + (size_t)n0 * es;
+        memset(d, 0, (size_t)n * es);
+        for (uint32_t i = 0; i < n; i++) {
+            if (!strcmp(at->name, "x"))
+                memcpy(d + i * es, pos + 3 * (size_t)i, es);
+            else if (!strcmp(at->name, "v"))
+                memcpy(d + i * es, v0, es);
+            else if (!strcmp(at->name, "m"))
+                memcpy(d + i * es, &mass, es);
+            else if (!strcmp(at->name, "rho"))
+                memcpy(d + i * es, &p->rest_density, es);
+            else if (!strcmp(at->name, "id"))
+                ((uint32_t *)(void *)d)[i] = p->next_id++;
+        }
+        /* the device copy, where it is current, gets the new range */
+        if (at->dev && !at->dev_stale) {
+            if (at->dev_cap < n1) {
+                at->dev_stale = 1; /* host current (checked above): uploaded whole, grown, next time */
+                continue;
+            }
+            if (w(api_cl_queue(ctx), at->dev, 1, (size_t)n0 * es, (size_t)n * es, d, 0, NULL, NULL))
+                return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
+        }
+    }
+    p->n = n1;
+    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : 1;
+}
+
 static int run_sources(floe_ctx *ctx, struct emit_state *e)
 {
     const double t = ctx->info.time, dt = ctx->info.dt, h = ctx->info.spacing;
@@ -276,7 +330,11 @@ static int run_sources(floe_ctx *ctx, struct emit_state *e)
         const float v0[3] = {(float)(s->speed * s->def.dir[0]), (float)(s->speed * s->def.dir[1]),
                              (float)(s->speed * s->def.dir[2])};
         const uint32_t n = layers * s->npts;
-        if (geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
+        const int dev = append_on_device(ctx, p, e->buf, n, v0);
+        if (dev < 0)
+            return FLOE_ERR;
+        e->flow.device_appends += dev;
+        if (!dev && geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
             return FLOE_ERR_NOMEM;
         e->flow.emitted += n;
         e->flow.mass_emitted += (double)n * p->rest_density * pow(h, ctx->info.dim);

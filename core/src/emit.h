@@ -32,6 +32,7 @@ typedef struct emit_flow {
     double mass_emitted;     /* mass of the particles emitted */
     double mass_out;         /* mass of the particles the sinks removed */
     uint64_t emitted, removed;
+    uint64_t device_appends; /* OpenCL: layers appended into the device copies (no round trip) */
     double speed[64];        /* each source's speed (m/s), after the lattice's rounding */
     uint32_t layer[64];      /* particles per layer of each source */
 } emit_flow;
