@@ -79,8 +79,10 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
                 (unsigned long long)c.flow.emitted, (unsigned long long)c.flow.removed, g.n,
                 (unsigned long long)g.flow.emitted, (unsigned long long)g.flow.removed);
     cr_assert_eq(g.flow.emitted, c.flow.emitted, "the sources emit by time alone");
-    cr_log_info("layers appended into the device copies: %llu (the rest through the host)",
-                (unsigned long long)g.flow.device_appends);
+    cr_log_info("layers appended into the device copies: %llu (the rest through the host); steps whose sinks "
+                "were found empty on the device: %llu", (unsigned long long)g.flow.device_appends,
+                (unsigned long long)g.flow.device_sink_checks);
+    cr_assert_gt(g.flow.device_sink_checks, 0, "the device check of the sinks should have run");
     cr_assert_gt(g.flow.device_appends, 0, "the device path of the sources should have run");
     cr_assert_eq(c.flow.device_appends, 0);
     cr_assert_gt(c.flow.removed, 20, "the sink should have removed water");

@@ -357,12 +357,54 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
     return 1;
 }
 
+/* OpenCL: how many particles of set q are in a sink, counted on the device
+ * (kernels/core/emit.cl); -1 when the host must look (no device path). The
+ * edge sink's inner box is domain_min + width .. domain_max - width: the
+ * bounds in_sink compares against. */
+static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
+{
+    typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
+    void *fw = api_cl_fn("clEnqueueWriteBuffer"), *fr = api_cl_fn("clEnqueueReadBuffer");
+    void *k = fw && fr ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
+    if (!k)
+        return -1;
+    rw_fn w, r;
+    memcpy(&w, &fw, sizeof w);
+    memcpy(&r, &fr, sizeof r);
+    float box[8 * MAX_SINKS];
+    for (int s = 0; s < e->nsink; s++) {
+        const emit_sink_def *d = &e->sink[s];
+        float *b = box + 8 * s;
+        b[0] = (float)d->edge, b[1] = 0;
+        for (int a = 0; a < 3; a++) {
+            b[2 + a] = d->edge ? ctx->info.domain_min[a] + d->width : d->min[a];
+            b[5 + a] = d->edge ? ctx->info.domain_max[a] - d->width : d->max[a];
+        }
+    }
+    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bc = api_cl_scratch(ctx, "emit.count", 4);
+    void *x = api_cl_attr(ctx, ctx_set_handle(ctx, q), "x", FLOE_VEC3, FLOE_READ);
+    uint32_t zero = 0, count = 0, n = ctx->sets[q].n;
+    int nsk = e->nsink, dim = ctx->info.dim;
+    if (!bs || !bc || !x || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
+        w(api_cl_queue(ctx), bc, 0, 0, 4, &zero, 0, NULL, NULL))
+        return -1;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk), FLOE_CL_ARG(dim),
+                       FLOE_CL_ARG(bc)};
+    if (api_cl_run(ctx, k, n, 6, a, 12.0 * n) || r(api_cl_queue(ctx), bc, 1, 0, 4, &count, 0, NULL, NULL))
+        return -1;
+    return (long)count;
+}
+
 static int run_sinks(floe_ctx *ctx, struct emit_state *e)
 {
     for (int q = 0; q < ctx->npsets && e->nsink; q++) {
         pset *p = &ctx->sets[q];
         if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
             continue;
+        if (ctx->cl && pset_attr(p, "x")->host_stale && sinks_on_device(ctx, e, q) == 0) {
+            e->flow.device_sink_checks++;
+            continue; /* nothing leaves: the positions stay on the device */
+        }
         ctx_cl_host(ctx, pset_attr(p, "x"), 0);
         ctx_cl_host(ctx, pset_attr(p, "m"), 0);
         const float *x = pset_attr(p, "x")->data, *m = pset_attr(p, "m")->data;

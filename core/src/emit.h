@@ -33,6 +33,7 @@ typedef struct emit_flow {
     double mass_out;         /* mass of the particles the sinks removed */
     uint64_t emitted, removed;
     uint64_t device_appends; /* OpenCL: layers appended into the device copies (no round trip) */
+    uint64_t device_sink_checks; /* OpenCL: set-steps whose sinks were found empty on the device */
     double speed[64];        /* each source's speed (m/s), after the lattice's rounding */
     uint32_t layer[64];      /* particles per layer of each source */
 } emit_flow;
