@@ -1,5 +1,5 @@
 /* terrain.carpet (per frame): Kipfer & Westermann's carpet, a height-field
- * mesh draped over the water.
+ * mesh draped over the water, over the part of the terrain inside the domain.
  *
  * The fluid particles go into the leaves of a quadtree over the horizontal
  * plane (x, z), split at the middle until a leaf holds at most `leaf`
@@ -221,12 +221,18 @@ void tm_carpet_free(tm_carpet *c)
 /* The carpet's vertex grid over the terrain; kept while its size holds. */
 int tm_carpet_layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, int dim)
 {
-    const float sx = (float)(t->nx - 1) * t->cell, sz = (float)(t->nz - 1) * t->cell;
-    int nx = (int)floorf(sx / cs) + 1, nz = dim == 3 ? (int)floorf(sz / cs) + 1 : 1;
+    /* the terrain's extent inside the domain: where water can be */
+    const floe_sim_info *si = tm_api->sim(ctx);
+    const float x0 = fmaxf(t->x0, si->domain_min[0]), x1 = fminf(t->x0 + (float)(t->nx - 1) * t->cell, si->domain_max[0]);
+    const float z0 = dim == 3 ? fmaxf(t->z0, si->domain_min[2]) : t->z0;
+    const float z1 = dim == 3 ? fminf(t->z0 + (float)(t->nz - 1) * t->cell, si->domain_max[2]) : t->z0;
+    if (!(x1 >= x0) || !(z1 >= z0))
+        return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.carpet: the terrain lies outside the domain");
+    int nx = (int)floorf((x1 - x0) / cs) + 1, nz = dim == 3 ? (int)floorf((z1 - z0) / cs) + 1 : 1;
     if ((double)nx * nz > 16.0 * 1024 * 1024)
         return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.carpet: %d x %d vertices, more than 2^24: raise 'cell'", nx,
                             nz);
-    if (c->nx == nx && c->nz == nz && c->cs == cs)
+    if (c->nx == nx && c->nz == nz && c->cs == cs && c->x0 == x0 && c->z0 == z0)
         return FLOE_OK;
     size_t n = (size_t)nx * nz;
     float **bufs[] = {&c->y, &c->vy, &c->depth, &c->speed, &c->fx, &c->fz, &c->top};
@@ -239,8 +245,8 @@ int tm_carpet_layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float c
     c->nx = nx;
     c->nz = nz;
     c->cs = cs;
-    c->x0 = t->x0;
-    c->z0 = t->z0;
+    c->x0 = x0;
+    c->z0 = z0;
     c->fresh = 1;
     return FLOE_OK;
 }
