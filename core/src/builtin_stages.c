@@ -283,6 +283,8 @@ const floe_module_desc *floe_core_module(void)
         .version = FLOE_VERSION,
         .summary = "built-in stages: neighbour search, gravity, symplectic Euler integration",
         .stages = core_stages,
+        .save = emit_save, /* the sources' progress and the flow counters (state: the context) */
+        .load = emit_load,
     };
     return &d;
 }

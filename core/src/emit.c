@@ -453,3 +453,44 @@ int emit_stage(const floe_stage_call *call)
     api->stat(ctx, "emit.mass_out", e->flow.mass_out);
     return rc;
 }
+
+/* ---- checkpoints ----------------------------------------------------------
+ * The scene's set-up makes the sources and sinks again on --resume; what a
+ * run adds to them is saved: each source's layer in progress and switch,
+ * and the flow counters, so the resumed run emits and counts as the
+ * uninterrupted one. */
+int emit_save(void *state, floe_state_io *out)
+{
+    floe_ctx *ctx = state;
+    const struct emit_state *e = ctx->emit;
+    uint32_t n = e ? (uint32_t)e->nsrc : 0;
+    emit_flow f;
+    emit_flow_get(ctx, &f);
+    if (out->write(out, &n, sizeof n))
+        return FLOE_ERR;
+    for (uint32_t i = 0; i < n; i++)
+        if (out->write(out, &e->src[i].travelled, sizeof(double)) || out->write(out, &e->src[i].on, sizeof(int)))
+            return FLOE_ERR;
+    return out->write(out, &f, sizeof f) ? FLOE_ERR : FLOE_OK;
+}
+
+int emit_load(void *state, floe_state_io *in)
+{
+    floe_ctx *ctx = state;
+    struct emit_state *e = ctx->emit;
+    uint32_t n;
+    if (in->read(in, &n, sizeof n))
+        return FLOE_ERR;
+    if (n != (uint32_t)(e ? e->nsrc : 0))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint has %u sources, the scene's set-up made %d", n,
+                        e ? e->nsrc : 0);
+    for (uint32_t i = 0; i < n; i++)
+        if (in->read(in, &e->src[i].travelled, sizeof(double)) || in->read(in, &e->src[i].on, sizeof(int)))
+            return FLOE_ERR;
+    emit_flow f;
+    if (in->read(in, &f, sizeof f))
+        return FLOE_ERR;
+    if (e)
+        e->flow = f;
+    return FLOE_OK;
+}

@@ -45,6 +45,9 @@ int emit_source_switch(floe_ctx *ctx, int i, int on);
 int emit_sink_add(floe_ctx *ctx, const emit_sink_def *def);
 void emit_flow_get(floe_ctx *ctx, emit_flow *out);
 void emit_free(floe_ctx *ctx);
+/* checkpoints: the core module's save/load hooks, state = the context */
+int emit_save(void *state, floe_state_io *out);
+int emit_load(void *state, floe_state_io *in);
 /* the core stage "emit" */
 int emit_stage(const floe_stage_call *call);
 
