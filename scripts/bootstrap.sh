@@ -8,7 +8,7 @@
 set -euo pipefail
 
 pkgs=(gcc pkg-config meson ninja-build python3 liblua5.4-dev libyaml-dev libcriterion-dev libpng-dev
-      libassimp-dev assimp-testmodels
+      libassimp-dev assimp-testmodels libode-dev
       pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers)
 [ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)
 # make fuzz: clang and its libFuzzer runtime (not pulled in by clang without
