@@ -279,7 +279,7 @@ int rigid_body_particles(rigid_state *s, rigid_body *b, const float *px, uint32_
     b->first = in.n;
     b->count = n;
     memcpy(r0 + 3 * (size_t)in.n, px, (size_t)n * 3 * sizeof(float));
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (n > 512)
     for (uint32_t i = 0; i < n; i++) {
         double sum = 0.0;
         for (uint32_t j = 0; j < n; j++) {
@@ -312,7 +312,7 @@ int rigid_place_particles(rigid_state *s)
         return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
     for (int i = 0; i < s->nb; i++)
         rigid_quat_rot(s->b[i].q, R[i]);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (in.n > 8192)
     for (uint32_t i = 0; i < in.n; i++) {
         const rigid_body *b = &s->b[id[i]];
         const double(*Q)[3] = R[id[i]];

@@ -99,7 +99,7 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
             st = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu chunks of %d bodies)", nch, nb);
             break;
         }
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
         for (size_t c = 0; c < nch; c++) {
             double *ac = acc + c * (size_t)nb * 6;
             const uint32_t i1 = (uint32_t)((c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);

@@ -22,11 +22,24 @@
 #include <lua.h>
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STATE(L) ((rigid_state *)lua_touserdata(L, lua_upvalueindex(1)))
+
+/* luaL_error with the whole printf format (lua_pushfstring has no %u, %g) */
+static int lerr(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int lerr(lua_State *L, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return luaL_error(L, "%s", buf);
+}
 
 static void only_keys(lua_State *L, int t, const char *fn, const char *const *keys)
 {
@@ -46,7 +59,7 @@ static void only_keys(lua_State *L, int t, const char *fn, const char *const *ke
             luaL_addstring(&b, *k);
         }
         luaL_pushresult(&b);
-        luaL_error(L, "%s: unknown key '%s' (accepted: %s)", fn, bad, lua_tostring(L, -1));
+        lerr(L, "%s: unknown key '%s' (accepted: %s)", fn, bad, lua_tostring(L, -1));
     }
 }
 
@@ -57,7 +70,7 @@ static double num(lua_State *L, int t, const char *fn, const char *key, double d
     double v = def;
     if (ty != LUA_TNIL) {
         if (ty != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1)))
-            luaL_error(L, "%s: '%s' must be a finite number (got %s)", fn, key, luaL_typename(L, -1));
+            lerr(L, "%s: '%s' must be a finite number (got %s)", fn, key, luaL_typename(L, -1));
         v = lua_tonumber(L, -1);
     }
     lua_pop(L, 1);
@@ -70,11 +83,11 @@ static void vec_at(lua_State *L, int idx, const char *fn, const char *what, int 
     idx = lua_absindex(L, idx);
     const int n = lua_type(L, idx) == LUA_TTABLE ? (int)lua_rawlen(L, idx) : -1;
     if (!(n == 3 || (dim == 2 && n == 2)))
-        luaL_error(L, "%s: '%s' must be a vector of %s numbers", fn, what, dim == 2 ? "2 or 3" : "3");
+        lerr(L, "%s: '%s' must be a vector of %s numbers", fn, what, dim == 2 ? "2 or 3" : "3");
     out[2] = 0.0;
     for (int k = 0; k < n; k++) {
         if (lua_rawgeti(L, idx, k + 1) != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1)))
-            luaL_error(L, "%s: '%s' must be a vector of finite numbers", fn, what);
+            lerr(L, "%s: '%s' must be a vector of finite numbers", fn, what);
         out[k] = lua_tonumber(L, -1);
         lua_pop(L, 1);
     }
@@ -95,7 +108,7 @@ static int boolean(lua_State *L, int t, const char *fn, const char *key)
 {
     int ty = lua_getfield(L, t, key);
     if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
-        luaL_error(L, "%s: '%s' must be true or false (got %s)", fn, key, luaL_typename(L, -1));
+        lerr(L, "%s: '%s' must be true or false (got %s)", fn, key, luaL_typename(L, -1));
     int v = lua_toboolean(L, -1);
     lua_pop(L, 1);
     return v;
@@ -132,10 +145,10 @@ static int body_arg(lua_State *L, rigid_state *s, int idx, const char *fn)
     } else if (lua_type(L, idx) == LUA_TSTRING) {
         k = find_body(s, lua_tostring(L, idx));
         if (k < 0)
-            luaL_error(L, "%s: no rigid body named '%s'", fn, lua_tostring(L, idx));
+            lerr(L, "%s: no rigid body named '%s'", fn, lua_tostring(L, idx));
     }
     if (k < 0)
-        luaL_error(L, "%s: a body (what rigid.body returned, or its name) expected", fn);
+        lerr(L, "%s: a body (what rigid.body returned, or its name) expected", fn);
     return k;
 }
 
@@ -246,7 +259,7 @@ static rigid_body *new_body(lua_State *L, rigid_state *s, const char *fn)
         int cap = s->cap ? 2 * s->cap : 8;
         rigid_body *nb = realloc(s->b, (size_t)cap * sizeof *nb);
         if (!nb)
-            luaL_error(L, "%s: out of memory", fn);
+            lerr(L, "%s: out of memory", fn);
         s->b = nb, s->cap = cap;
     }
     rigid_body *b = &s->b[s->nb];
@@ -266,7 +279,7 @@ static floe_mesh *mesh_body(lua_State *L, rigid_state *s, rigid_body *b, const c
         snprintf(file, sizeof file, "%s", m->file);
         const unsigned o = m->open_edges, nm = m->nonmanifold_edges, mo = m->misoriented_edges;
         api->mesh_destroy(m);
-        luaL_error(L,
+        lerr(L,
                    "%s: %s: the mesh is not closed (%u boundary edges, %u edges of more than two triangles, %u "
                    "misoriented): a body needs a closed surface for its volume and mass",
                    fn, file, o, nm, mo);
@@ -275,7 +288,7 @@ static floe_mesh *mesh_body(lua_State *L, rigid_state *s, rigid_body *b, const c
         char file[1024];
         snprintf(file, sizeof file, "%s", m->file);
         api->mesh_destroy(m);
-        luaL_error(L, "%s: %s: the closed mesh encloses no volume", fn, file);
+        lerr(L, "%s: %s: the closed mesh encloses no volume", fn, file);
     }
     for (uint32_t v = 0; v < m->nverts; v++)
         for (int d = 0; d < 3; d++)
@@ -288,7 +301,7 @@ static floe_mesh *mesh_body(lua_State *L, rigid_state *s, rigid_body *b, const c
     b->mtri = malloc((size_t)m->ntris * 3 * sizeof(uint32_t));
     if (!b->mx || !b->mtri) {
         api->mesh_destroy(m);
-        luaL_error(L, "%s: out of memory", fn);
+        lerr(L, "%s: out of memory", fn);
     }
     memcpy(b->mx, m->x, (size_t)m->nverts * 3 * sizeof(float));
     memcpy(b->mtri, m->tri, (size_t)m->ntris * 3 * sizeof(uint32_t));
@@ -315,18 +328,18 @@ static int l_body(lua_State *L)
     if (lua_isnil(L, -1))
         snprintf(name, sizeof name, "body%d", s->nb + 1);
     else if (lua_type(L, -1) != LUA_TSTRING || lua_rawlen(L, -1) == 0 || lua_rawlen(L, -1) >= RIGID_NAME)
-        return luaL_error(L, "%s: 'name' must be a string of 1 to %d characters", fn, RIGID_NAME - 1);
+        return lerr(L, "%s: 'name' must be a string of 1 to %d characters", fn, RIGID_NAME - 1);
     else {
         const char *nm = lua_tostring(L, -1);
         for (const char *c = nm; *c; c++)
             if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
                   *c == '-'))
-                return luaL_error(L, "%s: name '%s': letters, digits, '_' and '-' only (it names files)", fn, nm);
+                return lerr(L, "%s: name '%s': letters, digits, '_' and '-' only (it names files)", fn, nm);
         snprintf(name, sizeof name, "%s", nm);
     }
     lua_pop(L, 1);
     if (find_body(s, name) >= 0)
-        return luaL_error(L, "%s: a body named '%s' exists already", fn, name);
+        return lerr(L, "%s: a body named '%s' exists already", fn, name);
 
     lua_getfield(L, 1, "file");
     const int has_file = !lua_isnil(L, -1);
@@ -334,21 +347,21 @@ static int l_body(lua_State *L)
     lua_getfield(L, 1, "shape");
     const char *shape = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     if (!lua_isnil(L, -1) && !shape)
-        return luaL_error(L, "%s: 'shape' must be \"box\", \"sphere\" or \"mesh\"", fn);
+        return lerr(L, "%s: 'shape' must be \"box\", \"sphere\" or \"mesh\"", fn);
     int kind = has_file ? RIGID_MESH : 0;
     if (shape) {
         kind = !strcmp(shape, "box") ? RIGID_BOX : !strcmp(shape, "sphere") ? RIGID_SPHERE
              : !strcmp(shape, "mesh") ? RIGID_MESH : -1;
         if (kind < 0)
-            return luaL_error(L, "%s: unknown shape '%s' (box, sphere, or mesh with a file)", fn, shape);
+            return lerr(L, "%s: unknown shape '%s' (box, sphere, or mesh with a file)", fn, shape);
     }
     lua_pop(L, 1);
     if (!kind)
-        return luaL_error(L, "%s: '%s' needs a shape (\"box\", \"sphere\") or a mesh 'file'", fn, name);
+        return lerr(L, "%s: '%s' needs a shape (\"box\", \"sphere\") or a mesh 'file'", fn, name);
     if (kind == RIGID_MESH && !has_file)
-        return luaL_error(L, "%s: a mesh body needs 'file'", fn);
+        return lerr(L, "%s: a mesh body needs 'file'", fn);
     if (kind == RIGID_MESH && dim != 3)
-        return luaL_error(L, "%s: mesh bodies need a 3D sim (dim = 3)", fn);
+        return lerr(L, "%s: mesh bodies need a 3D sim (dim = 3)", fn);
 
     /* density or mass: exactly one, positive */
     lua_getfield(L, 1, "density");
@@ -356,13 +369,13 @@ static int l_body(lua_State *L)
     const int has_rho = !lua_isnil(L, -2), has_mass = !lua_isnil(L, -1);
     lua_pop(L, 2);
     if (has_rho == has_mass)
-        return luaL_error(L, "%s: '%s' needs either 'density' (kg/m^%d) or 'mass' (kg), not %s", fn, name, dim,
+        return lerr(L, "%s: '%s' needs either 'density' (kg/m^%d) or 'mass' (kg), not %s", fn, name, dim,
                           has_rho ? "both" : "neither");
     const double rho = num(L, 1, fn, "density", 0.0), mass = num(L, 1, fn, "mass", 0.0);
     if (has_rho && !(rho > 0.0))
-        return luaL_error(L, "%s: '%s': 'density' must be positive (got %f)", fn, name, rho);
+        return lerr(L, "%s: '%s': 'density' must be positive (got %f)", fn, name, rho);
     if (has_mass && !(mass > 0.0))
-        return luaL_error(L, "%s: '%s': 'mass' must be positive (got %f)", fn, name, mass);
+        return lerr(L, "%s: '%s': 'mass' must be positive (got %f)", fn, name, mass);
 
     double x[3] = {0, 0, 0}, q[4] = {1, 0, 0, 0}, v[3] = {0, 0, 0}, w[3] = {0, 0, 0};
     const int has_pos = vec(L, 1, fn, "position", dim, x);
@@ -376,7 +389,7 @@ static int l_body(lua_State *L)
         for (const char *const *k = mesh_only; *k; k++) {
             lua_getfield(L, 1, *k);
             if (!lua_isnil(L, -1))
-                return luaL_error(L, "%s: '%s' belongs to mesh bodies (a 'file')", fn, *k);
+                return lerr(L, "%s: '%s' belongs to mesh bodies (a 'file')", fn, *k);
             lua_pop(L, 1);
         }
         if (dim == 3) {
@@ -394,17 +407,17 @@ static int l_body(lua_State *L)
     lua_getfield(L, 1, "kinematic");
     if (!lua_isnil(L, -1)) {
         if (!lua_isfunction(L, -1))
-            return luaL_error(L, "%s: 'kinematic' must be a function of time returning { position = ..., "
+            return lerr(L, "%s: 'kinematic' must be a function of time returning { position = ..., "
                                  "rotation = ... }", fn);
         if (motion == RIGID_FIXED)
-            return luaL_error(L, "%s: a body is either 'fixed' or 'kinematic'", fn);
+            return lerr(L, "%s: a body is either 'fixed' or 'kinematic'", fn);
         motion = RIGID_KINEMATIC;
     }
     lua_pop(L, 1);
 
     const double hold = num(L, 1, fn, "hold", 0.0);
     if (hold < 0.0)
-        return luaL_error(L, "%s: 'hold' (seconds the body is held still) must not be negative", fn);
+        return lerr(L, "%s: 'hold' (seconds the body is held still) must not be negative", fn);
     rigid_body *b = new_body(L, s, fn);
     snprintf(b->name, sizeof b->name, "%s", name);
     b->hold = hold;
@@ -417,10 +430,10 @@ static int l_body(lua_State *L)
     if (kind == RIGID_BOX) {
         double size[3] = {0, 0, 0}, half[3];
         if (!vec(L, 1, fn, "size", dim, size))
-            return luaL_error(L, "%s: a box needs 'size' = {%s}", fn, dim == 3 ? "sx, sy, sz" : "sx, sy");
+            return lerr(L, "%s: a box needs 'size' = {%s}", fn, dim == 3 ? "sx, sy, sz" : "sx, sy");
         for (int k = 0; k < dim; k++)
             if (!(size[k] >= 2.0 * d))
-                return luaL_error(L, "%s: '%s': every side of a box must be at least two particle spacings (%g m), "
+                return lerr(L, "%s: '%s': every side of a box must be at least two particle spacings (%g m), "
                                      "got %g", fn, name, 2.0 * d, size[k]);
         for (int k = 0; k < 3; k++)
             half[k] = 0.5 * size[k];
@@ -429,7 +442,7 @@ static int l_body(lua_State *L)
     } else if (kind == RIGID_SPHERE) {
         const double r = num(L, 1, fn, "radius", 0.0);
         if (!(r >= d))
-            return luaL_error(L, "%s: '%s': a sphere needs a 'radius' of at least one particle spacing (%g m)", fn,
+            return lerr(L, "%s: '%s': a sphere needs a 'radius' of at least one particle spacing (%g m)", fn,
                               name, d);
         b->volume = dim == 3 ? 4.0 / 3.0 * M_PI * r * r * r : M_PI * r * r;
         st = rigid_shape_sphere(s, b, r, &px, &n);
@@ -443,7 +456,7 @@ static int l_body(lua_State *L)
     }
     if (st) {
         free(b->mx), free(b->mtri), free(px);
-        return luaL_error(L, "%s: '%s': %s", fn, name, "could not make its particles");
+        return lerr(L, "%s: '%s': %s", fn, name, "could not make its particles");
     }
     b->mass = has_mass ? mass : rho * b->volume;
     b->density = b->mass / b->volume;
@@ -502,7 +515,7 @@ static int l_body(lua_State *L)
     if (!st && carve && kind != RIGID_MESH)
         st = carve_fluid(s, b);
     if (st)
-        return luaL_error(L, "%s: '%s': %s", fn, name, floe_ctx_message(s));
+        return lerr(L, "%s: '%s': %s", fn, name, floe_ctx_message(s));
     /* the handle: { name = ..., id = ..., state = function } */
     lua_createtable(L, 0, 3);
     lua_pushstring(L, b->name);
@@ -584,10 +597,10 @@ static int l_walls(lua_State *L)
     only_keys(L, 1, fn, KEYS);
     double lo[3], hi[3];
     if (!vec(L, 1, fn, "min", dim, lo) || !vec(L, 1, fn, "max", dim, hi))
-        return luaL_error(L, "%s: 'min' and 'max' are required", fn);
+        return lerr(L, "%s: 'min' and 'max' are required", fn);
     for (int k = 0; k < dim; k++)
         if (!(hi[k] > lo[k]))
-            return luaL_error(L, "%s: max must exceed min on every axis", fn);
+            return lerr(L, "%s: max must exceed min on every axis", fn);
     rigid_walls(s, lo, hi, boolean(L, 1, fn, "open_top"));
     return 0;
 }
@@ -607,17 +620,17 @@ static int l_hinge(lua_State *L)
         b = body_arg(L, s, -1, fn);
     lua_pop(L, 1);
     if (b == a)
-        return luaL_error(L, "%s: a body cannot be hinged to itself", fn);
+        return lerr(L, "%s: a body cannot be hinged to itself", fn);
     double anchor[3], axis[3] = {0, 0, 1};
     if (!vec(L, 1, fn, "anchor", 3, anchor))
-        return luaL_error(L, "%s: 'anchor' = {x, y, z} is required", fn);
+        return lerr(L, "%s: 'anchor' = {x, y, z} is required", fn);
     vec(L, 1, fn, "axis", 3, axis);
     if (!(fabs(axis[0]) + fabs(axis[1]) + fabs(axis[2]) > 0))
-        return luaL_error(L, "%s: 'axis' must not be zero", fn);
+        return lerr(L, "%s: 'axis' must not be zero", fn);
     if (s->b[a].motion != RIGID_DYNAMIC)
-        return luaL_error(L, "%s: '%s' is not a dynamic body", fn, s->b[a].name);
+        return lerr(L, "%s: '%s' is not a dynamic body", fn, s->b[a].name);
     if (rigid_hinge(s, a, b, anchor, axis))
-        return luaL_error(L, "%s: %s", fn, "out of memory");
+        return lerr(L, "%s: %s", fn, "out of memory");
     return 0;
 }
 
@@ -632,7 +645,7 @@ static int l_settings(lua_State *L)
     const double it = num(L, 1, fn, "iterations", s->iterations);
     const double erp = num(L, 1, fn, "contact_erp", s->contact_erp), cfm = num(L, 1, fn, "contact_cfm", s->contact_cfm);
     if (mu < 0 || e < 0 || e > 1 || it < 1 || it > 10000 || it != floor(it) || erp < 0 || erp > 1 || cfm < 0)
-        return luaL_error(L, "%s: friction >= 0, restitution in [0, 1], iterations an integer in [1, 10000], "
+        return lerr(L, "%s: friction >= 0, restitution in [0, 1], iterations an integer in [1, 10000], "
                              "contact_erp in [0, 1], contact_cfm >= 0", fn);
     s->friction = mu, s->restitution = e, s->iterations = (int)it, s->contact_erp = erp, s->contact_cfm = cfm;
     return 0;
