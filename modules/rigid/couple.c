@@ -50,6 +50,7 @@ typedef struct pass {
     int kind;                   /* 0 pressure (wcsph), 1 pressure (iisph), 2 viscosity */
     float beta, hyd, cvisc, eps;
     float g[3];
+    int sums_only;              /* viscosity: the bodies' sums only, the fluid's a left alone */
 } pass;
 
 static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
@@ -87,8 +88,8 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
         const float *rho = floe_attr_of(api, ctx, &f[q], "rho", FLOE_F32);
         const float *p = ps->kind != 2 ? floe_attr_of(api, ctx, &f[q], "p", FLOE_F32) : NULL;
         const float *v = ps->kind == 2 ? floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3) : NULL;
-        float *a = ps->kind == 2 ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
-        if (!x || !m || !rho || (ps->kind != 2 && !p) || (ps->kind == 2 && (!v || !a))) {
+        float *a = ps->kind == 2 && !ps->sums_only ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
+        if (!x || !m || !rho || (ps->kind != 2 && !p) || (ps->kind == 2 && (!v || (!a && !ps->sums_only)))) {
             st = FLOE_ERR_ARG;
             break;
         }
@@ -185,24 +186,43 @@ static int add_into(rigid_state *s, const pass *ps, int viscous)
     return st;
 }
 
-int rigid_couple_pressure(rigid_state *s, const rigid_couple *c)
+static pass make_pass(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0)
 {
     const floe_sim_info *si = api->sim(s->ctx);
-    pass ps = {.kind = c->solver == RIGID_IISPH ? 1 : 0, .beta = c->beta, .hyd = (float)c->hyd};
+    const float H = si->support;
+    pass ps = {.kind = kind, .beta = c ? c->beta : 2.0f, .hyd = c ? (float)c->hyd : 0.0f,
+               .cvisc = (float)(2.0 * alpha * H * c0), .eps = 0.01f * H * H};
     memcpy(ps.g, si->gravity, sizeof ps.g);
-    for (int k = 0; k < s->nb; k++) { /* this step's force: pressure now, the viscous part from before */
+    return ps;
+}
+
+/* this step's force: the pressure part comes now, the viscous part was kept */
+void rigid_couple_begin(rigid_state *s)
+{
+    for (int k = 0; k < s->nb; k++) {
         memcpy(s->b[k].F, s->b[k].Fv, sizeof s->b[k].F);
         memcpy(s->b[k].T, s->b[k].Tv, sizeof s->b[k].T);
         memset(s->b[k].Fv, 0, sizeof s->b[k].Fv);
         memset(s->b[k].Tv, 0, sizeof s->b[k].Tv);
     }
+}
+
+int rigid_couple_pressure(rigid_state *s, const rigid_couple *c)
+{
+    rigid_couple_begin(s);
+    const pass ps = make_pass(s, c->solver == RIGID_IISPH ? 1 : 0, c, 0.0, 0.0);
     return add_into(s, &ps, 0);
 }
 
 int rigid_couple_viscosity(rigid_state *s, double alpha, double c0)
 {
-    const floe_sim_info *si = api->sim(s->ctx);
-    const float H = si->support;
-    pass ps = {.kind = 2, .cvisc = (float)(2.0 * alpha * H * c0), .eps = 0.01f * H * H};
+    const pass ps = make_pass(s, 2, NULL, alpha, c0);
     return add_into(s, &ps, 1);
+}
+
+int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T)
+{
+    pass ps = make_pass(s, kind, c, alpha, c0);
+    ps.sums_only = 1;
+    return run_pass(s, &ps, F, T);
 }

@@ -69,6 +69,13 @@ static int st_viscosity(const floe_stage_call *call)
 }
 
 
+static int st_viscosity_cl(const floe_stage_call *call)
+{
+    if (!have_bodies(call) || call->param[VI_ALPHA].f == 0.0)
+        return FLOE_OK;
+    return rigid_cl_viscosity(call->state, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
+}
+
 static int decode_force(const floe_stage_call *call, rigid_couple *c)
 {
     const char *solver = call->param[FO_SOLVER].s, *bp = call->param[FO_BOUNDARY].s;
@@ -91,7 +98,7 @@ static int st_force(const floe_stage_call *call)
 }
 
 
-static int st_step(const floe_stage_call *call)
+static int step_common(const floe_stage_call *call, int cl)
 {
     rigid_state *s = call->state;
     if (!have_bodies(call))
@@ -102,7 +109,19 @@ static int st_step(const floe_stage_call *call)
     int st = rigid_engine_step(s, si->time, si->dt);
     if (st)
         return st;
-    return rigid_place_particles(s);
+    return cl ? rigid_cl_place(s) : rigid_place_particles(s);
+}
+
+static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
+static int st_step_cl(const floe_stage_call *call) { return step_common(call, 1); }
+
+static int st_force_cl(const floe_stage_call *call)
+{
+    if (!have_bodies(call))
+        return FLOE_OK;
+    rigid_couple c;
+    decode_force(call, &c);
+    return rigid_cl_pressure(call->state, &c);
 }
 
 
@@ -213,15 +232,15 @@ static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
       .doc = "fluid-body friction: artificial viscosity against the body particles' velocities, on the fluid's a and, "
              "opposite, on the bodies (before the pressure stage)",
-      .run = st_viscosity, .params = visc_params, .attrs = visc_attrs },
+      .run = st_viscosity, .run_cl = st_viscosity_cl, .params = visc_params, .attrs = visc_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "force",
       .doc = "the fluid's pressure forces on the body particles (the solver's boundary formula, Newton's third law), "
              "summed per body into a force and a torque (after the pressure stage, before integrate)",
-      .run = st_force, .params = force_params, .attrs = force_attrs },
+      .run = st_force, .run_cl = st_force_cl, .params = force_params, .attrs = force_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "step",
       .doc = "the bodies' step through ODE (fluid forces, gravity, contacts, joints, kinematic poses), then the body "
              "particles moved with them (after integrate)",
-      .run = st_step, .attrs = step_attrs },
+      .run = st_step, .run_cl = st_step_cl, .attrs = step_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "output",
       .doc = "per frame: each body's surface as NAME.NNNN.obj and one bodies.csv (t, id, name, position, quaternion, "
              "velocity, angular velocity, fluid force and torque)",

@@ -7,7 +7,8 @@
  *   couple.c     the fluid's forces on the body particles (the solvers' own formulas)
  *   engine.c     the ODE world: bodies, walls, contacts, joints, kinematic motion
  *   output.c     per frame: each body's mesh (OBJ) and bodies.csv
- *   lua_rigid.c  the scene face: rigid.body{}, rigid.walls{}, rigid.hinge{}, b:state() */
+ *   lua_rigid.c  the scene face: rigid.body{}, rigid.walls{}, rigid.hinge{}, b:state()
+ *   rigid_cl.c   the OpenCL path of the coupling (kernels/rigid/rigid.cl) */
 #ifndef RIGID_H
 #define RIGID_H
 
@@ -111,7 +112,10 @@ typedef struct rigid_couple {
 enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_couple_viscosity(rigid_state *s, double alpha, double c0);
-int rigid_reduce(rigid_state *s, size_t n, int viscous);
+void rigid_couple_begin(rigid_state *s);
+/* the bodies' sums of pass kind (0 wcsph, 1 iisph, 2 viscosity) on the
+ * host, the fluid untouched (the OpenCL path's fallback) */
+int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T);
 
 /* engine.c */
 int rigid_engine_init(rigid_state *s);
@@ -126,6 +130,11 @@ void rigid_engine_read(rigid_state *s);
 /* lua_rigid.c */
 int rigid_lua_open(void *state, floe_ctx *ctx, void *L);
 int rigid_kinematic_pose(rigid_state *s, rigid_body *b, double t, double x[3], double q[4]);
+
+/* rigid_cl.c */
+int rigid_cl_pressure(rigid_state *s, const rigid_couple *c);
+int rigid_cl_viscosity(rigid_state *s, double alpha, double c0);
+int rigid_cl_place(rigid_state *s);
 
 /* output.c */
 int rigid_write_frame(rigid_state *s);
