@@ -148,6 +148,23 @@ int rigid_hinge(rigid_state *s, int a, int b, const double anchor[3], const doub
     return FLOE_OK;
 }
 
+/* b = -1: to the world */
+int rigid_fix(rigid_state *s, int a, int b)
+{
+    if (s->nj == s->jcap) {
+        int cap = s->jcap ? 2 * s->jcap : 8;
+        rigid_joint *j = realloc(s->j, (size_t)cap * sizeof *j);
+        if (!j)
+            return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
+        s->j = j, s->jcap = cap;
+    }
+    dJointID j = dJointCreateFixed(s->world, 0);
+    dJointAttach(j, s->b[a].body, b >= 0 ? s->b[b].body : 0);
+    dJointSetFixed(j);
+    s->j[s->nj++] = (rigid_joint){j, a, b};
+    return FLOE_OK;
+}
+
 static void near_cb(void *data, dGeomID g1, dGeomID g2)
 {
     rigid_state *s = data;

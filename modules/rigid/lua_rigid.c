@@ -634,6 +634,31 @@ static int l_hinge(lua_State *L)
     return 0;
 }
 
+/* rigid.fix{ body = a, to = b }: glued in their present poses (one
+ * compound body: a paddle wheel's paddles); without `to`, to the world */
+static int l_fix(lua_State *L)
+{
+    static const char *const KEYS[] = {"body", "to", NULL};
+    const char *fn = "rigid.fix";
+    rigid_state *s = STATE(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    only_keys(L, 1, fn, KEYS);
+    lua_getfield(L, 1, "body");
+    const int a = body_arg(L, s, -1, fn);
+    lua_pop(L, 1);
+    int b = -1;
+    if (lua_getfield(L, 1, "to") != LUA_TNIL)
+        b = body_arg(L, s, -1, fn);
+    lua_pop(L, 1);
+    if (b == a)
+        return lerr(L, "%s: a body cannot be fixed to itself", fn);
+    if (s->b[a].motion != RIGID_DYNAMIC)
+        return lerr(L, "%s: '%s' is not a dynamic body", fn, s->b[a].name);
+    if (rigid_fix(s, a, b))
+        return lerr(L, "%s: %s", fn, "out of memory");
+    return 0;
+}
+
 static int l_settings(lua_State *L)
 {
     static const char *const KEYS[] = {"friction", "restitution", "iterations", "contact_erp", "contact_cfm", NULL};
@@ -669,7 +694,7 @@ int rigid_lua_open(void *state, floe_ctx *ctx, void *Lv)
     s->L = L;
     s->ctx = ctx;
     static const luaL_Reg fns[] = {{"body", l_body},         {"state", l_state},   {"walls", l_walls},
-                                   {"hinge", l_hinge},       {"settings", l_settings}, {"bodies", l_bodies},
+                                   {"hinge", l_hinge}, {"fix", l_fix},       {"settings", l_settings}, {"bodies", l_bodies},
                                    {NULL, NULL}};
     lua_createtable(L, 0, 6);
     lua_pushlightuserdata(L, s);

@@ -124,6 +124,7 @@ int rigid_engine_add(rigid_state *s, rigid_body *b, const double x[3], const dou
                      const double w[3]);
 int rigid_engine_step(rigid_state *s, double t, double dt);
 int rigid_walls(rigid_state *s, const double lo[3], const double hi[3], int open_top);
+int rigid_fix(rigid_state *s, int a, int b);
 int rigid_hinge(rigid_state *s, int a, int b, const double anchor[3], const double axis[3]);
 void rigid_engine_read(rigid_state *s);
 
