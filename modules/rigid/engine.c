@@ -192,6 +192,7 @@ static void near_cb(void *data, dGeomID g1, dGeomID g2)
 /* the poses and velocities after ODE's step into the bodies' state */
 void rigid_engine_read(rigid_state *s)
 {
+    const int dim = api->sim(s->ctx)->dim;
     for (int k = 0; k < s->nb; k++) {
         rigid_body *b = &s->b[k];
         const dReal *p = dBodyGetPosition(b->body), *q = dBodyGetQuaternion(b->body);
@@ -200,6 +201,16 @@ void rigid_engine_read(rigid_state *s)
             b->x[d] = p[d], b->v[d] = v[d], b->w[d] = w[d];
         for (int d = 0; d < 4; d++)
             b->q[d] = q[d];
+        if (dim == 2) { /* Plane2D holds the plane up to the solver's tolerance: made exact */
+            b->x[2] = b->v[2] = b->w[0] = b->w[1] = 0.0;
+            const double n = sqrt(b->q[0] * b->q[0] + b->q[3] * b->q[3]);
+            b->q[0] /= n, b->q[1] = b->q[2] = 0.0, b->q[3] /= n;
+            dBodySetPosition(b->body, b->x[0], b->x[1], 0.0);
+            const dQuaternion dq = {b->q[0], 0.0, 0.0, b->q[3]};
+            dBodySetQuaternion(b->body, dq);
+            dBodySetLinearVel(b->body, b->v[0], b->v[1], 0.0);
+            dBodySetAngularVel(b->body, 0.0, 0.0, b->w[2]);
+        }
     }
 }
 
