@@ -21,19 +21,18 @@ sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.8, tank[3] }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2, open_top = true }
 rigid.walls{ min = { 0, 0, 0 }, max = tank, open_top = true }
 
--- boxes in rows on the floor ahead of the water
+-- boxes in rows of four across the tank on the floor ahead of the water
 local s = math.max(0.08, 3 * d)
 for k = 1, nbox do
   local i, j = (k - 1) % 4, (k - 1) // 4
   rigid.body{ name = string.format("box%d", k), shape = "box", size = { s, s, s }, density = 400 + 50 * (k % 5),
-              position = { 0.7 + 0.18 * (k // 8), s / 2 + 0.01 + 0.12 * (k // 8 > 0 and 1 or 0) + 0.0,
-                           0.1 + 0.13 * i + 0.0 * j } }
+              position = { 0.65 + 0.2 * j, s / 2 + 0.005, 0.09 + 0.14 * i } }
 end
-rigid.body{ name = "ball", shape = "sphere", radius = math.max(0.06, 2 * d), density = 600, position = { 1.3, 0.1, 0.3 } }
+rigid.body{ name = "ball", shape = "sphere", radius = math.max(0.06, 2 * d), density = 600, position = { 1.35, 0.1, 0.45 } }
 local raw = floe.mesh_info{ file = models .. "/bunny_10k.obj" }
 local sc = 0.2 / (raw.max[2] - raw.min[2])
 rigid.body{ name = "bunny", file = models .. "/bunny_10k.obj", scale = sc, density = 500,
-            position = { 1.05, 0.12, 0.3 } }
+            position = { 1.3, 0.2, 0.15 } }
 
 sim:pipeline{
   "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 25 }, "gravity",
