@@ -16,14 +16,19 @@ static const char usage[] =
     "  run SCENE.lua [options]    run a scene script (headless)\n"
     "  bench SCENE.lua [options]  run a scene without writing frames; print particle-steps/s\n"
     "                             and milliseconds per step of every stage\n"
-    "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T] [--method cells|sorted_keys]\n"
+    "                   [--layout uniform|sparse]\n"
     "                             neighbour search updates per second\n"
+    "  bench surface OUT_DIR [floe surface's options]\n"
+    "                             the surfacer alone on a run's frames: ms per frame\n"
     "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
     "  modules [NAME]             list modules on the search path (or module NAME), their\n"
     "                             stages and parameters\n"
     "  devices                    list OpenCL platforms and devices (for --device)\n"
+    "  view SCENE.lua|RUN_DIR ... watch a scene live, play a run back, two to four side by\n"
+    "                             side (GLFW + OpenGL 4.3; `floe view --help`)\n"
     "  --version                  print the version\n"
     "  --help                     this text; `floe COMMAND --help`: that command's options\n"
     "\n"
@@ -57,6 +62,7 @@ static const char help_run[] =
 static const char help_bench[] =
     "usage: floe bench SCENE.lua [options]\n"
     "       floe bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "                             [--method cells|sorted_keys] [--layout uniform|sparse]\n"
     "run a scene without writing frames and print particle-steps/s and the milliseconds\n"
     "per step of every stage (the last sim:run of the scene); or time the neighbour search:\n"
     "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
@@ -229,10 +235,18 @@ static int cmd_modules(int argc, char **argv)
     return 0;
 }
 
+static int cmd_surface(int argc, char **argv);
+
 static int cmd_bench_neighbours(int argc, char **argv)
 {
     long n = 100000, dim = 3, iters = 20, threads = 0;
+    const char *method = NULL, *layout = "uniform";
     for (int i = 0; i < argc; i++) {
+        if ((!strcmp(argv[i], "--method") || !strcmp(argv[i], "--layout")) && i + 1 < argc) {
+            *(argv[i][2] == 'm' ? &method : &layout) = argv[i + 1];
+            i++;
+            continue;
+        }
         long *dst = !strcmp(argv[i], "--n") ? &n : !strcmp(argv[i], "--dim") ? &dim
                   : !strcmp(argv[i], "--iters") ? &iters : !strcmp(argv[i], "--threads") ? &threads : NULL;
         if (!dst || i + 1 >= argc) {
@@ -245,12 +259,25 @@ static int cmd_bench_neighbours(int argc, char **argv)
     }
     threads = clamp_threads("bench neighbours", threads);
     double ups, sort_ms, build_ms, avg;
+    if (method && strcmp(method, "cells") && strcmp(method, "sorted_keys")) {
+        fprintf(stderr, "floe bench neighbours: --method is cells or sorted_keys (got '%s')\n", method);
+        return 2;
+    }
+    if (strcmp(layout, "uniform") && strcmp(layout, "sparse")) {
+        fprintf(stderr, "floe bench neighbours: --layout is uniform or sparse (got '%s')\n", layout);
+        return 2;
+    }
+    /* without --method and --layout: the cell search's own benchmark, as before */
+    int plain = !method && !strcmp(layout, "uniform");
     if (n <= 0 || (dim != 2 && dim != 3) || iters <= 0 ||
-        floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)) {
+        (plain ? floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)
+               : floe_bench_neighbours_method((uint32_t)n, (int)dim, (int)threads, (int)iters,
+                                              method ? method : "cells", layout, &ups, &sort_ms, &build_ms, &avg))) {
         fprintf(stderr, "floe bench neighbours: failed (bad arguments or out of memory)\n");
         return 1;
     }
-    printf("neighbours: n=%ld dim=%ld threads=%ld iters=%ld\n", n, dim, threads, iters);
+    printf("neighbours: n=%ld dim=%ld threads=%ld iters=%ld method=%s layout=%s\n", n, dim, threads, iters,
+           method ? method : "cells", layout);
     printf("  sort %.3f ms, lists %.3f ms per update, %.1f neighbours per particle\n", sort_ms, build_ms, avg);
     printf("  %.4g neighbour updates/s (particles x updates per second)\n", ups);
     return 0;
@@ -280,6 +307,8 @@ static int cmd_run(int argc, char **argv, int bench)
         }
     if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
         return cmd_bench_neighbours(argc - 1, argv + 1);
+    if (bench && argc > 0 && !strcmp(argv[0], "surface")) /* the surfacer alone: floe surface's timing */
+        return cmd_surface(argc - 1, argv + 1);
     floe_scene_opts o;
     memset(&o, 0, sizeof o);
     o.frames = -1;
@@ -416,6 +445,38 @@ static int cmd_surface(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+/* floe view is a program of its own (floe-view, built where GLFW 3 and
+ * libepoxy are found): beside this one when installed, in the build tree's
+ * viewer/ folder when run from there. */
+static int cmd_view(int argc, char **argv)
+{
+    char self[4096], path[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    const char *env = getenv("FLOE_VIEW");
+    const char *cand[3] = {env, NULL, NULL};
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/floe-view", self);
+    snprintf(b, sizeof b, "%s/../viewer/floe-view", self);
+    cand[1] = a, cand[2] = b;
+    for (int i = 0; i < 3; i++)
+        if (cand[i] && access(cand[i], X_OK) == 0) {
+            snprintf(path, sizeof path, "%s", cand[i]);
+            argv[0] = path;
+            execv(path, argv);
+            fprintf(stderr, "floe view: cannot start %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+    (void)argc;
+    fprintf(stderr, "floe view: the viewer is not built: this Floe was configured without GLFW 3, libepoxy or\n"
+                    "libpng (apt-get install libglfw3-dev libepoxy-dev libpng-dev, then meson setup --reconfigure\n"
+                    "BUILD_DIR); floe run, bench and surface work without it\n");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -436,8 +497,10 @@ int main(int argc, char **argv)
         return cmd_surface(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench"))
         return cmd_run(argc - 2, argv + 2, 1);
-    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "help"};
-    const char *near = floe_nearest_name(argv[1], commands, 5);
+    if (!strcmp(argv[1], "view"))
+        return cmd_view(argc - 1, argv + 1);
+    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "view", "help"};
+    const char *near = floe_nearest_name(argv[1], commands, 6);
     fprintf(stderr, "floe: unknown command '%s'%s%s%s\n%s", argv[1], near ? " (did you mean '" : "", near ? near : "",
             near ? "'?)" : "", usage);
     return 2;

@@ -32,6 +32,7 @@ typedef struct pset {
     floe_set_kind kind;
     float rest_density;
     int is_static;
+    int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
@@ -72,6 +73,7 @@ typedef struct stage_inst {
     double ms_total, ms_frame;
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
     int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
+    int corrects;            /* corrects an integrator's positions (ABI 1.7 floe_stage_desc.corrects) */
 } stage_inst;
 
 typedef struct stat_acc {
@@ -117,6 +119,12 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    /* floe_pipeline_set calls since the current frame of a run began: the
+     * next frame's line of the run record lists them ("set:") */
+    int nset_log;
+    char set_log_key[8][128], set_log_value[8][64];
+    struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
+    struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -148,6 +156,9 @@ void floe_module_unload_handle(void *dl);
 const floe_module_desc *floe_core_module(void);
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
+/* neighbours_sorted.c: the neighbours stage's method "sorted_keys" */
+int ctx_neighbours_sorted(floe_ctx *ctx);
+void ctx_nbs_free(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);

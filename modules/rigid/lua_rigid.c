@@ -1,4 +1,4 @@
-/* The rigid module's face in scenes (ABI 1.7 lua_open):
+/* The rigid module's face in scenes (ABI 1.8 lua_open):
  *
  *   local rigid = sim:load "rigid"
  *   local b = rigid.body{ name = "crate", shape = "box", size = {0.2, 0.2, 0.2}, density = 500,

@@ -93,6 +93,12 @@ int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm);
  * and reordered again once, not kept), and the boundary volumes are
  * recomputed when it is a boundary set. */
 int floe_set_moved(floe_ctx *ctx, floe_set set);
+/* A boundary set whose particles change during the run (a module grows
+ * it: the freezing module's ice) is written with every frame, with its V
+ * and the run's attributes it carries, instead of once at frame 0. Its
+ * volumes V are the module's: the core's Akinci volumes neither overwrite
+ * them nor count its particles, and growing it does not recompute them. */
+int floe_set_every_frame(floe_ctx *ctx, floe_set set, int on);
 void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 /* Attribute enumeration (for writers): returns 0 past the end. */
@@ -169,6 +175,13 @@ int floe_pipeline_check(floe_ctx *ctx, const char *where, int *warnings);
 /* Override a stage parameter by "stage.param" after the pipeline is built
  * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
 int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
+/* Parameter k of pipeline stage i: its description and current value (a
+ * string value stays valid until the parameter changes). 0, or -1 past the
+ * end or for a host function. For hosts that show and change parameters
+ * while a run goes on (floe view): a floe_pipeline_set from floe_run's
+ * on_frame takes effect with the next frame and is written into that
+ * frame's line of the run record ("set:"). */
+int floe_pipeline_param(floe_ctx *ctx, int stage, int k, const floe_param_desc **desc, floe_value *value);
 /* Run the per-frame stages (floe_stage_desc.per_frame) once for output frame
  * `frame`, writing their files into out_dir (NULL: write nothing). floe_run
  * calls it after every frame; hosts that own their loop call it themselves. */
@@ -253,6 +266,12 @@ int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, siz
  * updates (sort + lists). Returns 0 or an error status. */
 int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
                           double *sort_ms, double *build_ms, double *avg_neighbours);
+/* The same for a method ("cells" or "sorted_keys") and a layout ("uniform":
+ * a block at fluid density; "sparse": a thin winding river over a wide
+ * terrain-like domain). docs/neighbours.md. */
+int floe_bench_neighbours_method(uint32_t n, int dim, int threads, int iters, const char *method,
+                                 const char *layout, double *updates_per_s, double *sort_ms, double *build_ms,
+                                 double *avg_neighbours);
 
 /* ---- OpenCL backend ---------------------------------------------------- */
 
@@ -315,6 +334,11 @@ typedef struct floe_scene_opts {
      * the run continues at the next frame; it is also the output root
      * (out_dir is ignored) */
     const char *resume;
+    /* appended: called after every output frame of every sim:run of the
+     * scene (after the scene's own sim:on_frame), as floe_run_def.on_frame:
+     * > 0 stops the run, < 0 fails it; NULL = none (floe view draws here) */
+    floe_frame_fn on_frame;
+    void *frame_user;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 7
+#define FLOE_ABI_MINOR 8
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -105,6 +105,11 @@ typedef struct floe_stage_desc {
      * output frame, after the frame's steps (and once for frame 0 before the
      * first step), with floe_sim_info.frame set: surfacers, exporters. */
     int per_frame;
+    /* ABI 1.7: nonzero: the stage corrects the positions an integrator
+     * wrote (terrain collision, constraints, emitters that add and remove
+     * particles): it writes x but is no second integrator (the pipeline
+     * check accepts it after 'integrate'). */
+    int corrects;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -135,7 +140,7 @@ typedef struct floe_module_desc {
      * gets the state of a fresh init(), after the scene's set-up. */
     int (*save)(void *state, floe_state_io *out);
     int (*load)(void *state, floe_state_io *in);
-    /* ABI 1.7, optional: the module's face in scenes. `local m = sim:load
+    /* ABI 1.8, optional: the module's face in scenes. `local m = sim:load
      * "name"` calls it with the scene's lua_State (as void *, so that the
      * header needs no Lua) once per sim after init; it pushes the values
      * sim:load returns (a table of functions, say) and returns how many.
@@ -341,7 +346,7 @@ typedef struct floe_api {
      * written and FLOE_OK is returned. The folder is the run's, reached as
      * out_dir's are (no symbolic link, nothing outside the output root). FLOE_ERR_IO with a message on failure. */
     int (*out_write)(floe_ctx *ctx, const char *name, const void *data, size_t len);
-    /* ---- appended in ABI 1.7: sets and meshes of a module's own ---------
+    /* ---- appended in ABI 1.8: sets and meshes of a module's own ---------
      * A set made by the module (as floe_set_create: NULL name or a taken
      * one is an error; the handle's id is 0 then, with the message set). */
     floe_set (*set_create)(floe_ctx *ctx, const char *name, floe_set_kind kind, float rest_density);
