@@ -134,6 +134,10 @@ int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
 int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
+/* api->set_moving: a boundary set sorted every step, its volumes its owner's */
+int ctx_set_moving(floe_ctx *ctx, floe_set set);
+/* sim:load: the values a loaded module's lua_open (ABI 1.7) pushes, or 0 */
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);
 

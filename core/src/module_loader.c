@@ -265,6 +265,14 @@ int floe_module_load(floe_ctx *ctx, const char *name)
     return FLOE_OK;
 }
 
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L)
+{
+    module_inst *m = find_loaded(ctx, name);
+    if (!m || !HAS(m->desc, lua_open) || !m->desc->lua_open)
+        return 0;
+    return m->desc->lua_open(m->state, ctx, L);
+}
+
 /* ---- listing ---------------------------------------------------------- */
 
 static int seen(char names[][NAME_LEN], int n, const char *name)
