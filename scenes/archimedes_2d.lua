@@ -15,7 +15,7 @@ local s = floe.param("size", 0.16)
 local wb = floe.param("bwidth", 0.48)
 local W, H = floe.param("width", 0.8), floe.param("depth", 0.25)
 local sim = floe.sim{ dim = 2, spacing = d, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, max = {W + 0.1, 1.0} } }
-sim:load{ solver }
+sim:load{ "sph", solver }
 local rigid = sim:load "rigid"
 sim:fluid_box{ min = {0, 0}, max = {W, H} }
 sim:boundary_box{ min = {0, 0}, max = {W, H + 0.3}, layers = 2, open_top = true }
@@ -26,14 +26,14 @@ local c = floe.param("c", 20)
 local avg_from = floe.param("avg_from", 1.5)
 if solver == "iisph" then
 sim:pipeline{ "neighbours", "iisph.density", "gravity",
-  { "rigid.viscosity", alpha = 0.05, speed_of_sound = c },
+  { "rigid.viscosity", alpha = 0.05 },
   { "iisph.solve", tolerance = floe.param("tol", 0.0005), boundary_pressure = "mirror", damping = 2 },
   { "rigid.force", solver = "iisph", boundary_pressure = "mirror" },
   "integrate", "rigid.step", "rigid.output" }
 else
-sim:pipeline{ "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.05, speed_of_sound = c },
-  { "rigid.viscosity", alpha = 0.05, speed_of_sound = c },
+sim:pipeline{ "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.05 },
+  { "rigid.viscosity", alpha = 0.05 },
   "wcsph.pressure_force", "rigid.force",
   "integrate", "rigid.step", "rigid.output" }
 end

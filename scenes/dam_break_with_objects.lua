@@ -14,7 +14,7 @@ local models = os.getenv("FLOE_MODEL_DIR") or "../shared/data/models"
 local tank = { 1.6, 0.9, 0.6 }
 local sim = floe.sim{ dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { tank[1] + 0.1, 2.0, tank[3] + 0.1 } } }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local rigid = sim:load "rigid"
 
 sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.8, tank[3] }, density = 1000 }
@@ -35,7 +35,7 @@ rigid.body{ name = "bunny", file = models .. "/bunny_10k.obj", scale = sc, densi
             position = { 1.3, 0.2, 0.15 } }
 
 sim:pipeline{
-  "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 25 }, "gravity",
+  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 25 }, "gravity",
   { "wcsph.viscosity", kind = "artificial", alpha = 0.02 },
   { "rigid.viscosity", alpha = 0.02, speed_of_sound = 25 },
   "wcsph.pressure_force", "rigid.force", "integrate", "rigid.step", "rigid.output",

@@ -14,7 +14,7 @@ local depth = 0.3
 local tank = v(1.6, 0.9, depth)
 local sim = floe.sim{ dim = dim, spacing = d, gravity = v(0, -9.81, 0),
   domain = { min = v(-0.1, -0.1, -0.1), max = v(1.7, 1.5, depth + 0.1) } }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local rigid = sim:load "rigid"
 
 sim:fluid_box{ min = v(0, 0, 0), max = v(0.5, 0.6, depth) }
@@ -32,9 +32,9 @@ rigid.fix{ body = b, to = a }
 rigid.hinge{ body = a, anchor = c, axis = { 0, 0, 1 } }
 
 sim:pipeline{
-  "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 30 }, "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.02, speed_of_sound = 30 },
-  { "rigid.viscosity", alpha = 0.02, speed_of_sound = 30 },
+  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 30 }, "gravity",
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.02 },
+  { "rigid.viscosity", alpha = 0.02 },
   "wcsph.pressure_force", "rigid.force", "integrate", "rigid.step", "rigid.output",
 }
 sim:on_frame(function(s, st)

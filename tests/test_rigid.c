@@ -55,7 +55,7 @@ Test(rigid, falls_then_rests_on_the_floor)
     floe_scene_opts o = sc_opts();
     int rc = sc_run(&o,
         SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, gravity = {0, -9.81, 0}, domain = { min = {-0.6, -0.1, -0.6}, max = {0.6, 1, 0.6} } }\n"
-        "sim:load 'wcsph'\n"
+        "sim:load{ 'sph', 'wcsph' }\n"
         "local rigid = sim:load 'rigid'\n"
         "sim:fluid_box{ min = {0.4, 0.8, 0.4}, max = {0.5, 0.9, 0.5} }\n"
         "local b = rigid.body{ name = 'crate', shape = 'box', size = {0.2, 0.2, 0.2}, density = 2000, position = {0, 0.5, 0} }\n"
@@ -92,12 +92,12 @@ Test(rigid, third_law_per_step)
     floe_scene_opts o = sc_opts();
     int rc = sc_run(&o,
         SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, 0}, domain = { min = {-1, -1}, max = {1, 1} } }\n"
-        "sim:load 'wcsph'\n"
+        "sim:load{ 'sph', 'wcsph' }\n"
         "local rigid = sim:load 'rigid'\n"
         "sim:fluid_box{ min = {-0.3, -0.1}, max = {-0.1, 0.1}, velocity = {2, 0.3} }\n"
         "local b = rigid.body{ name = 'ball', shape = 'sphere', radius = 0.08, density = 800, position = {0.05, 0} }\n"
         "local worst, touched = 0, 0\n"
-        "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+        "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
         "  { 'rigid.viscosity', alpha = 0.1, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force',\n"
         "  function(s)\n"
         "    local fx, fy = 0, 0\n"

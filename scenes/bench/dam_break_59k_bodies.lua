@@ -11,7 +11,7 @@ local nbodies = floe.param("bodies", 10)
 local d = 0.025
 local sim = floe.sim{ dim = 3, radius = d / 2, gravity = { 0, -9.81, 0 },
   domain = { min = { -1, -0.2, -1 }, max = { 5, 8, 2.5 } } }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local rigid = sim:load "rigid"
 local per_side = 39
 local gap = (1 - per_side * d) / 2
@@ -28,7 +28,7 @@ for k = 1, nbodies do
 end
 floe.log(string.format("bench: %d fluid particles, %d bodies (%d body particles)", n, placed, sim:count "bodies"))
 sim:pipeline{
-  "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
+  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
   { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 },
   { "wcsph.pressure_force", xsph = viscosity }, "rigid.force",
   "integrate", "rigid.step",

@@ -21,7 +21,7 @@ local d = 1.0 / side
 local dt = 0.02 * d
 local sim = floe.sim{ dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 3.2, 1.6 } } }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local rigid = sim:load "rigid"
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
@@ -36,7 +36,7 @@ end
 floe.log(string.format("bench: %d fluid particles, %d bodies (%d body particles), spacing %.5g m, %d steps",
   n, nbodies, sim:count "bodies", d, steps))
 sim:pipeline{
-  "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
+  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
   { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 },
   { "wcsph.pressure_force", xsph = floe.param("viscosity", 0.01) }, "rigid.force",
   "integrate", "rigid.step",
