@@ -12,16 +12,16 @@ TestSuite(rigid_cl, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
 #define SCENE                                                                                                       \
     SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, " \
             "max = {0.6, 0.8} } }\n"                                                                                \
-            "sim:load{ 'sph', 'wcsph' }\n"                                                                                    \
+            "sim:load 'wcsph'\n"                                                                                    \
             "local rigid = sim:load 'rigid'\n"                                                                      \
             "sim:fluid_box{ min = {0, 0}, max = {0.5, 0.3} }\n"                                                     \
             "sim:boundary_box{ min = {0, 0}, max = {0.5, 0.6}, layers = 2, open_top = true }\n"                    \
             "rigid.walls{ min = {0, 0}, max = {0.5, 0.6}, open_top = true }\n"                                      \
             "rigid.body{ name = 'box', shape = 'box', size = {0.12, 0.12}, density = 500, position = {0.25, 0.33}, " \
             "rotation = 10 }\n"                                                                                     \
-            "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
-            "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05 },\n"                   \
-            "  { 'rigid.viscosity', alpha = 0.05 }, 'wcsph.pressure_force', 'rigid.force',\n" \
+            "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
+            "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05, speed_of_sound = 20 },\n"                   \
+            "  { 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force',\n" \
             "  'integrate', 'rigid.step', 'rigid.output' }\n"                                                       \
             "sim:run{ end_time = 0.5, fps = 20, dt = 0.0005, out = 'o' }\n"
 
