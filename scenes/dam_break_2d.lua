@@ -20,7 +20,7 @@ local sim = floe.sim{
   dim = 2, spacing = d, gravity = { 0, -g },
   domain = { min = { -4 * d, -4 * d }, max = { 5 * a + 4 * d, 6 * a } },
 }
-sim:load{ "wcsph", "iisph", "dfsph", "viscosity", "hello" }
+sim:load{ "sph", "wcsph", "iisph", "dfsph", "hello" }
 sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = water.density }
 sim:boundary_box{ min = { 0, 0 }, max = { 5 * a, 3 * a }, layers = 2, open_top = true }
 sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }, set = "gate" }
@@ -30,18 +30,18 @@ sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }
 local c = water.speed_of_sound
 local steps = {
   wcsph = function(settling)
-    return { "wcsph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
+    return { "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
              { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity,
-               boundary_alpha = water.wall_friction, speed_of_sound = c },
+               boundary_alpha = water.wall_friction },
              "wcsph.pressure_force" }
   end,
   iisph = function(settling)
-    return { "iisph.density", "gravity",
+    return { "sph.density", "gravity",
              { "iisph.solve", damping = settling and 20 or 0, boundary_viscosity = settling and 0 or 0.01 } }
   end,
   dfsph = function(settling)
-    local p = { "iisph.density", "gravity" }
-    if not settling then p[#p + 1] = { "viscosity.xsph", alpha = 0, boundary_alpha = 0.05 } end
+    local p = { "sph.density", "gravity" }
+    if not settling then p[#p + 1] = { "sph.xsph", alpha = 0, boundary_alpha = 0.05 } end
     p[#p + 1] = "dfsph.solve"
     return p
   end,

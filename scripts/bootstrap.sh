@@ -12,7 +12,7 @@ set -euo pipefail
 
 pkgs=(gcc pkg-config meson ninja-build python3 python3-yaml python3-matplotlib liblua5.4-dev libyaml-dev
       libcriterion-dev libpng-dev
-      libassimp-dev assimp-testmodels
+      libassimp-dev assimp-testmodels libode-dev
       libglfw3-dev libepoxy-dev xvfb libgl1-mesa-dri
       pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers)
 [ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)

@@ -12,20 +12,20 @@
 
 /* neighbours, density, gravity, the solve, velocity damping while settling,
  * an optional host stage, integration */
-static double wall_alpha; /* XSPH against walls (viscosity.xsph boundary_alpha), 0 = free slip */
+static double wall_alpha; /* XSPH against walls (sph.xsph boundary_alpha), 0 = free slip */
 
 static void dfsph_pipeline(fixture *f, double damping, floe_stage_fn host, void *user)
 {
-    cr_assert_eq(floe_module_load(f->ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f->ctx)); /* its density stage */
+    cr_assert_eq(floe_module_load(f->ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f->ctx)); /* sph.density */
     cr_assert_eq(floe_module_load(f->ctx, "dfsph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
     floe_pipeline_clear(f->ctx);
     fixture_add(f, "neighbours", 0, NULL);
-    fixture_add(f, "iisph.density", 0, NULL);
+    fixture_add(f, "sph.density", 0, NULL);
     fixture_add(f, "gravity", 0, NULL);
     if (wall_alpha > 0) {
-        cr_assert_eq(floe_module_load(f->ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+        cr_assert_eq(floe_module_load(f->ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
         floe_param_kv xk[] = {KV_F("alpha", 0), KV_F("boundary_alpha", wall_alpha)};
-        fixture_add(f, "viscosity.xsph", 2, xk);
+        fixture_add(f, "sph.xsph", 2, xk);
     }
     fixture_add(f, "dfsph.solve", 0, NULL);
     if (damping > 0) {

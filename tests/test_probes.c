@@ -325,10 +325,10 @@ Test(probes, frames_carry_the_attributes_asked_for)
 {
     static const char scene[] =
         SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.05, gravity = {0, -9.81}, domain = { min = {-0.5, -0.5}, max = {1, 1} } }\n"
-                "sim:load{ 'iisph', 'dfsph' }\n"
+                "sim:load{ 'sph', 'dfsph' }\n"
                 "sim:fluid_box{ min = {0, 0}, max = {0.2, 0.2} }\n"
                 "sim:boundary_box{ min = {0, 0}, max = {0.4, 0.4}, open_top = true }\n"
-                "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"
+                "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"
                 "sim:run{ frames = 2, attributes = { %s }, formats = { 'ply', 'vtk' } }\n";
     floe_scene_opts o = sc_opts();
     cr_assert_eq(sc_run(&o, scene, "'p', 'v', 'dfsph_kv'"), FLOE_OK, "%s", sc_err);

@@ -22,6 +22,8 @@
 int floe_lua_boundary_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_mesh_info(lua_State *L);
+/* api->lua_mesh (ABI 1.7): a module's mesh from the placement keys */
+floe_mesh *floe_lua_mesh_load(floe_ctx *ctx, void *L, int t, const char *fn);
 
 #define PLACEMENT_KEYS "file", "object", "scale", "rotation", "translation"
 
@@ -262,6 +264,17 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx)
     }
     floe_set set = make_set(L, ctx, fn, m, name, FLOE_SET_FLUID, rho);
     return finish(L, ctx, fn, m, floe_fill_mesh(ctx, set, m, &use, v));
+}
+
+floe_mesh *floe_lua_mesh_load(floe_ctx *ctx, void *Lv, int t, const char *fn)
+{
+    lua_State *L = Lv;
+    (void)ctx;
+    t = lua_absindex(L, t);
+    luaL_checktype(L, t, LUA_TTABLE);
+    floe_mesh_def def;
+    read_placement(L, t, fn, &def);
+    return load(L, fn, &def);
 }
 
 static void set_vec(lua_State *L, const char *key, const float v[3])

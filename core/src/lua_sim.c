@@ -8,6 +8,8 @@
  * ("floe.sim"); __gc and __close destroy its context. */
 #include "lua_floe.h"
 
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L); /* module_loader.c */
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -621,7 +623,11 @@ static int m_load(lua_State *L)
     for (int i = 0; i < n; i++)
         if (floe_module_load(s->ctx, names[i]) != FLOE_OK)
             return luaL_error(L, "sim:load: %s", floe_ctx_error(s->ctx));
-    return 0;
+    /* modules with a face in scenes (ABI 1.7 lua_open): their values, in order */
+    int top = lua_gettop(L), nret = 0;
+    for (int i = 0; i < n; i++)
+        nret += ctx_module_lua_open(s->ctx, names[i], L);
+    return nret ? lua_gettop(L) - top : 0;
 }
 
 /* ---- particles ---------------------------------------------------------- */

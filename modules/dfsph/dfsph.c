@@ -4,7 +4,7 @@
  *
  * One stage, in pipeline order (core stages in brackets, the density stage of
  * another module in braces):
- *   [neighbours] {iisph.density} [gravity] {viscosity, tension...} solve [integrate]
+ *   [neighbours] {sph.density} [gravity] {viscosity, tension...} solve [integrate]
  *
  * The density stage gives rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
  * (Akinci et al. 2012 boundary particles, psi_b = rho0_i V_b). `solve` then

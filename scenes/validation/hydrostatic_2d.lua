@@ -15,23 +15,23 @@ local W, H, g = 0.2, 0.3, 9.81
 
 local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -g },
                       domain = { min = { -4 * d, -4 * d }, max = { W + 4 * d, 2 * H } } }
-sim:load{ "wcsph", "iisph", "dfsph", "hello" }
+sim:load{ "sph", "wcsph", "iisph", "dfsph", "hello" }
 sim:fluid_box{ min = { 0, 0 }, max = { W, H }, density = 1000 }
 sim:boundary_box{ min = { 0, 0 }, max = { W, H + 0.1 }, layers = 2 }
 
 local c = 30
 local steps = {
   wcsph = function(damp)
-    local p = { "wcsph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
-                { "wcsph.viscosity", kind = "artificial", alpha = 0.05, speed_of_sound = c }, "wcsph.pressure_force" }
+    local p = { "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
+                { "wcsph.viscosity", kind = "artificial", alpha = 0.05 }, "wcsph.pressure_force" }
     if damp then p[#p + 1] = { "hello.damp", rate = 30 } end
     return p
   end,
   iisph = function(damp)
-    return { "iisph.density", "gravity", { "iisph.solve", damping = damp and 20 or 0 } }
+    return { "sph.density", "gravity", { "iisph.solve", damping = damp and 20 or 0 } }
   end,
   dfsph = function(damp)
-    local p = { "iisph.density", "gravity", "dfsph.solve" }
+    local p = { "sph.density", "gravity", "dfsph.solve" }
     if damp then p[#p + 1] = { "hello.damp", rate = 20 } end
     return p
   end,
