@@ -1,5 +1,6 @@
 /* Simulation context: creation, errors, logging. */
 #include "ctx.h"
+#include "probes.h"
 #include "emit.h"
 
 #include <math.h>
@@ -150,6 +151,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
             m->desc->fini(m->state);
     }
     ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
+    probes_free(ctx);
     emit_free(ctx);
     ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)

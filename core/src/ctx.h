@@ -120,6 +120,7 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    struct probes *probes;   /* probes.c: declared measurements, NULL = none */
     /* floe_pipeline_set calls since the current frame of a run began: the
      * next frame's line of the run record lists them ("set:") */
     int nset_log;

@@ -1418,6 +1418,8 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_mesh_info(lua_State *L);
 static int m_boundary_mesh(lua_State *L) { return floe_lua_boundary_mesh(L, check_idle(L, "sim:boundary_mesh")->ctx); }
 static int m_fluid_mesh(lua_State *L) { return floe_lua_fluid_mesh(L, check_idle(L, "sim:fluid_mesh")->ctx); }
+int floe_lua_probe(lua_State *L, floe_ctx *ctx);
+static int m_probe(lua_State *L) { return floe_lua_probe(L, check_idle(L, "sim:probe")->ctx); }
 /* lua_terrain.c: sim:terrain, sim:terrain_height */
 int floe_lua_terrain(lua_State *L, floe_ctx *ctx);
 int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx);
@@ -1444,6 +1446,7 @@ static const luaL_Reg sim_methods[] = {
     {"boundary_solid_box", m_boundary_solid_box},
     {"boundary_mesh", m_boundary_mesh},
     {"fluid_mesh", m_fluid_mesh},
+    {"probe", m_probe},
     {"terrain", m_terrain},
     {"terrain_height", m_terrain_height},
     {"lake", m_lake},

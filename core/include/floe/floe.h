@@ -193,6 +193,45 @@ int floe_pipeline_param(floe_ctx *ctx, int stage, int k, const floe_param_desc *
  * calls it after every frame; hosts that own their loop call it themselves. */
 int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame);
 
+/* ---- probes ----------------------------------------------------------- */
+
+/* Measurements written as CSV tables (NAME.csv) in the folder of every
+ * later run, one row per sample: after each output frame and at frame 0, or
+ * at `rate` samples per second (docs/lua-api.md, "Probes"; probes.c). */
+enum {
+    FLOE_PROBE_POINTS = 1, /* fluid attributes interpolated at points (kernel-sum normalised) */
+    FLOE_PROBE_HEIGHT,     /* water height at gauges (up = against gravity) */
+    FLOE_PROBE_FRONT,      /* the fluid's furthest extent along an axis */
+    FLOE_PROBE_FORCE       /* pressure force of the fluid on a boundary set */
+};
+
+typedef struct floe_probe_def {
+    const char *name;         /* the table's file: NAME.csv (letters, digits, '_', '-') */
+    int kind;                 /* FLOE_PROBE_* */
+    int npoints;              /* POINTS, HEIGHT: how many points / gauges */
+    const float (*points)[3]; /* POINTS: positions; HEIGHT: gauges (the up coordinate is ignored) */
+    const char *const *attrs; /* POINTS: fluid attributes (F32 or VEC3), NULL = {"p"} */
+    int nattrs;
+    int axis;                 /* FRONT: 0, 1, 2 */
+    int direction;            /* FRONT: +1 the largest coordinate, -1 the smallest */
+    const char *set;          /* FORCE: the boundary set */
+    int wall;                 /* FORCE: the wall pressure p_b the solver assumes, FLOE_WALL_* */
+    double rate;              /* samples per second; 0 = once per output frame */
+    double threshold;         /* HEIGHT: kernel sum at the surface (0 = 0.5) */
+    /* units of the table: time column (t - time_origin) * time_scale, values
+     * times scale (0 = 1), so it can sit on the axes of its reference */
+    double time_origin, time_scale, scale;
+    const char *reference;    /* a CSV of measured data (x, y) to compare with, or NULL:
+                               * listed in probes.csv beside the tables (floe compare plots it) */
+} floe_probe_def;
+
+/* Declare a probe (checked here: name, kind, points, the boundary set). */
+int floe_probe_add(floe_ctx *ctx, const floe_probe_def *def);
+/* wall pressure of the force probe: p_b = p_i (wcsph, iisph mirror), p_b = 0
+ * (Akinci's force alone: dfsph, iisph akinci), p_b = p_i + rho_i g.(x_b - x_i)
+ * where p_i > 0 (iisph's default extrapolate) */
+enum { FLOE_WALL_MIRROR = 0, FLOE_WALL_AKINCI, FLOE_WALL_EXTRAPOLATE };
+
 /* ---- running ---------------------------------------------------------- */
 
 enum { FLOE_FMT_PLY = 1, FLOE_FMT_VTK = 2 };
