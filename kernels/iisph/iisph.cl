@@ -22,10 +22,6 @@
 
 #define WGS 128
 
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
 /* ---- density (as iisph.c st_density; several launches for several sets) */
 
 __kernel void iisph_density(uint n, __global const float *x, __global const float *m, __global float *rho, float4 kc,
@@ -44,7 +40,7 @@ __kernel void iisph_density(uint n, __global const float *x, __global const floa
         const uint c = cntf[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
+            FLOE_X_IJ(xf);
             s += mf[j] * floe_w_hat(kc, r2);
         }
         acc += s;
@@ -54,7 +50,7 @@ __kernel void iisph_density(uint n, __global const float *x, __global const floa
         const uint c = cntb[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
+            FLOE_X_IJ(xb);
             s += Vb[j] * floe_w_hat(kc, r2);
         }
         acc += rho0 * s;
@@ -131,7 +127,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             const uint c = cntb[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
+                FLOE_X_IJ(xb);
                 const float dw = floe_dw_r(kc, r2);
                 const float g = Vb[j] * dw;
                 if (kgc)

@@ -13,6 +13,8 @@
 #include <floe/kernel.h>
 #include <floe/module.h>
 
+#include <string.h>
+
 #define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 
 /* A particle set and its info, as the OpenCL glue passes them around. */
@@ -67,6 +69,62 @@ static inline void *floe_cl_attr(const floe_api *api, floe_ctx *ctx, const floe_
         *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
                         t == FLOE_VEC3 ? "vec3" : "f32", name);
     return m;
+}
+
+/* One target set of a launch as kernel arguments: its positions x, its
+ * weights w (m of a fluid set, V of a boundary set), with FLOE_CL_ROW_RHO /
+ * FLOE_CL_ROW_V (fluid sets) rho and v, and the device neighbour lists of
+ * the query set q in it. An absent target (t NULL, has = 0) gets a small
+ * buffer in every slot, never read (no NULL buffer arguments). */
+typedef struct floe_cl_row {
+    void *x, *w, *rho, *v, *cnt, *idx;
+    uint32_t pitch;
+    int32_t has;
+    double total; /* neighbours in the lists (bandwidth estimates) */
+} floe_cl_row;
+
+enum { FLOE_CL_ROW_RHO = 1, FLOE_CL_ROW_V = 2 };
+
+static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *t,
+                                  unsigned needs, floe_cl_row *r)
+{
+    memset(r, 0, sizeof *r);
+    void *none = api->cl_scratch(ctx, "floe.none", 16);
+    if (!none)
+        return FLOE_ERR_NOMEM;
+    r->x = r->w = r->rho = r->v = r->cnt = r->idx = none;
+    if (!t)
+        return FLOE_OK;
+    r->has = 1;
+    floe_cl_nlist nl;
+    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
+    if (st)
+        return st;
+    if (nl.n < q->info.n)
+        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
+                         q->info.n);
+    const int bound = t->info.kind == FLOE_SET_BOUNDARY;
+    r->x = floe_cl_attr(api, ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
+    r->w = floe_cl_attr(api, ctx, t, bound ? "V" : "m", FLOE_F32, FLOE_READ, &st);
+    if (!bound && (needs & FLOE_CL_ROW_RHO))
+        r->rho = floe_cl_attr(api, ctx, t, "rho", FLOE_F32, FLOE_READ, &st);
+    if (!bound && (needs & FLOE_CL_ROW_V))
+        r->v = floe_cl_attr(api, ctx, t, "v", FLOE_VEC3, FLOE_READ, &st);
+    r->cnt = nl.count;
+    r->idx = nl.idx;
+    r->pitch = nl.pitch;
+    r->total = nl.total;
+    return st;
+}
+
+/* Launch l of the launches = max(nf, nb) of query set q: the rows of its
+ * l-th fluid target (f[l], absent when l >= nf) and l-th boundary target. */
+static inline int floe_cl_rows(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *f,
+                               int nf, const floe_cl_set *b, int nb, int l, unsigned needs, floe_cl_row *rf,
+                               floe_cl_row *rb)
+{
+    int st = floe_cl_row_get(api, ctx, q, l < nf ? &f[l] : NULL, needs, rf);
+    return st ? st : floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, rb);
 }
 
 #endif

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- one api pointer per module ---------------------------------------------
@@ -337,5 +338,104 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
 #define FLOE_ATTR_BOUND(n, t) \
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+
+/* ==== shapes every pair stage repeats (added with iisph and tension) ========= */
+
+/* s[0..2] += sum_j G x_ij over one row, G an expression in j, r2 (and dx, dy,
+ * dz): the omp simd reduction of every gradient-like row sum. Used inside a
+ * row function (kc, id, cnt, xt, xi, yi, zi in scope). */
+#define FLOE_ROW_SUM3(per, G, s)                                     \
+    do {                                                             \
+        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;                    \
+        _Pragma("omp simd reduction(+ : sx_, sy_, sz_)")             \
+        for (uint32_t k = 0; k < cnt; k++) {                         \
+            FLOE_X_IJ(per);                                          \
+            const float g_ = (G);                                    \
+            sx_ += g_ * dx;                                          \
+            sy_ += g_ * dy;                                          \
+            sz_ += g_ * dz;                                          \
+        }                                                            \
+        (s)[0] += sx_;                                               \
+        (s)[1] += sy_;                                               \
+        (s)[2] += sz_;                                               \
+    } while (0)
+
+/* An init hook fn giving the module a zeroed state of type T (its fini frees it). */
+#define FLOE_STATE_INIT(fn, T)                    \
+    static int fn(floe_ctx *ctx, void **state)    \
+    {                                             \
+        (void)ctx;                                \
+        T *s_ = calloc(1, sizeof *s_);            \
+        if (!s_)                                  \
+            return FLOE_ERR_NOMEM;                \
+        *state = s_;                              \
+        return FLOE_OK;                           \
+    }
+
+/* A per-particle scratch *p of *cap floats grown to at least n. */
+static inline int floe_scratch(const floe_api *api, floe_ctx *ctx, float **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return FLOE_OK;
+    float *q = realloc(*p, n * sizeof *q);
+    if (!q)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", n);
+    *p = q;
+    *cap = n;
+    return FLOE_OK;
+}
+
+/* V_j = m_j / rho_j of every fluid set f[0..nf) into vol (laid out by floe_fluid.off) */
+static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, float *vol)
+{
+    int st = FLOE_OK;
+    for (int s = 0; s < nf; s++) {
+        const uint32_t n = f[s].info.n;
+        if (n == 0)
+            continue;
+        const float *restrict m = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        const float *restrict rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+        if (st != FLOE_OK)
+            return st;
+        float *restrict V = vol + f[s].off;
+#pragma omp parallel for simd schedule(static)
+        for (uint32_t i = 0; i < n; i++)
+            V[i] = m[i] / rho[i];
+    }
+    return FLOE_OK;
+}
+
+/* what a pair stage with Akinci boundaries reads (fluid x, m; boundary x, V)
+ * and the acceleration a force stage adds to */
+#define FLOE_ATTRS_PAIR                                                                    \
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), \
+        FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
+#define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* a float parameter */
+#define FLOE_PARAM_F(nm, d, lo, hi, u, txt)                                                                   \
+    {                                                                                                         \
+        FLOE_SIZED(floe_param_desc), .name = nm, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, \
+            .unit = u, .doc = txt                                                                             \
+    }
+
+/* a stage named nm, run by st_<id> and st_<id>_cl, with <id>_params and <id>_attrs */
+#define FLOE_STAGE(id, nm, text)                                                                         \
+    {                                                                                                    \
+        FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
+            .params = id##_params, .attrs = id##_attrs                                                   \
+    }
+
+/* The module's descriptor and its entry point floe_module_<nm>, which sets
+ * `api` (FLOE_MODULE_API_DEFINE) and hands the descriptor to the core. */
+#define FLOE_KIT_MODULE(nm, ver, text, stage_list, init_fn, fini_fn)                                      \
+    static const floe_module_desc floe_kit_module_ = {                                                    \
+        FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR,           \
+        .name = #nm, .version = ver, .summary = text, .stages = stage_list, .init = init_fn, .fini = fini_fn}; \
+    FLOE_MODULE(nm)                                                                                       \
+    {                                                                                                     \
+        api = core;                                                                                       \
+        return &floe_kit_module_;                                                                         \
+    }
 
 #endif
