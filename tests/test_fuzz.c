@@ -68,3 +68,17 @@ Test(fuzz, params_corpus_and_crashes)
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
     run_target("params", fuzz_params);
 }
+
+Test(fuzz, mesh_corpus_and_crashes)
+{
+    run_target("mesh", fuzz_mesh);
+    /* a refused mesh names its file */
+    const uint8_t garbage[] = "\001not an STL";
+    cr_assert_eq(fuzz_mesh(garbage, sizeof garbage - 1), -1);
+    cr_expect(strstr(fuzz_message, "mesh.stl") != NULL, "%s", fuzz_message);
+    /* an input that crashes assimp's PLY importer: the import runs in a
+     * child process, and the scene gets an error naming the file */
+    const uint8_t ply[] = "\002ply\nformat ascii 1.0\n\000eleme";
+    cr_assert_eq(fuzz_mesh(ply, sizeof ply - 1), -1);
+    cr_expect(strstr(fuzz_message, "mesh.ply") && strstr(fuzz_message, "importer crashed"), "%s", fuzz_message);
+}

@@ -285,7 +285,8 @@ Test(surface, offline_matches_the_run)
     cr_assert_eq(floe_run(ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_ctx_destroy(ctx);
     char err[1024];
-    cr_assert_eq(floe_surface_dir(dir, "mc", 0.5, 0, err, sizeof err), FLOE_OK, "%s", err);
+    floe_surface_opts so = {.method = "mc", .cell = 0.5};
+    cr_assert_eq(floe_surface_dir(dir, &so, err, sizeof err), FLOE_OK, "%s", err);
     for (int f = 0; f <= 1; f++) {
         tmesh a, b;
         snprintf(path, sizeof path, "%s/online.%04d.ply", dir, f);

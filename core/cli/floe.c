@@ -18,7 +18,7 @@ static const char usage[] =
     "                             and milliseconds per step of every stage\n"
     "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             neighbour search updates per second\n"
-    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--quiet]\n"
+    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
     "  modules [NAME]             list modules on the search path (or module NAME), their\n"
@@ -367,35 +367,50 @@ static int cmd_run(int argc, char **argv, int bench)
 }
 
 static const char help_surface[] =
-    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--quiet]\n"
+    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format obj|ply|both]\n"
+    "                    [--threads N] [--backend cpu|opencl|auto] [--quiet]\n"
     "surface a finished run's particle frames: surface.NNNN.obj/.ply beside them\n"
     "(marching tetrahedra of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
-    "  --cell C   grid cell edge as a fraction of the particle spacing (0.5)\n";
+    "  --cell C      grid cell edge as a fraction of the particle spacing (0.5)\n"
+    "  --format F    mesh files to write (both)\n"
+    "  --threads N   OpenMP threads (all cores)\n"
+    "  --backend B   where the colour field is splatted (cpu)\n"
+    "It prints the time per frame (reading and writing included): the benchmark\n"
+    "of the surfacer alone (docs/surface.md).\n";
 
 static int cmd_surface(int argc, char **argv)
 {
-    const char *dir = NULL, *method = "anisotropic";
-    double cell = 0.5;
-    int show = 1;
+    const char *dir = NULL;
+    floe_surface_opts o = {.method = "anisotropic", .cell = 0.5, .show = 1, .format = "both"};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--method") && i + 1 < argc && (!strcmp(argv[i + 1], "mc") || !strcmp(argv[i + 1], "anisotropic")))
-            method = argv[++i];
-        else if (!strcmp(argv[i], "--cell") && i + 1 < argc) {
-            if (parse_double("surface", "--cell", argv[++i], 0.05, 4, &cell))
+        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--method") && next && (!strcmp(next, "mc") || !strcmp(next, "anisotropic")))
+            o.method = argv[++i];
+        else if (!strcmp(a, "--format") && next && (!strcmp(next, "obj") || !strcmp(next, "ply") || !strcmp(next, "both")))
+            o.format = argv[++i];
+        else if (!strcmp(a, "--backend") && next && (!strcmp(next, "cpu") || !strcmp(next, "opencl") || !strcmp(next, "auto")))
+            o.backend = argv[++i];
+        else if (!strcmp(a, "--cell") && next) {
+            if (parse_double("surface", "--cell", argv[++i], 0.05, 4, &o.cell))
                 return 2;
-        } else if (is_help(argv[i]))
+        } else if (!strcmp(a, "--threads") && next) {
+            long t;
+            if (parse_long("surface", "--threads", argv[++i], 1, 1000000, &t))
+                return 2;
+            o.threads = clamp_threads("surface", t);
+        } else if (is_help(a))
             return fputs(help_surface, stdout), 0;
-        else if (!strcmp(argv[i], "--quiet"))
-            show = 0;
-        else if (argv[i][0] != '-' && !dir)
-            dir = argv[i];
+        else if (!strcmp(a, "--quiet"))
+            o.show = 0;
+        else if (a[0] != '-' && !dir)
+            dir = a;
         else
-            return fprintf(stderr, "floe surface: unknown or incomplete option '%s'\n%s", argv[i], usage), 2;
+            return fprintf(stderr, "floe surface: unknown or incomplete option '%s'\n%s", a, help_surface), 2;
     }
     if (!dir)
-        return fprintf(stderr, "floe surface: no output folder given\n%s", usage), 2;
+        return fprintf(stderr, "floe surface: no output folder given\n%s", help_surface), 2;
     char err[4096];
-    int rc = floe_surface_dir(dir, method, cell, show, err, sizeof err);
+    int rc = floe_surface_dir(dir, &o, err, sizeof err);
     if (rc)
         fprintf(stderr, "floe surface: %s\n", err);
     return rc ? 1 : 0;

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* mesh_topology.c */
 int mesh_topology(floe_mesh *m, char *err, size_t errlen);
@@ -339,6 +342,145 @@ static int read_scene(floe_mesh *m, const floe_mesh_def *def, const struct aiSce
     return FLOE_OK;
 }
 
+/* assimp's importers, in this process: the scene read into m (welded,
+ * unplaced) or an error naming the file. */
+static int import_direct(floe_mesh *m, const floe_mesh_def *def, char *err, size_t errlen)
+{
+    const struct aiScene *s = aiImportFile(def->file, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
+                                                          aiProcess_SortByPType | aiProcess_ValidateDataStructure);
+    int rc = FLOE_ERR_ARG;
+    if (!s || !s->mRootNode)
+        snprintf(err, errlen, "%s: cannot read the mesh: %s", def->file, s ? "no scene in the file" : aiGetErrorString());
+    else
+        rc = read_scene(m, def, s, err, errlen);
+    if (s)
+        aiReleaseImport(s);
+    return rc;
+}
+
+/* ---- crash isolation ---------------------------------------------------
+ * Some of assimp's importers crash on malformed files (a truncated ASCII PLY
+ * header with a NUL byte in it segfaults assimp 5.2's PLY reader: found by
+ * `make fuzz`, kept in tests/fuzz/crashes/mesh/). A scene must get an error
+ * naming the file instead, so the import runs in a forked child that sends
+ * the welded mesh back through a pipe; a child that dies is reported as a
+ * malformed file. FLOE_MESH_IN_PROCESS=1 imports in this process (for a
+ * debugger). */
+
+typedef struct import_head {
+    int32_t rc;
+    uint32_t nverts, ntris, dropped;
+    char err[1024];
+} import_head;
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k, n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k, n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void import_child(int fd, floe_mesh *m, const floe_mesh_def *def)
+{
+    import_head h;
+    memset(&h, 0, sizeof h);
+    h.rc = import_direct(m, def, h.err, sizeof h.err);
+    h.nverts = h.rc ? 0 : m->nverts;
+    h.ntris = h.rc ? 0 : m->ntris;
+    h.dropped = m->dropped;
+    int bad = write_all(fd, &h, sizeof h) ||
+              (h.nverts && write_all(fd, m->x, (size_t)h.nverts * 3 * sizeof *m->x)) ||
+              (h.ntris && write_all(fd, m->tri, (size_t)h.ntris * 3 * sizeof *m->tri));
+    _exit(bad ? 2 : 0);
+}
+
+static void describe_death(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(buf, len, "stopped");
+}
+
+static int import_isolated(floe_mesh *m, const floe_mesh_def *def, char *err, size_t errlen)
+{
+    const char *env = getenv("FLOE_MESH_IN_PROCESS");
+    if (env && env[0] == '1')
+        return import_direct(m, def, err, errlen);
+    int fd[2];
+    if (pipe(fd) != 0) {
+        snprintf(err, errlen, "%s: cannot read the mesh: pipe: %s", def->file, strerror(errno));
+        return FLOE_ERR_IO;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        snprintf(err, errlen, "%s: cannot read the mesh: fork: %s", def->file, strerror(errno));
+        return FLOE_ERR_IO;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        signal(SIGPIPE, SIG_IGN);
+        import_child(fd[1], m, def);
+    }
+    close(fd[1]);
+    import_head h;
+    int rc = FLOE_OK;
+    if (read_all(fd[0], &h, sizeof h) != 0)
+        rc = -1;
+    else if (h.rc) {
+        h.err[sizeof h.err - 1] = 0;
+        snprintf(err, errlen, "%s", h.err);
+        rc = h.rc;
+    } else {
+        m->nverts = h.nverts, m->ntris = h.ntris, m->dropped = h.dropped;
+        m->x = malloc((size_t)h.nverts * 3 * sizeof *m->x);
+        m->tri = malloc((size_t)h.ntris * 3 * sizeof *m->tri);
+        if (!m->x || !m->tri) {
+            snprintf(err, errlen, "%s: out of memory reading %u triangles", def->file, h.ntris);
+            rc = FLOE_ERR_NOMEM;
+        } else if (read_all(fd[0], m->x, (size_t)h.nverts * 3 * sizeof *m->x) ||
+                   read_all(fd[0], m->tri, (size_t)h.ntris * 3 * sizeof *m->tri))
+            rc = -1;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (rc == -1) {
+        char why[128];
+        describe_death(status, why, sizeof why);
+        snprintf(err, errlen, "%s: cannot read the mesh: the importer crashed on it (%s); the file is malformed "
+                 "or uses a variant of its format that assimp mis-reads", def->file, why);
+        rc = FLOE_ERR_ARG;
+    }
+    return rc;
+}
+
 floe_mesh *floe_mesh_load(const floe_mesh_def *def, char *err, size_t errlen)
 {
     char dummy[8];
@@ -356,12 +498,8 @@ floe_mesh *floe_mesh_load(const floe_mesh_def *def, char *err, size_t errlen)
         return NULL;
     }
     snprintf(m->file, sizeof m->file, "%s", def->file);
-    const struct aiScene *s = aiImportFile(def->file, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
-                                                          aiProcess_SortByPType | aiProcess_ValidateDataStructure);
-    int rc = FLOE_ERR_ARG;
-    if (!s || !s->mRootNode)
-        snprintf(err, errlen, "%s: cannot read the mesh: %s", def->file, s ? "no scene in the file" : aiGetErrorString());
-    else if ((rc = read_scene(m, def, s, err, errlen)) == FLOE_OK) {
+    int rc = import_isolated(m, def, err, errlen);
+    if (rc == FLOE_OK) {
         place(m, def);
         rc = mesh_topology(m, err, errlen);
         if (!rc && !(isfinite(m->min[0] + m->min[1] + m->min[2]) && isfinite(m->max[0] + m->max[1] + m->max[2]))) {
@@ -369,8 +507,6 @@ floe_mesh *floe_mesh_load(const floe_mesh_def *def, char *err, size_t errlen)
             rc = FLOE_ERR_ARG;
         }
     }
-    if (s)
-        aiReleaseImport(s);
     if (rc) {
         floe_mesh_destroy(m);
         return NULL;

@@ -160,8 +160,11 @@ static int surface_frames(floe_ctx *ctx, const char *dir, const frame_set *fs, c
     return rc;
 }
 
-int floe_surface_dir(const char *dir, const char *method, double cell, int show, char *err, size_t errlen)
+int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, size_t errlen)
 {
+    const char *method = o->method;
+    double cell = o->cell;
+    int show = o->show;
     double d, H, dim;
     if (record_number(dir, "spacing", &d) || record_number(dir, "support", &H) || record_number(dir, "dim", &dim))
         return snprintf(err, errlen, "%s/run.yaml: no spacing, support or dim (not a run's output folder?)", dir),
@@ -177,7 +180,10 @@ int floe_surface_dir(const char *dir, const char *method, double cell, int show,
         def.dim = (int)dim;
         def.spacing = (float)d;
         def.support_factor = (float)(H / d);
+        def.backend = o->backend;
         ctx = floe_ctx_create(&def, err, errlen);
+        if (ctx && o->threads > 0)
+            floe_ctx_set_threads(ctx, o->threads);
         rc = ctx ? FLOE_OK : FLOE_ERR_ARG;
     }
     floe_set sets[MAX_SETS];
@@ -186,9 +192,10 @@ int floe_surface_dir(const char *dir, const char *method, double cell, int show,
                                                                                                       : FLOE_ERR;
     char stage[64];
     snprintf(stage, sizeof stage, "surface.%s", method && !strcmp(method, "mc") ? "mc" : "anisotropic");
-    floe_param_kv kv = {"cell", FLOE_PARAM_FLOAT, {.f = cell > 0 ? cell : 0.5}};
+    floe_param_kv kv[2] = {{"cell", FLOE_PARAM_FLOAT, {.f = cell > 0 ? cell : 0.5}},
+                           {"format", FLOE_PARAM_STRING, {.s = o->format ? o->format : "both"}}};
     if (!rc && !(rc = floe_module_load(ctx, "surface")))
-        rc = floe_pipeline_add(ctx, stage, &kv, 1);
+        rc = floe_pipeline_add(ctx, stage, kv, 2);
     if (!rc) {
         floe_ctx_set_log_level(ctx, show ? FLOE_LOG_WARN : FLOE_LOG_INFO); /* the bar, not a line per frame */
         rc = surface_frames(ctx, dir, &fs, sets, show);

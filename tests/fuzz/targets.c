@@ -4,6 +4,8 @@
 
 #include <floe/floe.h>
 
+#include <floe/mesh.h>
+
 #include "io.h"
 #include "ply_read.h"
 #include "lua_floe.h"
@@ -29,9 +31,10 @@ static char dir[256];
 
 static void remove_dir(void)
 {
-    static const char *const files[] = {"preset.yaml", "frame.ply", "scene.lua"};
+    static const char *const files[] = {"preset.yaml", "frame.ply", "scene.lua", "mesh.obj",
+                                        "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off"};
     char path[512];
-    for (int i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);
     }
@@ -136,4 +139,37 @@ int fuzz_params(const uint8_t *data, size_t size)
     o.nsets = nsets;
     o.log = quiet_log; /* the scene's warnings would flood the fuzzer's output */
     return floe_scene_run(&o, fuzz_message, sizeof fuzz_message) == FLOE_OK ? (fuzz_message[0] = 0, 0) : -1;
+}
+
+/* The first byte picks the file's extension (assimp chooses its importer
+ * from it and from the content); the rest is the file. */
+int fuzz_mesh(const uint8_t *data, size_t size)
+{
+    static const char *const names[] = {"mesh.obj", "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off"};
+    const char *name = names[size ? data[0] % 5 : 0];
+    const char *path = as_file(size ? data + 1 : data, size ? size - 1 : 0, name);
+    floe_mesh_def def = floe_mesh_default_def();
+    def.file = path;
+    def.max_triangles = 200000; /* a fuzz input may claim millions */
+    fuzz_message[0] = 0;
+    floe_mesh *m = floe_mesh_load(&def, fuzz_message, sizeof fuzz_message);
+    if (!m) {
+        if (!fuzz_message[0])
+            snprintf(fuzz_message, sizeof fuzz_message, "%s: refused without a reason", path);
+        return -1;
+    }
+    /* touch every vertex and index: ASan checks the lengths, and every
+     * index must name a vertex */
+    volatile float sink = 0;
+    for (uint32_t i = 0; i < 3 * m->nverts; i++)
+        sink += m->x[i];
+    for (uint32_t i = 0; i < 3 * m->ntris; i++)
+        if (m->tri[i] >= m->nverts)
+            abort();
+    (void)sink;
+    char buf[256];
+    floe_mesh_describe(m, buf, sizeof buf);
+    (void)floe_mesh_is_closed(m);
+    floe_mesh_destroy(m);
+    return 0;
 }

@@ -17,6 +17,10 @@ int fuzz_ply(const uint8_t *data, size_t size);
  * floe.param and by stage parameters (floe_pipeline_set). */
 int fuzz_params(const uint8_t *data, size_t size);
 
+/* A triangle mesh file (floe_mesh_load through assimp, then the topology
+ * checks); the first byte picks the extension: obj, stl, ply, dae, off. */
+int fuzz_mesh(const uint8_t *data, size_t size);
+
 /* Why the last input was refused ("" when it was accepted). */
 extern char fuzz_message[8192];
 

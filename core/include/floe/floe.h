@@ -239,7 +239,15 @@ void floe_request_stop(void);
  * with the surface module's stage "surface.<method>" ("mc" or "anisotropic")
  * at cell size `cell` (fraction of the spacing, 0 = 0.5): meshes
  * surface.NNNN.obj/.ply beside them; a progress bar when show is set. */
-int floe_surface_dir(const char *dir, const char *method, double cell, int show, char *err, size_t errlen);
+typedef struct floe_surface_opts {
+    const char *method;      /* "mc" or "anisotropic" (NULL = anisotropic) */
+    double cell;             /* cell edge / spacing (0 = 0.5) */
+    int show;                /* progress bar */
+    int threads;             /* 0 = OpenMP's default */
+    const char *backend;     /* "cpu" (NULL), "opencl" or "auto": where the splat runs */
+    const char *format;      /* "obj", "ply" or "both" (NULL = both) */
+} floe_surface_opts;
+int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, size_t errlen);
 
 /* Neighbour search benchmark: n particles at fluid density, `iters` full
  * updates (sort + lists). Returns 0 or an error status. */
