@@ -17,7 +17,7 @@ local sim = floe.sim{
   dim = 2, spacing = d, gravity = { 0, -g },
   domain = { min = { -4 * d, -4 * d }, max = { 5 * a + 4 * d, 6 * a } },
 }
-sim:load{ "wcsph", "hello" }
+sim:load{ "sph", "wcsph", "hello" }
 sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = water.density }
 sim:boundary_box{ min = { 0, 0 }, max = { 5 * a, 3 * a }, layers = 2, open_top = true }
 sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }, set = "gate" }
@@ -25,11 +25,11 @@ sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }
 local c = water.speed_of_sound
 local function pipeline(settling)
   local p = {
-    "neighbours", "wcsph.density",
+    "neighbours", "sph.density",
     { "wcsph.pressure", speed_of_sound = c },
     "gravity",
     { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity,
-      boundary_alpha = water.wall_friction, speed_of_sound = c },
+      boundary_alpha = water.wall_friction },
     "wcsph.pressure_force",
   }
   if settling then p[#p + 1] = { "hello.damp", rate = 5 } end

@@ -124,10 +124,11 @@ static void run_channel(const char *stage, int nkv, const floe_param_kv *kv, pro
     cr_assert_eq(floe_boundary_solid_box(ctx, wall, t0, t1), 2 * CH_COLS);
 
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(ctx));
     fixture f = {ctx, fluid, wall};
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 2.0)};
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);

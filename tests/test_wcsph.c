@@ -228,13 +228,12 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
 
     /* settle: same solver plus velocity damping */
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 25)};
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5),
-                          KV_F("speed_of_sound", 25)};
-    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5)};
+    fixture_add(&f, "wcsph.viscosity", 3, vk);
     fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     cr_assert_eq(floe_module_load(f.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     floe_param_kv dk[] = {KV_F("rate", 5)};
@@ -247,10 +246,10 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
     cr_assert_eq(floe_core_api()->set_resize(f.ctx, gate, 0), FLOE_OK);
     floe_pipeline_clear(f.ctx);
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
-    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    fixture_add(&f, "wcsph.viscosity", 3, vk);
     fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     fixture_add(&f, "integrate", 0, NULL);
 
@@ -276,7 +275,7 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
 }
 
 /* wcsph.pressure_force{xsph = alpha} sums the same XSPH term as a preceding
- * wcsph.viscosity{kind = "xsph"} in its own walk of the lists: a 3D dam
+ * sph.xsph{alpha} in its own walk of the lists: a 3D dam
  * break run 40 steps both ways ends in the same state (float rounding). */
 static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_out)
 {
@@ -284,7 +283,7 @@ static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_
     fixture f = fixture_tank(3, d, tank, water, 1);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
     if (fused == 2) { /* no viscosity at all */
@@ -293,8 +292,8 @@ static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_
         floe_param_kv fk[] = {KV_F("xsph", 0.05)};
         fixture_add(&f, "wcsph.pressure_force", 1, fk);
     } else {
-        floe_param_kv vk[] = {KV_S("kind", "xsph"), KV_F("alpha", 0.05)};
-        fixture_add(&f, "wcsph.viscosity", 2, vk);
+        floe_param_kv vk[] = {KV_F("alpha", 0.05)};
+        fixture_add(&f, "sph.xsph", 1, vk);
         fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     }
     fixture_add(&f, "integrate", 0, NULL);

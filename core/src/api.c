@@ -143,6 +143,18 @@ static int api_out_write(floe_ctx *ctx, const char *name, const void *data, size
     return FLOE_OK;
 }
 
+/* The const view (ABI 1.7): a read, whatever the running stage declared. */
+static const void *api_attr_read(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
+{
+    pset *p = ctx_set(ctx, set);
+    attr *at = p ? pset_attr(p, name) : NULL;
+    if (!at || at->type != type)
+        return NULL;
+    if (ctx->cl)
+        ctx_cl_host(ctx, at, 0); /* OpenCL: copy back if stale; the device copy stays valid */
+    return at->data;
+}
+
 static const floe_api core_api = {
     .size = sizeof(floe_api),
     .abi_major = FLOE_ABI_MAJOR,
@@ -177,6 +189,7 @@ static const floe_api core_api = {
     .cl_pinned = api_cl_pinned,
     .out_dir = api_out_dir,
     .out_write = api_out_write,
+    .attr_read = api_attr_read,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -58,6 +58,7 @@ typedef struct module_inst {
     void *dl;                /* dlopen handle, NULL for the built-in core */
     void *state;
     char path[1024];
+    uint64_t deprecation_logged; /* bit k: the warning for stage k's old name was logged */
 } module_inst;
 
 typedef struct stage_inst {
@@ -117,6 +118,7 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -147,6 +149,8 @@ int ctx_nb_grid_ensure(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
+/* the stage a deprecated stage name runs as (ABI 1.7), and its condition; NULL when none */
+const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond);
 /* "did you mean" endings of error messages (suggest.c), "" when none */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);
 void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
@@ -157,6 +161,14 @@ int ctx_has_frame_stages(const floe_ctx *ctx);
 /* the per-frame stages for file number `frame`, writing into the folder dirfd
  * (shown as name; -1: they write nothing) */
 int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame);
+
+/* access_check.c: the attributes stage st declared FLOE_READ only, copied
+ * before it runs (NULL: nothing to check, or checks off), and, with
+ * compare, compared after it: FLOE_ERR_ARG naming the stage when one
+ * changed. Frees snap. */
+typedef struct access_snap access_snap;
+access_snap *ctx_access_snap(floe_ctx *ctx, const stage_inst *st);
+int ctx_access_check(floe_ctx *ctx, const stage_inst *st, access_snap *snap, int compare);
 
 /* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */
 int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *err, size_t errlen);

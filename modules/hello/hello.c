@@ -74,7 +74,7 @@ static int report(const floe_stage_call *call)
     double vmax2 = 0.0;
     for (int s = 0; s < ns && s < 16; s++) {
         floe_set_info info;
-        const float *v = api->attr(ctx, sets[s], "v", FLOE_VEC3);
+        const float *v = api->attr_read(ctx, sets[s], "v", FLOE_VEC3);
         if (api->set_info(ctx, sets[s], &info) != FLOE_OK || !v)
             return api->fail(ctx, FLOE_ERR_ARG, "fluid set without velocity");
         for (uint32_t i = 0; i < info.n; i++) { /* serial: a max is a reduction */

@@ -39,6 +39,12 @@ typedef struct wcsph_state {
     float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
     size_t cap;
     floe_records rec; /* rows_avx2.h: A = (x, y, z, m), B = (P, rho, vx, vy) */
+    /* the speed of sound of each fluid set, as the last pressure stage's
+     * equation of state made it: the one place it is set (viscosity reads it) */
+    floe_set sound_set[FLOE_MAX_SETS];
+    double sound[FLOE_MAX_SETS];
+    int nsound;
+    int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
 } wcsph_state;
 
 static int wcsph_init(floe_ctx *ctx, void **state)
@@ -200,6 +206,7 @@ static int pressure(const floe_stage_call *call, int cl)
     const double gamma = call->param[PR_GAMMA].f;
     const double courant = call->param[PR_COURANT].f;
     const int clamp = call->param[PR_CLAMP].b;
+    wcsph_state *ws = call->state;
     floe_fluid f[FLOE_MAX_SETS];
     int nf, st;
 
@@ -207,7 +214,10 @@ static int pressure(const floe_stage_call *call, int cl)
         return api->fail(ctx, FLOE_ERR_ARG, "gamma must be >= 1 (got %g)", gamma);
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
+    if (!ws)
+        return api->fail(ctx, FLOE_ERR, "module state missing");
     double dt_max = INFINITY;
+    ws->nsound = 0;
     for (int s = 0; s < nf; s++) {
         const double rho0 = f[s].info.rest_density;
         const double B = stiffness > 0.0 ? stiffness : rho0 * c0 * c0 / gamma;
@@ -215,6 +225,8 @@ static int pressure(const floe_stage_call *call, int cl)
         if (!(B > 0.0))
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s': stiffness is 0 (give stiffness or speed_of_sound > 0)",
                              f[s].info.name);
+        ws->sound_set[ws->nsound] = f[s].set;
+        ws->sound[ws->nsound++] = stiffness > 0.0 ? c : c0;
         if (courant > 0.0 && c > 0.0 && courant * si->spacing / c < dt_max)
             dt_max = courant * si->spacing / c;
         if (f[s].info.n == 0)
@@ -225,7 +237,7 @@ static int pressure(const floe_stage_call *call, int cl)
                 return st;
             continue;
         }
-        const float *rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
+        const float *rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32);
         float *p = rho ? floe_attr_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
         if (!p)
             return FLOE_ERR_ARG;
@@ -268,8 +280,8 @@ static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        const float *restrict rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
-        const float *restrict p = rho ? floe_attr_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
+        const float *restrict rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32);
+        const float *restrict p = rho ? floe_read_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
         float *restrict P = ws->prho2 + f[s].off;
         if (!p)
             return FLOE_ERR_ARG;
@@ -308,10 +320,10 @@ static int st_pressure_force(const floe_stage_call *call)
         if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, ws->prho2, packed ? ws->rec.umass : NULL, t, &nt)) !=
             FLOE_OK)
             return st;
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
+        const float *restrict xs = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3);
         float *restrict a = floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3);
-        const float *restrict vs = cv > 0.0f ? floe_attr_of(api, ctx, &f[s], "v", FLOE_VEC3) : NULL;
-        const float *restrict rhos = cv > 0.0f ? floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32) : NULL;
+        const float *restrict vs = cv > 0.0f ? floe_read_of(api, ctx, &f[s], "v", FLOE_VEC3) : NULL;
+        const float *restrict rhos = cv > 0.0f ? floe_read_of(api, ctx, &f[s], "rho", FLOE_F32) : NULL;
         if (!a || (cv > 0.0f && (!vs || !rhos)))
             return FLOE_ERR_ARG;
         const float *restrict Ps = ws->prho2 + f[s].off;
@@ -375,37 +387,58 @@ static int st_pressure_force_cl(const floe_stage_call *call)
 
 enum { VI_KIND, VI_ALPHA, VI_BOUNDARY_ALPHA, VI_SPEED };
 
+/* The speed of sound of fluid set f: the one the pressure stage's equation
+ * of state gave it. The deprecated speed_of_sound parameter, when given,
+ * must agree with it. */
+static int sound_of(const floe_stage_call *call, wcsph_state *ws, const floe_fluid *f, float *c)
+{
+    floe_ctx *ctx = call->ctx;
+    int k = 0;
+    while (k < ws->nsound && ws->sound_set[k].id != f->set.id)
+        k++;
+    if (k == ws->nsound)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "wcsph.viscosity{kind = \"artificial\"} takes the speed of sound of set '%s' from the "
+                         "equation of state: put 'wcsph.pressure' before it in the step",
+                         f->info.name);
+    *c = (float)ws->sound[k];
+    const double given = call->param[VI_SPEED].f;
+    if (given > 0.0 && (float)given != *c)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "wcsph.viscosity: speed_of_sound = %g differs from the %g m/s of wcsph.pressure for set "
+                         "'%s'; leave it out (the equation of state sets it)",
+                         given, ws->sound[k], f->info.name);
+    if (given > 0.0 && !ws->sound_param_logged) {
+        ws->sound_param_logged = 1;
+        api->log(ctx, FLOE_LOG_WARN, "wcsph.viscosity: speed_of_sound is deprecated (wcsph.pressure sets it); "
+                                     "leave it out");
+    }
+    return FLOE_OK;
+}
+
 /* Factors in front of the row sums:
  * a_i -= sum_j m_j Pi_ij grad W_ij
  *      = 2 alpha H c sum_j m_j min(v_ij.x_ij, 0) / ((rho_i+rho_j)(r^2+eps)) grad W_ij,
  * against the boundary with boundary_alpha and the mass rho0_i V_b. */
-static wcsph_visc decode_visc(const floe_stage_call *call, const floe_kconst *kc, const floe_fluid *f)
+static wcsph_visc decode_visc(const floe_stage_call *call, const floe_kconst *kc, const floe_fluid *f, float c0)
 {
     const float alpha = (float)call->param[VI_ALPHA].f, balpha = (float)call->param[VI_BOUNDARY_ALPHA].f;
-    const float c0 = (float)call->param[VI_SPEED].f;
-    (void)f;
-    wcsph_visc vi = {2.0f * alpha * kc->H * c0, 2.0f * balpha * kc->H * c0, 0.01f * kc->H * kc->H, balpha > 0.0f, 1};
-    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
-    if (!strcmp(kind, "xsph")) {
-        const double dt = api->sim(call->ctx)->dt;
-        vi.artificial = 0;
-        vi.cf = (float)(2.0 * alpha / dt) * kc->sigma;
-        vi.cb = (float)(2.0 * balpha / dt) * kc->sigma;
-    }
+    const wcsph_visc vi = {2.0f * alpha * kc->H * c0, 2.0f * balpha * kc->H * c0 * f->info.rest_density,
+                           0.01f * kc->H * kc->H, balpha > 0.0f};
     return vi;
 }
 
-/* the artificial viscosity of fluid set f[s] (C path) */
+/* the artificial viscosity of fluid set fs (C path) */
 static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const floe_fluid *fs,
                    const floe_target *t, int nt, int packed, const wcsph_visc *vi)
 {
     const floe_kconst kc = *pkc;
     const uint32_t n = fs->info.n;
-    const float *restrict xs = api->attr(ctx, fs->set, "x", FLOE_VEC3);
-    const float *restrict vs = api->attr(ctx, fs->set, "v", FLOE_VEC3);
-    const float *restrict rhos = api->attr(ctx, fs->set, "rho", FLOE_F32);
+    const float *restrict xs = api->attr_read(ctx, fs->set, "x", FLOE_VEC3);
+    const float *restrict vs = api->attr_read(ctx, fs->set, "v", FLOE_VEC3);
+    const float *restrict rhos = api->attr_read(ctx, fs->set, "rho", FLOE_F32);
     float *restrict a = api->attr(ctx, fs->set, "a", FLOE_VEC3);
-    const float cf = vi->cf, cbi = vi->cb * fs->info.rest_density, eps = vi->eps; /* boundary mass rho0_i V_b */
+    const float cf = vi->cf, cbi = vi->cb, eps = vi->eps;
     (void)ws, (void)packed;
 
 #pragma omp parallel for schedule(static)
@@ -417,22 +450,11 @@ static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const
         float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
         for (int b = 0; b < nt; b++) {
             const floe_target *tg = &t[b];
-            if (!vi->artificial) {
-                if (!tg->boundary)
-                    FLOE_ROW_CALL(kc.periodic, floe_row_xsph, &kc, FLOE_ROW(tg, i), tg->x, tg->mass, tg->rho, tg->v,
-                                  xi, yi, zi, rhoi, vi3, af);
-                else {
-                    const float sw = -FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(tg, i), tg->x, tg->mass,
-                                                    xi, yi, zi) / (2.0f * rhoi);
-                    ab[0] += sw * vi3[0];
-                    ab[1] += sw * vi3[1];
-                    ab[2] += sw * vi3[2];
-                }
-            } else if (tg->boundary) /* at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
+            if (tg->boundary) /* at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
                 FLOE_ROW_CALL(kc.periodic, row_artificial, &kc, FLOE_ROW(tg, i), tg->x, tg->mass, NULL, NULL, xi, yi,
                               zi, rhoi, vi3, eps, ab);
 #ifdef FLOE_SPH_AVX2
-            else if (packed && vi->artificial)
+            else if (packed)
                 row_art_avx2(&kc, FLOE_ROW(tg, i), ws->rec.A + 4 * tg->off, ws->rec.B + 4 * tg->off, tg->v, xi, yi,
                              zi, rhoi, vi3, eps, af);
 #endif
@@ -446,34 +468,34 @@ static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const
     }
 }
 
+/* kind = "artificial" (kind = "xsph" runs sph.xsph: replaced_if) */
 static int viscosity(const floe_stage_call *call, int cl)
 {
     floe_ctx *ctx = call->ctx;
+    wcsph_state *ws = call->state;
     const floe_kconst kc = floe_kconst_make(api->sim(ctx));
-    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
     floe_fluid f[FLOE_MAX_SETS];
     floe_target t[2 * FLOE_MAX_SETS];
     int nf, nt, st;
 
-    if (strcmp(kind, "artificial") && strcmp(kind, "xsph"))
-        return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
-    const int artificial = !strcmp(kind, "artificial");
     if (call->param[VI_ALPHA].f == 0.0 && call->param[VI_BOUNDARY_ALPHA].f == 0.0)
         return FLOE_OK;
-    if (!artificial && !(api->sim(ctx)->dt > 0.0))
-        return FLOE_OK; /* nothing to smooth over a zero step */
+    if (!ws)
+        return api->fail(ctx, FLOE_ERR, "module state missing");
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
     /* the C path's fluid rows over packed records A = (x, y, z, m), B = (0, rho, vx, vy) */
     int packed = 0;
-    wcsph_state *ws = call->state;
-    if (!cl && artificial && (st = floe_pack_fluids(api, ctx, ws ? &ws->rec : NULL, &kc, f, nf, FLOE_PACK_RHO | FLOE_PACK_V, NULL,
-                                      &packed)) != FLOE_OK)
+    if (!cl && (st = floe_pack_fluids(api, ctx, &ws->rec, &kc, f, nf, FLOE_PACK_RHO | FLOE_PACK_V, NULL, &packed)) !=
+                   FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
         if (f[s].info.n == 0)
             continue;
-        const wcsph_visc vi = decode_visc(call, &kc, &f[s]);
+        float c0 = 0.0f;
+        if ((st = sound_of(call, ws, &f[s], &c0)) != FLOE_OK)
+            return st;
+        const wcsph_visc vi = decode_visc(call, &kc, &f[s], c0);
         if (cl) {
             if ((st = wcsph_cl_viscosity(ctx, f, nf, s, &vi)) != FLOE_OK)
                 return st;
@@ -492,97 +514,10 @@ static int viscosity(const floe_stage_call *call, int cl)
 static int st_viscosity(const floe_stage_call *call) { return viscosity(call, 0); }
 static int st_viscosity_cl(const floe_stage_call *call) { return viscosity(call, 1); }
 
-/* ---- density (moves to the sph module) ------------------------------------ */
-
-static int st_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    wcsph_state *ws = call->state;
-    const floe_kconst kc = floe_kconst_make(api->sim(ctx));
-    floe_fluid f[FLOE_MAX_SETS];
-    floe_target t[2 * FLOE_MAX_SETS];
-    int nf, nt, st;
-
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
-        return st;
-    /* From the next neighbours stage on, the core sums the rows while it
-     * builds them (floe_nlist.wsum: the floats floe_row_w8 gives); until
-     * then, and wherever it does not, the rows are summed here. */
-    api->want_kernel_sums(ctx);
-    int packed = 0, pack_done = 0; /* fluid rows over packed (x, y, z, m) records, packed when first needed */
-    for (int s = 0; s < nf; s++) {
-        const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
-            return st;
-        int sums_all = 1; /* every row of this set has the core's sums */
-        for (int b = 0; b < nt; b++)
-            sums_all &= t[b].wsum != NULL;
-        if (!sums_all && !pack_done) {
-            if ((st = floe_pack_fluids(api, ctx, ws ? &ws->rec : NULL, &kc, f, nf, 0, NULL, &packed)) != FLOE_OK)
-                return st;
-            pack_done = 1;
-        }
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
-        const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
-        float *restrict rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
-        if (!rho)
-            return FLOE_ERR_ARG;
-        const float rho0 = f[s].info.rest_density;
-        if (sums_all) { /* the sum below, of the core's row sums */
-#pragma omp parallel for schedule(static)
-            for (uint32_t i = 0; i < n; i++) {
-                float acc = ms[i];
-                for (int b = 0; b < nt; b++)
-                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
-                rho[i] = kc.sigma * acc;
-            }
-            continue;
-        }
-
-#pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
-        for (uint32_t i = 0; i < n; i++) {
-            floe_prefetch_rows(t, nt, i, n);
-            const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-            float acc = ms[i]; /* m_i W(0) / sigma */
-            for (int b = 0; b < nt; b++) {
-                if (t[b].wsum) {
-                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
-                    continue;
-                }
-#ifdef FLOE_SPH_AVX2
-                const float sum = packed && !t[b].boundary
-                                      ? floe_row_w8(kc.inv_H, FLOE_ROW(&t[b], i), ws->rec.A + 4 * t[b].off, xi, yi, zi)
-                                      : FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(&t[b], i), t[b].x,
-                                                      t[b].mass, xi, yi, zi);
-#else
-                const float sum =
-                    FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi);
-#endif
-                acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
-            }
-            rho[i] = kc.sigma * acc;
-        }
-    }
-    return FLOE_OK;
-}
-
-int wcsph_cl_density(const floe_stage_call *call);
-
 /* ---- descriptors --------------------------------------------------------- */
 
 #define FLUID FLOE_ATTR_FLUID
 #define BOUND FLOE_ATTR_BOUND
-
-static const floe_attr_desc density_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
-    {0},
-};
 
 static const floe_param_desc pressure_params[] = {
     [PR_STIFFNESS] = { FLOE_SIZED(floe_param_desc), .name = "stiffness", .type = FLOE_PARAM_FLOAT,
@@ -641,8 +576,9 @@ static const floe_param_desc viscosity_params[] = {
         .def = 0, .min = 0, .max = 10, .unit = "",
         .doc = "coefficient against boundary particles (at rest, mass rho0 V_b); 0 = free slip" },
     [VI_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "speed_of_sound", .type = FLOE_PARAM_FLOAT,
-        .def = 20, .min = 0, .max = 1e6, .unit = "m/s",
-        .doc = "speed of sound c in Pi_ij (use the pressure stage's value)" },
+        .def = 0, .min = 0, .max = 1e6, .unit = "m/s",
+        .doc = "deprecated: c in Pi_ij is the speed of sound of wcsph.pressure's equation of state; "
+               "a value given must equal it" },
     {0},
 };
 
@@ -658,15 +594,16 @@ static const floe_attr_desc viscosity_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "density",
-      .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .run_cl = wcsph_cl_density, .attrs = density_attrs },
+    { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
+      .replaced_by = "sph.density" },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
       .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
-      .doc = "Monaghan artificial viscosity, added to a (after 'gravity')",
-      .run = st_viscosity, .run_cl = st_viscosity_cl, .params = viscosity_params, .attrs = viscosity_attrs },
+      .doc = "Monaghan artificial viscosity with the speed of sound of 'wcsph.pressure', added to a (after "
+             "'gravity'); kind = \"xsph\" (deprecated) runs sph.xsph",
+      .run = st_viscosity, .run_cl = st_viscosity_cl, .params = viscosity_params, .attrs = viscosity_attrs,
+      .replaced_by = "sph.xsph", .replaced_if = "kind=xsph" },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure_force",
       .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a; "
              "optionally XSPH viscosity in the same pass",

@@ -15,11 +15,11 @@ typedef struct wcsph_eos {
 } wcsph_eos;
 
 /* wcsph.viscosity (Monaghan 1992 artificial viscosity) of one fluid set:
- * a_i += cf sum_j (...) + cb rho0_i sum_b (...), eps = 0.01 H^2 */
+ * a_i += cf sum_j (...) + cb sum_b (...), cb with the boundary mass's
+ * rho0_i, eps = 0.01 H^2 */
 typedef struct wcsph_visc {
     float cf, cb, eps;
     int boundary; /* cb > 0: the boundary rows are walked */
-    int artificial;
 } wcsph_visc;
 
 /* wcsph.pressure_force: cv = 2 xsph / dt sigma, the XSPH factor of the

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 6
+#define FLOE_ABI_MINOR 7
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -105,6 +105,16 @@ typedef struct floe_stage_desc {
      * output frame, after the frame's steps (and once for frame 0 before the
      * first step), with floe_sim_info.frame set: surfacers, exporters. */
     int per_frame;
+    /* ABI 1.7: an old name kept for old scenes. Non-NULL: the pipeline
+     * runs the qualified stage `replaced_by` ("sph.density"; its module is
+     * loaded when it is not) in place of this one, with this stage's
+     * parameter values (defaults included) under the names that stage also
+     * has, and logs a deprecation warning once per context. With
+     * replaced_if ("kind=xsph": a string parameter and its value) only when
+     * the parameter has that value; otherwise this stage runs. run may be
+     * NULL for an unconditional replacement. */
+    const char *replaced_by;
+    const char *replaced_if;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -330,6 +340,13 @@ typedef struct floe_api {
      * written and FLOE_OK is returned. The folder is the run's, reached as
      * out_dir's are (no symbolic link, nothing outside the output root). FLOE_ERR_IO with a message on failure. */
     int (*out_write)(floe_ctx *ctx, const char *name, const void *data, size_t len);
+    /* ABI 1.7: the read-only view of an attribute: what a stage reads that
+     * it declared FLOE_READ (attr stays for what it writes). Reading it
+     * never marks the device copy stale. NULL if absent or of another type.
+     * Debug builds (and floe_ctx_check_access) compare the attributes a C
+     * stage declared FLOE_READ only before and after it runs: a write
+     * through any pointer fails the stage, naming it. */
+    const void *(*attr_read)(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

@@ -1,8 +1,8 @@
 /* Helpers for a module's C stages (header only: modules link against no
  * core symbol, so everything goes through the floe_api table passed in).
- * Used by wcsph, iisph, viscosity and tension.
+ * Part of the kit for particle modules (<floe/sph.h>).
  *
- *   floe_fluid f[FLOE_MODULE_MAX_SETS]; int nf; size_t total;
+ *   floe_fluid f[FLOE_MAX_SETS]; int nf; size_t total;
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
  *   const float *x = floe_need(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
  */
@@ -53,12 +53,13 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     return FLOE_OK;
 }
 
-/* An attribute's host data; when absent, *status (if still FLOE_OK) becomes
- * an error naming the set, the type and the attribute. */
+/* An attribute's host data, read only (api->attr_read: what a stage
+ * declared FLOE_READ); when absent, *status (if still FLOE_OK) becomes an
+ * error naming the set, the type and the attribute. */
 static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
                                      const char *attr, floe_type type, int *status)
 {
-    const float *p = (const float *)api->attr(ctx, set, attr, type);
+    const float *p = (const float *)api->attr_read(ctx, set, attr, type);
     if (!p && *status == FLOE_OK)
         *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
                             type == FLOE_VEC3 ? "vec3" : "f32", attr);

@@ -11,6 +11,8 @@
  *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
  *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
+ *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
+ *                                     a stage reads (api->attr_read), the data it writes
  *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
@@ -215,13 +217,24 @@ static inline int floe_targets_fluid(const floe_target *t, int nt)
     return n;
 }
 
-/* The host data of a fluid set's attribute that a stage writes or reads;
- * NULL with an error naming the set when absent. */
+/* The host data of a fluid set's attribute that a stage writes (api->attr;
+ * floe_read_of for what it only reads: the const view); NULL with an
+ * error naming the set when absent. */
 static inline float *floe_attr_of(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, const char *attr,
                                   floe_type type)
 {
+    float *p = (float *)api->attr(ctx, f->set, attr, type);
+    if (!p)
+        api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", f->info.name,
+                  type == FLOE_VEC3 ? "vec3" : "f32", attr);
+    return p;
+}
+
+static inline const float *floe_read_of(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, const char *attr,
+                                        floe_type type)
+{
     int st = FLOE_OK;
-    return (float *)floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
+    return floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
 }
 
 /* ---- rows ------------------------------------------------------------------- */
