@@ -1,11 +1,12 @@
 /* Floe module "iisph": implicit incompressible SPH (Ihmsen et al. 2013,
  * "Implicit incompressible SPH"), the water solver of Kim 2020 section 3.1.
  *
- * Stages, in pipeline order (core stages in brackets, other modules' force
+ * Stages, in pipeline order (core stages in brackets, other modules'
  * stages in braces):
- *   [neighbours] density, [gravity] {viscosity, tension...} solve, [integrate]
+ *   [neighbours] {sph.density}, [gravity] {viscosity, tension...} solve, [integrate]
  *
- *   density  rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
+ *   density  (deprecated name) runs sph.density,
+ *            rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
  *   solve    the pressure that makes the density after the step rho0:
  *            v_adv = v + dt a (a: every non-pressure acceleration so far),
  *            rho_adv, d_ii and a_ii, relaxed Jacobi iteration on p until the
@@ -40,7 +41,7 @@
  * chunks of 512 particles in a fixed order, so results are bitwise the same
  * for any thread count.
  *
- * OpenCL path (run_cl of both stages): iisph_cl.c and kernels/iisph/iisph.cl,
+ * OpenCL path (run_cl of the solve): iisph_cl.c and kernels/iisph/iisph.cl,
  * the same arithmetic with every Jacobi iteration on the device
  * (docs/iisph.md, "OpenCL path"). The parameters of the solve are decoded
  * once per call (decode_solve into iisph_cfg, iisph.h) and go to either
@@ -58,56 +59,6 @@
 FLOE_MODULE_API_DEFINE; /* the core's services; the entry point sets it */
 
 #define CHUNK 512 /* particles per partial sum of the density error */
-
-/* ---- density ---------------------------------------------------------------- */
-
-FLOE_ROW_FN void density_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i, uint32_t n,
-                             const float *restrict xs, const float *restrict ms, float rho0, float *restrict rho,
-                             const int per)
-{
-    floe_prefetch_rows(t, nt, i, n);
-    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-    float acc = ms[i]; /* m_i W(0) / sigma */
-    for (int b = 0; b < nt; b++) {
-        /* the core's sum of the row (floe_nlist.wsum) when it made one */
-        const float sum =
-            t[b].wsum ? t[b].wsum[i] : floe_row_w(kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi, per);
-        acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
-    }
-    rho[i] = kc->sigma * acc;
-}
-
-static int st_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    const floe_kconst kc = floe_kconst_make(api->sim(ctx));
-    floe_fluid f[FLOE_MAX_SETS];
-    floe_target t[2 * FLOE_MAX_SETS];
-    int nf, nt, st;
-
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
-        return st;
-    /* from the next neighbours stage on the core sums the rows as it builds
-     * them (floe_nlist.wsum); rows without sums are walked here */
-    api->want_kernel_sums(ctx);
-    for (int s = 0; s < nf; s++) {
-        const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
-            return st;
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
-        const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
-        float *restrict rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
-        if (!xs || !ms || !rho)
-            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m or rho", f[s].info.name);
-        const float rho0 = f[s].info.rest_density;
-#define DENSITY(i, per) density_one(&kc, t, nt, i, n, xs, ms, rho0, rho, per)
-        FLOE_PAR_FOR(kc.periodic, n, DENSITY);
-#undef DENSITY
-    }
-    return FLOE_OK;
-}
 
 /* ---- solver state: per-step scratch, grown as needed ----------------------- */
 
@@ -703,10 +654,10 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         w->nft = floe_targets_fluid(t, nt);
         w->n = n;
         w->off = f[q].off;
-        w->x = api->attr(ctx, f[q].set, "x", FLOE_VEC3);
-        w->v = api->attr(ctx, f[q].set, "v", FLOE_VEC3);
-        w->m = api->attr(ctx, f[q].set, "m", FLOE_F32);
-        w->rho = api->attr(ctx, f[q].set, "rho", FLOE_F32);
+        w->x = api->attr_read(ctx, f[q].set, "x", FLOE_VEC3);
+        w->v = api->attr_read(ctx, f[q].set, "v", FLOE_VEC3);
+        w->m = api->attr_read(ctx, f[q].set, "m", FLOE_F32);
+        w->rho = api->attr_read(ctx, f[q].set, "rho", FLOE_F32);
         w->pold = api->attr(ctx, f[q].set, "p", FLOE_F32);
         w->a = api->attr(ctx, f[q].set, "a", FLOE_VEC3);
         if (!w->x || !w->v || !w->m || !w->rho || !w->pold || !w->a)
@@ -857,12 +808,6 @@ static int st_solve_cl(const floe_stage_call *call) { return solve(call, 1); }
 
 #define FLUID FLOE_ATTR_FLUID
 
-static const floe_attr_desc density_attrs[] = {
-    FLOE_ATTRS_PAIR,
-    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
-    {0},
-};
-
 static const floe_param_desc solve_params[] = {
     [SO_OMEGA] = FLOE_PARAM_F("omega", 0.5, 0.01, 1.0, "",
         "relaxation of the Jacobi update (eq. 24; Ihmsen 2013: 0.5, Kim 2020: 0.8)"),
@@ -916,9 +861,8 @@ static const floe_attr_desc solve_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "density",
-      .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .run_cl = iisph_cl_density, .attrs = density_attrs },
+    { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
+      .replaced_by = "sph.density" },
     FLOE_STAGE(solve, "solve",
                "IISPH pressure solve (relaxed Jacobi) with Akinci boundaries; adds the pressure acceleration to a "
                "(after 'gravity' and other force stages, before 'integrate')"),

@@ -44,6 +44,5 @@ static inline float iisph_cheb_weight(float rho, int64_t k, int64_t delay, float
 struct iisph_cl;
 int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **cl);
 void iisph_cl_free(struct iisph_cl *cl);
-int iisph_cl_density(const floe_stage_call *call);
 
 #endif

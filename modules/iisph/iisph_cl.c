@@ -24,7 +24,7 @@
  * nothing back.
  *
  * A scene with several non-empty fluid sets falls back to the C solve (the
- * backend copies the data); the density stage handles any number of sets.
+ * backend copies the data).
  * iisph.c decodes the parameters (iisph_cfg, iisph.h) and calls in here.
  * Needs no OpenCL header: device objects are void * through floe_api, and
  * the few runtime entry points used here (reads, events, a pinned buffer)
@@ -137,47 +137,6 @@ static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *st)
     if (!m && *st == FLOE_OK)
         *st = FLOE_ERR_NOMEM;
     return m;
-}
-
-/* ---- density ---------------------------------------------------------------- */
-
-int iisph_cl_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    void *k = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_density");
-    if (!k)
-        return FLOE_ERR;
-    float kc[4], per[4];
-    floe_cl_consts(api->sim(ctx), kc, per);
-    floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
-    int nf, nb, st;
-    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) ||
-        (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
-        return st;
-    const int launches = nf > nb ? nf : nb;
-    for (int s = 0; s < nf; s++) {
-        st = FLOE_OK;
-        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
-        void *m = floe_cl_attr(api, ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
-        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_WRITE, &st);
-        if (st)
-            return st;
-        uint32_t n = f[s].info.n;
-        float rho0 = f[s].info.rest_density;
-        for (int l = 0; l < launches; l++) {
-            floe_cl_row rf, rb;
-            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, 0, &rf, &rb)))
-                return st;
-            int32_t init = l == 0, fin = l == launches - 1;
-            double bytes = 24.0 * n + 4.0 * (rf.total + rb.total);
-            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(m), ARG(rho), ARG(kc), ARG(per), ARG(rho0), ARG(init), ARG(fin),
-                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
-                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
-            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
-                return st;
-        }
-    }
-    return FLOE_OK;
 }
 
 /* ---- solve -------------------------------------------------------------------- */

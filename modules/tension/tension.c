@@ -282,9 +282,9 @@ static int he_c(floe_ctx *ctx, ten_state *ts, const ten_he *p)
                 return st;
             job J = {
                 .kc = &kc, .T = &T, .n = n,
-                .x = floe_attr_of(api, ctx, &f[s], "x", FLOE_VEC3),
+                .x = floe_read_of(api, ctx, &f[s], "x", FLOE_VEC3),
                 .V = ts->vol + f[s].off,
-                .rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32),
+                .rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32),
                 .c = floe_attr_of(api, ctx, &f[s], "colour", FLOE_F32),
                 .shep = ts->shepard + f[s].off,
                 .g2 = floe_attr_of(api, ctx, &f[s], "colour_grad2", FLOE_F32),
@@ -356,8 +356,8 @@ static int air_c(floe_ctx *ctx, ten_state *ts, const ten_air *p)
             return st;
         job J = {
             .kc = &kc, .T = &T, .n = n,
-            .x = floe_attr_of(api, ctx, &f[s], "x", FLOE_VEC3),
-            .rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32),
+            .x = floe_read_of(api, ctx, &f[s], "x", FLOE_VEC3),
+            .rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32),
             .a = floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3),
             .wall = p->wall,
             .coef = p->coef,
@@ -461,8 +461,8 @@ static int akinci_c(floe_ctx *ctx, ten_state *ts, const ten_akinci *p)
                 return st;
             job J = {
                 .kc = &kc, .T = &T, .n = n,
-                .x = floe_attr_of(api, ctx, &f[s], "x", FLOE_VEC3),
-                .rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32),
+                .x = floe_read_of(api, ctx, &f[s], "x", FLOE_VEC3),
+                .rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32),
                 .nrm = floe_attr_of(api, ctx, &f[s], "normal", FLOE_VEC3),
                 .a = floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3),
                 .coh = p->coh,
