@@ -579,7 +579,7 @@ Test(opencl, set_grown_between_runs_agrees, .timeout = 600)
 
 /* Neighbour lists are built without waiting for their overflow check
  * (backend_cl.c, pipeline.c): stages that only overwrite what they write
- * (wcsph.density, wcsph.pressure, gravity) run on them at once, and the
+ * (sph.density, wcsph.pressure, gravity) run on them at once, and the
  * check is settled before wcsph.pressure_force. With support 3.5 d in 2D the
  * first build overflows the initial stride of 32: the lists are rebuilt
  * wider and the three stages run again. The run must be bitwise the one

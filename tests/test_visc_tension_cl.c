@@ -1,6 +1,6 @@
 /* The OpenCL paths of the viscosity and tension modules against their C
  * paths (PoCL in CI):
- *  - every stage and variant after one step (neighbours, wcsph.density, the
+ *  - every stage and variant after one step (neighbours, sph.density, the
  *    stage): the acceleration it adds and the attributes it writes (colour,
  *    colour_grad2, normal) agree to float rounding, relative L2 < 1e-5; in
  *    3D, 2D, on a periodic axis, and with two fluid and two boundary sets
@@ -157,7 +157,7 @@ static const cmp_attr A[] = {{"a", FLOE_VEC3}};
 static const cmp_attr HE[] = {{"colour", FLOE_F32}, {"colour_grad2", FLOE_F32}, {"a", FLOE_VEC3}};
 static const cmp_attr AK[] = {{"normal", FLOE_VEC3}, {"a", FLOE_VEC3}};
 
-/* One step of neighbours, wcsph.density and the stage on both paths (no
+/* One step of neighbours, sph.density and the stage on both paths (no
  * gravity: a is the stage's contribution alone); every listed attribute
  * agrees to float rounding. */
 static void stage_agrees(int dim, int flags, const char *stage, int nkv, const floe_param_kv *kv,

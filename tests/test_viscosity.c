@@ -6,7 +6,7 @@
  *          - sum_{n>=0} 4 F L^2 / (nu pi^3 (2n+1)^3) sin((2n+1) pi y / L) exp(-(2n+1)^2 pi^2 nu t / L^2)
  * (walls at y = 0 and y = L) at two times. The pipeline is WCSPH with the
  * laminar operator (or Kim's operator at its equivalent nu):
- *   neighbours, wcsph.density, wcsph.pressure, gravity, viscosity.*, wcsph.pressure_force, integrate. */
+ *   neighbours, sph.density, wcsph.pressure, gravity, viscosity.*, wcsph.pressure_force, integrate. */
 #include "sim_fixture.h"
 
 #include <math.h>

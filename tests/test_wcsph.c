@@ -195,6 +195,29 @@ Test(wcsph, hydrostatic_tank_3d, .timeout = 900)
     floe_ctx_destroy(f.ctx);
 }
 
+/* The template solver of modules/hello (hello.pressure: a linear equation
+ * of state and the symmetric pressure force, written on <floe/sph.h>) with
+ * the shared stages holds the same hydrostatic tank to the same limits. */
+Test(wcsph, hello_pressure_hydrostatic_tank_2d, .timeout = 600)
+{
+    const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_param_kv xk[] = {KV_F("alpha", 0.05)}, pk[] = {KV_F("speed_of_sound", 30)}, dk[] = {KV_F("rate", 30)};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "sph.xsph", 1, xk);
+    fixture_add(&f, "hello.pressure", 1, pk);
+    fixture_add(&f, "hello.damp", 1, dk);
+    fixture_add(&f, "integrate", 0, NULL);
+    const double m0 = total_mass(&f);
+    settle_and_average(&f, 1.0, 0.5);
+    cr_assert_eq(total_mass(&f), m0, "mass must be conserved exactly");
+    check_hydrostatic(&f, tank, d, 0.05);
+    floe_ctx_destroy(f.ctx);
+}
+
 /* ---- 2D dam break vs Martin & Moyce (1952), n^2 = 2 ------------------ */
 
 static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
@@ -351,7 +374,7 @@ Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
         rho[w] = fixture_density_by_way("wcsph", w, &n[w], &left[w], w == 0 ? &walls : NULL);
     cr_assert(n[1] == n[0] && n[2] == n[0]);
 #if defined(__AVX2__)
-    cr_assert(left[0], "the neighbours stage computed no kernel sums for wcsph.density");
+    cr_assert(left[0], "the neighbours stage computed no kernel sums for sph.density");
 #endif
     cr_assert(!left[1] && !left[2], "kernel sums outlived a stage that may move particles");
     /* fluid rows: the same floats; wall rows: the same terms, summed in

@@ -24,6 +24,8 @@ static const char usage[] =
     "  modules [NAME]             list modules on the search path (or module NAME), their\n"
     "                             stages and parameters\n"
     "  devices                    list OpenCL platforms and devices (for --device)\n"
+    "  view SCENE.lua|RUN_DIR ... watch a scene live, play a run back, two to four side by\n"
+    "                             side (GLFW + OpenGL 4.3; `floe view --help`)\n"
     "  --version                  print the version\n"
     "  --help                     this text; `floe COMMAND --help`: that command's options\n"
     "\n"
@@ -416,6 +418,38 @@ static int cmd_surface(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+/* floe view is a program of its own (floe-view, built where GLFW 3 and
+ * libepoxy are found): beside this one when installed, in the build tree's
+ * viewer/ folder when run from there. */
+static int cmd_view(int argc, char **argv)
+{
+    char self[4096], path[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    const char *env = getenv("FLOE_VIEW");
+    const char *cand[3] = {env, NULL, NULL};
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/floe-view", self);
+    snprintf(b, sizeof b, "%s/../viewer/floe-view", self);
+    cand[1] = a, cand[2] = b;
+    for (int i = 0; i < 3; i++)
+        if (cand[i] && access(cand[i], X_OK) == 0) {
+            snprintf(path, sizeof path, "%s", cand[i]);
+            argv[0] = path;
+            execv(path, argv);
+            fprintf(stderr, "floe view: cannot start %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+    (void)argc;
+    fprintf(stderr, "floe view: the viewer is not built: this Floe was configured without GLFW 3, libepoxy or\n"
+                    "libpng (apt-get install libglfw3-dev libepoxy-dev libpng-dev, then meson setup --reconfigure\n"
+                    "BUILD_DIR); floe run, bench and surface work without it\n");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -436,8 +470,10 @@ int main(int argc, char **argv)
         return cmd_surface(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench"))
         return cmd_run(argc - 2, argv + 2, 1);
-    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "help"};
-    const char *near = floe_nearest_name(argv[1], commands, 5);
+    if (!strcmp(argv[1], "view"))
+        return cmd_view(argc - 1, argv + 1);
+    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "view", "help"};
+    const char *near = floe_nearest_name(argv[1], commands, 6);
     fprintf(stderr, "floe: unknown command '%s'%s%s%s\n%s", argv[1], near ? " (did you mean '" : "", near ? near : "",
             near ? "'?)" : "", usage);
     return 2;

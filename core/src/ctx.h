@@ -118,6 +118,10 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    /* floe_pipeline_set calls since the current frame of a run began: the
+     * next frame's line of the run record lists them ("set:") */
+    int nset_log;
+    char set_log_key[8][128], set_log_value[8][64];
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
 };
 

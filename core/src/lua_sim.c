@@ -315,6 +315,7 @@ typedef struct lsim {
     int frame_ref;           /* sim:on_frame function */
     int spec_ref;            /* the last pipeline spec that was accepted */
     int cb_err_ref;          /* error raised by on_frame during a run */
+    const floe_scene_opts *host; /* the host's on_frame (floe view), NULL outside a scene */
     int nstages;
     lua_stage stages[MAX_STAGES];
 } lsim;
@@ -1021,8 +1022,10 @@ static int frame_cb(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 {
     lsim *s = user;
     lua_State *L = s->L;
-    if (!L || s->frame_ref == LUA_NOREF)
+    if (!L)
         return 0;
+    if (s->frame_ref == LUA_NOREF) /* only the host's */
+        return s->host && s->host->on_frame ? s->host->on_frame(ctx, st, s->host->frame_user) : 0;
     int top = lua_gettop(L), rc = 0;
     lua_pushcfunction(L, traceback_handler);
     lua_rawgeti(L, LUA_REGISTRYINDEX, s->frame_ref);
@@ -1034,6 +1037,8 @@ static int frame_cb(floe_ctx *ctx, const floe_frame_stats *st, void *user)
     } else
         rc = lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
     lua_settop(L, top);
+    if (rc == 0 && s->host && s->host->on_frame) /* the scene's first, then the host's */
+        rc = s->host->on_frame(ctx, st, s->host->frame_user);
     return rc;
 }
 
@@ -1200,7 +1205,8 @@ static int run_exec(lua_State *L, lsim *s, scene_state *sc, floe_run_def *def)
 {
     floe_run_summary sum;
     memset(&sum, 0, sizeof sum);
-    def->on_frame = s->frame_ref != LUA_NOREF ? frame_cb : NULL;
+    s->host = sc && sc->opt->on_frame ? sc->opt : NULL;
+    def->on_frame = s->frame_ref != LUA_NOREF || s->host ? frame_cb : NULL;
     def->user = s;
     lua_pushvalue(L, 1);
     s->self_ref = luaL_ref(L, LUA_REGISTRYINDEX);

@@ -410,6 +410,17 @@ int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value)
             matched++;
         }
     }
+    if (matched) { /* for the run record: the last value of a key wins */
+        int i = 0;
+        while (i < ctx->nset_log && strcmp(ctx->set_log_key[i], key) != 0)
+            i++;
+        if (i < 8) {
+            snprintf(ctx->set_log_key[i], sizeof ctx->set_log_key[i], "%s", key);
+            snprintf(ctx->set_log_value[i], sizeof ctx->set_log_value[i], "%s", value);
+            if (i == ctx->nset_log)
+                ctx->nset_log++;
+        }
+    }
     if (!matched) {
         char near[NAME_LEN * 3 + 32];
         ctx_suggest_set(ctx, key, near, sizeof near);
@@ -417,6 +428,20 @@ int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value)
                         (int)sl, key, dot + 1, near);
     }
     return FLOE_OK;
+}
+
+int floe_pipeline_param(floe_ctx *ctx, int stage, int k, const floe_param_desc **desc, floe_value *value)
+{
+    if (!ctx || stage < 0 || stage >= ctx->nstages || k < 0)
+        return -1;
+    const stage_inst *st = &ctx->stages[stage];
+    if (!st->desc || k >= st->nparams)
+        return -1;
+    if (desc)
+        *desc = &st->desc->params[k];
+    if (value)
+        *value = st->param[k];
+    return 0;
 }
 
 /* Every attribute a stage reads must exist on the sets of its kind. */

@@ -266,6 +266,14 @@ static void write_frame(emit *e, const floe_record *r, const rec_frame *fr)
         }
         map_end(e);
     }
+    int nsets = fr->nsets < 0 ? 0 : fr->nsets > REC_MAX_SETS ? REC_MAX_SETS : fr->nsets;
+    if (nsets > 0) { /* parameters changed while the run went on (floe view's panel) */
+        key(e, "set");
+        map_begin(e, 1);
+        for (int i = 0; i < nsets; i++)
+            key(e, fr->set_key[i]), str(e, fr->set_value[i]);
+        map_end(e);
+    }
     map_end(e);
 }
 

@@ -9,6 +9,7 @@
 
 #define REC_MAX_STAGES 64
 #define REC_MAX_STATS 16
+#define REC_MAX_SETS 8
 
 typedef struct rec_module {
     const char *name, *version, *path;
@@ -31,6 +32,9 @@ typedef struct rec_frame {
     double stage_ms[REC_MAX_STAGES]; /* per stage, this frame, milliseconds */
     int nstats;
     rec_stat stats[REC_MAX_STATS];
+    int nsets;               /* parameters changed before this frame (floe_pipeline_set during the run) */
+    char set_key[REC_MAX_SETS][128];  /* "wcsph.viscosity.alpha" */
+    char set_value[REC_MAX_SETS][64]; /* as given */
 } rec_frame;
 
 typedef struct floe_record {

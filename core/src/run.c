@@ -449,10 +449,17 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = stop_check(ctx, k0); /* asked for before the run began */
     double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
     const uint64_t outside0 = ctx->outside_count;
+    ctx->nset_log = 0; /* set before the run: the record's stages show them */
     for (int f = k0 + 1; f <= def.frames && !rc; f++) {
         double t_end = t_start + f / def.fps, fw0 = wall_now();
         rec_frame *fr = &frames[f - 1];
         fr->st.frame = f;
+        for (int i = 0; i < ctx->nset_log && i < REC_MAX_SETS; i++) { /* changed during the run */
+            memcpy(fr->set_key[fr->nsets], ctx->set_log_key[i], sizeof fr->set_key[0]);
+            memcpy(fr->set_value[fr->nsets], ctx->set_log_value[i], sizeof fr->set_value[0]);
+            fr->nsets++;
+        }
+        ctx->nset_log = 0;
         fr->st.dt_min = INFINITY;
         ctx->nstats = 0;
         for (int i = 0; i < ctx->nstages; i++)

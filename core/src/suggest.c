@@ -63,7 +63,7 @@ static int old_name(const floe_stage_desc *s)
     return ctx_stage_replaced_by(s, &cond) && !cond;
 }
 
-/* " (did you mean 'wcsph.density'?)" for a stage name no loaded module
+/* " (did you mean 'sph.density'?)" for a stage name no loaded module
  * has, or "": the nearest qualified name, or a stage of that exact name in
  * a module when the module was left out. */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len)

@@ -6,10 +6,6 @@
  * Neighbour lists are neighbour-major: idx[k * pitch + i]. */
 #include "core/sph.h"
 
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
 inline float maxf(float a, float b) { return a > b ? a : b; }
 
 /* Tait: gmode 7 (exact powers), 1 (linear) or 0 (pow) */
@@ -64,7 +60,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
             const float rhoi = rho[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float mj = mf[j];
                 const float g = mj * (Pi + Pf[j]) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
@@ -79,7 +75,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
         } else {
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float g = mf[j] * (Pi + Pf[j]) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
@@ -91,7 +87,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
         const uint c = cntb[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
+            FLOE_X_IJ(xb);
             const float g = Vb[j] * floe_dw_r(kc, r2);
             ab.x += g * d.x;
             ab.y += g * d.y;
@@ -111,26 +107,15 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
 }
 
 /* Monaghan (1992) artificial viscosity, added to a:
- * a_i += cf * (fluid sum) + cbi * (boundary sum), as visc_c in wcsph.c */
-__kernel void viscosity(uint n, __global const float *x, __global const float *v, __global const float *rho,
-                        __global float *a, float4 kc, float4 per, float eps, float cf, float cbi, int hasf, int hasb,
-                        __global const float *xf, __global const float *mf, __global const float *rhof,
-                        __global const float *vf, __global const uint *cntf, __global const uint *idxf, uint pitchf,
-                        __global const float *xb, __global const float *Vb, __global const uint *cntb,
-                        __global const uint *idxb, uint pitchb)
+ * a_i += cf * (fluid sum) + cb * (boundary sum), as visc_c in wcsph.c */
+__kernel void viscosity(FLOE_FORCE_ARGS)
 {
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float3 xi = floe_load3(x, i);
-    const float3 vi = floe_load3(v, i);
-    const float rhoi = rho[i];
-    float3 af = (float3)(0.0f), ab = (float3)(0.0f);
+    FLOE_FORCE_BEGIN;
     if (hasf) {
         const uint c = cntf[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
+            FLOE_X_IJ(xf);
             const float3 vj = floe_load3(vf, j);
             const float vx = (vi.x - vj.x) * d.x + (vi.y - vj.y) * d.y + (vi.z - vj.z) * d.z;
             const float g = mf[j] * floe_neg(vx) / ((rhoi + rhof[j]) * (r2 + eps)) * floe_dw_r(kc, r2);
@@ -145,7 +130,7 @@ __kernel void viscosity(uint n, __global const float *x, __global const float *v
         float3 s = (float3)(0.0f);
         for (uint k = 0; k < c; k++) {
             const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
+            FLOE_X_IJ(xb);
             const float vx = vi.x * d.x + vi.y * d.y + vi.z * d.z;
             const float g = Vb[j] * floe_neg(vx) / (r2 + eps) * floe_dw_r(kc, r2);
             s.x += g * d.x;
@@ -156,7 +141,7 @@ __kernel void viscosity(uint n, __global const float *x, __global const float *v
         ab.y += s.y * inv;
         ab.z += s.z * inv;
     }
-    a[3 * i] += cf * af.x + cbi * ab.x;
-    a[3 * i + 1] += cf * af.y + cbi * ab.y;
-    a[3 * i + 2] += cf * af.z + cbi * ab.z;
+    a[3 * i] += cf * af.x + cb * ab.x;
+    a[3 * i + 1] += cf * af.y + cb * ab.y;
+    a[3 * i + 2] += cf * af.z + cb * ab.z;
 }

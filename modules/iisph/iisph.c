@@ -205,7 +205,7 @@ FLOE_ROW_FN void row_boundary(const floe_kconst *kc, const uint32_t *restrict id
     floe_row_grad(kc, id, cnt, xt, V, xi, yi, zi, G, per);
     if (hyd) {
         const float g0 = grav[0], g1 = grav[1], g2 = grav[2];
-        FLOE_ROW_SUM3(per, V[j] * floe_kdw(kc, r2) * (g0 * dx + g1 * dy + g2 * dz), E);
+        FLOE_ROW_SUM3(E, V[j] * floe_kdw(kc, r2) * (g0 * dx + g1 * dy + g2 * dz));
     }
     if (!visc)
         return;
@@ -852,9 +852,7 @@ static const floe_param_desc solve_params[] = {
 };
 
 static const floe_attr_desc solve_attrs[] = {
-    FLOE_ATTRS_PAIR,
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_ACCEL,
     {0},
@@ -869,7 +867,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-FLOE_KIT_MODULE(iisph, "1.0.0",
-                "Implicit incompressible SPH (Ihmsen et al. 2013; Kim 2020 sec. 3.1): relaxed Jacobi pressure "
-                "solve to a density tolerance, Akinci boundaries",
-                stages, iisph_init, iisph_fini)
+FLOE_SPH_MODULE(iisph, .version = "1.0.0",
+                .summary = "Implicit incompressible SPH (Ihmsen et al. 2013; Kim 2020 sec. 3.1): relaxed Jacobi "
+                           "pressure solve to a density tolerance, Akinci boundaries",
+                .stages = stages, .init = iisph_init, .fini = iisph_fini)

@@ -38,15 +38,7 @@ typedef struct sph_state {
     floe_records rec; /* A = (x, y, z, m) */
 } sph_state;
 
-static int sph_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    sph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
-}
+FLOE_STATE_INIT(sph_init, sph_state)
 
 static void sph_fini(void *state)
 {
@@ -158,17 +150,26 @@ static sph_xsph decode_xsph(const floe_stage_call *call, const floe_kconst *kc, 
     return x;
 }
 
-/* XSPH of fluid set fs (C path) */
-static void xsph_c(floe_ctx *ctx, const floe_kconst *pkc, const floe_fluid *fs, const floe_target *t, int nt,
-                   const sph_xsph *x)
+/* XSPH of fluid set f[s] against every fluid set and (boundary) every boundary set (C path) */
+static int xsph_c(floe_ctx *ctx, const floe_kconst *pkc, const floe_fluid *f, int nf, int s, int boundary,
+                  const sph_xsph *x)
 {
     const floe_kconst kc = *pkc;
+    const floe_fluid *fs = &f[s];
     const uint32_t n = fs->info.n;
+    floe_target t[2 * FLOE_MAX_SETS];
+    int nt = 0;
+    const int st = floe_targets(api, ctx, fs, f, nf, FLOE_NEED_RHO | FLOE_NEED_V | (boundary ? FLOE_WITH_BOUNDARY : 0),
+                                NULL, NULL, t, &nt);
+    if (st != FLOE_OK)
+        return st;
     const float *restrict xs = api->attr_read(ctx, fs->set, "x", FLOE_VEC3);
     const float *restrict vs = api->attr_read(ctx, fs->set, "v", FLOE_VEC3);
     const float *restrict rhos = api->attr_read(ctx, fs->set, "rho", FLOE_F32);
-    float *restrict a = api->attr(ctx, fs->set, "a", FLOE_VEC3);
+    float *restrict a = floe_attr_of(api, ctx, fs, "a", FLOE_VEC3);
     const float cf = x->cf, cbi = x->cb;
+    if (!a)
+        return FLOE_ERR_ARG;
 
 #pragma omp parallel for schedule(static)
     for (uint32_t i = 0; i < n; i++) {
@@ -194,6 +195,7 @@ static void xsph_c(floe_ctx *ctx, const floe_kconst *pkc, const floe_fluid *fs, 
         a[3 * i + 1] += cf * af[1] + cbi * ab[1];
         a[3 * i + 2] += cf * af[2] + cbi * ab[2];
     }
+    return FLOE_OK;
 }
 
 static int xsph(const floe_stage_call *call, int cl)
@@ -202,8 +204,7 @@ static int xsph(const floe_stage_call *call, int cl)
     const floe_kconst kc = floe_kconst_make(api->sim(ctx));
     const int boundary = call->param[XS_BOUNDARY_ALPHA].f > 0.0;
     floe_fluid f[FLOE_MAX_SETS];
-    floe_target t[2 * FLOE_MAX_SETS];
-    int nf, nt = 0, st;
+    int nf, st;
 
     if (call->param[XS_ALPHA].f == 0.0 && !boundary)
         return FLOE_OK;
@@ -212,20 +213,9 @@ static int xsph(const floe_stage_call *call, int cl)
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
-        if (f[s].info.n == 0)
-            continue;
         const sph_xsph x = decode_xsph(call, &kc, &f[s]);
-        if (cl) {
-            if ((st = sph_cl_xsph(ctx, f, nf, s, &x)) != FLOE_OK)
-                return st;
-            continue;
-        }
-        const unsigned needs = FLOE_NEED_RHO | FLOE_NEED_V | (boundary ? FLOE_WITH_BOUNDARY : 0);
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, NULL, NULL, t, &nt)) != FLOE_OK)
+        if (f[s].info.n > 0 && (st = cl ? sph_cl_xsph(ctx, &f[s], &x) : xsph_c(ctx, &kc, f, nf, s, boundary, &x)))
             return st;
-        if (!floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3))
-            return FLOE_ERR_ARG;
-        xsph_c(ctx, &kc, &f[s], t, nt, &x);
     }
     return FLOE_OK;
 }
@@ -235,16 +225,9 @@ static int st_xsph_cl(const floe_stage_call *call) { return xsph(call, 1); }
 
 /* ---- descriptors --------------------------------------------------------- */
 
-#define FLUID FLOE_ATTR_FLUID
-#define BOUND FLOE_ATTR_BOUND
-
 static const floe_attr_desc density_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
-    {0},
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE), FLOE_ATTRS_BOUND_READ, {0},
 };
 
 static const floe_param_desc xsph_params[] = {
@@ -258,13 +241,8 @@ static const floe_param_desc xsph_params[] = {
 };
 
 static const floe_attr_desc xsph_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
+    FLOE_ATTRS_PAIR_READ,
+    FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
     {0},
 };
 
@@ -279,20 +257,5 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "sph",
-    .version = "1.0.0",
-    .summary = "the stages SPH solvers share: the density sum (Akinci boundaries) and XSPH smoothing",
-    .stages = stages,
-    .init = sph_init,
-    .fini = sph_fini,
-};
-
-FLOE_MODULE(sph)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(sph, .version = "1.0.0", .stages = stages, .init = sph_init, .fini = sph_fini,
+                .summary = "the stages SPH solvers share: the density sum (Akinci boundaries) and XSPH smoothing")

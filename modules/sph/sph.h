@@ -16,6 +16,6 @@ typedef struct sph_xsph {
 
 /* the OpenCL path (sph_cl.c): one launch per set or per pair of sets */
 int sph_cl_density(floe_ctx *ctx);
-int sph_cl_xsph(floe_ctx *ctx, const floe_fluid *f, int nf, int s, const sph_xsph *x);
+int sph_cl_xsph(floe_ctx *ctx, const floe_fluid *f, const sph_xsph *x);
 
 #endif

@@ -49,42 +49,10 @@ int sph_cl_density(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-/* XSPH of query set fs[q] against every fluid set and (cb > 0) boundary set */
-int sph_cl_xsph(floe_ctx *ctx, const floe_fluid *fs, int nfs, int q, const sph_xsph *xs)
+/* XSPH of fluid set fs (cf, cb > 0: its boundary term too; FLOE_FORCE_ARGS' eps unused) */
+int sph_cl_xsph(floe_ctx *ctx, const floe_fluid *fs, const sph_xsph *xs)
 {
     void *k = api->cl_kernel(ctx, "sph", FILE_CL, "xsph");
-    if (!k)
-        return FLOE_ERR;
-    float kc[4], per[4];
-    floe_cl_consts(api->sim(ctx), kc, per);
-    floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
-    int nf = 0, nb = 0, st;
-    for (int s = 0; s < nfs; s++)
-        if (fs[s].info.n > 0)
-            f[nf++] = (floe_cl_set){fs[s].set, fs[s].info};
-    if (xs->cb > 0.0f && (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
-        return st;
-    const int launches = nf > nb ? nf : nb;
-    const floe_cl_set c = {fs[q].set, fs[q].info};
-    st = FLOE_OK;
-    void *x = floe_cl_attr(api, ctx, &c, "x", FLOE_VEC3, FLOE_READ, &st);
-    void *v = floe_cl_attr(api, ctx, &c, "v", FLOE_VEC3, FLOE_READ, &st);
-    void *rho = floe_cl_attr(api, ctx, &c, "rho", FLOE_F32, FLOE_READ, &st);
-    void *acc = floe_cl_attr(api, ctx, &c, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
-    if (st)
-        return st;
-    uint32_t n = c.info.n;
-    float cf = xs->cf, cbi = xs->cb;
-    for (int l = 0; l < launches; l++) {
-        floe_cl_row rf, rb;
-        if ((st = floe_cl_rows(api, ctx, &c, f, nf, b, nb, l, FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &rf, &rb)))
-            return st;
-        double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
-        floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(rho), ARG(acc), ARG(kc), ARG(per), ARG(cf), ARG(cbi),
-                           ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.rho), ARG(rf.v), ARG(rf.cnt),
-                           ARG(rf.idx), ARG(rf.pitch), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
-        if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
-            return st;
-    }
-    return FLOE_OK;
+    const floe_cl_set q = {fs->set, fs->info};
+    return k ? floe_cl_force(api, ctx, k, &q, xs->cb > 0.0f, 0.0f, xs->cf, xs->cb) : FLOE_ERR;
 }

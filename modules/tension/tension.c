@@ -110,7 +110,7 @@ FLOE_ROW_FN void row_grad_c(const floe_kconst *kc, const uint32_t *restrict id, 
                             const float *restrict xt, const float *restrict w, const float *restrict c, float xi,
                             float yi, float zi, float s[3], const int per)
 {
-    FLOE_ROW_SUM3(per, w[j] * c[j] * floe_kdw(kc, r2), s);
+    FLOE_ROW_GRAD_SUM(s, w[j] * c[j]);
 }
 
 /* s += sum_j w_j (gi + g_j) grad W_ij */
@@ -118,7 +118,7 @@ FLOE_ROW_FN void row_energy(const floe_kconst *kc, const uint32_t *restrict id, 
                             const float *restrict xt, const float *restrict w, const float *restrict g2, float gi,
                             float xi, float yi, float zi, float s[3], const int per)
 {
-    FLOE_ROW_SUM3(per, w[j] * (gi + g2[j]) * floe_kdw(kc, r2), s);
+    FLOE_ROW_GRAD_SUM(s, w[j] * (gi + g2[j]));
 }
 
 /* Akinci 2013 cohesion spline C(r) / (32 / (pi H^9)), r <= H:
@@ -171,7 +171,7 @@ FLOE_ROW_FN void row_adhesion(const floe_kconst *kc, const uint32_t *restrict id
                               const float *restrict xt, const float *restrict V, float xi, float yi, float zi,
                               float s[3], const int per)
 {
-    FLOE_ROW_SUM3(per, V[j] * adhesion_hat(kc, sqrtf(r2 + kc->r_min2)) / sqrtf(r2 + kc->r_min2), s);
+    FLOE_ROW_SUM3(s, V[j] * adhesion_hat(kc, sqrtf(r2 + kc->r_min2)) / sqrtf(r2 + kc->r_min2));
 }
 
 /* One fluid set's pass: the query set's data and its targets. */
@@ -495,21 +495,32 @@ static int st_akinci_cl(const floe_stage_call *call) { return akinci(call, 1); }
 #define FLUID FLOE_ATTR_FLUID
 
 static const floe_attr_desc he_attrs[] = {
-    FLOE_ATTRS_PAIR,
+    FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLUID("m", FLOE_F32, FLOE_READ),
     FLUID("rho", FLOE_F32, FLOE_READ),
     FLUID("colour", FLOE_F32, FLOE_WRITE),
     FLUID("colour_grad2", FLOE_F32, FLOE_WRITE),
     FLOE_ATTR_ACCEL,
+    FLOE_ATTRS_BOUND_READ,
     {0},
 };
 
-static const floe_attr_desc air_attrs[] = {FLOE_ATTRS_PAIR, FLUID("rho", FLOE_F32, FLOE_READ), FLOE_ATTR_ACCEL, {0}};
+static const floe_attr_desc air_attrs[] = {
+    FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLUID("m", FLOE_F32, FLOE_READ),
+    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_ACCEL,
+    FLOE_ATTRS_BOUND_READ,
+    {0},
+};
 
 static const floe_attr_desc akinci_attrs[] = {
-    FLOE_ATTRS_PAIR,
+    FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLUID("m", FLOE_F32, FLOE_READ),
     FLUID("rho", FLOE_F32, FLOE_READ),
     FLUID("normal", FLOE_VEC3, FLOE_WRITE),
     FLOE_ATTR_ACCEL,
+    FLOE_ATTRS_BOUND_READ,
     {0},
 };
 
@@ -552,7 +563,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-FLOE_KIT_MODULE(tension, "1.0.0",
-                "surface tension added to a: He et al. 2014 colour-field energy + air pressure (Kim 2020 eq. 33-36), "
-                "Akinci et al. 2013 cohesion/curvature/adhesion; for WCSPH and IISPH",
-                stages, ten_init, ten_fini)
+FLOE_SPH_MODULE(tension, .version = "1.0.0",
+                .summary = "surface tension added to a: He et al. 2014 colour-field energy + air pressure (Kim 2020 "
+                           "eq. 33-36), Akinci et al. 2013 cohesion/curvature/adhesion; for WCSPH and IISPH",
+                .stages = stages, .init = ten_init, .fini = ten_fini)

@@ -57,15 +57,7 @@ typedef struct visc_state {
     size_t cap;
 } visc_state;
 
-static int visc_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    visc_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
-}
+FLOE_STATE_INIT(visc_init, visc_state)
 
 static void visc_fini(void *state)
 {
@@ -80,14 +72,9 @@ static int compute_volumes(floe_ctx *ctx, visc_state *vs, const floe_fluid *f, i
 {
     if (!vs)
         return api->fail(ctx, FLOE_ERR, "module state missing");
-    if (total > vs->cap) {
-        float *p = realloc(vs->vol, total * sizeof *p);
-        if (!p)
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", total);
-        vs->vol = p;
-        vs->cap = total;
-    }
-    int st = FLOE_OK;
+    int st = floe_scratch(api, ctx, &vs->vol, &vs->cap, total);
+    if (st != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -108,36 +95,16 @@ static int compute_volumes(floe_ctx *ctx, visc_state *vs, const floe_fluid *f, i
 
 /* s += sum_j c_j (v_ij . x_ij) / (r^2 + eps) grad W_ij, c_j = w_j (monaghan,
  * w = V) or m_j / (rho_i + rho_j) (kim, rho != NULL, w = m). */
+#define V_IJ_X_IJ ((ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz)
 FLOE_ROW_FN void row_visc(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
                           const float *restrict w, const float *restrict rho, const float *restrict v, float xi,
                           float yi, float zi, float rhoi, const float vi[3], float eps, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const float ui = vi[0], wi = vi[1], ti = vi[2];
-    if (rho) {
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float gk = w[j] / (rhoi + rho[j]) * vx / (r2 + eps) * floe_kdw(kc, r2);
-            sx += gk * dx;
-            sy += gk * dy;
-            sz += gk * dz;
-        }
-    } else {
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float gk = w[j] * vx / (r2 + eps) * floe_kdw(kc, r2);
-            sx += gk * dx;
-            sy += gk * dy;
-            sz += gk * dz;
-        }
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    if (rho)
+        FLOE_ROW_GRAD_SUM(s, w[j] / (rhoi + rho[j]) * V_IJ_X_IJ / (r2 + eps));
+    else
+        FLOE_ROW_GRAD_SUM(s, w[j] * V_IJ_X_IJ / (r2 + eps));
 }
 
 /* Boundary at rest: s += sum_b V_b (v_i . x_ib) / (r^2 + eps) grad W_ib */
@@ -145,20 +112,8 @@ FLOE_ROW_FN void row_visc_wall(const floe_kconst *kc, const uint32_t *restrict i
                                const float *restrict xt, const float *restrict V, float xi, float yi, float zi,
                                const float vi[3], float eps, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const float ui = vi[0], wi = vi[1], ti = vi[2];
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float vx = ui * dx + wi * dy + ti * dz;
-        const float gk = V[j] * vx / (r2 + eps) * floe_kdw(kc, r2);
-        sx += gk * dx;
-        sy += gk * dy;
-        sz += gk * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, V[j] * (ui * dx + wi * dy + ti * dz) / (r2 + eps));
 }
 
 /* Morris: s += sum_j m_j (1/rho_i + 1/rho_j) F_ij v_ij, F_ij = (x_ij.grad W_ij)/(r^2 + eps) */
@@ -366,13 +321,8 @@ enum { XS_ALPHA, XS_BOUNDARY_ALPHA };
 #define BOUND FLOE_ATTR_BOUND
 
 static const floe_attr_desc visc_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -442,21 +392,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "viscosity",
-    .version = "1.0.0",
-    .summary = "viscous forces added to a: laminar (Morris 1997, physical nu), Kim 2020 bulk + boundary "
-               "viscosity (eq. 37-40); for WCSPH and IISPH",
-    .stages = stages,
-    .init = visc_init,
-    .fini = visc_fini,
-};
-
-FLOE_MODULE(viscosity)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(viscosity, .version = "1.0.0", .stages = stages, .init = visc_init, .fini = visc_fini,
+                .summary = "viscous forces added to a: laminar (Morris 1997, physical nu), Kim 2020 bulk + "
+                         "boundary viscosity (eq. 37-40); for WCSPH and IISPH")

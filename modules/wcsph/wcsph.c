@@ -47,15 +47,7 @@ typedef struct wcsph_state {
     int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
 } wcsph_state;
 
-static int wcsph_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    wcsph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
-}
+FLOE_STATE_INIT(wcsph_init, wcsph_state)
 
 static void wcsph_fini(void *state)
 {
@@ -78,18 +70,7 @@ FLOE_ROW_FN void row_grad_p(const floe_kconst *kc, const uint32_t *restrict id, 
                             const float *restrict xt, const float *restrict w, const float *restrict P, float Pi,
                             float xi, float yi, float zi, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float g = w[j] * (Pi + P[j]) * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, w[j] * (Pi + P[j]));
 }
 
 /* Pressure force and XSPH in one walk of a fluid row (pressure_force with
@@ -131,36 +112,19 @@ FLOE_ROW_FN void row_artificial(const floe_kconst *kc, const uint32_t *restrict 
                                 const float *restrict v, float xi, float yi, float zi, float rhoi,
                                 const float vi[3], float eps, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const float ui = vi[0], wi = vi[1], ti = vi[2];
-    if (v) {
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float g = m[j] * floe_neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-    } else {
+    if (v) /* Pi_ij's weight; v_ij . x_ij inline */
+        FLOE_ROW_GRAD_SUM(s, m[j] * floe_neg((ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy +
+                                             (ti - v[3 * j + 2]) * dz) /
+                                 ((rhoi + rho[j]) * (r2 + eps)));
+    else { /* walls at rest, rho_b = rho_i: the 1 / (2 rho_i) outside the sum */
+        float sb[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_ROW_GRAD_SUM(sb, m[j] * floe_neg(ui * dx + wi * dy + ti * dz) / (r2 + eps));
         const float inv = 1.0f / (2.0f * rhoi);
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = ui * dx + wi * dy + ti * dz;
-            const float g = m[j] * floe_neg(vx) / (r2 + eps) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-        sx *= inv;
-        sy *= inv;
-        sz *= inv;
+        s[0] += sb[0] * inv;
+        s[1] += sb[1] * inv;
+        s[2] += sb[2] * inv;
     }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
 }
 
 /* ---- pressure ------------------------------------------------------------ */
@@ -269,13 +233,9 @@ static wcsph_pf decode_pf(const floe_stage_call *call)
 static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
 {
     const size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
-    if (total > ws->cap) {
-        float *np = realloc(ws->prho2, total * sizeof *np);
-        if (!np)
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", total);
-        ws->prho2 = np;
-        ws->cap = total;
-    }
+    int st = floe_scratch(api, ctx, &ws->prho2, &ws->cap, total);
+    if (st != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
@@ -497,7 +457,7 @@ static int viscosity(const floe_stage_call *call, int cl)
             return st;
         const wcsph_visc vi = decode_visc(call, &kc, &f[s], c0);
         if (cl) {
-            if ((st = wcsph_cl_viscosity(ctx, f, nf, s, &vi)) != FLOE_OK)
+            if ((st = wcsph_cl_viscosity(ctx, &f[s], &vi)) != FLOE_OK)
                 return st;
             continue;
         }
@@ -553,14 +513,9 @@ static const floe_param_desc pressure_force_params[] = {
 };
 
 static const floe_attr_desc pressure_force_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ),
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -583,13 +538,8 @@ static const floe_param_desc viscosity_params[] = {
 };
 
 static const floe_attr_desc viscosity_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -612,21 +562,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "wcsph",
-    .version = "1.1.0",
-    .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
-               "symmetric pressure force, artificial viscosity, Akinci boundaries",
-    .stages = stages,
-    .init = wcsph_init,
-    .fini = wcsph_fini,
-};
-
-FLOE_MODULE(wcsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(wcsph, .version = "1.1.0", .stages = stages, .init = wcsph_init, .fini = wcsph_fini,
+                .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
+                         "symmetric pressure force, artificial viscosity, Akinci boundaries")

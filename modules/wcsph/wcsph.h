@@ -30,7 +30,7 @@ typedef struct wcsph_pf {
 
 /* the OpenCL path (wcsph_cl.c): one launch per set or per pair of sets */
 int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e);
-int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *f, int nf, int s, const wcsph_visc *vi);
+int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *f, const wcsph_visc *vi);
 int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf);
 
 #endif

@@ -175,6 +175,13 @@ int floe_pipeline_check(floe_ctx *ctx, const char *where, int *warnings);
 /* Override a stage parameter by "stage.param" after the pipeline is built
  * (from --set). Returns FLOE_ERR_ARG if no stage has that parameter. */
 int floe_pipeline_set(floe_ctx *ctx, const char *key, const char *value);
+/* Parameter k of pipeline stage i: its description and current value (a
+ * string value stays valid until the parameter changes). 0, or -1 past the
+ * end or for a host function. For hosts that show and change parameters
+ * while a run goes on (floe view): a floe_pipeline_set from floe_run's
+ * on_frame takes effect with the next frame and is written into that
+ * frame's line of the run record ("set:"). */
+int floe_pipeline_param(floe_ctx *ctx, int stage, int k, const floe_param_desc **desc, floe_value *value);
 /* Run the per-frame stages (floe_stage_desc.per_frame) once for output frame
  * `frame`, writing their files into out_dir (NULL: write nothing). floe_run
  * calls it after every frame; hosts that own their loop call it themselves. */
@@ -321,6 +328,11 @@ typedef struct floe_scene_opts {
      * the run continues at the next frame; it is also the output root
      * (out_dir is ignored) */
     const char *resume;
+    /* appended: called after every output frame of every sim:run of the
+     * scene (after the scene's own sim:on_frame), as floe_run_def.on_frame:
+     * > 0 stops the run, < 0 fails it; NULL = none (floe view draws here) */
+    floe_frame_fn on_frame;
+    void *frame_user;
 } floe_scene_opts;
 
 /* Run a scene script. Errors (with file:line) into err. */

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
+#define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
 /* A fluid set, its info, and its offset when all fluid sets' particles are
  * laid end to end (per-particle module scratch covering every set). */
@@ -23,20 +23,20 @@ typedef struct floe_fluid {
     size_t off;
 } floe_fluid;
 
-/* Every fluid set (empty ones too), at most FLOE_MODULE_MAX_SETS; a set
+/* Every fluid set (empty ones too), at most FLOE_MAX_SETS; a set
  * without a positive rest density is an error naming it. total (if not
  * NULL) gets the particles of all of them. */
 static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid *f, int *nf, size_t *total)
 {
-    floe_set sets[FLOE_MODULE_MAX_SETS];
+    floe_set sets[FLOE_MAX_SETS];
     *nf = 0;
     if (total)
         *total = 0;
-    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MODULE_MAX_SETS);
+    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MAX_SETS);
     if (n < 0)
         return api->fail(ctx, FLOE_ERR, "cannot list fluid sets");
-    if (n > FLOE_MODULE_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, FLOE_MODULE_MAX_SETS);
+    if (n > FLOE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, FLOE_MAX_SETS);
     size_t off = 0;
     for (int s = 0; s < n; s++) {
         f[s].set = sets[s];

@@ -4,16 +4,21 @@
  *
  * What it holds (docs/modules.md walks a solver written on it):
  *   FLOE_MODULE_API_DEFINE / _EXTERN  one `api` pointer for all the files of a module
+ *   FLOE_SPH_MODULE                   the descriptor and the entry point that sets `api`
+ *   FLOE_STATE_INIT, floe_scratch     a zeroed module state, per-particle scratch arrays
  *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
  *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
  *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists
  *   FLOE_ROW, FLOE_ROW_CALL           one particle's row of a target, the periodic/plain choice
  *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
  *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
+ *   FLOE_ROW_SUM3, FLOE_ROW_GRAD_SUM  a row sum of (pair term) x_ij, of (pair weight) grad W_ij:
+ *                                     the term or weight is the physics
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
  *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
  *                                     a stage reads (api->attr_read), the data it writes
- *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors
+ *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
+ *                                     stage over fluid and boundary neighbours reads
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -48,6 +53,47 @@
 #endif
 #define FLOE_MODULE_API_DEFINE FLOE_HIDDEN const floe_api *api = NULL
 #define FLOE_MODULE_API_EXTERN extern FLOE_HIDDEN const floe_api *api
+
+/* The descriptor and the entry point of a module written on the kit (the
+ * file that writes FLOE_MODULE_API_DEFINE), which hands it the core's api:
+ *     FLOE_SPH_MODULE(mymod, .version = "1.0.0", .summary = "...", .stages = stages);
+ * (.init, .fini, .save, .load as floe_module_desc has them). */
+#define FLOE_SPH_MODULE(nm, ...)                                                                          \
+    static const floe_module_desc floe_sph_module_ = {FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, \
+                                                      .abi_minor = FLOE_ABI_MINOR, .name = #nm, __VA_ARGS__};     \
+    FLOE_MODULE(nm)                                                                                       \
+    {                                                                                                     \
+        api = core;                                                                                       \
+        return &floe_sph_module_;                                                                         \
+    }
+
+/* A module state that starts zeroed, for floe_module_desc.init:
+ * FLOE_STATE_INIT(my_init, my_state) defines static int my_init(floe_ctx *, void **). */
+static inline int floe_state_new(void **state, size_t size)
+{
+    *state = calloc(1, size);
+    return *state ? FLOE_OK : FLOE_ERR_NOMEM;
+}
+#define FLOE_STATE_INIT(fn, type)                     \
+    static int fn(floe_ctx *ctx, void **state)        \
+    {                                                 \
+        (void)ctx;                                    \
+        return floe_state_new(state, sizeof(type));   \
+    }
+
+/* Room for n floats in a module's scratch array (*p of *cap floats, grown
+ * with realloc, freed by the module's fini); an error when out of memory. */
+static inline int floe_scratch(const floe_api *api, floe_ctx *ctx, float **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return FLOE_OK;
+    float *np = realloc(*p, n * sizeof *np);
+    if (!np)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", n);
+    *p = np;
+    *cap = n;
+    return FLOE_OK;
+}
 
 /* the row sums must inline into the OpenMP loop bodies */
 #if defined(__GNUC__)
@@ -280,6 +326,30 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
 #endif
 }
 
+/* The body of a row function that adds a pair term times x_ij,
+ *   s += sum_j (G) x_ij,
+ * G an expression of j, dx, dy, dz and r2 (FLOE_X_IJ's names) and of the
+ * function's arguments; the function names its arguments as floe_row_grad
+ * does (kc, id, cnt, xt, xi, yi, zi, per). FLOE_ROW_GRAD_SUM(s, EXPR) is the
+ * case of a pair weight times grad W_ij = floe_kdw(kc, r2) x_ij: the pair
+ * term is (EXPR) * floe_kdw(kc, r2), in that order. */
+#define FLOE_ROW_SUM3(s, G)                                          \
+    do {                                                             \
+        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;                    \
+        _Pragma("omp simd reduction(+ : sx_, sy_, sz_)")             \
+        for (uint32_t k = 0; k < cnt; k++) {                         \
+            FLOE_X_IJ(per);                                          \
+            const float g_ = (G);                                    \
+            sx_ += g_ * dx;                                          \
+            sy_ += g_ * dy;                                          \
+            sz_ += g_ * dz;                                          \
+        }                                                            \
+        (s)[0] += sx_;                                               \
+        (s)[1] += sy_;                                               \
+        (s)[2] += sz_;                                               \
+    } while (0)
+#define FLOE_ROW_GRAD_SUM(s, EXPR) FLOE_ROW_SUM3(s, (EXPR) * floe_kdw(kc, r2))
+
 /* sum_j w_j W_ij / sigma */
 FLOE_ROW_FN float floe_row_w(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                              const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
@@ -299,18 +369,7 @@ FLOE_ROW_FN void floe_row_grad(const floe_kconst *kc, const uint32_t *restrict i
                                const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
                                float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float g = w[j] * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, w[j]);
 }
 
 /* ---- XSPH (Monaghan 1989), one definition ------------------------------------
@@ -351,52 +410,16 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
 #define FLOE_ATTR_BOUND(n, t) \
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+/* what every stage over boundary neighbours reads of them: x and V */
+#define FLOE_ATTRS_BOUND_READ FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
+/* what a stage summing over fluid and boundary neighbours reads: x, v, m,
+ * rho of every fluid set, x and V of every boundary set */
+#define FLOE_ATTRS_PAIR_READ                                                                              \
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),                 \
+        FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),             \
+        FLOE_ATTRS_BOUND_READ
 
-/* ==== shapes every pair stage repeats (added with iisph and tension) ========= */
-
-/* s[0..2] += sum_j G x_ij over one row, G an expression in j, r2 (and dx, dy,
- * dz): the omp simd reduction of every gradient-like row sum. Used inside a
- * row function (kc, id, cnt, xt, xi, yi, zi in scope). */
-#define FLOE_ROW_SUM3(per, G, s)                                     \
-    do {                                                             \
-        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;                    \
-        _Pragma("omp simd reduction(+ : sx_, sy_, sz_)")             \
-        for (uint32_t k = 0; k < cnt; k++) {                         \
-            FLOE_X_IJ(per);                                          \
-            const float g_ = (G);                                    \
-            sx_ += g_ * dx;                                          \
-            sy_ += g_ * dy;                                          \
-            sz_ += g_ * dz;                                          \
-        }                                                            \
-        (s)[0] += sx_;                                               \
-        (s)[1] += sy_;                                               \
-        (s)[2] += sz_;                                               \
-    } while (0)
-
-/* An init hook fn giving the module a zeroed state of type T (its fini frees it). */
-#define FLOE_STATE_INIT(fn, T)                    \
-    static int fn(floe_ctx *ctx, void **state)    \
-    {                                             \
-        (void)ctx;                                \
-        T *s_ = calloc(1, sizeof *s_);            \
-        if (!s_)                                  \
-            return FLOE_ERR_NOMEM;                \
-        *state = s_;                              \
-        return FLOE_OK;                           \
-    }
-
-/* A per-particle scratch *p of *cap floats grown to at least n. */
-static inline int floe_scratch(const floe_api *api, floe_ctx *ctx, float **p, size_t *cap, size_t n)
-{
-    if (n <= *cap)
-        return FLOE_OK;
-    float *q = realloc(*p, n * sizeof *q);
-    if (!q)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", n);
-    *p = q;
-    *cap = n;
-    return FLOE_OK;
-}
+/* ==== added with iisph and tension ============================================ */
 
 /* V_j = m_j / rho_j of every fluid set f[0..nf) into vol (laid out by floe_fluid.off) */
 static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, float *vol)
@@ -418,11 +441,7 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
     return FLOE_OK;
 }
 
-/* what a pair stage with Akinci boundaries reads (fluid x, m; boundary x, V)
- * and the acceleration a force stage adds to */
-#define FLOE_ATTRS_PAIR                                                                    \
-    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), \
-        FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
+/* the acceleration a force stage adds to */
 #define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
 
 /* a float parameter */
@@ -437,18 +456,6 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
     {                                                                                                    \
         FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
             .params = id##_params, .attrs = id##_attrs                                                   \
-    }
-
-/* The module's descriptor and its entry point floe_module_<nm>, which sets
- * `api` (FLOE_MODULE_API_DEFINE) and hands the descriptor to the core. */
-#define FLOE_KIT_MODULE(nm, ver, text, stage_list, init_fn, fini_fn)                                      \
-    static const floe_module_desc floe_kit_module_ = {                                                    \
-        FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR,           \
-        .name = #nm, .version = ver, .summary = text, .stages = stage_list, .init = init_fn, .fini = fini_fn}; \
-    FLOE_MODULE(nm)                                                                                       \
-    {                                                                                                     \
-        api = core;                                                                                       \
-        return &floe_kit_module_;                                                                         \
     }
 
 #endif
