@@ -50,7 +50,7 @@ valgrind: build
 # crashes to build-fuzz/crashes/. A crash found: copy it to
 # tests/fuzz/crashes/<target>/ and fix it (the suite then runs it, test_fuzz).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = yaml ply params mesh
+FUZZ_TARGETS = yaml ply params mesh heightmap
 fuzz:
 	@FLOE_WITH_FUZZ=1 ./scripts/bootstrap.sh
 	@[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz --buildtype=debugoptimized -Dfuzz=true -Dtests=false -Dnative=false -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link

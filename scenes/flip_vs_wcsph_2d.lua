@@ -71,7 +71,7 @@ local function dam_break(solver)
 end
 
 local function at(hist, T)
-  if #hist == 0 then return 0 / 0 end -- no frame run (--frames 0): nan
+  if #hist == 0 then return 0 / 0 end -- no frame ran (floe run --frames 0: the checks only)
   for i = 2, #hist do
     if hist[i][1] >= T then
       local w = (T - hist[i - 1][1]) / (hist[i][1] - hist[i - 1][1])

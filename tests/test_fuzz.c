@@ -82,3 +82,18 @@ Test(fuzz, mesh_corpus_and_crashes)
     cr_assert_eq(fuzz_mesh(ply, sizeof ply - 1), -1);
     cr_expect(strstr(fuzz_message, "mesh.ply") && strstr(fuzz_message, "importer crashed"), "%s", fuzz_message);
 }
+
+Test(fuzz, heightmap_corpus_and_crashes)
+{
+    run_target("heightmap", fuzz_heightmap);
+    /* an 8-bit PNG is refused with the reason and the file */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/heightmap/bad_grey8.png", FLOE_TEST_SOURCE_ROOT);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    uint8_t buf[256];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    cr_assert_eq(fuzz_heightmap(buf, n), -1);
+    cr_expect(strstr(fuzz_message, "height.png") && strstr(fuzz_message, "16-bit greyscale"), "%s", fuzz_message);
+}

@@ -154,7 +154,7 @@ Test(loader, scan_lists_good_and_reports_broken)
     cr_assert_eq(errors_seen, 1);
 }
 
-/* ---- old stage names (floe_stage_desc.replaced_by, ABI 1.7) ------------------ */
+/* ---- old stage names (floe_stage_desc.replaced_by, ABI 1.8) ------------------ */
 
 static int warnings_logged;
 static char last_warning[512];

@@ -16,8 +16,11 @@ static const char usage[] =
     "  run SCENE.lua [options]    run a scene script (headless)\n"
     "  bench SCENE.lua [options]  run a scene without writing frames; print particle-steps/s\n"
     "                             and milliseconds per step of every stage\n"
-    "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "  bench neighbours [--n N] [--dim D] [--iters K] [--threads T] [--method cells|sorted_keys]\n"
+    "                   [--layout uniform|sparse]\n"
     "                             neighbour search updates per second\n"
+    "  bench surface OUT_DIR [floe surface's options]\n"
+    "                             the surfacer alone on a run's frames: ms per frame\n"
     "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
@@ -59,6 +62,7 @@ static const char help_run[] =
 static const char help_bench[] =
     "usage: floe bench SCENE.lua [options]\n"
     "       floe bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
+    "                             [--method cells|sorted_keys] [--layout uniform|sparse]\n"
     "run a scene without writing frames and print particle-steps/s and the milliseconds\n"
     "per step of every stage (the last sim:run of the scene); or time the neighbour search:\n"
     "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
@@ -231,10 +235,18 @@ static int cmd_modules(int argc, char **argv)
     return 0;
 }
 
+static int cmd_surface(int argc, char **argv);
+
 static int cmd_bench_neighbours(int argc, char **argv)
 {
     long n = 100000, dim = 3, iters = 20, threads = 0;
+    const char *method = NULL, *layout = "uniform";
     for (int i = 0; i < argc; i++) {
+        if ((!strcmp(argv[i], "--method") || !strcmp(argv[i], "--layout")) && i + 1 < argc) {
+            *(argv[i][2] == 'm' ? &method : &layout) = argv[i + 1];
+            i++;
+            continue;
+        }
         long *dst = !strcmp(argv[i], "--n") ? &n : !strcmp(argv[i], "--dim") ? &dim
                   : !strcmp(argv[i], "--iters") ? &iters : !strcmp(argv[i], "--threads") ? &threads : NULL;
         if (!dst || i + 1 >= argc) {
@@ -247,12 +259,25 @@ static int cmd_bench_neighbours(int argc, char **argv)
     }
     threads = clamp_threads("bench neighbours", threads);
     double ups, sort_ms, build_ms, avg;
+    if (method && strcmp(method, "cells") && strcmp(method, "sorted_keys")) {
+        fprintf(stderr, "floe bench neighbours: --method is cells or sorted_keys (got '%s')\n", method);
+        return 2;
+    }
+    if (strcmp(layout, "uniform") && strcmp(layout, "sparse")) {
+        fprintf(stderr, "floe bench neighbours: --layout is uniform or sparse (got '%s')\n", layout);
+        return 2;
+    }
+    /* without --method and --layout: the cell search's own benchmark, as before */
+    int plain = !method && !strcmp(layout, "uniform");
     if (n <= 0 || (dim != 2 && dim != 3) || iters <= 0 ||
-        floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)) {
+        (plain ? floe_bench_neighbours((uint32_t)n, (int)dim, (int)threads, (int)iters, &ups, &sort_ms, &build_ms, &avg)
+               : floe_bench_neighbours_method((uint32_t)n, (int)dim, (int)threads, (int)iters,
+                                              method ? method : "cells", layout, &ups, &sort_ms, &build_ms, &avg))) {
         fprintf(stderr, "floe bench neighbours: failed (bad arguments or out of memory)\n");
         return 1;
     }
-    printf("neighbours: n=%ld dim=%ld threads=%ld iters=%ld\n", n, dim, threads, iters);
+    printf("neighbours: n=%ld dim=%ld threads=%ld iters=%ld method=%s layout=%s\n", n, dim, threads, iters,
+           method ? method : "cells", layout);
     printf("  sort %.3f ms, lists %.3f ms per update, %.1f neighbours per particle\n", sort_ms, build_ms, avg);
     printf("  %.4g neighbour updates/s (particles x updates per second)\n", ups);
     return 0;
@@ -282,6 +307,8 @@ static int cmd_run(int argc, char **argv, int bench)
         }
     if (bench && argc > 0 && !strcmp(argv[0], "neighbours"))
         return cmd_bench_neighbours(argc - 1, argv + 1);
+    if (bench && argc > 0 && !strcmp(argv[0], "surface")) /* the surfacer alone: floe surface's timing */
+        return cmd_surface(argc - 1, argv + 1);
     floe_scene_opts o;
     memset(&o, 0, sizeof o);
     o.frames = -1;

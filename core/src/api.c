@@ -143,7 +143,7 @@ static int api_out_write(floe_ctx *ctx, const char *name, const void *data, size
     return FLOE_OK;
 }
 
-/* The const view (ABI 1.7): a read, whatever the running stage declared. */
+/* The const view (ABI 1.8): a read, whatever the running stage declared. */
 static const void *api_attr_read(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
 {
     pset *p = ctx_set(ctx, set);

@@ -2,6 +2,7 @@
  * the same descriptors as any plugin: neighbours, gravity, integrate.
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
 #include "ctx.h"
+#include "emit.h"
 
 #include "floe/kernel.h"
 
@@ -132,11 +133,16 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
     return rc;
 }
 
-enum { NB_REORDER_EVERY };
+enum { NB_REORDER_EVERY, NB_METHOD };
+
+/* method "sorted_keys": Kipfer & Westermann's search (neighbours_sorted.c) */
+static int sorted_keys(const floe_stage_call *c) { return c->param[NB_METHOD].s && c->param[NB_METHOD].s[0] == 's'; }
 
 static int stage_neighbours(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
+    if (sorted_keys(c))
+        return ctx_neighbours_sorted(ctx);
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     return ctx_neighbours_update(ctx, reorder);
@@ -214,6 +220,8 @@ static int stage_integrate(const floe_stage_call *c)
 static int stage_neighbours_cl(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
+    if (sorted_keys(c))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "neighbours: method \"sorted_keys\" runs on the cpu backend only");
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
@@ -226,6 +234,10 @@ static int stage_integrate_cl(const floe_stage_call *c) { return ctx_cl_integrat
 static const floe_param_desc nb_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,
      .unit = "steps", .doc = "reorder particles along the cell key every N updates for memory locality (0 = never)"},
+    {FLOE_SIZED(floe_param_desc), .name = "method", .type = FLOE_PARAM_STRING, .def_str = "cells",
+     .choices = "cells|sorted_keys", .unit = "",
+     .doc = "cells: cell-sorted search with 3x3(x3) blocks; sorted_keys: Kipfer & Westermann's linear scan over "
+            "sorted bin keys with staggered grids (cpu backend, no periodic domains; docs/neighbours.md)"},
     {0}};
 
 static const floe_attr_desc nb_attrs[] = {
@@ -242,6 +254,11 @@ static const floe_attr_desc integrate_attrs[] = {
     {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "x", .type = FLOE_VEC3, .access = FLOE_WRITE},
     {0}};
 
+static const floe_attr_desc emit_attrs[] = {
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "x", .type = FLOE_VEC3, .access = FLOE_READ | FLOE_WRITE},
+    {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3, .access = FLOE_READ | FLOE_WRITE},
+    {0}};
+
 static const floe_stage_desc core_stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "neighbours", .run = stage_neighbours, .run_cl = stage_neighbours_cl, .params = nb_params, .attrs = nb_attrs,
      .doc = "cell-sorted neighbour search: counting sort by cell key, neighbour lists of every fluid set "
@@ -250,6 +267,9 @@ static const floe_stage_desc core_stages[] = {
      .doc = "start the step's accelerations: a = g on every fluid set (force stages add to a after it)"},
     {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .run_cl = stage_integrate_cl, .attrs = integrate_attrs,
      .doc = "symplectic Euler: v += dt a, then x += dt v"},
+    {FLOE_SIZED(floe_stage_desc), .name = "emit", .run = emit_stage, .attrs = emit_attrs, .corrects = 1,
+     .doc = "sources and sinks (sim:source, sim:sink): remove the particles in sinks, emit new ones with fresh "
+            "ids; after integrate (and any collision stage)"},
     {0}};
 
 const floe_module_desc *floe_core_module(void)

@@ -1,5 +1,6 @@
 /* Simulation context: creation, errors, logging. */
 #include "ctx.h"
+#include "emit.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -148,6 +149,8 @@ void floe_ctx_destroy(floe_ctx *ctx)
             m->desc->fini(m->state);
     }
     ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
+    emit_free(ctx);
+    ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
             floe_module_unload_handle(ctx->modules[i].dl);

@@ -32,6 +32,7 @@ typedef struct pset {
     floe_set_kind kind;
     float rest_density;
     int is_static;
+    int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
@@ -73,6 +74,7 @@ typedef struct stage_inst {
     double ms_total, ms_frame;
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
     int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
+    int corrects;            /* corrects an integrator's positions (ABI 1.7 floe_stage_desc.corrects) */
 } stage_inst;
 
 typedef struct stat_acc {
@@ -123,6 +125,8 @@ struct floe_ctx {
     int nset_log;
     char set_log_key[8][128], set_log_value[8][64];
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
+    struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
+    struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -150,10 +154,13 @@ void floe_module_unload_handle(void *dl);
 const floe_module_desc *floe_core_module(void);
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
+/* neighbours_sorted.c: the neighbours stage's method "sorted_keys" */
+int ctx_neighbours_sorted(floe_ctx *ctx);
+void ctx_nbs_free(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
-/* the stage a deprecated stage name runs as (ABI 1.7), and its condition; NULL when none */
+/* the stage a deprecated stage name runs as (ABI 1.8), and its condition; NULL when none */
 const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond);
 /* "did you mean" endings of error messages (suggest.c), "" when none */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);

@@ -177,6 +177,8 @@ static void writers(floe_ctx *ctx, report *r, const char *name, floe_set_kind ki
             continue;
         }
         const stage_inst *f = &ctx->stages[first];
+        if (!strcmp(name, "x") && kind == FLOE_SET_FLUID && st->corrects)
+            continue; /* a collision or an emitter after the integrator (ABI 1.7) */
         if (!strcmp(name, "x") && kind == FLOE_SET_FLUID)
             say(r, 1, i, ctx, "moves the fluid too: entry %d ('%s') already writes 'x', so positions would advance "
                 "twice per step", first + 1, f->name);

@@ -719,6 +719,26 @@ static int m_fluid_sphere(lua_State *L)
     return push_count(L, s, fn, floe_fill_sphere(s->ctx, set, c, (float)r, a.v));
 }
 
+static const char *const BOUNDARY_SET_KEYS[] = {"name", NULL};
+
+/* sim:boundary_set{ name = "ice" }: an empty boundary set that a module
+ * fills during the run (the freezing module's ice); it is written with
+ * every frame, with the run's attributes it carries. */
+static int m_boundary_set(lua_State *L)
+{
+    const char *fn = "sim:boundary_set";
+    lsim *s = check_idle(L, fn);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    check_keys(L, 2, fn, BOUNDARY_SET_KEYS);
+    const char *name = field_str(L, 2, fn, "name", "ice");
+    check_set(L, s, fn, name, FLOE_SET_BOUNDARY, 0);
+    floe_set set = ensure_set(L, s, fn, name, FLOE_SET_BOUNDARY, 0);
+    if (floe_set_every_frame(s->ctx, set, 1) != FLOE_OK)
+        return luaL_error(L, "%s: %s", fn, floe_ctx_error(s->ctx));
+    lua_pushinteger(L, (lua_Integer)floe_set_size(s->ctx, set));
+    return 1;
+}
+
 static const char *const BOUNDARY_BOX_KEYS[] = {"min", "max", "layers", "open_top", "set", NULL};
 
 static int m_boundary_box(lua_State *L)
@@ -1392,15 +1412,39 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_mesh_info(lua_State *L);
 static int m_boundary_mesh(lua_State *L) { return floe_lua_boundary_mesh(L, check_idle(L, "sim:boundary_mesh")->ctx); }
 static int m_fluid_mesh(lua_State *L) { return floe_lua_fluid_mesh(L, check_idle(L, "sim:fluid_mesh")->ctx); }
+/* lua_terrain.c: sim:terrain, sim:terrain_height */
+int floe_lua_terrain(lua_State *L, floe_ctx *ctx);
+int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx);
+static int m_terrain(lua_State *L) { return floe_lua_terrain(L, check_idle(L, "sim:terrain")->ctx); }
+static int m_terrain_height(lua_State *L) { return floe_lua_terrain_height(L, check_sim(L)->ctx); }
+int floe_lua_lake(lua_State *L, floe_ctx *ctx);
+static int m_lake(lua_State *L) { return floe_lua_lake(L, check_idle(L, "sim:lake")->ctx); }
+/* lua_emit.c: sources and sinks */
+int floe_lua_source(lua_State *L, floe_ctx *ctx);
+int floe_lua_source_on(lua_State *L, floe_ctx *ctx);
+int floe_lua_sink(lua_State *L, floe_ctx *ctx);
+int floe_lua_flow(lua_State *L, floe_ctx *ctx);
+static int m_source(lua_State *L) { return floe_lua_source(L, check_idle(L, "sim:source")->ctx); }
+static int m_source_on(lua_State *L) { return floe_lua_source_on(L, check_sim(L)->ctx); }
+static int m_sink(lua_State *L) { return floe_lua_sink(L, check_idle(L, "sim:sink")->ctx); }
+static int m_flow(lua_State *L) { return floe_lua_flow(L, check_sim(L)->ctx); }
 
 static const luaL_Reg sim_methods[] = {
     {"load", m_load},
     {"fluid_box", m_fluid_box},
     {"fluid_sphere", m_fluid_sphere},
     {"boundary_box", m_boundary_box},
+    {"boundary_set", m_boundary_set},
     {"boundary_solid_box", m_boundary_solid_box},
     {"boundary_mesh", m_boundary_mesh},
     {"fluid_mesh", m_fluid_mesh},
+    {"terrain", m_terrain},
+    {"terrain_height", m_terrain_height},
+    {"lake", m_lake},
+    {"source", m_source},
+    {"source_on", m_source_on},
+    {"sink", m_sink},
+    {"flow", m_flow},
     {"pipeline", m_pipeline},
     {"on_frame", m_on_frame},
     {"run", m_run},

@@ -183,6 +183,15 @@ floe_set floe_set_find(floe_ctx *ctx, const char *name)
     return (floe_set){0};
 }
 
+int floe_set_every_frame(floe_ctx *ctx, floe_set set, int on)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "every_frame: invalid particle set handle");
+    p->every_frame = on != 0;
+    return FLOE_OK;
+}
+
 uint32_t floe_set_size(floe_ctx *ctx, floe_set set)
 {
     pset *p = ctx_set(ctx, set);
@@ -193,7 +202,7 @@ static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
     p->dev_sorted_valid = 0;
-    if (p->kind == FLOE_SET_BOUNDARY) /* Akinci volumes depend on all of them */
+    if (p->kind == FLOE_SET_BOUNDARY && !p->every_frame) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
     ctx->nb_dev_valid = 0;

@@ -289,6 +289,7 @@ static int pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *k
     st.fn = sd->run;
     st.moves = stage_moves(sd);
     st.per_frame = sd->size >= offsetof(floe_stage_desc, per_frame) + sizeof sd->per_frame && sd->per_frame;
+    st.corrects = sd->size >= offsetof(floe_stage_desc, corrects) + sizeof sd->corrects && sd->corrects;
     int np = 0;
     for (const floe_param_desc *p = sd->params; p && p->name; p++)
         set_default(&st, np++, p);

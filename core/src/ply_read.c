@@ -135,6 +135,8 @@ int ply_read_property(const char *path, const char *prop, uint32_t *n, float **o
             }
         } else if (strcmp(kw, "property") == 0) {
             const char *type = strtok_r(NULL, " \t", &save);
+            if (vertex_seen && !in_vertex && type && strcmp(type, "list") == 0)
+                continue; /* faces after the vertices (meshes): not read */
             const char *name = strtok_r(NULL, " \t", &save);
             int k = 0;
             size_t sz = type ? ply_type(type, &k) : 0;

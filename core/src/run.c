@@ -126,7 +126,7 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
     st->max_speed = max_speed(ctx);
 }
 
-/* Write every fluid set (and static sets at frame 0) as files numbered
+/* Write every fluid set and every_frame boundary set (and static sets at frame 0) as files numbered
  * number, into the folder dirfd (shown as def->out_dir). */
 static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int frame, int number)
 {
@@ -136,10 +136,10 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
     unsigned fmts = def->formats ? def->formats : FLOE_FMT_PLY;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
-        if (p->kind != FLOE_SET_FLUID && (frame != 0 || !p->is_static))
+        if (p->kind != FLOE_SET_FLUID && (frame != 0 || !p->is_static) && !p->every_frame)
             continue;
         ctx_cl_host_set(ctx, p, 0);
-        io_column cols[MAX_ATTRS];
+        io_column cols[MAX_ATTRS + 1];
         int nc = 0;
         for (int a = 0; a < nnames; a++) {
             attr *at = pset_attr(p, names[a]);
@@ -148,9 +148,15 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
         }
         if (p->kind != FLOE_SET_FLUID) { /* boundary: positions and volumes */
             attr *at = pset_attr(p, "V");
+            int chosen = p->every_frame ? nc : 0;
+            /* a set that changes (every_frame): also the run's attributes it carries */
+            memmove(cols + 1, cols, (size_t)chosen * sizeof *cols);
             nc = 0;
             if (at)
                 cols[nc++] = (io_column){at->name, at->type, at->data};
+            for (int a = 1; a <= chosen; a++)
+                if (strcmp(cols[a].name, "V") != 0)
+                    cols[nc++] = cols[a];
         }
         const char *base = def->name && p->kind == FLOE_SET_FLUID ? def->name : p->name;
         char path[2048];

@@ -83,7 +83,9 @@ static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
 {
     const floe_sim_info *si = api->sim(ctx);
     floe_set sets[FLOE_MAX_SETS];
-    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MAX_SETS), nchosen = 0;
+    /* every fluid set by default; sets named in the list may also be
+     * boundary sets (the freezing module's ice) */
+    int ns = api->set_list(ctx, list[0] ? FLOE_SET_ANY : FLOE_SET_FLUID, sets, FLOE_MAX_SETS), nchosen = 0;
     uint64_t total = 0;
     for (int s = 0; s < ns && s < FLOE_MAX_SETS; s++) {
         floe_set_info in;
@@ -91,7 +93,7 @@ static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
             total += in.n, nchosen++;
     }
     if (list[0] && !nchosen)
-        return api->fail(ctx, FLOE_ERR_ARG, "no fluid set named in sets = \"%s\"", list);
+        return api->fail(ctx, FLOE_ERR_ARG, "no particle set named in sets = \"%s\"", list);
     if (total > UINT32_MAX / 4)
         return api->fail(ctx, FLOE_ERR_ARG, "%llu particles: too many", (unsigned long long)total);
     p->n = 0;

@@ -6,6 +6,7 @@
 
 #include <floe/mesh.h>
 
+#include "heightmap.h"
 #include "io.h"
 #include "ply_read.h"
 #include "lua_floe.h"
@@ -32,7 +33,8 @@ static char dir[256];
 static void remove_dir(void)
 {
     static const char *const files[] = {"preset.yaml", "frame.ply", "scene.lua", "mesh.obj",
-                                        "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off"};
+                                        "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off",
+                                        "height.png"};
     char path[512];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -145,7 +147,8 @@ int fuzz_params(const uint8_t *data, size_t size)
  * from it and from the content); the rest is the file. */
 int fuzz_mesh(const uint8_t *data, size_t size)
 {
-    static const char *const names[] = {"mesh.obj", "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off"};
+    static const char *const names[] = {"mesh.obj", "mesh.stl", "mesh.ply", "mesh.dae", "mesh.off",
+                                        "height.png"};
     const char *name = names[size ? data[0] % 5 : 0];
     const char *path = as_file(size ? data + 1 : data, size ? size - 1 : 0, name);
     floe_mesh_def def = floe_mesh_default_def();
@@ -171,5 +174,25 @@ int fuzz_mesh(const uint8_t *data, size_t size)
     floe_mesh_describe(m, buf, sizeof buf);
     (void)floe_mesh_is_closed(m);
     floe_mesh_destroy(m);
+    return 0;
+}
+
+int fuzz_heightmap(const uint8_t *data, size_t size)
+{
+    const char *path = as_file(data, size, "height.png");
+    uint16_t *px = NULL;
+    uint32_t w = 0, h = 0;
+    fuzz_message[0] = 0;
+    if (hm_read_png16(path, &px, &w, &h, fuzz_message, sizeof fuzz_message) != 0) {
+        free(px);
+        if (!fuzz_message[0])
+            snprintf(fuzz_message, sizeof fuzz_message, "%s: refused without a reason", path);
+        return -1;
+    }
+    volatile uint32_t sink = 0; /* touch every sample: ASan checks w x h */
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        sink += px[i];
+    (void)sink;
+    free(px);
     return 0;
 }

@@ -21,6 +21,9 @@ int fuzz_params(const uint8_t *data, size_t size);
  * checks); the first byte picks the extension: obj, stl, ply, dae, off. */
 int fuzz_mesh(const uint8_t *data, size_t size);
 
+/* A terrain height map (hm_read_png16: 16-bit greyscale PNG through libpng). */
+int fuzz_heightmap(const uint8_t *data, size_t size);
+
 /* Why the last input was refused ("" when it was accepted). */
 extern char fuzz_message[8192];
 

@@ -27,7 +27,7 @@ static int run(const floe_stage_call *c)
 #endif
 
 #if defined(OLD_NAMES)
-/* old names (ABI 1.7 replaced_by): "old" always runs "run"; "cond" runs
+/* old names (ABI 1.8 replaced_by): "old" always runs "run"; "cond" runs
  * "run" when mode = "new" and itself otherwise */
 static const floe_param_desc cond_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "mode", .type = FLOE_PARAM_STRING, .def_str = "old", .choices = "old|new"},

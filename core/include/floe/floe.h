@@ -99,6 +99,12 @@ int floe_set_reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm);
  * and reordered again once, not kept), and the boundary volumes are
  * recomputed when it is a boundary set. */
 int floe_set_moved(floe_ctx *ctx, floe_set set);
+/* A boundary set whose particles change during the run (a module grows
+ * it: the freezing module's ice) is written with every frame, with its V
+ * and the run's attributes it carries, instead of once at frame 0. Its
+ * volumes V are the module's: the core's Akinci volumes neither overwrite
+ * them nor count its particles, and growing it does not recompute them. */
+int floe_set_every_frame(floe_ctx *ctx, floe_set set, int on);
 void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
 /* Attribute enumeration (for writers): returns 0 past the end. */
@@ -266,6 +272,12 @@ int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, siz
  * updates (sort + lists). Returns 0 or an error status. */
 int floe_bench_neighbours(uint32_t n, int dim, int threads, int iters, double *updates_per_s,
                           double *sort_ms, double *build_ms, double *avg_neighbours);
+/* The same for a method ("cells" or "sorted_keys") and a layout ("uniform":
+ * a block at fluid density; "sparse": a thin winding river over a wide
+ * terrain-like domain). docs/neighbours.md. */
+int floe_bench_neighbours_method(uint32_t n, int dim, int threads, int iters, const char *method,
+                                 const char *layout, double *updates_per_s, double *sort_ms, double *build_ms,
+                                 double *avg_neighbours);
 
 /* ---- OpenCL backend ---------------------------------------------------- */
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 7
+#define FLOE_ABI_MINOR 8
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -105,7 +105,12 @@ typedef struct floe_stage_desc {
      * output frame, after the frame's steps (and once for frame 0 before the
      * first step), with floe_sim_info.frame set: surfacers, exporters. */
     int per_frame;
-    /* ABI 1.7: an old name kept for old scenes. Non-NULL: the pipeline
+    /* ABI 1.7: nonzero: the stage corrects the positions an integrator
+     * wrote (terrain collision, constraints, emitters that add and remove
+     * particles): it writes x but is no second integrator (the pipeline
+     * check accepts it after 'integrate'). */
+    int corrects;
+    /* ABI 1.8: an old name kept for old scenes. Non-NULL: the pipeline
      * runs the qualified stage `replaced_by` ("sph.density"; its module is
      * loaded when it is not) in place of this one, with this stage's
      * parameter values (defaults included) under the names that stage also
@@ -340,7 +345,7 @@ typedef struct floe_api {
      * written and FLOE_OK is returned. The folder is the run's, reached as
      * out_dir's are (no symbolic link, nothing outside the output root). FLOE_ERR_IO with a message on failure. */
     int (*out_write)(floe_ctx *ctx, const char *name, const void *data, size_t len);
-    /* ABI 1.7: the read-only view of an attribute: what a stage reads that
+    /* ABI 1.8: the read-only view of an attribute: what a stage reads that
      * it declared FLOE_READ (attr stays for what it writes). Reading it
      * never marks the device copy stale. NULL if absent or of another type.
      * Debug builds (and floe_ctx_check_access) compare the attributes a C
