@@ -27,7 +27,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 }, threads = floe.param("threads", 0),
   domain = { min = { 0.8, 0.2, 5.0 }, max = { 4.2, 1.3, 127 * px } },
 }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 sim:load "terrain"
 
 local t = sim:terrain{ file = "scenes/terrain/jacksboro_crop128_16bit.png", cell = px, scale = 0.001 }
@@ -47,10 +47,10 @@ end
 local cs = floe.param("speed_of_sound", 30)
 sim:pipeline{
   { "neighbours", method = floe.param("neighbours", "cells") },
-  "wcsph.density",
-  { "wcsph.pressure", speed_of_sound = cs },
+  "sph.density",
+  { "wcsph.pressure" },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.05, speed_of_sound = cs },
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.05 },
   "wcsph.pressure_force",
   "integrate",
   { "terrain.collide", restitution = 0.1, friction = 0.3, wet_friction = 0.05, freeze_speed = 0.02 },

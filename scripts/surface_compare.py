@@ -5,15 +5,18 @@
 
 RUN_DIR is a Floe run folder (its run.yaml gives the spacing d and the kernel
 support H); FRAME the number of its fluid.NNNN.ply to surface. Both tools get
-the same kernel support (splashsurf: smoothing length H / 2 in particle radii
-r = d / 2, compact support twice that), the same cell (cube) edge and the same
-iso value of the colour field (0.5). Each tool runs in its own process, so
-its peak memory is that process's maximum resident set (ru_maxrss, which
-includes the interpreter or the program itself: the baseline of each is
-printed too). Volume: divergence theorem over the triangles; closed: every
-edge used by exactly two triangles. Needs numpy and pysplashsurf
-(pip install pysplashsurf)."""
-import argparse, os, re, resource, shutil, subprocess, sys, tempfile, time
+the same kernel support (splashsurf: smoothing length H / 2 in particle radii,
+compact support twice that, with the radius r = d (3 / 4 pi)^(1/3) whose
+sphere has Floe's particle volume d^3, so that both colour fields are 1
+inside), the same cell (cube) edge, the same iso value of the colour field
+(0.5), the same threads, and both write one binary PLY. Time: each tool's own
+figure, reading the particles and writing the mesh included (Floe: floe
+surface's ms per frame; splashsurf: its "surface reconstruction" total).
+Peak memory: the process's maximum resident set (splashsurf's includes the
+Python interpreter and numpy, about 30 MB). Volume: divergence theorem over
+the triangles; closed: every edge used by exactly two triangles. Needs numpy
+and pysplashsurf (pip install pysplashsurf)."""
+import argparse, math, os, re, shutil, subprocess, sys, tempfile
 
 
 def read_ply_xyz(path):
@@ -43,7 +46,44 @@ def mesh_stats(v, t):
     return vol, int((counts != 2).sum())
 
 
-def read_floe_ply(path):
+def run_measured(cmd):
+    """run cmd; its output, exit status and its own peak resident set in MB,
+    through GNU time (a child forked from this Python process would count this
+    process's pages as its own); None when /usr/bin/time is missing"""
+    timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        full = [timer, "-f", "%M", "-o", rss.name] + cmd if timer else cmd
+        p = subprocess.run(full, capture_output=True, text=True)
+        text = rss.read().strip().splitlines()
+        peak = float(text[-1]) / 1024 if timer and text and text[-1].isdigit() else None
+        return p.stdout + p.stderr, p.returncode, peak
+
+
+def run_splashsurf(args, spacing, support):
+    """splashsurf's own command line (pysplashsurf.run_splashsurf), as its users run it:
+    radius, smoothing length and cube size in particle radii; PLY in, PLY out."""
+    r = spacing * (3 / (4 * math.pi)) ** (1 / 3)
+    d = tempfile.mkdtemp(prefix="splashsurf_cmp.")
+    try:
+        out = os.path.join(d, "surface.ply")
+        cli = ["splashsurf", "reconstruct", args.ply, "-o", out, "-r", repr(r), "-l", repr(support / 2 / r),
+               "-c", repr(args.cell * spacing / r), "-t", "0.5", "--subdomain-grid=on", "--mt-files=off",
+               "--mt-particles=on"]
+        code = "import sys, pysplashsurf; pysplashsurf.run_splashsurf(sys.argv[1:])"
+        log, rc, peak = run_measured([sys.executable, "-c", code] + cli)
+        if rc or not os.path.exists(out):
+            sys.exit(f"splashsurf failed:\n{log[-3000:]}")
+        t = re.search(r"surface reconstruction: [^\n]*\(total: ([\d.]+)s\)", log)
+        v, tri = read_mesh_ply(out)
+        vol, bad = mesh_stats(v, tri)
+        return float(t.group(1)), len(tri), vol, bad, peak
+    finally:
+        shutil.rmtree(d)
+
+
+def read_mesh_ply(path):
+    """vertices and triangles of a binary little-endian PLY whose vertices start
+    with float x y z and whose faces are 'list uchar int|uint'"""
     import numpy as np
     with open(path, "rb") as f:
         head = b""
@@ -52,30 +92,12 @@ def read_floe_ply(path):
         text = head.decode()
         nv = int(re.search(r"element vertex (\d+)", text).group(1))
         nf = int(re.search(r"element face (\d+)", text).group(1))
-        v = np.frombuffer(f.read(nv * 24), dtype="<f4").reshape(nv, 6)[:, :3]
-        rec = np.dtype([("n", "u1"), ("i", "<i4", 3)])
+        vprops = re.findall(r"property float (\w+)", text.split("element vertex")[1].split("element face")[0])
+        v = np.frombuffer(f.read(nv * 4 * len(vprops)), dtype="<f4").reshape(nv, len(vprops))[:, :3]
+        itype = "<u4" if re.search(r"list uchar uint", text) else "<i4"
+        rec = np.dtype([("n", "u1"), ("i", itype, 3)])
         t = np.frombuffer(f.read(nf * rec.itemsize), dtype=rec)["i"]
     return v, t
-
-
-def child_splashsurf(args):
-    import numpy as np
-    import pysplashsurf
-    x = read_ply_xyz(args.ply)
-    r = args.spacing / 2
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
-    res = pysplashsurf.reconstruction_pipeline(
-        x.astype(np.float64), particle_radius=r, rest_density=1000.0,
-        smoothing_length=args.support / 2 / r, cube_size=args.cell * args.spacing / r,
-        iso_surface_threshold=0.5, multi_threading=True)
-    dt = time.perf_counter() - t0
-    mesh = res[0] if isinstance(res, tuple) else res
-    m = mesh.mesh if hasattr(mesh, "mesh") else mesh
-    v, t = np.asarray(m.vertices), np.asarray(m.triangles)
-    vol, bad = mesh_stats(v, t)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"RESULT splashsurf {dt:.3f} {len(t)} {vol:.6e} {bad} {peak / 1024:.1f} {base / 1024:.1f}")
 
 
 def run_floe(args, method):
@@ -84,17 +106,14 @@ def run_floe(args, method):
         shutil.copy(os.path.join(args.run, "run.yaml"), d)
         shutil.copy(args.ply, os.path.join(d, "fluid.0000.ply"))
         cmd = [os.path.join(args.build, "core", "floe"), "surface", d, "--method", method,
-               "--cell", str(args.cell), "--quiet", "--threads", str(args.threads)]
-        t0 = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if out.returncode:
-            sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        per = re.search(r"\(([\d.]+) ms per frame", out.stdout + out.stderr)
-        v, t = read_floe_ply(os.path.join(d, "surface.0000.ply"))
+               "--cell", str(args.cell), "--quiet", "--threads", str(args.threads), "--format", "ply"]
+        out, rc, peak = run_measured(cmd)
+        if rc:
+            sys.exit(f"{' '.join(cmd)} failed:\n{out}")
+        per = re.search(r"\(([\d.]+) ms per frame", out)
+        v, t = read_mesh_ply(os.path.join(d, "surface.0000.ply"))
         vol, bad = mesh_stats(v, t)
-        return float(per.group(1)) / 1e3 if per else wall, len(t), vol, bad, peak / 1024
+        return float(per.group(1)) / 1e3, len(t), vol, bad, peak
     finally:
         shutil.rmtree(d)
 
@@ -106,13 +125,7 @@ def main():
     ap.add_argument("frame", type=int)
     ap.add_argument("--cell", type=float, default=0.5)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--ply", help=argparse.SUPPRESS)
-    ap.add_argument("--spacing", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--support", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
-        return child_splashsurf(args)
     rec = open(os.path.join(args.run, "run.yaml")).read()
     spacing = float(re.search(r"^spacing: ([\d.e+-]+)", rec, re.M).group(1))
     support = float(re.search(r"^support: ([\d.e+-]+)", rec, re.M).group(1))
@@ -123,20 +136,14 @@ def main():
     for method in ("mc", "anisotropic"):
         args.ply = ply
         rows.append((f"Floe surface.{method}",) + run_floe(args, method))
-    out = subprocess.run([sys.executable, __file__, args.build, args.run, str(args.frame), "--child", "--ply", ply,
-                          "--spacing", str(spacing), "--support", str(support), "--cell", str(args.cell)],
-                         capture_output=True, text=True, env=env)
-    line = [l for l in out.stdout.splitlines() if l.startswith("RESULT")]
-    if not line:
-        sys.exit(f"splashsurf failed:\n{out.stdout}\n{out.stderr}")
-    f = line[0].split()
-    rows.append(("splashsurf", float(f[2]), int(f[3]), float(f[4]), int(f[5]), float(f[6])))
+    rows.append(("splashsurf",) + run_splashsurf(args, spacing, support))
     n = len(read_ply_xyz(ply))
     print(f"{n} particles, spacing {spacing}, support {support}, cell {args.cell} d, {args.threads} threads")
     print("| tool | s per frame | triangles | volume (m^3) | edges not shared by 2 | peak RSS (MB) |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]:.3f} | {r[2]} | {r[3]:.5g} | {r[4]} | {r[5]:.1f} |")
+        mem = f"{r[5]:.1f}" if r[5] is not None else "?"
+        print(f"| {r[0]} | {r[1]:.3f} | {r[2]} | {r[3]:.5g} | {r[4]} | {mem} |")
 
 
 if __name__ == "__main__":

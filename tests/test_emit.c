@@ -41,14 +41,15 @@ static floe_ctx *slope_scene(float d, double rate, floe_set *fluid)
     cr_assert_eq(emit_sink_add(ctx, &region), FLOE_OK);
     cr_assert_eq(emit_sink_add(ctx, &edge), FLOE_OK);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_pipeline_add(ctx, "neighbours", NULL, 0);
-    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_pipeline_add(ctx, "sph.density", NULL, 0);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 10)};
     floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
     floe_pipeline_add(ctx, "gravity", NULL, 0);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 10)};
-    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 2);
     floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
     floe_pipeline_add(ctx, "integrate", NULL, 0);
     cr_assert_eq(floe_pipeline_add(ctx, "terrain.collide", NULL, 0), FLOE_OK, "%s", floe_ctx_error(ctx));

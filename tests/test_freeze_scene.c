@@ -80,6 +80,7 @@ Test(freeze_scene, ice_frames_add_up_with_the_water)
         cr_assert(sc_exists("%s/ice_surface.%04d.obj", sc_out, f));
     }
     cr_assert_gt(last, 10, "only %u ice particles at the end", last);
+    free(m0);
 }
 
 Test(freeze_scene, boundary_set_refuses_a_fluid_set_and_unknown_keys)

@@ -211,14 +211,15 @@ static long drop_on_valley(int dim, float d, int steps, pen_check *pc, double *w
     float v0[3] = {1.5f, -1.0f, 0.5f};
     cr_assert(floe_fill_box(ctx, fluid, lo, hi, v0) > 0);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_pipeline_add(ctx, "neighbours", NULL, 0);
-    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_pipeline_add(ctx, "sph.density", NULL, 0);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
     floe_pipeline_add(ctx, "gravity", NULL, 0);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 20)};
-    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 2);
     floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
     floe_pipeline_add(ctx, "integrate", NULL, 0);
     floe_param_kv ck[] = {KV_F("restitution", 0.3), KV_F("friction", 0.3)};
@@ -369,14 +370,15 @@ Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = 600)
     emit_sink_def edge = {.edge = 1};
     cr_assert_eq(emit_sink_add(ctx, &edge), FLOE_OK);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_pipeline_add(ctx, "neighbours", NULL, 0);
-    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_pipeline_add(ctx, "sph.density", NULL, 0);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 30)};
     floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
     floe_pipeline_add(ctx, "gravity", NULL, 0);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 30)};
-    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 2);
     floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
     floe_pipeline_add(ctx, "integrate", NULL, 0);
     floe_param_kv ck[] = {KV_F("restitution", 0.1), KV_F("friction", 0.3), KV_F("wet_friction", 0.05),

@@ -14,41 +14,41 @@ const float vw_background[3] = {0.12f, 0.12f, 0.14f};
 
 /* one point sprite per particle: its size is the sphere's projected
  * diameter in pixels */
-static const char particle_vs[] =
+static const char particle_vs_head[] =
     "#version 430 core\n"
     "layout(std430, binding = 0) readonly buffer Pos { float pos[]; };\n"
     "layout(std430, binding = 1) readonly buffer Val { float val[]; };\n"
     "uniform mat4 view, proj;\n"
     "uniform float radius, lo, inv_range, viewport_h;\n"
     "uniform int use_val, stride;\n"
-    "flat out float t;\n"
+    "uniform vec4 flat_color;\n"
+    "flat out vec3 base;\n";
+
+/* the colour once per particle, not per fragment */
+static const char particle_vs_main[] =
     "void main() {\n"
     "  int i = gl_VertexID * stride;\n"
     "  vec4 vc = view * vec4(pos[3 * i], pos[3 * i + 1], pos[3 * i + 2], 1.0);\n"
-    "  t = use_val != 0 ? (val[i] - lo) * inv_range : 0.5;\n"
+    "  base = use_val != 0 ? viridis((val[i] - lo) * inv_range) : flat_color.rgb;\n"
     "  gl_Position = proj * vc;\n"
     "  gl_PointSize = max(1.0, 2.0 * radius * proj[1][1] * 0.5 * viewport_h / max(-vc.z, 1e-6));\n"
     "}\n";
 
-static const char particle_fs_head[] =
-    "#version 430 core\n"
-    "flat in float t;\n"
-    "uniform vec4 flat_color;\n"
-    "uniform int use_val;\n"
-    "out vec4 color;\n";
-
 /* the brightest point of a sphere (its normal along the light) has the
  * colour map's colour itself: shade 1. No depth is written per fragment
  * (the sphere's centre depth): early depth tests keep software OpenGL fast. */
-static const char particle_fs_main[] =
+static const char particle_fs[] =
+    "#version 430 core\n"
+    "flat in vec3 base;\n"
+    "uniform vec4 flat_color;\n"
+    "out vec4 color;\n"
     "void main() {\n"
     "  vec2 uv = vec2(2.0 * gl_PointCoord.x - 1.0, 1.0 - 2.0 * gl_PointCoord.y);\n"
     "  float r2 = dot(uv, uv);\n"
     "  if (r2 > 1.0) discard;\n"
     "  vec3 n = vec3(uv, sqrt(1.0 - r2));\n"
-    "  vec3 L = normalize(vec3(0.3, 0.5, 1.0));\n"
+    "  const vec3 L = normalize(vec3(0.3, 0.5, 1.0));\n"
     "  float shade = 0.35 + 0.65 * max(dot(n, L), 0.0);\n"
-    "  vec3 base = use_val != 0 ? viridis(t) : flat_color.rgb;\n"
     "  color = vec4(base * shade, flat_color.a);\n"
     "}\n";
 
@@ -121,10 +121,10 @@ static GLuint program(const char *const *vs, int nvs, const char *const *fs, int
 int vw_render_init(vw_renderer *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    const char *pvs[] = {particle_vs};
-    const char *pfs[] = {particle_fs_head, vw_viridis_glsl, particle_fs_main};
+    const char *pvs[] = {particle_vs_head, vw_viridis_glsl, particle_vs_main};
+    const char *pfs[] = {particle_fs};
     const char *mvs[] = {mesh_vs}, *mfs[] = {mesh_fs};
-    r->particles = program(pvs, 1, pfs, 3, err, errlen);
+    r->particles = program(pvs, 3, pfs, 1, err, errlen);
     r->mesh = r->particles ? program(mvs, 1, mfs, 1, err, errlen) : 0;
     if (!r->mesh)
         return -1;
@@ -157,11 +157,16 @@ void vw_gpu_free(vw_gpu_frame *g)
     memset(g, 0, sizeof *g);
 }
 
-/* a colour per mesh name: water blue for surfaces, else from the name */
+/* a colour per mesh name: water blue for surfaces and carpets, earth for a
+ * terrain, else from the name */
 static void mesh_color(const char *name, float c[3])
 {
-    if (strstr(name, "surface") || strstr(name, "water") || strstr(name, "fluid")) {
+    if (strstr(name, "surface") || strstr(name, "water") || strstr(name, "fluid") || strstr(name, "carpet")) {
         c[0] = 0.30f, c[1] = 0.55f, c[2] = 0.90f;
+        return;
+    }
+    if (strstr(name, "terrain") || strstr(name, "ground")) {
+        c[0] = 0.62f, c[1] = 0.55f, c[2] = 0.42f;
         return;
     }
     unsigned h = 2166136261u;

@@ -1,7 +1,8 @@
 /* floe view: a finished run's folder. Every file NAME.NNNN.ply|obj is one
  * frame of sequence NAME (particles, or a mesh when it has faces: surfaces,
- * rigid bodies, terrain, whatever a module writes), found by pattern, not by
- * name; a sequence of one file (the walls) is shown at every frame. run.yaml
+ * rigid bodies, carpets, whatever a module writes), found by pattern, not by
+ * name; a sequence of one file (the walls) and a file NAME.ply|obj written
+ * once (the terrain) are shown at every frame. run.yaml
  * (docs/reliability.md) gives each frame's simulated time, wall time and
  * density error, the scene and the modules. */
 #include "vw.h"
@@ -20,23 +21,27 @@ static int cmp_int(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* NAME.NNNN.ext: 1 with the parts */
+/* NAME.NNNN.ext: 1 with the parts; NAME.ext (a mesh written once, like the
+ * terrain's terrain.ply): 1 with *num = -1 */
 static int split_name(const char *fn, char *name, int *num, char *ext)
 {
     size_t len = strlen(fn);
-    if (len < 10)
-        return 0;
     const char *dot2 = strrchr(fn, '.');
-    if (!dot2 || (strcmp(dot2, ".ply") && strcmp(dot2, ".obj")))
+    if (len < 5 || !dot2 || (strcmp(dot2, ".ply") && strcmp(dot2, ".obj")) || dot2 == fn)
         return 0;
+    snprintf(ext, 4, "%s", dot2 + 1);
     const char *d = dot2;
     while (d > fn && isdigit((unsigned char)d[-1]))
         d--;
-    if (dot2 - d < 4 || d == fn || d[-1] != '.' || d - 1 == fn || d - 1 - fn >= VW_NAME)
+    if (dot2 - d >= 4 && d > fn + 1 && d[-1] == '.' && d - 1 - fn < VW_NAME) {
+        snprintf(name, VW_NAME, "%.*s", (int)(d - 1 - fn), fn);
+        *num = atoi(d);
+        return 1;
+    }
+    if (dot2 - fn >= VW_NAME || memchr(fn, '.', (size_t)(dot2 - fn))) /* other dotted names: not ours */
         return 0;
-    snprintf(name, VW_NAME, "%.*s", (int)(d - 1 - fn), fn);
-    *num = atoi(d);
-    snprintf(ext, 4, "%s", dot2 + 1);
+    snprintf(name, VW_NAME, "%.*s", (int)(dot2 - fn), fn);
+    *num = -1;
     return 1;
 }
 
@@ -275,14 +280,17 @@ int vw_rundir_load(vw_rundir *d, int k, vw_frame *f, char *err, size_t errlen)
     f->dim = d->dim;
     for (int s = 0; s < d->nseq; s++) {
         vw_seq *q = &d->seq[s];
-        int pick = -1; /* the last file at or before this frame (a static one: always) */
+        int pick = -1, found = 0; /* the last file at or before this frame (a static one: always) */
         for (int j = 0; j < q->nfiles; j++)
             if (q->num[j] <= num || q->nfiles == 1)
-                pick = q->num[j];
-        if (pick < 0)
+                pick = q->num[j], found = 1;
+        if (!found)
             continue;
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s.%04d.%s", d->path, q->name, pick, q->ext);
+        if (pick < 0) /* written once, unnumbered */
+            snprintf(path, sizeof path, "%s/%s.%s", d->path, q->name, q->ext);
+        else
+            snprintf(path, sizeof path, "%s/%s.%04d.%s", d->path, q->name, pick, q->ext);
         vw_cloud c;
         vw_mesh m;
         int is_mesh = 0;

@@ -5,7 +5,7 @@
  * get a const view of what they read (api->attr_read); this check catches a
  * write through any pointer: each such attribute is copied before the stage
  * and compared after it. It costs a copy and a compare of the read-only
- * attributes per stage, so it is on by default only in debug builds (no
+ * attributes per module stage, so it is on by default only in debug builds (no
  * NDEBUG), or where floe_ctx_check_access turns it on. On the OpenCL
  * backend C stages get the host copies of what they declare before they
  * run, so the copies compared are current; device stages are not checked. */
@@ -54,7 +54,9 @@ static int declares_write(const floe_stage_desc *sd, const char *name, floe_set_
 
 access_snap *ctx_access_snap(floe_ctx *ctx, const stage_inst *st)
 {
-    if (!checks_on(ctx) || !st->desc || !st->desc->attrs)
+    /* the core's own stages are left out: the neighbour search permutes
+     * every attribute of a set in place (locality reorder), values unchanged */
+    if (!checks_on(ctx) || !st->desc || !st->desc->attrs || st->mod == &ctx->modules[0])
         return NULL;
     int cap = 0;
     for (const floe_attr_desc *a = st->desc->attrs; a->name; a++)

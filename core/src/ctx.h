@@ -124,9 +124,9 @@ struct floe_ctx {
      * next frame's line of the run record lists them ("set:") */
     int nset_log;
     char set_log_key[8][128], set_log_value[8][64];
-    int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
+    int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);

@@ -68,4 +68,83 @@ function M.report(s, st)
                          ni > 0 and string.format("%.3f m", low) or "-"))
 end
 
+-- The icicle ledge (scenes/icicle_ledge.lua, scenes/freezing_compare.lua,
+-- tests/test_freeze.c): a cold solid ledge 0.2 x 0.03 x 0.12 m at y = 0.30 m
+-- sticking out of a tank's back wall, a block of water 0.08 x 0.17 x 0.10 m
+-- on it pushed towards the edge. opts: spacing, model ("kim" or "thermal"),
+-- speed, anisotropic, glaze, icicle, alpha, fr, tension, T_solid, latent,
+-- surface, pictures. Returns the sim and the ledge's box.
+function M.ledge(opts)
+  local water = floe.preset "water"
+  local d = opts.spacing or 0.01
+  local tank = { 0.4, 0.7, 0.12 }  -- closed: no splash leaves it
+  local ledge = { min = { 0, 0.30, 0 }, max = { 0.2, 0.33, tank[3] } }
+  local sim = floe.sim{
+    dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
+    domain = { min = { -0.05, -0.05, -0.05 }, max = { tank[1] + 0.05, tank[2] + 0.05, tank[3] + 0.05 } },
+  }
+  sim:load{ "iisph", "viscosity", "tension", "freeze", "surface" }
+  sim:boundary_solid_box{ min = ledge.min, max = ledge.max, set = "ledge" }
+  sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2 }
+  sim:boundary_set{ name = "ice" }
+  local n = sim:fluid_box{ min = { 0.0, 0.33, 0.01 }, max = { 0.08, 0.5, tank[3] - 0.01 },
+                           density = water.density, velocity = { opts.speed or 0.3, 0, 0 } }
+  floe.log(string.format("icicle ledge: %d fluid particles, spacing %.4g m, model %s", n, d, opts.model))
+  local steps = {
+    "neighbours",
+    "iisph.density",
+    "gravity",
+    { "viscosity.kim", beta0 = 0.1, beta1 = 10, boundary_beta0 = 1 },
+  }
+  if opts.tension ~= false then
+    steps[#steps + 1] = { "tension.he", kappa = 0.02 }
+    steps[#steps + 1] = { "tension.air_pressure", p_atm = 5000 }
+  end
+  steps[#steps + 1] = { "iisph.solve", omega = 0.5 }
+  -- the freezing stages before integrate (on OpenCL they use the step's neighbour lists)
+  if opts.model == "kim" then
+    steps[#steps + 1] = { "freeze.film", cold = "ledge", ice = "ice", alpha = opts.alpha or 20 }
+    steps[#steps + 1] = { "freeze.direction", anisotropic = opts.anisotropic ~= false }
+    steps[#steps + 1] = { "freeze.transition", glaze = opts.glaze or 30, icicle = opts.icicle or 45,
+                          fr = opts.fr or "clamped" }
+  elseif opts.model == "thermal" then
+    steps[#steps + 1] = { "freeze.thermal", cold = "ledge", ice = "ice", T_solid = opts.T_solid or -30,
+                          latent = opts.latent or 334000 }
+  else
+    error("model must be kim or thermal, not " .. tostring(opts.model))
+  end
+  steps[#steps + 1] = "integrate"
+  if opts.surface then
+    steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
+  end
+  if opts.pictures then
+    steps[#steps + 1] = { "freeze.picture", eye = { 0.62, 0.52, 0.45 }, target = { 0.18, 0.3, 0.06 },
+                          solids = "ledge" }
+  end
+  sim:pipeline(steps)
+  return sim, ledge
+end
+
+-- The ledge's ice now: count, glaze / icicle / thermal, lowest point, the
+-- ice beyond the edge x_edge and the mean growth direction's downward
+-- share there (ice_dir; 0 for thermal ice, which has none).
+function M.ledge_stats(s, x_edge)
+  local r = { water = s:count "fluid", ice = s:count "ice", kinds = { 0, 0, 0 }, low = nil, beyond = 0, down = 0 }
+  local gx, gy, gz = 0, 0, 0
+  for i = 1, r.ice do
+    local x, y = s:get("ice", "x", i)
+    local k = s:get("ice", "ice_kind", i)
+    if r.kinds[k] then r.kinds[k] = r.kinds[k] + 1 end
+    if not r.low or y < r.low then r.low = y end
+    if x > x_edge then
+      local ux, uy, uz = s:get("ice", "ice_dir", i)
+      r.beyond = r.beyond + 1
+      gx, gy, gz = gx + ux, gy + uy, gz + uz
+    end
+  end
+  local len = math.sqrt(gx * gx + gy * gy + gz * gz)
+  r.down = len > 0 and -gy / len or 0
+  return r
+end
+
 return M

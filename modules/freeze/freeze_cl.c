@@ -36,6 +36,8 @@ static void *scratch(floe_ctx *ctx, const char *name, size_t bytes)
 /* n words of 4 bytes to 0 */
 static int zero(floe_ctx *ctx, void *buf, uint32_t n)
 {
+    if (!n)
+        return FLOE_OK;
     void *k = kern(ctx, "zero_f");
     if (!k)
         return FLOE_ERR;

@@ -9,7 +9,7 @@
 
 extern const floe_api *tm_api;
 
-#define TM_MAX_SETS 16
+#define TM_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 
 typedef struct tm_carpet tm_carpet;
 

@@ -137,7 +137,7 @@ static void pressure_c(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e, c
     (void)ctx;
     const uint32_t n = f->info.n;
     const float Bf = e->B, inv_rho0 = e->inv_rho0, gf = e->gamma, lo = e->lo;
-    if (gf == 7.0f) {
+    if (e->mode == 7) {
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             const float r = rho[i] * inv_rho0;
@@ -145,7 +145,7 @@ static void pressure_c(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e, c
             const float v = Bf * (r3 * r3 * r - 1.0f);
             p[i] = v > lo ? v : lo;
         }
-    } else if (gf == 1.0f) {
+    } else if (e->mode == 1) {
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             const float v = Bf * (rho[i] * inv_rho0 - 1.0f);
@@ -195,7 +195,9 @@ static int pressure(const floe_stage_call *call, int cl)
             dt_max = courant * si->spacing / c;
         if (f[s].info.n == 0)
             continue;
-        const wcsph_eos e = {(float)B, (float)(1.0 / rho0), (float)gamma, clamp ? 0.0f : -INFINITY};
+        const float gf = (float)gamma;
+        const wcsph_eos e = {(float)B, (float)(1.0 / rho0), gf, clamp ? 0.0f : -INFINITY,
+                             gf == 7.0f ? 7 : gf == 1.0f ? 1 : 0};
         if (cl) {
             if ((st = wcsph_cl_pressure(ctx, &f[s], &e)) != FLOE_OK)
                 return st;

@@ -9,9 +9,11 @@
 FLOE_MODULE_API_EXTERN; /* one `api` for wcsph.c and wcsph_cl.c (<floe/sph.h>) */
 
 /* wcsph.pressure: the Tait equation of state of one fluid set,
- * p = B ((rho / rho0)^gamma - 1), clamped at lo */
+ * p = B ((rho / rho0)^gamma - 1), clamped at lo; mode 7 or 1: gamma is 7
+ * (exact powers) or 1 (linear), 0: powf */
 typedef struct wcsph_eos {
     float B, inv_rho0, gamma, lo;
+    int32_t mode;
 } wcsph_eos;
 
 /* wcsph.viscosity (Monaghan 1992 artificial viscosity) of one fluid set:

@@ -32,8 +32,8 @@ int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *fs, const wcsph_eos *e)
         return st;
     uint32_t n = c.info.n;
     float B = e->B, inv_rho0 = e->inv_rho0, gf = e->gamma, lo = e->lo;
-    int32_t gmode = gf == 7.0f ? 7 : gf == 1.0f ? 1 : 0;
-    floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(B), ARG(inv_rho0), ARG(gf), ARG(gmode), ARG(lo)};
+    int32_t mode = e->mode;
+    floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(B), ARG(inv_rho0), ARG(gf), ARG(mode), ARG(lo)};
     return api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 8.0 * n);
 }
 

@@ -70,8 +70,8 @@ const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
  * below which they are dropped (FLOE_LOG_*); other contexts keep theirs. */
 void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user);
 void floe_ctx_set_log_level(floe_ctx *ctx, int level);
-/* Check that C stages leave the attributes they declared FLOE_READ (and
- * not FLOE_WRITE) unchanged: each is copied before the stage and compared
+/* Check that modules' C stages leave the attributes they declared
+ * FLOE_READ (and not FLOE_WRITE) unchanged: each is copied before the stage and compared
  * after it; a change fails the step naming the stage, the attribute, the
  * set and the first particle. On (1) by default in debug builds (no
  * NDEBUG: buildtype debug, debugoptimized), off (0) in release builds. */
