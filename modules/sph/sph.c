@@ -173,11 +173,7 @@ static int xsph_c(floe_ctx *ctx, const floe_kconst *pkc, const floe_fluid *f, in
 
 #pragma omp parallel for schedule(static)
     for (uint32_t i = 0; i < n; i++) {
-        floe_prefetch_rows(t, nt, i, n);
-        const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-        const float vi3[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
-        const float rhoi = rhos[i];
-        float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_FORCE_PARTICLE(t, nt, i, n, xs, vs, rhos);
         for (int b = 0; b < nt; b++) {
             const floe_target *tg = &t[b];
             if (!tg->boundary)
@@ -240,11 +236,7 @@ static const floe_param_desc xsph_params[] = {
     {0},
 };
 
-static const floe_attr_desc xsph_attrs[] = {
-    FLOE_ATTRS_PAIR_READ,
-    FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    {0},
-};
+static const floe_attr_desc xsph_attrs[] = {FLOE_ATTRS_FORCE, {0}}; /* x v m rho, walls' x V; a */
 
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density",

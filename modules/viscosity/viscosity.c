@@ -73,22 +73,18 @@ static int compute_volumes(floe_ctx *ctx, visc_state *vs, const floe_fluid *f, i
     if (!vs)
         return api->fail(ctx, FLOE_ERR, "module state missing");
     int st = floe_scratch(api, ctx, &vs->vol, &vs->cap, total);
-    if (st != FLOE_OK)
-        return st;
-    for (int s = 0; s < nf; s++) {
+    for (int s = 0; s < nf && st == FLOE_OK; s++) {
         const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        const float *restrict m = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
-        const float *restrict rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
-        if (st != FLOE_OK)
+        const float *restrict m = n ? floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st) : NULL;
+        const float *restrict rho = n ? floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st) : NULL;
+        if (st != FLOE_OK) /* an empty set reads nothing */
             return st;
-        float *restrict V = vs->vol + f[s].off;
+        float *restrict V = n ? vs->vol + f[s].off : NULL;
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++)
             V[i] = m[i] / rho[i];
     }
-    return FLOE_OK;
+    return st;
 }
 
 /* ---- sums over one neighbour row (<floe/sph.h>: argument order, `per`) ---- */
@@ -317,12 +313,8 @@ enum { XS_ALPHA, XS_BOUNDARY_ALPHA };
 
 /* ---- descriptors ------------------------------------------------------------ */
 
-#define FLUID FLOE_ATTR_FLUID
-#define BOUND FLOE_ATTR_BOUND
-
 static const floe_attr_desc visc_attrs[] = {
-    FLOE_ATTRS_PAIR_READ,
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTRS_FORCE,
     {0},
 };
 

@@ -405,11 +405,7 @@ static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const
 
 #pragma omp parallel for schedule(static)
     for (uint32_t i = 0; i < n; i++) {
-        floe_prefetch_rows(t, nt, i, n);
-        const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-        const float vi3[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
-        const float rhoi = rhos[i];
-        float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_FORCE_PARTICLE(t, nt, i, n, xs, vs, rhos);
         for (int b = 0; b < nt; b++) {
             const floe_target *tg = &t[b];
             if (tg->boundary) /* at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
@@ -539,11 +535,7 @@ static const floe_param_desc viscosity_params[] = {
     {0},
 };
 
-static const floe_attr_desc viscosity_attrs[] = {
-    FLOE_ATTRS_PAIR_READ,
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    {0},
-};
+static const floe_attr_desc viscosity_attrs[] = {FLOE_ATTRS_FORCE, {0}};
 
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",

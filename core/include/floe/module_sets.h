@@ -4,7 +4,7 @@
  *
  *   floe_fluid f[FLOE_MAX_SETS]; int nf; size_t total;
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
- *   const float *x = floe_need(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
+ *   const float *x = floe_need_read(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
  */
 #ifndef FLOE_MODULE_SETS_H
 #define FLOE_MODULE_SETS_H
@@ -53,17 +53,32 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     return FLOE_OK;
 }
 
-/* An attribute's host data, read only (api->attr_read: what a stage
- * declared FLOE_READ); when absent, *status (if still FLOE_OK) becomes an
- * error naming the set, the type and the attribute. */
-static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
-                                     const char *attr, floe_type type, int *status)
+/* An attribute's host data (api->attr: on the OpenCL backend a write
+ * unless the running stage declared it FLOE_READ only); when absent,
+ * *status (if still FLOE_OK) becomes an error naming the set, the type and
+ * the attribute. floe_need_read is the const view (api->attr_read, ABI
+ * 1.8) of what a stage only reads. */
+static inline const float *floe_need_in(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                        const char *attr, floe_type type, int *status, int read_only)
 {
-    const float *p = (const float *)api->attr_read(ctx, set, attr, type);
+    const float *p = read_only ? (const float *)api->attr_read(ctx, set, attr, type)
+                               : (const float *)api->attr(ctx, set, attr, type);
     if (!p && *status == FLOE_OK)
         *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
                             type == FLOE_VEC3 ? "vec3" : "f32", attr);
     return p;
+}
+
+static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                     const char *attr, floe_type type, int *status)
+{
+    return floe_need_in(api, ctx, set, set_name, attr, type, status, 0);
+}
+
+static inline const float *floe_need_read(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                          const char *attr, floe_type type, int *status)
+{
+    return floe_need_in(api, ctx, set, set_name, attr, type, status, 1);
 }
 
 #endif

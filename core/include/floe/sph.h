@@ -202,12 +202,12 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
         tg->n = f[s].info.n;
         tg->set = f[s].set;
         tg->name = f[s].info.name;
-        tg->x = floe_need(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
-        tg->mass = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        tg->x = floe_need_read(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
+        tg->mass = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
         if (needs & FLOE_NEED_RHO)
-            tg->rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+            tg->rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
         if (needs & FLOE_NEED_V)
-            tg->v = floe_need(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
+            tg->v = floe_need_read(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
         if (aux)
             tg->aux = aux + f[s].off;
         tg->off = f[s].off;
@@ -231,8 +231,8 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
             tg->n = bi.n;
             tg->set = b[s];
             tg->name = bi.name;
-            tg->x = floe_need(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
-            tg->mass = floe_need(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
+            tg->x = floe_need_read(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
+            tg->mass = floe_need_read(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
             tg->nl = api->neighbours(ctx, q->set, b[s]);
         }
     }
@@ -280,7 +280,7 @@ static inline const float *floe_read_of(const floe_api *api, floe_ctx *ctx, cons
                                         floe_type type)
 {
     int st = FLOE_OK;
-    return floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
+    return floe_need_read(api, ctx, f->set, f->info.name, attr, type, &st);
 }
 
 /* ---- rows ------------------------------------------------------------------- */
@@ -350,6 +350,17 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
     } while (0)
 #define FLOE_ROW_GRAD_SUM(s, EXPR) FLOE_ROW_SUM3(s, (EXPR) * floe_kdw(kc, r2))
 
+/* Particle i's turn in a force loop over the query set's positions x,
+ * velocities v and densities rho (the kernels' FLOE_FORCE_BEGIN): its
+ * rows of the targets t[0..nt) prefetched ahead, xi, yi, zi, vi3, rhoi,
+ * and the fluid and boundary sums af, ab at zero. */
+#define FLOE_FORCE_PARTICLE(t, nt, i, n, x, v, rho)                          \
+    floe_prefetch_rows(t, nt, i, n);                                         \
+    const float xi = (x)[3 * (i)], yi = (x)[3 * (i) + 1], zi = (x)[3 * (i) + 2]; \
+    const float vi3[3] = {(v)[3 * (i)], (v)[3 * (i) + 1], (v)[3 * (i) + 2]};  \
+    const float rhoi = (rho)[i];                                              \
+    float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}
+
 /* sum_j w_j W_ij / sigma */
 FLOE_ROW_FN float floe_row_w(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                              const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
@@ -418,6 +429,8 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),                 \
         FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),             \
         FLOE_ATTRS_BOUND_READ
+/* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and written) */
+#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
 
 /* ==== added with iisph and tension ============================================ */
 
