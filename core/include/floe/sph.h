@@ -442,8 +442,8 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        const float *restrict m = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
-        const float *restrict rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+        const float *restrict m = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        const float *restrict rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
         if (st != FLOE_OK)
             return st;
         float *restrict V = vol + f[s].off;
