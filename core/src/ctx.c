@@ -89,6 +89,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     floe_ctx_set_threads(ctx, d.threads);
     /* the built-in stages (neighbours, gravity, integrate) form module 0 */
     ctx->modules[0].desc = floe_core_module();
+    ctx->modules[0].state = ctx; /* its checkpoint hooks (the sources' progress, emit.c) reach the context */
     snprintf(ctx->modules[0].path, sizeof ctx->modules[0].path, "(built in)");
     ctx->nmodules = 1;
     char clerr[1024] = "";

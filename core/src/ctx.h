@@ -132,6 +132,7 @@ struct floe_ctx {
 pset *ctx_set(floe_ctx *ctx, floe_set s);
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
+int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);

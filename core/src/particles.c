@@ -67,6 +67,10 @@ static int pset_reserve(pset *p, uint32_t cap)
     return FLOE_OK;
 }
 
+/* Host capacity for n particles without touching the device copies (emit.c
+ * appends on the device; the host data moves as it is, current or not). */
+int ctx_set_reserve(pset *p, uint32_t n) { return pset_reserve(p, n); }
+
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
 {
     pset *p = ctx_set(ctx, set);
