@@ -25,7 +25,7 @@ rigid.walls{ min = {0, 0}, max = {W, H + 0.3}, open_top = true }
 local c = floe.param("c", 20)
 local avg_from = floe.param("avg_from", 1.5)
 if solver == "iisph" then
-sim:pipeline{ "neighbours", "iisph.density", "gravity",
+sim:pipeline{ "neighbours", "sph.density", "gravity",
   { "rigid.viscosity", alpha = 0.05 },
   { "iisph.solve", tolerance = floe.param("tol", 0.0005), boundary_pressure = "mirror", damping = 2 },
   { "rigid.force", solver = "iisph", boundary_pressure = "mirror" },

@@ -14,7 +14,7 @@ local tank = { 1.2, 0.6, 0.4 }
 local depth = 0.35
 local sim = floe.sim{ dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { tank[1] + 0.1, 1.2, tank[3] + 0.1 } } }
-sim:load "iisph"
+sim:load{ "sph", "iisph" }
 local rigid = sim:load "rigid"
 
 sim:fluid_box{ min = { 0, 0, 0 }, max = { tank[1], depth, tank[3] } }
@@ -28,7 +28,7 @@ for k, ratio in ipairs{ 0.25, 0.5, 0.75, 2 } do
 end
 
 sim:pipeline{
-  "neighbours", "iisph.density", "gravity",
+  "neighbours", "sph.density", "gravity",
   { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 },
   { "iisph.solve", tolerance = 0.0002, boundary_pressure = "mirror" },
   { "rigid.force", solver = "iisph", boundary_pressure = "mirror" },

@@ -143,7 +143,7 @@ static inline int front_vs_martin_moyce(const front_log *L, double *worst, doubl
 }
 
 /* ---- a density stage over the core's kernel sums ---------------------------
- * After its first call, a density stage (sph.density, iisph.density) takes each row's sum from the
+ * After its first call, the density stage (sph.density) takes each row's sum from the
  * neighbours stage (floe_nlist.wsum) instead of walking the rows. Ways:
  * 0 neighbours, density: the sums from the second step on;
  * 1 neighbours, a C function stage that does nothing, density: a function

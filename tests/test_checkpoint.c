@@ -29,10 +29,10 @@ static const char *const WCSPH =
 
 static const char *const IISPH =
     SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, gravity = { 0, -9.81, 0 }, domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.2, 1.2, 0.6 } } }\n"
-    "sim:load 'iisph'\n"
+    "sim:load{ 'sph', 'iisph' }\n"
     "sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.3, 0.5, 0.4 }, density = 1000 }\n"
     "sim:boundary_box{ min = { 0, 0, 0 }, max = { 1, 0.8, 0.4 }, layers = 2, open_top = true }\n"
-    "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity', { 'iisph.solve', tolerance = 0.001, omega = 0.5 }, 'integrate' }\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', { 'iisph.solve', tolerance = 0.001, omega = 0.5 }, 'integrate' }\n"
     RUN();
 
 static const char *const FLIP =

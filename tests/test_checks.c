@@ -130,7 +130,7 @@ Test(checks, gravity_after_the_pressure_force_is_an_error)
 
 Test(checks, gravity_after_the_iisph_solve_is_an_error)
 {
-    cr_assert_eq(pipeline("'neighbours', 'iisph.density', 'iisph.solve', 'gravity', 'integrate'"), FLOE_ERR_ARG);
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'iisph.solve', 'gravity', 'integrate'"), FLOE_ERR_ARG);
     expect_in(err, "entry 4 ('gravity'): sets 'a'");
     expect_in(err, "entry 3 ('iisph.solve') wrote it");
 }
@@ -173,10 +173,10 @@ Test(checks, suspicious_pipelines_are_warned_about_at_their_line)
                  FLOE_OK, "%s", err);
     expect_in(log_text, "no stage of the pipeline moves the fluid");
     /* a stage listed twice, two pressure solvers */
-    cr_assert_eq(pipeline("'neighbours', 'iisph.density', 'iisph.density', 'wcsph.pressure', 'gravity', "
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'sph.density', 'wcsph.pressure', 'gravity', "
                           "'iisph.solve', 'wcsph.pressure_force', 'integrate'"),
                  FLOE_OK, "%s", err);
-    expect_in(log_text, "entry 3 ('iisph.density'): the same stage with the same parameters as entry 2");
+    expect_in(log_text, "entry 3 ('sph.density'): the same stage with the same parameters as entry 2");
     expect_in(log_text, "entry 6 ('iisph.solve'): writes 'p' of the fluid sets, which entry 4 ('wcsph.pressure')");
     /* warned once, at sim:pipeline, not again at sim:run */
     cr_expect_eq(count_of(log_text, "warning"), 2, "%s", log_text);

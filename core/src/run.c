@@ -353,7 +353,10 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
     for (int a = 0; d->attrs && a < d->nattrs; a++) { /* frames carry what they are asked for */
         int found = 0;
         for (int s = 0; s < ctx->npsets && !found; s++)
-            found = ctx->sets[s].kind == FLOE_SET_FLUID && pset_attr(&ctx->sets[s], d->attrs[a]) != NULL;
+            /* a set written every frame (freeze's ice) gets its attributes
+             * from its module during the run: they cannot be checked yet */
+            found = (ctx->sets[s].kind == FLOE_SET_FLUID && pset_attr(&ctx->sets[s], d->attrs[a]) != NULL) ||
+                    ctx->sets[s].every_frame;
         if (!found && ctx->npsets > 0)
             return ctx_fail(ctx, FLOE_ERR_ARG, "run: attribute '%s' (attributes) is on no fluid set", d->attrs[a]);
     }

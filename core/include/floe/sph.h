@@ -12,7 +12,8 @@
  *   FLOE_ROW, FLOE_ROW_CALL           one particle's row of a target, the periodic/plain choice
  *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
  *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
- *   FLOE_ROW_GRAD_SUM                 a row sum of (pair weight) grad W_ij: the weight is the physics
+ *   FLOE_ROW_SUM3, FLOE_ROW_GRAD_SUM  a row sum of (pair term) x_ij, of (pair weight) grad W_ij:
+ *                                     the term or weight is the physics
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
  *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
  *                                     a stage reads (api->attr_read), the data it writes
@@ -325,19 +326,20 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
 #endif
 }
 
-/* The body of a row function that adds a pair weight times grad W_ij,
- *   s += sum_j (EXPR) grad W_ij   (grad W_ij = floe_kdw(kc, r2) x_ij),
- * EXPR an expression of j, dx, dy, dz and r2 (FLOE_X_IJ's names) and of the
+/* The body of a row function that adds a pair term times x_ij,
+ *   s += sum_j (G) x_ij,
+ * G an expression of j, dx, dy, dz and r2 (FLOE_X_IJ's names) and of the
  * function's arguments; the function names its arguments as floe_row_grad
- * does (kc, id, cnt, xt, xi, yi, zi, per). The pair term is
- * (EXPR) * floe_kdw(kc, r2), in that order. */
-#define FLOE_ROW_GRAD_SUM(s, EXPR)                                   \
+ * does (kc, id, cnt, xt, xi, yi, zi, per). FLOE_ROW_GRAD_SUM(s, EXPR) is the
+ * case of a pair weight times grad W_ij = floe_kdw(kc, r2) x_ij: the pair
+ * term is (EXPR) * floe_kdw(kc, r2), in that order. */
+#define FLOE_ROW_SUM3(s, G)                                          \
     do {                                                             \
         float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;                    \
         _Pragma("omp simd reduction(+ : sx_, sy_, sz_)")             \
         for (uint32_t k = 0; k < cnt; k++) {                         \
             FLOE_X_IJ(per);                                          \
-            const float g_ = (EXPR) * floe_kdw(kc, r2);              \
+            const float g_ = (G);                                    \
             sx_ += g_ * dx;                                          \
             sy_ += g_ * dy;                                          \
             sz_ += g_ * dz;                                          \
@@ -346,6 +348,7 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
         (s)[1] += sy_;                                               \
         (s)[2] += sz_;                                               \
     } while (0)
+#define FLOE_ROW_GRAD_SUM(s, EXPR) FLOE_ROW_SUM3(s, (EXPR) * floe_kdw(kc, r2))
 
 /* Particle i's turn in a force loop over the query set's positions x,
  * velocities v and densities rho (the kernels' FLOE_FORCE_BEGIN): its
@@ -428,5 +431,44 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
         FLOE_ATTRS_BOUND_READ
 /* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and written) */
 #define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* ==== added with iisph and tension ============================================ */
+
+/* V_j = m_j / rho_j of every fluid set f[0..nf) into vol (laid out by floe_fluid.off) */
+static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, float *vol)
+{
+    int st = FLOE_OK;
+    for (int s = 0; s < nf; s++) {
+        const uint32_t n = f[s].info.n;
+        if (n == 0)
+            continue;
+        const float *restrict m = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        const float *restrict rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+        if (st != FLOE_OK)
+            return st;
+        float *restrict V = vol + f[s].off;
+#pragma omp parallel for simd schedule(static)
+        for (uint32_t i = 0; i < n; i++)
+            V[i] = m[i] / rho[i];
+    }
+    return FLOE_OK;
+}
+
+/* the acceleration a force stage adds to */
+#define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* a float parameter */
+#define FLOE_PARAM_F(nm, d, lo, hi, u, txt)                                                                   \
+    {                                                                                                         \
+        FLOE_SIZED(floe_param_desc), .name = nm, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, \
+            .unit = u, .doc = txt                                                                             \
+    }
+
+/* a stage named nm, run by st_<id> and st_<id>_cl, with <id>_params and <id>_attrs */
+#define FLOE_STAGE(id, nm, text)                                                                         \
+    {                                                                                                    \
+        FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
+            .params = id##_params, .attrs = id##_attrs                                                   \
+    }
 
 #endif
