@@ -24,7 +24,7 @@ local reach = 2 * c0 * seconds * 1.25 + 0.1 -- the front, and some room
 
 local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -g }, threads = floe.param("threads", 1),
                       domain = { min = { -L - 0.05, -0.05 }, max = { reach, 3 * h0 } } }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 sim:load "terrain"
 
 -- the bed: y = 0 from the back wall on, 2 h0 high behind it
@@ -37,10 +37,10 @@ sim:fluid_box{ min = { -L, 0 }, max = { 0, h0 }, density = 1000 }
 local cs = floe.param("speed_of_sound", 20 * c0)
 sim:pipeline{
   "neighbours",
-  "wcsph.density",
-  { "wcsph.pressure", speed_of_sound = cs },
+  "sph.density",
+  { "wcsph.pressure" },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.02, speed_of_sound = cs },
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.02 },
   "wcsph.pressure_force",
   "integrate",
   { "terrain.collide", friction = 0, wet_friction = 0, restitution = 0 },

@@ -29,12 +29,12 @@ local function v(x, y, z) if dim == 2 then return { x, y } end return { x, y, z 
 local L = 6 * a
 local sim = floe.sim{ dim = dim, spacing = d, gravity = v(0, 0, 0),
                       domain = { min = v(-L, -L, -L), max = v(L, L, L) } }
-sim:load{ "wcsph", "viscosity", "tension" }
+sim:load{ "sph", "wcsph", "viscosity", "tension" }
 local count = sim:fluid_box{ min = v(-a, -a, -a), max = v(a, a, a) }
 local r_eq = dim == 3 and (3 * count / (4 * math.pi)) ^ (1 / 3) * d or math.sqrt(count / math.pi) * d
 floe.log(string.format("droplet: %d particles, cube edge %.4g m, R_eq %.4g m, tension %s", count, 2 * a, r_eq, tension))
 
-local steps = { "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity" }
+local steps = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity" }
 if tension == "akinci" then
   steps[#steps + 1] = { "tension.akinci", gamma = gamma }
 elseif tension == "he" then

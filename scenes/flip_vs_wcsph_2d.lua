@@ -32,7 +32,7 @@ local function dam_break(solver)
   local margin = solver == "wcsph" and 4 * d or 0
   local sim <close> = floe.sim{ dim = 2, spacing = d, gravity = { 0, -g },
     domain = { min = { -margin, -margin }, max = { 5 * a + margin, 3 * a + 2 * margin } } }
-  sim:load{ solver, "hello" }
+  sim:load{ "sph", solver, "hello" }
   sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }
   local function pipeline(settling)
     local p
@@ -42,8 +42,8 @@ local function dam_break(solver)
         table.insert(p, 1, { "flip.obstacle", shape = "box", centre = { a + 2 * d, 1.5 * a }, size = { 4 * d, 3 * a } })
       end
     else
-      p = { "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
-            { "wcsph.viscosity", kind = "artificial", alpha = 0.02, boundary_alpha = 0.5, speed_of_sound = c },
+      p = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
+            { "wcsph.viscosity", kind = "artificial", alpha = 0.02, boundary_alpha = 0.5 },
             "wcsph.pressure_force", "integrate" }
     end
     if settling then table.insert(p, #p + (solver == "flip" and 1 or 0), { "hello.damp", rate = 5 }) end

@@ -25,7 +25,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.35, -0.1, -0.35 }, max = { 0.35, 1.0, 0.35 } },
 }
-sim:load{ "iisph", "viscosity", "tension", "freeze", "surface" }
+sim:load{ "sph", "iisph", "viscosity", "tension", "freeze", "surface" }
 
 -- the bunny 0.3 m tall, its base on the floor, centred on the y axis
 local file = models .. "/bunny_10k.obj"

@@ -12,15 +12,15 @@ local g = 9.81
 local function v(x, y, z) if dim == 2 then return { x, y } end return { x, y, z } end
 local sim = floe.sim{ dim = dim, spacing = d, gravity = v(0, -g, 0),
                       domain = { min = v(-0.1, -0.1, -0.1), max = v(W + 0.1, 1.0, W + 0.1) } }
-sim:load{ "wcsph", "hello" }
+sim:load{ "sph", "wcsph", "hello" }
 sim:fluid_box{ min = v(0, 0, 0), max = v(W, H, W) }
 sim:boundary_box{ min = v(0, 0, 0), max = v(W, H + 0.1, W), layers = 2 }
 
 sim:pipeline{
-  "neighbours", "wcsph.density",
+  "neighbours", "sph.density",
   { "wcsph.pressure", speed_of_sound = 30 },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.05, speed_of_sound = 30 },
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.05 },
   "wcsph.pressure_force",
   { "hello.damp", rate = 4 },
   "integrate",

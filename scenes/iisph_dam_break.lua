@@ -20,7 +20,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { tank[1] + 0.1, 2.0, tank[3] + 0.1 } },
 }
-sim:load "iisph"
+sim:load{ "sph", "iisph" }
 
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.8, tank[3] }, density = water.density }
 sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2, open_top = true }
@@ -31,7 +31,7 @@ floe.log(string.format("IISPH dam break: %d fluid particles, spacing %.4g m", n,
 -- pressure acceleration to a), the integration.
 sim:pipeline{
   "neighbours",
-  "iisph.density",
+  "sph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, omega = 0.5 },
   "integrate",

@@ -10,7 +10,8 @@
 -- edge leaves through a sink.
 --
 --   floe run scenes/river_jacksboro.lua [--set spacing=0.03] [--set seconds=20]
---   floe bench scenes/river_jacksboro.lua --set lake_level=0.60 --frames 3    (about 100k particles)
+--   floe bench scenes/river_jacksboro.lua --set spacing=0.015 --set lake_level=0.73 --set fps=200 --frames 2
+--       (99k particles in the lake, the source running: docs/performance.md)
 --
 -- Output per frame: the water particles, the carpet (carpet.NNNN.ply with
 -- depth, speed and flow per vertex; carpet.NNNN.png), the wet map
@@ -27,17 +28,18 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 }, threads = floe.param("threads", 0),
   domain = { min = { 0.8, 0.2, 5.0 }, max = { 4.2, 1.3, 127 * px } },
 }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 sim:load "terrain"
 
 local t = sim:terrain{ file = "scenes/terrain/jacksboro_crop128_16bit.png", cell = px, scale = 0.001 }
 floe.log(string.format("terrain %d x %d samples, %.2f x %.2f m, heights %.3f..%.3f m",
                        t.nx, t.nz, t.max[1], t.max[2], t.min_height, t.max_height))
 
--- the source: a disc 6 cm above the valley head, pouring down
+-- the source: a disc 12 cm above the valley head, 4 spacings wide, pouring
+-- down (lower and narrower, its faster jet splashes the pool it makes)
 local sx, sz = 27 * px, 85 * px
-sim:source{ shape = "disc", centre = { sx, sim:terrain_height(sx, sz) + 0.06, sz }, direction = { 0, -1, 0.3 },
-            radius = 2.5 * d, rate = rate, start = 0, stop = floe.param("source_stop", 0) }
+sim:source{ shape = "disc", centre = { sx, sim:terrain_height(sx, sz) + floe.param("source_height", 0.12), sz }, direction = { 0, -1, 0.3 },
+            radius = floe.param("source_radius", 4) * d, rate = rate, start = 0, stop = floe.param("source_stop", 0) }
 sim:sink{ edge = true }
 if lake_level > 0 then
   local n = sim:lake{ level = lake_level, min = { 31 * px - 0.8, 117 * px - 0.8 }, max = { 31 * px + 0.8, 126.5 * px } }
@@ -47,19 +49,20 @@ end
 local cs = floe.param("speed_of_sound", 30)
 sim:pipeline{
   { "neighbours", method = floe.param("neighbours", "cells") },
-  "wcsph.density",
-  { "wcsph.pressure", speed_of_sound = cs },
+  "sph.density",
+  { "wcsph.pressure" },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = 0.05, speed_of_sound = cs },
+  { "wcsph.viscosity", kind = "artificial", alpha = 0.05 },
   "wcsph.pressure_force",
   "integrate",
   { "terrain.collide", restitution = 0.1, friction = 0.3, wet_friction = 0.05, freeze_speed = 0.02 },
   "emit",
   "terrain.output",
-  { "terrain.carpet", cell = 1, colour = "depth" },
+  { "terrain.carpet", cell = 1, radius = 1.5, colour = "depth" },
 }
 
-local r = sim:run{ end_time = seconds, fps = 10, out = "out/river_jacksboro", attributes = { "v", "id" } }
+local fps = floe.param("fps", 10)
+local r = sim:run{ end_time = seconds, fps = fps, out = "out/river_jacksboro", attributes = { "v", "id" } }
 local f = sim:flow()
 floe.log(string.format("%d particles; %.1f kg in, %.1f kg out (%d emitted, %d removed)", sim:count "fluid",
                        f.mass_in, f.mass_out, f.emitted, f.removed))

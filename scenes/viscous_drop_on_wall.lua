@@ -34,7 +34,7 @@ local sim = floe.sim{
   dim = dim, spacing = d, gravity = v(0, -9.81, 0),
   domain = { min = v(-1.1, -0.1, -0.1), max = v(wall_x + 0.1, box_height + 3, depth + 0.1) },
 }
-sim:load{ "wcsph", "viscosity", "tension" }
+sim:load{ "sph", "wcsph", "viscosity", "tension" }
 
 local zc = depth / 2
 local n = sim:fluid_sphere{ centre = v(0.15, 0.45, zc), radius = radius, density = water.density,
@@ -46,7 +46,7 @@ floe.log(string.format("viscous drop: %d fluid particles, spacing %.4g m, tensio
 
 local steps = {
   { "neighbours", reorder_every = 10 },
-  "wcsph.density",
+  "sph.density",
   { "wcsph.pressure", speed_of_sound = c },
   "gravity",
   { "viscosity.kim", beta0 = beta0, beta1 = beta1, boundary_beta0 = wall_visc },

@@ -3,14 +3,16 @@
 # compiler, Meson/Ninja, Lua 5.4, libyaml, Criterion, OpenMP (with gcc), and
 # for the OpenCL backend's tests the Khronos headers, the ICD loader and PoCL;
 # assimp for meshes from files and its test models (the Utah teapot);
+# PyYAML and matplotlib for the reports of floe compare and floe validate;
 # GLFW 3 and libepoxy for floe view, with Xvfb and Mesa's software OpenGL
 # (llvmpipe) for its tests on machines without a display or GPU;
 # valgrind with FLOE_WITH_VALGRIND=1, clang and libFuzzer with FLOE_WITH_FUZZ=1.
 # Does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(gcc pkg-config meson ninja-build python3 liblua5.4-dev libyaml-dev libcriterion-dev libpng-dev
-      libassimp-dev assimp-testmodels
+pkgs=(gcc pkg-config meson ninja-build python3 python3-yaml python3-matplotlib liblua5.4-dev libyaml-dev
+      libcriterion-dev libpng-dev
+      libassimp-dev assimp-testmodels libode-dev
       libglfw3-dev libepoxy-dev xvfb libgl1-mesa-dri
       pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers)
 [ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)

@@ -40,6 +40,7 @@ static inline fixture fixture_tank(int dim, float d, const float tank[3], const 
     cr_assert(floe_fill_box(f.ctx, f.fluid, zero, water, NULL) > 0);
     cr_assert(floe_boundary_box(f.ctx, f.bnd, zero, tank, 2, open_top ? FLOE_OPEN_TOP : 0) > 0);
     cr_assert_eq(floe_module_load(f.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     return f;
 }
 
@@ -57,12 +58,15 @@ static inline void fixture_add(fixture *f, const char *stage, int n, const floe_
 static inline void fixture_wcsph(fixture *f, double c, const char *visc, double alpha, double damp)
 {
     fixture_add(f, "neighbours", 0, NULL);
-    fixture_add(f, "wcsph.density", 0, NULL);
+    fixture_add(f, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", c)};
     fixture_add(f, "wcsph.pressure", 1, pk);
     fixture_add(f, "gravity", 0, NULL);
-    floe_param_kv vk[] = {KV_S("kind", visc), KV_F("alpha", alpha), KV_F("speed_of_sound", c)};
-    fixture_add(f, "wcsph.viscosity", 3, vk);
+    floe_param_kv vk[] = {KV_S("kind", visc), KV_F("alpha", alpha)};
+    if (!strcmp(visc, "xsph"))
+        fixture_add(f, "sph.xsph", 1, vk + 1);
+    else
+        fixture_add(f, "wcsph.viscosity", 2, vk);
     fixture_add(f, "wcsph.pressure_force", 0, NULL);
     if (damp > 0) {
         cr_assert_eq(floe_module_load(f->ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
@@ -139,7 +143,7 @@ static inline int front_vs_martin_moyce(const front_log *L, double *worst, doubl
 }
 
 /* ---- a density stage over the core's kernel sums ---------------------------
- * After its first call, a density stage (wcsph.density, iisph.density) takes each row's sum from the
+ * After its first call, the density stage (sph.density) takes each row's sum from the
  * neighbours stage (floe_nlist.wsum) instead of walking the rows. Ways:
  * 0 neighbours, density: the sums from the second step on;
  * 1 neighbours, a C function stage that does nothing, density: a function

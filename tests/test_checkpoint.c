@@ -17,11 +17,11 @@ TestSuite(checkpoint, .init = setup, .fini = teardown);
 static const char *const WCSPH =
     SC_HEAD "local d = 0.01\n"
     "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 }, domain = { min = { -4 * d, -4 * d }, max = { 0.5 + 4 * d, 0.6 } } }\n"
-    "sim:load{ 'wcsph', 'hello' }\n"
+    "sim:load{ 'sph', 'wcsph', 'hello' }\n"
     "sim:fluid_box{ min = { 0, 0 }, max = { 0.1, 0.2 }, density = 1000 }\n"
     "sim:boundary_box{ min = { 0, 0 }, max = { 0.5, 0.3 }, layers = 2, open_top = true }\n"
-    "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
-    "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02, speed_of_sound = 20 }, 'wcsph.pressure_force',\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+    "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force',\n"
     "  { 'hello.damp', rate = 1 }, 'integrate' }\n"
     "local hang = floe.param('hang', 0)\n"
     "sim:on_frame(function(s, st) if hang == 1 and st.frame == 7 then while true do end end end)\n"
@@ -29,10 +29,10 @@ static const char *const WCSPH =
 
 static const char *const IISPH =
     SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, gravity = { 0, -9.81, 0 }, domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.2, 1.2, 0.6 } } }\n"
-    "sim:load 'iisph'\n"
+    "sim:load{ 'sph', 'iisph' }\n"
     "sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.3, 0.5, 0.4 }, density = 1000 }\n"
     "sim:boundary_box{ min = { 0, 0, 0 }, max = { 1, 0.8, 0.4 }, layers = 2, open_top = true }\n"
-    "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity', { 'iisph.solve', tolerance = 0.001, omega = 0.5 }, 'integrate' }\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', { 'iisph.solve', tolerance = 0.001, omega = 0.5 }, 'integrate' }\n"
     RUN();
 
 static const char *const FLIP =

@@ -98,7 +98,7 @@ static int count_of(const char *text, const char *what)
 #define TANK                                                                                                  \
     "local floe = require 'floe'\n"                                                                           \
     "local sim = floe.sim{ dim = 2, spacing = 0.05, domain = { min = {0, 0}, max = {1, 1} } }\n"              \
-    "sim:load{ 'wcsph', 'iisph' }\n"                                                                          \
+    "sim:load{ 'sph', 'wcsph', 'iisph' }\n"                                                                   \
     "sim:fluid_box{ min = {0.1, 0.1}, max = {0.4, 0.4} }\n"                                                   \
     "sim:boundary_box{ min = {0, 0}, max = {1, 1} }\n"
 
@@ -116,12 +116,12 @@ Test(checks, pressure_without_density_is_an_error)
     cr_assert_eq(pipeline("'neighbours', 'wcsph.pressure', 'gravity', 'wcsph.pressure_force', 'integrate'"),
                  FLOE_ERR_ARG);
     expect_in(err, "scene.lua:6: sim:pipeline: entry 2 ('wcsph.pressure'): reads 'rho'");
-    expect_in(err, "add 'wcsph.density' before it");
+    expect_in(err, "add 'sph.density' before it");
 }
 
 Test(checks, gravity_after_the_pressure_force_is_an_error)
 {
-    cr_assert_eq(pipeline("'neighbours', 'wcsph.density', 'wcsph.pressure', 'wcsph.pressure_force', 'gravity', "
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'wcsph.pressure', 'wcsph.pressure_force', 'gravity', "
                           "'integrate'"),
                  FLOE_ERR_ARG);
     expect_in(err, "scene.lua:6: sim:pipeline: entry 5 ('gravity'): sets 'a'");
@@ -130,21 +130,21 @@ Test(checks, gravity_after_the_pressure_force_is_an_error)
 
 Test(checks, gravity_after_the_iisph_solve_is_an_error)
 {
-    cr_assert_eq(pipeline("'neighbours', 'iisph.density', 'iisph.solve', 'gravity', 'integrate'"), FLOE_ERR_ARG);
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'iisph.solve', 'gravity', 'integrate'"), FLOE_ERR_ARG);
     expect_in(err, "entry 4 ('gravity'): sets 'a'");
     expect_in(err, "entry 3 ('iisph.solve') wrote it");
 }
 
 Test(checks, forces_without_gravity_add_up_an_error)
 {
-    cr_assert_eq(pipeline("'neighbours', 'wcsph.density', 'wcsph.pressure', 'wcsph.pressure_force', 'integrate'"),
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'wcsph.pressure', 'wcsph.pressure_force', 'integrate'"),
                  FLOE_ERR_ARG);
     expect_in(err, "entry 4 ('wcsph.pressure_force'): reads 'a' of the fluid sets, which no stage of the step starts");
 }
 
 Test(checks, integrating_twice_is_an_error)
 {
-    cr_assert_eq(pipeline("'neighbours', 'wcsph.density', 'wcsph.pressure', 'gravity', 'wcsph.pressure_force', "
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'wcsph.pressure', 'gravity', 'wcsph.pressure_force', "
                           "'integrate', 'integrate'"),
                  FLOE_ERR_ARG);
     expect_in(err, "entry 7 ('integrate'): moves the fluid too");
@@ -162,21 +162,21 @@ Test(checks, a_refused_pipeline_keeps_the_previous_one)
 Test(checks, suspicious_pipelines_are_warned_about_at_their_line)
 {
     /* density after the pressure: the previous step's density */
-    cr_assert_eq(pipeline("'neighbours', 'wcsph.pressure', 'wcsph.density', 'gravity', 'wcsph.pressure_force', "
+    cr_assert_eq(pipeline("'neighbours', 'wcsph.pressure', 'sph.density', 'gravity', 'wcsph.pressure_force', "
                           "'integrate'"),
                  FLOE_OK, "%s", err);
     expect_in(log_text, "warning: ");
     expect_in(log_text, "scene.lua:6: sim:pipeline: entry 2 ('wcsph.pressure'): reads 'rho' of the fluid "
-                        "sets before entry 3 ('wcsph.density') writes it");
+                        "sets before entry 3 ('sph.density') writes it");
     /* never integrated */
-    cr_assert_eq(pipeline("'neighbours', 'wcsph.density', 'wcsph.pressure', 'gravity', 'wcsph.pressure_force'"),
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'wcsph.pressure', 'gravity', 'wcsph.pressure_force'"),
                  FLOE_OK, "%s", err);
     expect_in(log_text, "no stage of the pipeline moves the fluid");
     /* a stage listed twice, two pressure solvers */
-    cr_assert_eq(pipeline("'neighbours', 'iisph.density', 'iisph.density', 'wcsph.pressure', 'gravity', "
+    cr_assert_eq(pipeline("'neighbours', 'sph.density', 'sph.density', 'wcsph.pressure', 'gravity', "
                           "'iisph.solve', 'wcsph.pressure_force', 'integrate'"),
                  FLOE_OK, "%s", err);
-    expect_in(log_text, "entry 3 ('iisph.density'): the same stage with the same parameters as entry 2");
+    expect_in(log_text, "entry 3 ('sph.density'): the same stage with the same parameters as entry 2");
     expect_in(log_text, "entry 6 ('iisph.solve'): writes 'p' of the fluid sets, which entry 4 ('wcsph.pressure')");
     /* warned once, at sim:pipeline, not again at sim:run */
     cr_expect_eq(count_of(log_text, "warning"), 2, "%s", log_text);
@@ -190,13 +190,14 @@ Test(checks, the_c_api_counts_the_warnings)
     floe_ctx *ctx = floe_ctx_create(&d, e, sizeof e);
     cr_assert_not_null(ctx, "%s", e);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
-    const char *ok[] = {"neighbours", "wcsph.density", "wcsph.pressure", "gravity", "wcsph.pressure_force", "integrate"};
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    const char *ok[] = {"neighbours", "sph.density", "wcsph.pressure", "gravity", "wcsph.pressure_force", "integrate"};
     for (int i = 0; i < 6; i++)
         cr_assert_eq(floe_pipeline_add(ctx, ok[i], NULL, 0), FLOE_OK);
     int warnings = -1;
     cr_expect_eq(floe_pipeline_check(ctx, NULL, &warnings), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_expect_eq(warnings, 0);
-    cr_assert_eq(floe_pipeline_add(ctx, "wcsph.density", NULL, 0), FLOE_OK); /* after integrate: rho of the old x */
+    cr_assert_eq(floe_pipeline_add(ctx, "sph.density", NULL, 0), FLOE_OK); /* after integrate: rho of the old x */
     cr_expect_eq(floe_pipeline_check(ctx, "here: ", &warnings), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_expect_eq(warnings, 1);
     floe_ctx_destroy(ctx);
@@ -320,9 +321,9 @@ Test(checks, end_time_zero_and_a_dt_longer_than_a_frame_are_errors)
 Test(checks, misspelt_names_get_the_nearest)
 {
     cr_assert_eq(pipeline("'neighbours', 'wcsph.densty'"), FLOE_ERR_ARG);
-    expect_in(err, "unknown stage 'wcsph.densty' (did you mean 'wcsph.density'?)");
+    expect_in(err, "unknown stage 'wcsph.densty' (did you mean 'sph.density'?)");
     cr_assert_eq(pipeline("'neighbours', 'density'"), FLOE_ERR_ARG);
-    expect_in(err, "(did you mean 'wcsph.density'?)");
+    expect_in(err, "(did you mean 'sph.density'?)");
     cr_assert_eq(pipeline("'grvity'"), FLOE_ERR_ARG);
     expect_in(err, "(did you mean 'gravity'?)");
     cr_assert_eq(pipeline("{ 'wcsph.pressure', speed_of_sond = 20 }"), FLOE_ERR_ARG);
@@ -333,7 +334,7 @@ Test(checks, misspelt_names_get_the_nearest)
                  FLOE_ERR_ARG);
     expect_in(err, "unknown key 'velocty' (did you mean 'velocity'?)");
     /* a --set key */
-    write_file(scene_path, TANK "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', gamma = 7 }, 'gravity', "
+    write_file(scene_path, TANK "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', gamma = 7 }, 'gravity', "
                                 "'wcsph.pressure_force', 'integrate' }\nsim:run{ frames = 0 }\n");
     floe_scene_opts o;
     memset(&o, 0, sizeof o);
@@ -351,7 +352,7 @@ Test(checks, misspelt_names_get_the_nearest)
 Test(checks, a_parameter_of_another_stage_names_that_stage)
 {
     cr_assert_eq(pipeline("{ 'wcsph.pressure', boundary_alpha = 0.5 }"), FLOE_ERR_ARG);
-    expect_in(err, "unknown parameter 'boundary_alpha' (a parameter of stage 'wcsph.viscosity', not of "
+    expect_in(err, "unknown parameter 'boundary_alpha' (a parameter of stage 'sph.xsph', 'wcsph.viscosity', not of "
                    "'wcsph.pressure')");
 }
 

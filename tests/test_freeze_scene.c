@@ -10,12 +10,12 @@ TestSuite(freeze_scene, .init = sc_setup, .fini = sc_teardown);
     SC_HEAD                                                                                                     \
     "local sim = floe.sim{ dim = 3, spacing = 0.02, gravity = {0, -9.81, 0},\n"                               \
     "  domain = { min = {-0.1, -0.1, -0.1}, max = {0.5, 0.6, 0.5} } }\n"                                      \
-    "sim:load{ 'iisph', 'viscosity', 'freeze', 'surface' }\n"                                                   \
+    "sim:load{ 'sph', 'iisph', 'viscosity', 'freeze', 'surface' }\n"                                                   \
     "sim:boundary_solid_box{ min = {0.1, 0.1, 0.1}, max = {0.3, 0.14, 0.3}, set = 'plate' }\n"                \
     "sim:boundary_box{ min = {0, 0, 0}, max = {0.4, 0.5, 0.4}, layers = 2, set = 'tank' }\n"                  \
     "assert(sim:boundary_set{ name = 'ice' } == 0)\n"                                                           \
     "sim:fluid_box{ min = {0.12, 0.16, 0.12}, max = {0.28, 0.26, 0.28}, velocity = {0, -0.5, 0} }\n"           \
-    "sim:pipeline{ 'neighbours', 'iisph.density', 'gravity',\n"                                                 \
+    "sim:pipeline{ 'neighbours', 'sph.density', 'gravity',\n"                                                 \
     "  { 'viscosity.kim', boundary_beta0 = 1 }, 'iisph.solve',\n"                                              \
     "  { 'freeze.film', cold = 'plate', alpha = 60 }, 'freeze.direction',\n"                                    \
     "  { 'freeze.transition', glaze = 5, icicle = 20, fr = 'rescaled' }, 'integrate',\n"                        \

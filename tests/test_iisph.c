@@ -18,10 +18,11 @@
 static void iisph_pipeline(fixture *f, double damping, double boundary_viscosity, int grad_corr, floe_stage_fn host,
                            void *user)
 {
+    cr_assert_eq(floe_module_load(f->ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f->ctx)); /* sph.density */
     cr_assert_eq(floe_module_load(f->ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
     floe_pipeline_clear(f->ctx);
     fixture_add(f, "neighbours", 0, NULL);
-    fixture_add(f, "iisph.density", 0, NULL);
+    fixture_add(f, "sph.density", 0, NULL);
     fixture_add(f, "gravity", 0, NULL);
     floe_param_kv kv[] = {KV_F("damping", damping), KV_F("boundary_viscosity", boundary_viscosity),
                           KV_B("gradient_correction", grad_corr)};
@@ -471,9 +472,10 @@ static float *one_solve(double chebyshev, double *iterations, uint32_t *n)
 {
     const float tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
     fixture f = tank_fixture(2, 0.01f, 2.0f, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     cr_assert_eq(floe_module_load(f.ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "iisph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     fixture_add(&f, "gravity", 0, NULL);
     floe_param_kv kv[] = {KV_F("chebyshev", chebyshev), KV_F("tolerance", 1e-4), KV_F("max_iterations", 5000),
                           KV_F("warm_start", 0), KV_F("max_correction_speed", 0)};
@@ -640,30 +642,35 @@ Test(iisph, bench_scene_runs, .timeout = 600)
     run_scene_file("bench/iisph_dam_break_59k.lua", sets, 1);
 }
 
-/* iisph.density over the core's kernel sums (sim_fixture.h): the same
- * density as its own walk of the rows, up to the order of the sums (its
- * rows are summed by the generic loop's lanes), and it follows particles
- * moved after the search. */
-Test(iisph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
+/* ---- the old density name ------------------------------------------------------ */
+
+static int density_warnings;
+static char density_warning[512];
+static void note_warning(int level, const char *msg, void *u)
 {
-    uint32_t n[3];
-    int left[3];
-    float *rho[3];
-    for (int w = 0; w < 3; w++)
-        rho[w] = fixture_density_by_way("iisph", w, &n[w], &left[w], NULL);
-    cr_assert(n[1] == n[0] && n[2] == n[0]);
-#if defined(__AVX2__)
-    cr_assert(left[0], "the neighbours stage computed no kernel sums for iisph.density");
-#endif
-    cr_assert(!left[1] && !left[2], "kernel sums outlived a stage that may move particles");
-    double worst = 0.0, moved = 0.0;
-    for (uint32_t i = 0; i < n[0]; i++) {
-        worst = fmax(worst, fabs((double)rho[0][i] - rho[1][i]) / rho[1][i]);
-        moved = fmax(moved, fabs((double)rho[2][i] - rho[1][i]) / rho[1][i]);
+    (void)u;
+    if (level == FLOE_LOG_WARN) {
+        density_warnings++;
+        snprintf(density_warning, sizeof density_warning, "%s", msg);
     }
-    cr_log_info("kernel sums vs rows: worst %.2e; sheared: %.2e", worst, moved);
-    cr_assert(worst < 1e-6, "worst relative difference %.2e", worst);
-    cr_assert(moved > 1e-4, "density did not follow the moved particles (%.2e)", moved);
-    for (int w = 0; w < 3; w++)
-        free(rho[w]);
+}
+
+/* iisph.density is the deprecated name of sph.density: the pipeline runs
+ * sph.density in its place and says so once per context */
+Test(iisph, old_density_name_runs_sph_density_and_warns_once)
+{
+    const float tank[3] = {0.2f, 0.2f, 0}, water[3] = {0.1f, 0.1f, 0};
+    fixture f = tank_fixture(2, 0.02f, 2.0f, tank, water, 1);
+    floe_ctx_set_log(f.ctx, note_warning, NULL);
+    cr_assert_eq(floe_module_load(f.ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "iisph.density", 0, NULL);
+    cr_assert_str_eq(floe_pipeline_stage_name(f.ctx, 1), "sph.density");
+    cr_assert_eq(density_warnings, 1);
+    cr_assert_not_null(strstr(density_warning, "stage 'iisph.density' is deprecated: it runs as 'sph.density'"), "%s",
+                       density_warning);
+    fixture_add(&f, "iisph.density", 0, NULL);
+    cr_assert_str_eq(floe_pipeline_stage_name(f.ctx, 2), "sph.density");
+    cr_assert_eq(density_warnings, 1, "the deprecation is logged once per context");
+    floe_ctx_destroy(f.ctx);
 }

@@ -90,6 +90,7 @@ static world make_world(const char *backend, int dim, float d, const float tank[
             v[i] = 0.5f * r;
         }
     }
+    cr_assert_eq(floe_module_load(w.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     cr_assert_eq(floe_module_load(w.ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     return w;
 }
@@ -137,7 +138,7 @@ static void add_solve(world *w, const solve_opt *o)
 static void pipeline(world *w, int with_solve, int integrate, const solve_opt *o)
 {
     add(w, "neighbours", 0, NULL);
-    add(w, "iisph.density", 0, NULL);
+    add(w, "sph.density", 0, NULL);
     if (!with_solve)
         return;
     add(w, "gravity", 0, NULL);
@@ -212,7 +213,7 @@ Test(iisph_cl, stage_density, .timeout = 300)
             cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
         }
         double e = rel_l2(&w[0], &w[1], "rho", FLOE_F32);
-        cr_log_info("iisph.density %dD: rho relative L2 difference %.3g", dim, e);
+        cr_log_info("sph.density %dD: rho relative L2 difference %.3g", dim, e);
         cr_assert_lt(e, 1e-5);
         destroy(&w[0]);
         destroy(&w[1]);

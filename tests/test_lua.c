@@ -131,8 +131,8 @@ Test(lua, wrong_parameter_type)
 Test(lua, out_of_range_parameter)
 {
     floe_scene_opts o = opts();
-    int rc = run_scene(&o, HEAD SIM "sim:load 'wcsph'\n"
-                                    "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', gamma = 50 } }\n");
+    int rc = run_scene(&o, HEAD SIM "sim:load{ 'sph', 'wcsph' }\n"
+                                    "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', gamma = 50 } }\n");
     cr_assert_eq(rc, FLOE_ERR_ARG);
     expect_error("scene.lua:4:", "gamma");
     expect_error("out of range", "wcsph.pressure");
@@ -393,11 +393,11 @@ Test(lua, set_x_of_a_wall_particle_is_seen_by_the_search)
     floe_scene_opts o = opts();
     mkdir(outdir, 0755);
     int rc = run_scene(&o, HEAD SIM
-                       "sim:load 'wcsph'\n"
+                       "sim:load{ 'sph', 'wcsph' }\n"
                        "sim:fluid_box{ min = {0, 0, 0}, max = {0.1, 0.1, 0.1} }\n"
                        "assert(sim:count('fluid') == 1)\n"
                        "sim:boundary_box{ min = {-0.8, -0.8, -0.8}, max = {0.8, 0.8, 0.8}, layers = 1 }\n"
-                       "sim:pipeline{ 'neighbours', 'wcsph.density' }\n"
+                       "sim:pipeline{ 'neighbours', 'sph.density' }\n"
                        "sim:run{ frames = 1, dt = 0.01, progress = false }\n"
                        "local rho1 = sim:get('fluid', 'rho', 1)\n"
                        "local x, y, z = sim:get('fluid', 'x', 1)\n"

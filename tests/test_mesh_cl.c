@@ -47,13 +47,14 @@ static floe_ctx *bunny_world(const char *backend, const char *cube)
     cr_assert(floe_fill_mesh(ctx, fluid, m, NULL, v0) > 0, "%s", floe_ctx_error(ctx));
     floe_mesh_destroy(m);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     add(ctx, "neighbours", 0, NULL);
-    add(ctx, "wcsph.density", 0, NULL);
+    add(ctx, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     add(ctx, "wcsph.pressure", 1, pk);
     add(ctx, "gravity", 0, NULL);
-    floe_param_kv vk[] = {KV_S("kind", "xsph"), KV_F("alpha", 0.02), KV_F("speed_of_sound", 20)};
-    add(ctx, "wcsph.viscosity", 3, vk);
+    floe_param_kv vk[] = {KV_F("alpha", 0.02)};
+    add(ctx, "sph.xsph", 1, vk);
     add(ctx, "wcsph.pressure_force", 0, NULL);
     add(ctx, "integrate", 0, NULL);
     return ctx;

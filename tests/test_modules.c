@@ -153,3 +153,73 @@ Test(loader, scan_lists_good_and_reports_broken)
     cr_assert_eq(listed_good, 1);
     cr_assert_eq(errors_seen, 1);
 }
+
+/* ---- old stage names (floe_stage_desc.replaced_by, ABI 1.8) ------------------ */
+
+static int warnings_logged;
+static char last_warning[512];
+static void count_warnings(int level, const char *msg, void *u)
+{
+    (void)u;
+    if (level == FLOE_LOG_WARN) {
+        warnings_logged++;
+        snprintf(last_warning, sizeof last_warning, "%s", msg);
+    }
+}
+
+Test(loader, old_stage_names_run_the_new_stage_and_warn_once)
+{
+    floe_ctx_set_log(ctx, count_warnings, NULL);
+    cr_assert_eq(floe_module_load(ctx, "oldnames"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(add("oldnames.old", NULL, 0, (floe_value){0}), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_str_eq(floe_pipeline_stage_name(ctx, 0), "oldnames.run");
+    cr_assert_eq(warnings_logged, 1);
+    cr_assert_not_null(strstr(last_warning, "stage 'oldnames.old' is deprecated: it runs as 'oldnames.run'"), "%s",
+                       last_warning);
+    cr_assert_eq(add("oldnames.old", NULL, 0, (floe_value){0}), FLOE_OK);
+    cr_assert_eq(warnings_logged, 1, "the deprecation is logged once per context");
+    /* conditional: mode = "old" (the default) keeps the stage, "new" runs the replacement with k */
+    cr_assert_eq(add("oldnames.cond", "k", FLOE_PARAM_FLOAT, (floe_value){.f = 0.5}), FLOE_OK);
+    cr_assert_str_eq(floe_pipeline_stage_name(ctx, 2), "oldnames.cond");
+    cr_assert_eq(add("oldnames.cond", "mode", FLOE_PARAM_STRING, (floe_value){.s = "new"}), FLOE_OK);
+    cr_assert_str_eq(floe_pipeline_stage_name(ctx, 3), "oldnames.run");
+    cr_assert_eq(warnings_logged, 2);
+    cr_assert_eq(floe_pipeline_set(ctx, "oldnames.run.k", "0.75"), FLOE_OK);
+    /* a misspelt name is offered the new name, not the old one */
+    cr_assert_neq(add("oldnames.olt", NULL, 0, (floe_value){0}), FLOE_OK);
+    cr_assert_null(strstr(floe_ctx_error(ctx), "did you mean 'oldnames.old'"), "%s", floe_ctx_error(ctx));
+}
+
+/* ---- declared access (floe_ctx_check_access) ---------------------------------- */
+
+static floe_set some_fluid(void)
+{
+    floe_set s = floe_set_create(ctx, "water", FLOE_SET_FLUID, 1000);
+    const float lo[3] = {0, 0, 0}, hi[3] = {0.3f, 0.3f, 0.3f};
+    cr_assert_gt(floe_fill_box(ctx, s, lo, hi, NULL), 2, "%s", floe_ctx_error(ctx));
+    return s;
+}
+
+Test(loader, a_write_to_an_attribute_declared_read_fails_the_stage)
+{
+    some_fluid();
+    cr_assert_eq(floe_module_load(ctx, "writesread"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(add("writesread.run", NULL, 0, (floe_value){0}), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_ctx_check_access(ctx, 1);
+    cr_assert_eq(floe_step(ctx, 1e-3), FLOE_ERR_ARG, "the write went unnoticed");
+    const char *msg = floe_ctx_error(ctx);
+    cr_assert_not_null(strstr(msg, "stage 'writesread.run' wrote attribute 'v' of set 'water' (particle 2), which it "
+                                   "declared FLOE_READ only"),
+                       "%s", msg);
+    floe_ctx_check_access(ctx, 0); /* off: the same step runs (the write is the module's bug) */
+    cr_assert_eq(floe_step(ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(ctx));
+}
+
+Test(loader, a_stage_that_only_reads_passes_the_check)
+{
+    some_fluid();
+    cr_assert_eq(floe_module_load(ctx, "good"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(add("good.run", NULL, 0, (floe_value){0}), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_ctx_check_access(ctx, 1);
+    cr_assert_eq(floe_step(ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(ctx));
+}

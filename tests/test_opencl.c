@@ -79,6 +79,7 @@ static world make_world_h(const char *backend, int dim, float d, const float tan
         }
     }
     cr_assert_eq(floe_module_load(w.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+    cr_assert_eq(floe_module_load(w.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     return w;
 }
 
@@ -99,7 +100,7 @@ static void add(world *w, const char *stage, int n, const floe_param_kv *kv)
 /* The WCSPH step, cut after `upto` stages (0 = all) */
 static void pipeline(world *w, int upto, const char *visc, double alpha, double balpha)
 {
-    const char *names[] = {"neighbours", "wcsph.density", "wcsph.pressure", "gravity", "wcsph.viscosity",
+    const char *names[] = {"neighbours", "sph.density", "wcsph.pressure", "gravity", "wcsph.viscosity",
                            "wcsph.pressure_force", "integrate"};
     int n = upto ? upto : 7;
     for (int i = 0; i < n; i++) {
@@ -111,10 +112,12 @@ static void pipeline(world *w, int upto, const char *visc, double alpha, double 
         } else if (!strcmp(visc, "fused") && !strcmp(names[i], "wcsph.pressure_force")) {
             floe_param_kv kv[] = {KV_F("xsph", alpha)};
             add(w, names[i], 1, kv);
+        } else if (!strcmp(names[i], "wcsph.viscosity") && !strcmp(visc, "xsph")) {
+            floe_param_kv kv[] = {KV_F("alpha", alpha), KV_F("boundary_alpha", balpha)};
+            add(w, "sph.xsph", 2, kv);
         } else if (!strcmp(names[i], "wcsph.viscosity")) {
-            floe_param_kv kv[] = {KV_S("kind", visc), KV_F("alpha", alpha), KV_F("boundary_alpha", balpha),
-                                  KV_F("speed_of_sound", 20)};
-            add(w, names[i], 4, kv);
+            floe_param_kv kv[] = {KV_S("kind", visc), KV_F("alpha", alpha), KV_F("boundary_alpha", balpha)};
+            add(w, names[i], 3, kv);
         } else {
             add(w, names[i], 0, NULL);
         }
@@ -418,7 +421,7 @@ Test(opencl, blowup_message_matches_cpu, .timeout = 600)
     }
     cr_log_info("cpu:    %s", msg[0]);
     cr_log_info("opencl: %s", msg[1]);
-    cr_assert_not_null(strstr(msg[1], "after stage 'wcsph.density'"), "%s", msg[1]);
+    cr_assert_not_null(strstr(msg[1], "after stage 'sph.density'"), "%s", msg[1]);
     /* the same words, but the position: the OpenCL path reads the flags at
      * the end of the step, so it quotes where the particle is then */
     for (int b = 0; b < 2; b++) {
@@ -577,7 +580,7 @@ Test(opencl, set_grown_between_runs_agrees, .timeout = 600)
 
 /* Neighbour lists are built without waiting for their overflow check
  * (core/src/opencl/lists.c, pipeline.c): stages that only overwrite what they write
- * (wcsph.density, wcsph.pressure, gravity) run on them at once, and the
+ * (sph.density, wcsph.pressure, gravity) run on them at once, and the
  * check is settled before wcsph.pressure_force. With support 3.5 d in 2D the
  * first build overflows the initial stride of 32: the lists are rebuilt
  * wider and the three stages run again. The run must be bitwise the one

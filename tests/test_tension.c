@@ -31,6 +31,7 @@ static floe_ctx *zero_g_ctx(int dim, float d, float support_factor, float half)
     floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
     cr_assert_not_null(ctx, "%s", err);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "tension"), FLOE_OK, "%s", floe_ctx_error(ctx));
     return ctx;
@@ -45,7 +46,7 @@ static void add(floe_ctx *ctx, const char *stage, int n, const floe_param_kv *kv
 static void droplet_pipeline(floe_ctx *ctx, double c, double gamma, double nu)
 {
     add(ctx, "neighbours", 0, NULL);
-    add(ctx, "wcsph.density", 0, NULL);
+    add(ctx, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", c)};
     add(ctx, "wcsph.pressure", 1, pk);
     add(ctx, "gravity", 0, NULL);
@@ -346,7 +347,7 @@ Test(tension, pair_forces_conserve_momentum, .timeout = 60)
                 for (int k = 0; k < dim; k++)
                     x[3 * i + k] += 0.2f * d * (float)sin(12.9898 * i + 78.233 * k);
             add(ctx, "neighbours", 0, NULL);
-            add(ctx, "wcsph.density", 0, NULL);
+            add(ctx, "sph.density", 0, NULL);
             add(ctx, stages[s], 0, NULL);
             memset(floe_attr(ctx, w, "a", FLOE_VEC3), 0, 3 * sizeof(float) * n);
             cr_assert_eq(floe_step(ctx, 1e-5), FLOE_OK, "%s", floe_ctx_error(ctx));

@@ -211,14 +211,15 @@ static long drop_on_valley(int dim, float d, int steps, pen_check *pc, double *w
     float v0[3] = {1.5f, -1.0f, 0.5f};
     cr_assert(floe_fill_box(ctx, fluid, lo, hi, v0) > 0);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_pipeline_add(ctx, "neighbours", NULL, 0);
-    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_pipeline_add(ctx, "sph.density", NULL, 0);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
     floe_pipeline_add(ctx, "gravity", NULL, 0);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 20)};
-    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 2);
     floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
     floe_pipeline_add(ctx, "integrate", NULL, 0);
     floe_param_kv ck[] = {KV_F("restitution", 0.3), KV_F("friction", 0.3)};
@@ -369,14 +370,15 @@ Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = 600)
     emit_sink_def edge = {.edge = 1};
     cr_assert_eq(emit_sink_add(ctx, &edge), FLOE_OK);
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_pipeline_add(ctx, "neighbours", NULL, 0);
-    floe_pipeline_add(ctx, "wcsph.density", NULL, 0);
+    floe_pipeline_add(ctx, "sph.density", NULL, 0);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 30)};
     floe_pipeline_add(ctx, "wcsph.pressure", pk, 1);
     floe_pipeline_add(ctx, "gravity", NULL, 0);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05), KV_F("speed_of_sound", 30)};
-    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 3);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
+    floe_pipeline_add(ctx, "wcsph.viscosity", vk, 2);
     floe_pipeline_add(ctx, "wcsph.pressure_force", NULL, 0);
     floe_pipeline_add(ctx, "integrate", NULL, 0);
     floe_param_kv ck[] = {KV_F("restitution", 0.1), KV_F("friction", 0.3), KV_F("wet_friction", 0.05),
@@ -398,5 +400,51 @@ Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = 600)
                 (unsigned long long)f.emitted, pc.below);
     cr_assert_geq(pc.checked, 1000000);
     cr_assert_eq(pc.below, 0, "%ld particle positions below the terrain, worst %g m", pc.below, pc.worst);
+    floe_ctx_destroy(ctx);
+}
+
+/* Frozen particles: water at rest on a flat terrain freezes after
+ * freeze_steps slow steps (skipped by the collision from then on), and a
+ * frozen particle pushed below the surface is still put back: the freeze
+ * saves work, never lets a particle through. */
+Test(terrain, frozen_particles_are_skipped_but_never_let_through)
+{
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    floe_sim_def def = floe_sim_default_def();
+    def.dim = 2;
+    def.spacing = 0.02f;
+    def.threads = 1;
+    def.gravity[1] = 0; /* at rest: nothing moves them */
+    def.domain_min[0] = 0, def.domain_min[1] = -0.5f;
+    def.domain_max[0] = 1, def.domain_max[1] = 1;
+    char err[512];
+    floe_ctx *ctx = floe_ctx_create(&def, err, sizeof err);
+    cr_assert_not_null(ctx, "%s", err);
+    float hv[11] = {0};
+    cr_assert_eq(hm_terrain_set(ctx, 11, 1, hv, 0.1f, 0, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_set fluid = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    const float lo[3] = {0.2f, 0, 0}, hi[3] = {0.4f, 0.04f, 0};
+    cr_assert(floe_fill_box(ctx, fluid, lo, hi, NULL) > 0);
+    cr_assert_eq(floe_module_load(ctx, "terrain"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_pipeline_add(ctx, "integrate", NULL, 0);
+    floe_param_kv ck[] = {KV_F("freeze_speed", 0.01), KV_F("freeze_steps", 5)};
+    cr_assert_eq(floe_pipeline_add(ctx, "terrain.collide", ck, 2), FLOE_OK, "%s", floe_ctx_error(ctx));
+    for (int s = 0; s < 6; s++)
+        cr_assert_eq(floe_step(ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(ctx));
+    const uint32_t n = floe_set_size(ctx, fluid);
+    const uint32_t *rest = floe_attr(ctx, fluid, "rest", FLOE_U32);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert_eq(rest[i], 5, "particle %u: %u slow steps counted, frozen at 5", i, rest[i]);
+    /* push one frozen particle below the surface (as if something moved it) */
+    float *x = floe_attr(ctx, fluid, "x", FLOE_VEC3);
+    x[1] = -0.05f;
+    floe_set_moved(ctx, fluid);
+    cr_assert_eq(floe_step(ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(ctx));
+    x = floe_attr(ctx, fluid, "x", FLOE_VEC3);
+    rest = floe_attr(ctx, fluid, "rest", FLOE_U32);
+    cr_assert_geq(x[1], 0.0f, "the frozen particle below the terrain was left there (y = %g)", x[1]);
+    cr_assert_float_eq(x[1], 0.01f, 1e-6, "lifted to a particle radius above the surface");
+    cr_assert_eq(rest[0], 0, "it thawed");
+    cr_assert_eq(rest[1], 5, "the others stay frozen");
     floe_ctx_destroy(ctx);
 }

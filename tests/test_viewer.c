@@ -132,10 +132,10 @@ static const char column[] =
     "local w = floe.param('width', 0.1)\n"
     "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"
     "  domain = { min = { -0.04, -0.04 }, max = { 0.44, 0.3 } } }\n"
-    "sim:load 'wcsph'\n"
+    "sim:load{ 'sph', 'wcsph' }\n"
     "sim:fluid_box{ min = { 0, 0 }, max = { w, 0.2 }, density = 1000 }\n"
     "sim:boundary_box{ min = { 0, 0 }, max = { 0.4, 0.25 }, layers = 2, open_top = true }\n"
-    "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
     "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05 }, 'wcsph.pressure_force', 'integrate' }\n"
     "sim:run{ end_time = 0.2, fps = 50, out = 'col', formats = { 'ply' } }\n";
 

@@ -1,6 +1,6 @@
 /* The OpenCL paths of the viscosity and tension modules against their C
  * paths (PoCL in CI):
- *  - every stage and variant after one step (neighbours, wcsph.density, the
+ *  - every stage and variant after one step (neighbours, sph.density, the
  *    stage): the acceleration it adds and the attributes it writes (colour,
  *    colour_grad2, normal) agree to float rounding, relative L2 < 1e-5; in
  *    3D, 2D, on a periodic axis, and with two fluid and two boundary sets
@@ -8,7 +8,7 @@
  *  - the intermediates stay on the device (not copied back in a step);
  *  - whole scenes, 100 steps: a 2D dam break with viscosity.kim and
  *    viscosity.laminar, zero-gravity droplets with tension.he +
- *    tension.air_pressure (2D) and tension.akinci + viscosity.xsph (3D).
+ *    tension.air_pressure (2D) and tension.akinci + sph.xsph (3D).
  * Every test skips when no OpenCL platform is found. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -102,8 +102,8 @@ static world make_world(const char *backend, int dim, int flags)
     }
     for (int s = 0; s < w.nfluid; s++)
         jitter_set(w.ctx, w.fluid[s], dim, d, 0.2f, 12345 + 777 * s);
-    const char *mods[] = {"wcsph", "viscosity", "tension"};
-    for (int k = 0; k < 3; k++)
+    const char *mods[] = {"sph", "wcsph", "viscosity", "tension"};
+    for (int k = 0; k < 4; k++)
         cr_assert_eq(floe_module_load(w.ctx, mods[k]), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     return w;
 }
@@ -157,7 +157,7 @@ static const cmp_attr A[] = {{"a", FLOE_VEC3}};
 static const cmp_attr HE[] = {{"colour", FLOE_F32}, {"colour_grad2", FLOE_F32}, {"a", FLOE_VEC3}};
 static const cmp_attr AK[] = {{"normal", FLOE_VEC3}, {"a", FLOE_VEC3}};
 
-/* One step of neighbours, wcsph.density and the stage on both paths (no
+/* One step of neighbours, sph.density and the stage on both paths (no
  * gravity: a is the stage's contribution alone); every listed attribute
  * agrees to float rounding. */
 static void stage_agrees(int dim, int flags, const char *stage, int nkv, const floe_param_kv *kv,
@@ -168,7 +168,7 @@ static void stage_agrees(int dim, int flags, const char *stage, int nkv, const f
     for (int b = 0; b < 2; b++) {
         w[b] = make_world(b ? "opencl" : "cpu", dim, flags);
         add(&w[b], "neighbours", 0, NULL);
-        add(&w[b], "wcsph.density", 0, NULL);
+        add(&w[b], "sph.density", 0, NULL);
         add(&w[b], stage, nkv, kv);
         cr_assert_eq(floe_step(w[b].ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
     }
@@ -214,13 +214,13 @@ Test(visc_tension_cl, viscosity_kim, .timeout = 600)
     stage_agrees(2, W_MULTI, "viscosity.kim", 3, kim, A, 1);
 }
 
-Test(visc_tension_cl, viscosity_xsph, .timeout = 600)
+Test(visc_tension_cl, sph_xsph, .timeout = 600)
 {
     floe_param_kv both[] = {KV_F("alpha", 0.05), KV_F("boundary_alpha", 0.1)};
     floe_param_kv fluid[] = {KV_F("alpha", 0.05)};
-    stage_agrees(3, 0, "viscosity.xsph", 2, both, A, 1);
-    stage_agrees(2, 0, "viscosity.xsph", 1, fluid, A, 1);
-    stage_agrees(2, W_MULTI, "viscosity.xsph", 2, both, A, 1);
+    stage_agrees(3, 0, "sph.xsph", 2, both, A, 1);
+    stage_agrees(2, 0, "sph.xsph", 1, fluid, A, 1);
+    stage_agrees(2, W_MULTI, "sph.xsph", 2, both, A, 1);
 }
 
 /* ---- tension ---------------------------------------------------------------- */
@@ -264,11 +264,11 @@ Test(visc_tension_cl, intermediates_stay_on_the_device, .timeout = 600)
     need_opencl();
     world g = make_world("opencl", 2, 0);
     add(&g, "neighbours", 0, NULL);
-    add(&g, "wcsph.density", 0, NULL);
+    add(&g, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     add(&g, "wcsph.pressure", 1, pk);
     add(&g, "gravity", 0, NULL);
-    const char *stages[] = {"viscosity.laminar", "viscosity.kim", "viscosity.xsph", "tension.he",
+    const char *stages[] = {"viscosity.laminar", "viscosity.kim", "sph.xsph", "tension.he",
                             "tension.air_pressure", "tension.akinci"};
     for (int k = 0; k < 6; k++)
         add(&g, stages[k], 0, NULL);
@@ -346,7 +346,7 @@ Test(visc_tension_cl, scene_viscous_dam_break_2d, .timeout = 900)
     for (int b = 0; b < 2; b++) {
         w[b] = make_world(b ? "opencl" : "cpu", 2, 0);
         add(&w[b], "neighbours", 0, NULL);
-        add(&w[b], "wcsph.density", 0, NULL);
+        add(&w[b], "sph.density", 0, NULL);
         floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
         add(&w[b], "wcsph.pressure", 1, pk);
         add(&w[b], "gravity", 0, NULL);
@@ -386,11 +386,11 @@ static world droplet(const char *backend, int dim, int nx)
     const float hx = 0.5f * nx * d, hy = 0.25f * nx * d;
     float lo[3] = {-hx, -hy, dim == 3 ? -hy : 0}, hi[3] = {hx, hy, dim == 3 ? hy : 0};
     cr_assert(floe_fill_box(w.ctx, w.fluid[0], lo, hi, NULL) > 0);
-    const char *mods[] = {"wcsph", "viscosity", "tension"};
-    for (int k = 0; k < 3; k++)
+    const char *mods[] = {"sph", "wcsph", "viscosity", "tension"};
+    for (int k = 0; k < 4; k++)
         cr_assert_eq(floe_module_load(w.ctx, mods[k]), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     add(&w, "neighbours", 0, NULL);
-    add(&w, "wcsph.density", 0, NULL);
+    add(&w, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 4)};
     add(&w, "wcsph.pressure", 1, pk);
     add(&w, "gravity", 0, NULL);
@@ -432,7 +432,7 @@ Test(visc_tension_cl, scene_droplet_akinci_3d, .timeout = 900)
         floe_param_kv tk[] = {KV_F("gamma", 2)};
         add(&w[b], "tension.akinci", 1, tk);
         floe_param_kv xk[] = {KV_F("alpha", 0.02)};
-        add(&w[b], "viscosity.xsph", 1, xk);
+        add(&w[b], "sph.xsph", 1, xk);
         add(&w[b], "wcsph.pressure_force", 0, NULL);
         add(&w[b], "integrate", 0, NULL);
         run_100(&w[b], 5e-5, &s[b]);

@@ -6,7 +6,7 @@
  *          - sum_{n>=0} 4 F L^2 / (nu pi^3 (2n+1)^3) sin((2n+1) pi y / L) exp(-(2n+1)^2 pi^2 nu t / L^2)
  * (walls at y = 0 and y = L) at two times. The pipeline is WCSPH with the
  * laminar operator (or Kim's operator at its equivalent nu):
- *   neighbours, wcsph.density, wcsph.pressure, gravity, viscosity.*, wcsph.pressure_force, integrate. */
+ *   neighbours, sph.density, wcsph.pressure, gravity, viscosity.*, wcsph.pressure_force, integrate. */
 #include "sim_fixture.h"
 
 #include <math.h>
@@ -124,10 +124,11 @@ static void run_channel(const char *stage, int nkv, const floe_param_kv *kv, pro
     cr_assert_eq(floe_boundary_solid_box(ctx, wall, t0, t1), 2 * CH_COLS);
 
     cr_assert_eq(floe_module_load(ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(ctx));
+    cr_assert_eq(floe_module_load(ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_module_load(ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(ctx));
     fixture f = {ctx, fluid, wall};
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 2.0)};
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);

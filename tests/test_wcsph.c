@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Time average of each particle's pressure (by stable id) over the last
  * part of the run: WCSPH pressure carries acoustic noise, the hydrostatic
@@ -195,6 +196,112 @@ Test(wcsph, hydrostatic_tank_3d, .timeout = 900)
     floe_ctx_destroy(f.ctx);
 }
 
+/* The template solver of modules/hello (hello.pressure: a linear equation
+ * of state and the symmetric pressure force, written on <floe/sph.h>) with
+ * the shared stages holds the same hydrostatic tank to the same limits. */
+Test(wcsph, hello_pressure_hydrostatic_tank_2d, .timeout = 600)
+{
+    const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_param_kv xk[] = {KV_F("alpha", 0.05)}, pk[] = {KV_F("speed_of_sound", 30)}, dk[] = {KV_F("rate", 30)};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "sph.xsph", 1, xk);
+    fixture_add(&f, "hello.pressure", 1, pk);
+    fixture_add(&f, "hello.damp", 1, dk);
+    fixture_add(&f, "integrate", 0, NULL);
+    const double m0 = total_mass(&f);
+    settle_and_average(&f, 1.0, 0.5);
+    cr_assert_eq(total_mass(&f), m0, "mass must be conserved exactly");
+    check_hydrostatic(&f, tank, d, 0.05);
+    floe_ctx_destroy(f.ctx);
+}
+
+/* ---- old stage names ------------------------------------------------------ */
+
+static int warnings;
+static void count_warning(int level, const char *msg, void *u)
+{
+    (void)msg, (void)u;
+    warnings += level == FLOE_LOG_WARN;
+}
+
+/* 30 steps of a small 2D tank with the old stage names (wcsph.density,
+ * wcsph.viscosity{kind = "xsph"}, speed_of_sound given to the artificial
+ * viscosity) or the new ones; the positions afterwards (malloc'd). */
+static float *tank_named(int old, uint32_t *n, int *warned)
+{
+    const float d = 0.02f, tank[3] = {0.4f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 1);
+    warnings = 0;
+    floe_ctx_set_log(f.ctx, count_warning, NULL);
+    floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
+    floe_param_kv xk[] = {KV_S("kind", "xsph"), KV_F("alpha", 0.05)};
+    floe_param_kv ak[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5),
+                          KV_F("speed_of_sound", 20)};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, old ? "wcsph.density" : "sph.density", 0, NULL);
+    fixture_add(&f, "wcsph.pressure", 1, pk);
+    fixture_add(&f, "gravity", 0, NULL);
+    if (old)
+        fixture_add(&f, "wcsph.viscosity", 2, xk);
+    else
+        fixture_add(&f, "sph.xsph", 1, xk + 1);
+    fixture_add(&f, "wcsph.viscosity", old ? 4 : 3, ak);
+    fixture_add(&f, "wcsph.pressure_force", 0, NULL);
+    fixture_add(&f, "integrate", 0, NULL);
+    for (int k = 0; k < 30; k++)
+        cr_assert_eq(floe_step(f.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    *n = floe_set_size(f.ctx, f.fluid);
+    float *x = malloc(3 * sizeof(float) * *n);
+    memcpy(x, floe_attr(f.ctx, f.fluid, "x", FLOE_VEC3), 3 * sizeof(float) * *n);
+    floe_ctx_destroy(f.ctx);
+    *warned = warnings;
+    return x;
+}
+
+Test(wcsph, old_stage_names_run_the_new_stages_bit_for_bit)
+{
+    uint32_t n_old, n_new;
+    int w_old, w_new;
+    float *x_old = tank_named(1, &n_old, &w_old), *x_new = tank_named(0, &n_new, &w_new);
+    cr_assert_eq(n_old, n_new);
+    cr_assert(memcmp(x_old, x_new, 3 * sizeof(float) * n_old) == 0, "old names moved the particles differently");
+    /* wcsph.density, wcsph.viscosity{kind = "xsph"} and the speed_of_sound given: once each */
+    cr_assert_eq(w_old, 3, "%d deprecation warnings", w_old);
+    cr_assert_eq(w_new, 0, "%d warnings with the new names", w_new);
+    free(x_old);
+    free(x_new);
+}
+
+/* The artificial viscosity takes c from the equation of state: without
+ * wcsph.pressure before it, or with another speed_of_sound, it says so. */
+Test(wcsph, artificial_viscosity_takes_the_speed_of_sound_of_the_equation_of_state)
+{
+    const float d = 0.02f, tank[3] = {0.4f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 1);
+    floe_param_kv ak[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("speed_of_sound", 30)};
+    floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "wcsph.viscosity", 2, ak);
+    cr_assert_eq(floe_step(f.ctx, 2e-4), FLOE_ERR_ARG);
+    cr_assert(strstr(floe_ctx_error(f.ctx), "put 'wcsph.pressure' before it"), "%s", floe_ctx_error(f.ctx));
+    floe_pipeline_clear(f.ctx);
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "wcsph.pressure", 1, pk);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "wcsph.viscosity", 3, ak);
+    cr_assert_eq(floe_step(f.ctx, 2e-4), FLOE_ERR_ARG);
+    cr_assert(strstr(floe_ctx_error(f.ctx), "speed_of_sound = 30 differs from the 20 m/s of wcsph.pressure"), "%s",
+              floe_ctx_error(f.ctx));
+    floe_ctx_destroy(f.ctx);
+}
+
 /* ---- 2D dam break vs Martin & Moyce (1952), n^2 = 2 ------------------ */
 
 static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
@@ -228,13 +335,12 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
 
     /* settle: same solver plus velocity damping */
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 25)};
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
-    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5),
-                          KV_F("speed_of_sound", 25)};
-    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.02), KV_F("boundary_alpha", 0.5)};
+    fixture_add(&f, "wcsph.viscosity", 3, vk);
     fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     cr_assert_eq(floe_module_load(f.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     floe_param_kv dk[] = {KV_F("rate", 5)};
@@ -247,10 +353,10 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
     cr_assert_eq(floe_core_api()->set_resize(f.ctx, gate, 0), FLOE_OK);
     floe_pipeline_clear(f.ctx);
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
-    fixture_add(&f, "wcsph.viscosity", 4, vk);
+    fixture_add(&f, "wcsph.viscosity", 3, vk);
     fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     fixture_add(&f, "integrate", 0, NULL);
 
@@ -276,7 +382,7 @@ Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
 }
 
 /* wcsph.pressure_force{xsph = alpha} sums the same XSPH term as a preceding
- * wcsph.viscosity{kind = "xsph"} in its own walk of the lists: a 3D dam
+ * sph.xsph{alpha} in its own walk of the lists: a 3D dam
  * break run 40 steps both ways ends in the same state (float rounding). */
 static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_out)
 {
@@ -284,7 +390,7 @@ static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_
     fixture f = fixture_tank(3, d, tank, water, 1);
     floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
     fixture_add(&f, "neighbours", 0, NULL);
-    fixture_add(&f, "wcsph.density", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
     fixture_add(&f, "wcsph.pressure", 1, pk);
     fixture_add(&f, "gravity", 0, NULL);
     if (fused == 2) { /* no viscosity at all */
@@ -293,8 +399,8 @@ static void dam_break_xsph(int fused, float **x_out, float **v_out, uint32_t *n_
         floe_param_kv fk[] = {KV_F("xsph", 0.05)};
         fixture_add(&f, "wcsph.pressure_force", 1, fk);
     } else {
-        floe_param_kv vk[] = {KV_S("kind", "xsph"), KV_F("alpha", 0.05)};
-        fixture_add(&f, "wcsph.viscosity", 2, vk);
+        floe_param_kv vk[] = {KV_F("alpha", 0.05)};
+        fixture_add(&f, "sph.xsph", 1, vk);
         fixture_add(&f, "wcsph.pressure_force", 0, NULL);
     }
     fixture_add(&f, "integrate", 0, NULL);
@@ -352,7 +458,7 @@ Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
         rho[w] = fixture_density_by_way("wcsph", w, &n[w], &left[w], w == 0 ? &walls : NULL);
     cr_assert(n[1] == n[0] && n[2] == n[0]);
 #if defined(__AVX2__)
-    cr_assert(left[0], "the neighbours stage computed no kernel sums for wcsph.density");
+    cr_assert(left[0], "the neighbours stage computed no kernel sums for sph.density");
 #endif
     cr_assert(!left[1] && !left[2], "kernel sums outlived a stage that may move particles");
     /* fluid rows: the same floats; wall rows: the same terms, summed in

@@ -1,6 +1,8 @@
 /* floe: the command line. run a scene, list modules, benchmark. */
 #include <floe/floe.h>
 
+#include "report.h"
+
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -24,6 +26,10 @@ static const char usage[] =
     "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
+    "  compare SCENE.lua --vary K=A,B [--out DIR]\n"
+    "                             run variants of a scene side by side; one report (HTML, PNG, CSV)\n"
+    "  validate [--quick] [--out DIR]\n"
+    "                             run the validation cases with every method; report with pass/fail\n"
     "  modules [NAME]             list modules on the search path (or module NAME), their\n"
     "                             stages and parameters\n"
     "  devices                    list OpenCL platforms and devices (for --device)\n"
@@ -497,10 +503,15 @@ int main(int argc, char **argv)
         return cmd_surface(argc - 2, argv + 2);
     if (!strcmp(argv[1], "bench"))
         return cmd_run(argc - 2, argv + 2, 1);
+    if (!strcmp(argv[1], "compare"))
+        return floe_cmd_compare(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "validate"))
+        return floe_cmd_validate(argc - 2, argv + 2);
     if (!strcmp(argv[1], "view"))
         return cmd_view(argc - 1, argv + 1);
-    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "view", "help"};
-    const char *near = floe_nearest_name(argv[1], commands, 6);
+    static const char *const commands[] = {"run", "bench", "surface", "modules", "devices", "compare", "validate",
+                                           "view", "help"};
+    const char *near = floe_nearest_name(argv[1], commands, 9);
     fprintf(stderr, "floe: unknown command '%s'%s%s%s\n%s", argv[1], near ? " (did you mean '" : "", near ? near : "",
             near ? "'?)" : "", usage);
     return 2;

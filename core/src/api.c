@@ -1,5 +1,6 @@
 /* The table of core services handed to every module (floe/module.h). */
 #include "device.h"
+#include <floe/mesh.h>
 #include "io.h"
 #include "out_path.h"
 
@@ -143,6 +144,41 @@ static int api_out_write(floe_ctx *ctx, const char *name, const void *data, size
     return FLOE_OK;
 }
 
+/* The const view (ABI 1.8): a read, whatever the running stage declared. */
+static const void *api_attr_read(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
+{
+    pset *p = ctx_set(ctx, set);
+    attr *at = p ? pset_attr(p, name) : NULL;
+    if (!at || at->type != type)
+        return NULL;
+    dev_host(ctx, p, at, 0); /* a device: copy back if stale; the device copy stays valid */
+    return at->data;
+}
+
+/* ABI 1.9: a module's own sets and meshes */
+static floe_set api_set_create(floe_ctx *ctx, const char *name, floe_set_kind kind, float rest_density)
+{
+    if (!name || !*name) {
+        ctx_fail(ctx, FLOE_ERR_ARG, "a set needs a name");
+        return (floe_set){0};
+    }
+    if (floe_set_find(ctx, name).id) {
+        ctx_fail(ctx, FLOE_ERR_ARG, "set '%s' exists already", name);
+        return (floe_set){0};
+    }
+    return floe_set_create(ctx, name, kind, rest_density);
+}
+
+/* lua_mesh.c */
+struct floe_mesh *floe_lua_mesh_load(floe_ctx *ctx, void *L, int t, const char *fn);
+
+static void api_mesh_destroy(struct floe_mesh *m) { floe_mesh_destroy(m); }
+
+static long api_boundary_mesh(floe_ctx *ctx, floe_set set, const struct floe_mesh *m, const struct floe_mesh_use *use)
+{
+    return floe_boundary_mesh(ctx, set, m, use);
+}
+
 static const floe_api core_api = {
     .size = sizeof(floe_api),
     .abi_major = FLOE_ABI_MAJOR,
@@ -177,6 +213,12 @@ static const floe_api core_api = {
     .cl_pinned = api_cl_pinned,
     .out_dir = api_out_dir,
     .out_write = api_out_write,
+    .attr_read = api_attr_read,
+    .set_create = api_set_create,
+    .set_moving = ctx_set_moving,
+    .lua_mesh = floe_lua_mesh_load,
+    .mesh_destroy = api_mesh_destroy,
+    .boundary_mesh = api_boundary_mesh,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -145,7 +145,8 @@ static const floe_stage_desc core_stages[] = {
      .doc = "start the step's accelerations: a = g on every fluid set (force stages add to a after it)"},
     {FLOE_SIZED(floe_stage_desc), .name = "integrate", .run = stage_integrate, .run_cl = stage_integrate_cl, .attrs = integrate_attrs,
      .doc = "symplectic Euler: v += dt a, then x += dt v"},
-    {FLOE_SIZED(floe_stage_desc), .name = "emit", .run = emit_stage, .attrs = emit_attrs, .corrects = 1,
+    {FLOE_SIZED(floe_stage_desc), .name = "emit", .run = emit_stage, .run_cl = emit_stage, .attrs = emit_attrs,
+     .corrects = 1,
      .doc = "sources and sinks (sim:source, sim:sink): remove the particles in sinks, emit new ones with fresh "
             "ids; after integrate (and any collision stage)"},
     {0}};
@@ -160,6 +161,8 @@ const floe_module_desc *floe_core_module(void)
         .version = FLOE_VERSION,
         .summary = "built-in stages: neighbour search, gravity, symplectic Euler integration",
         .stages = core_stages,
+        .save = emit_save, /* the sources' progress and the flow counters (state: the context) */
+        .load = emit_load,
     };
     return &d;
 }

@@ -1,6 +1,7 @@
 /* Simulation context: creation and destruction (the services every layer
  * uses, errors, log, thread team: ctx_base.c). */
 #include "device.h"
+#include "probes.h"
 #include "emit.h"
 
 #include <math.h>
@@ -86,6 +87,7 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     floe_ctx_set_threads(ctx, d.threads);
     /* the built-in stages (neighbours, gravity, integrate) form module 0 */
     ctx->modules[0].desc = floe_core_module();
+    ctx->modules[0].state = ctx; /* its checkpoint hooks (the sources' progress, emit.c) reach the context */
     snprintf(ctx->modules[0].path, sizeof ctx->modules[0].path, "(built in)");
     ctx->nmodules = 1;
     char clerr[1024] = "";
@@ -109,6 +111,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
             m->desc->fini(m->state);
     }
     backend_close(ctx); /* device buffers and kernels, before the modules go */
+    probes_free(ctx);
     emit_free(ctx);
     ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)

@@ -3,6 +3,9 @@
 #define FLOE_CTX_H
 
 #include <floe/floe.h>
+#include <floe/module.h>
+
+#include <stddef.h>
 
 #include "neighbours.h"
 
@@ -53,6 +56,7 @@ typedef struct module_inst {
     void *dl;                /* dlopen handle, NULL for the built-in core */
     void *state;
     char path[1024];
+    uint64_t deprecation_logged; /* bit k: the warning for stage k's old name was logged */
 } module_inst;
 
 typedef struct stage_inst {
@@ -111,18 +115,25 @@ struct floe_ctx {
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */
     int resumed;             /* FLOE_OUTPUT_RESUME: the checkpoint was restored */
+    struct probes *probes;   /* probes.c: declared measurements, NULL = none */
     /* floe_pipeline_set calls since the current frame of a run began: the
      * next frame's line of the run record lists them ("set:") */
     int nset_log;
     char set_log_key[8][128], set_log_value[8][64];
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
+    int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
+int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
+/* api->set_moving: a boundary set sorted every step, its volumes its owner's */
+int ctx_set_moving(floe_ctx *ctx, floe_set set);
+/* sim:load: the values a loaded module's lua_open (ABI 1.7) pushes, or 0 */
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L);
 attr *pset_attr(pset *p, const char *name);
 int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...);
 
@@ -151,6 +162,13 @@ void ctx_nbs_free(floe_ctx *ctx);
 
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
+/* the stage a deprecated stage name runs as (ABI 1.8), and its condition; NULL when none */
+static inline const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond)
+{
+    const int has = sd && sd->size >= offsetof(floe_stage_desc, replaced_if) + sizeof sd->replaced_if;
+    *cond = has ? sd->replaced_if : NULL;
+    return has ? sd->replaced_by : NULL;
+}
 /* "did you mean" endings of error messages (suggest.c), "" when none */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);
 void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
@@ -161,6 +179,14 @@ int ctx_has_frame_stages(const floe_ctx *ctx);
 /* the per-frame stages for file number `frame`, writing into the folder dirfd
  * (shown as name; -1: they write nothing) */
 int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame);
+
+/* access_check.c: the attributes stage st declared FLOE_READ only, copied
+ * before it runs (NULL: nothing to check, or checks off), and, with
+ * compare, compared after it: FLOE_ERR_ARG naming the stage when one
+ * changed. Frees snap. */
+typedef struct access_snap access_snap;
+access_snap *ctx_access_snap(floe_ctx *ctx, const stage_inst *st);
+int ctx_access_check(floe_ctx *ctx, const stage_inst *st, access_snap *snap, int compare);
 
 /* boundary volumes on the host, their device copies stale (geometry.c) */
 int ctx_boundary_volumes(floe_ctx *ctx);

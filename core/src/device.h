@@ -30,6 +30,12 @@ typedef struct floe_backend_ops {
     /* set p changed on the host (positions, count, order): its device cell
      * sort and every device neighbour list are stale */
     void (*moved)(floe_ctx *ctx, pset *p);
+    /* the device copy's capacity in elements (0 without one) */
+    uint32_t (*capacity)(floe_ctx *ctx, const pset *p, const attr *at);
+    /* host rows [first, first + count) written: copied into the device copy
+     * where it is current and has room, else that copy marked stale (a set
+     * that grows without a round trip of what the device holds: emit.c) */
+    int (*write_rows)(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t count);
 
     /* ---- neighbour lists ---- */
     int (*neighbours)(floe_ctx *ctx, int reorder); /* the 'neighbours' stage on the device */

@@ -126,8 +126,9 @@ static int layer_points(floe_ctx *ctx, source *s)
         } else {
             basis(d->dir, u, w);
         }
-        /* cell-centred lattice (offsets (i + 1/2) h) when that fits more
-         * points, else node-centred: the opening is filled symmetrically */
+        /* the cell-centred lattice (offsets (i + 1/2) h) within the radius,
+         * symmetric about the centre; a node-centred one (offsets i h) when
+         * no cell-centred point fits */
         const float r = d->radius;
         for (int half = 0; half < 2 && n == 0; half++) {
             const float o = half ? 0.0f : 0.5f;
@@ -238,6 +239,49 @@ static int active(const source *s, double t)
     return s->on && t >= s->def.start && (s->def.stop <= s->def.start || t < s->def.stop);
 }
 
+/* OpenCL: append the n new particles into the device copies directly, when
+ * every device copy that holds the truth has room (the device copies follow
+ * the set's capacity, which doubles): the rest of the set stays where it
+ * is, instead of a round trip of every attribute. 1 when done, 0 when the
+ * host path must do it (a device copy to grow, no OpenCL), -1 on error. */
+static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
+{
+    if (!ctx->dev)
+        return 0;
+    const uint32_t n0 = p->n, n1 = n0 + n;
+    for (int a = 0; a < p->nattrs; a++) {
+        const attr *at = &p->attrs[a];
+        if ((dev_attr_state(ctx, p, at) & DEV_HOST_STALE) && ctx->dev->ops->capacity(ctx, p, at) < n1)
+            return 0;
+    }
+    if (ctx_set_reserve(p, n1))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "source: out of memory for %u particles", n1), -1;
+    const float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
+    for (int a = 0; a < p->nattrs; a++) {
+        attr *at = &p->attrs[a];
+        const size_t es = floe_type_size(at->type);
+        char *d = (char *)at->data + (size_t)n0 * es;
+        memset(d, 0, (size_t)n * es);
+        for (uint32_t i = 0; i < n; i++) {
+            if (!strcmp(at->name, "x"))
+                memcpy(d + i * es, pos + 3 * (size_t)i, es);
+            else if (!strcmp(at->name, "v"))
+                memcpy(d + i * es, v0, es);
+            else if (!strcmp(at->name, "m"))
+                memcpy(d + i * es, &mass, es);
+            else if (!strcmp(at->name, "rho"))
+                memcpy(d + i * es, &p->rest_density, es);
+            else if (!strcmp(at->name, "id"))
+                ((uint32_t *)(void *)d)[i] = p->next_id++;
+        }
+        /* the device copy, where it is current, gets the new range */
+        if (ctx->dev->ops->write_rows(ctx, p, at, n0, n))
+            return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
+    }
+    p->n = n1;
+    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : 1;
+}
+
 static int run_sources(floe_ctx *ctx, struct emit_state *e)
 {
     const double t = ctx->info.time, dt = ctx->info.dt, h = ctx->info.spacing;
@@ -275,7 +319,11 @@ static int run_sources(floe_ctx *ctx, struct emit_state *e)
         const float v0[3] = {(float)(s->speed * s->def.dir[0]), (float)(s->speed * s->def.dir[1]),
                              (float)(s->speed * s->def.dir[2])};
         const uint32_t n = layers * s->npts;
-        if (geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
+        const int dev = append_on_device(ctx, p, e->buf, n, v0);
+        if (dev < 0)
+            return FLOE_ERR;
+        e->flow.device_appends += dev;
+        if (!dev && geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
             return FLOE_ERR_NOMEM;
         e->flow.emitted += n;
         e->flow.mass_emitted += (double)n * p->rest_density * pow(h, ctx->info.dim);
@@ -298,12 +346,54 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
     return 1;
 }
 
+/* OpenCL: how many particles of set q are in a sink, counted on the device
+ * (kernels/core/emit.cl); -1 when the host must look (no device path). The
+ * edge sink's inner box is domain_min + width .. domain_max - width: the
+ * bounds in_sink compares against. */
+static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
+{
+    typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
+    void *fw = api_cl_fn("clEnqueueWriteBuffer"), *fr = api_cl_fn("clEnqueueReadBuffer");
+    void *k = fw && fr ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
+    if (!k)
+        return -1;
+    rw_fn w, r;
+    memcpy(&w, &fw, sizeof w);
+    memcpy(&r, &fr, sizeof r);
+    float box[8 * MAX_SINKS];
+    for (int s = 0; s < e->nsink; s++) {
+        const emit_sink_def *d = &e->sink[s];
+        float *b = box + 8 * s;
+        b[0] = (float)d->edge, b[1] = 0;
+        for (int a = 0; a < 3; a++) {
+            b[2 + a] = d->edge ? ctx->info.domain_min[a] + d->width : d->min[a];
+            b[5 + a] = d->edge ? ctx->info.domain_max[a] - d->width : d->max[a];
+        }
+    }
+    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bc = api_cl_scratch(ctx, "emit.count", 4);
+    void *x = api_cl_attr(ctx, ctx_set_handle(ctx, q), "x", FLOE_VEC3, FLOE_READ);
+    uint32_t zero = 0, count = 0, n = ctx->sets[q].n;
+    int nsk = e->nsink, dim = ctx->info.dim;
+    if (!bs || !bc || !x || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
+        w(api_cl_queue(ctx), bc, 0, 0, 4, &zero, 0, NULL, NULL))
+        return -1;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk), FLOE_CL_ARG(dim),
+                       FLOE_CL_ARG(bc)};
+    if (api_cl_run(ctx, k, n, 6, a, 12.0 * n) || r(api_cl_queue(ctx), bc, 1, 0, 4, &count, 0, NULL, NULL))
+        return -1;
+    return (long)count;
+}
+
 static int run_sinks(floe_ctx *ctx, struct emit_state *e)
 {
     for (int q = 0; q < ctx->npsets && e->nsink; q++) {
         pset *p = &ctx->sets[q];
         if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
             continue;
+        if ((dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE) && sinks_on_device(ctx, e, q) == 0) {
+            e->flow.device_sink_checks++;
+            continue; /* nothing leaves: the positions stay on the device */
+        }
         dev_host(ctx, p, pset_attr(p, "x"), 0);
         dev_host(ctx, p, pset_attr(p, "m"), 0);
         const float *x = pset_attr(p, "x")->data, *m = pset_attr(p, "m")->data;
@@ -351,4 +441,45 @@ int emit_stage(const floe_stage_call *call)
     api->stat(ctx, "emit.mass_in", e->flow.mass_in);
     api->stat(ctx, "emit.mass_out", e->flow.mass_out);
     return rc;
+}
+
+/* ---- checkpoints ----------------------------------------------------------
+ * The scene's set-up makes the sources and sinks again on --resume; what a
+ * run adds to them is saved: each source's layer in progress and switch,
+ * and the flow counters, so the resumed run emits and counts as the
+ * uninterrupted one. */
+int emit_save(void *state, floe_state_io *out)
+{
+    floe_ctx *ctx = state;
+    const struct emit_state *e = ctx->emit;
+    uint32_t n = e ? (uint32_t)e->nsrc : 0;
+    emit_flow f;
+    emit_flow_get(ctx, &f);
+    if (out->write(out, &n, sizeof n))
+        return FLOE_ERR;
+    for (uint32_t i = 0; i < n; i++)
+        if (out->write(out, &e->src[i].travelled, sizeof(double)) || out->write(out, &e->src[i].on, sizeof(int)))
+            return FLOE_ERR;
+    return out->write(out, &f, sizeof f) ? FLOE_ERR : FLOE_OK;
+}
+
+int emit_load(void *state, floe_state_io *in)
+{
+    floe_ctx *ctx = state;
+    struct emit_state *e = ctx->emit;
+    uint32_t n;
+    if (in->read(in, &n, sizeof n))
+        return FLOE_ERR;
+    if (n != (uint32_t)(e ? e->nsrc : 0))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint has %u sources, the scene's set-up made %d", n,
+                        e ? e->nsrc : 0);
+    for (uint32_t i = 0; i < n; i++)
+        if (in->read(in, &e->src[i].travelled, sizeof(double)) || in->read(in, &e->src[i].on, sizeof(int)))
+            return FLOE_ERR;
+    emit_flow f;
+    if (in->read(in, &f, sizeof f))
+        return FLOE_ERR;
+    if (e)
+        e->flow = f;
+    return FLOE_OK;
 }

@@ -32,6 +32,8 @@ typedef struct emit_flow {
     double mass_emitted;     /* mass of the particles emitted */
     double mass_out;         /* mass of the particles the sinks removed */
     uint64_t emitted, removed;
+    uint64_t device_appends; /* OpenCL: layers appended into the device copies (no round trip) */
+    uint64_t device_sink_checks; /* OpenCL: set-steps whose sinks were found empty on the device */
     double speed[64];        /* each source's speed (m/s), after the lattice's rounding */
     uint32_t layer[64];      /* particles per layer of each source */
 } emit_flow;
@@ -43,6 +45,9 @@ int emit_source_switch(floe_ctx *ctx, int i, int on);
 int emit_sink_add(floe_ctx *ctx, const emit_sink_def *def);
 void emit_flow_get(floe_ctx *ctx, emit_flow *out);
 void emit_free(floe_ctx *ctx);
+/* checkpoints: the core module's save/load hooks, state = the context */
+int emit_save(void *state, floe_state_io *out);
+int emit_load(void *state, floe_state_io *in);
 /* the core stage "emit" */
 int emit_stage(const floe_stage_call *call);
 

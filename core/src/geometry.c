@@ -225,8 +225,9 @@ static int boundary_volumes(floe_ctx *ctx)
     nb_list list = {0};
     for (int b = 0; b < ctx->npsets && !rc; b++) {
         pset *pb = &ctx->sets[b];
-        if (pb->kind != FLOE_SET_BOUNDARY || pb->n == 0 || pb->every_frame)
-            continue; /* an every_frame set's volumes are its module's */
+        /* an every_frame or a moving set's volumes are its module's (api->set_moving) */
+        if (pb->kind != FLOE_SET_BOUNDARY || pb->n == 0 || pb->every_frame || !pb->is_static)
+            continue;
         const float *xb = pset_attr(pb, "x")->data;
         double *sum = malloc((size_t)pb->n * sizeof(double));
         if (!sum) {
@@ -237,7 +238,7 @@ static int boundary_volumes(floe_ctx *ctx)
             sum[i] = w0;
         for (int t = 0; t < ctx->npsets && !rc; t++) {
             pset *pt = &ctx->sets[t];
-            if (pt->kind != FLOE_SET_BOUNDARY || pt->every_frame)
+            if (pt->kind != FLOE_SET_BOUNDARY || pt->every_frame || !pt->is_static)
                 continue;
             const float *xt = pset_attr(pt, "x")->data;
             if (nb_build(&list, &ctx->nbgrid, xb, pb->n, &pt->sorted, xt, ctx->info.support, b == t)) {

@@ -8,6 +8,8 @@
  * ("floe.sim"); __gc and __close destroy its context. */
 #include "lua_floe.h"
 
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L); /* module_loader.c */
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -621,7 +623,11 @@ static int m_load(lua_State *L)
     for (int i = 0; i < n; i++)
         if (floe_module_load(s->ctx, names[i]) != FLOE_OK)
             return luaL_error(L, "sim:load: %s", floe_ctx_error(s->ctx));
-    return 0;
+    /* modules with a face in scenes (ABI 1.7 lua_open): their values, in order */
+    int top = lua_gettop(L), nret = 0;
+    for (int i = 0; i < n; i++)
+        nret += ctx_module_lua_open(s->ctx, names[i], L);
+    return nret ? lua_gettop(L) - top : 0;
 }
 
 /* ---- particles ---------------------------------------------------------- */
@@ -1412,6 +1418,8 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx);
 int floe_lua_mesh_info(lua_State *L);
 static int m_boundary_mesh(lua_State *L) { return floe_lua_boundary_mesh(L, check_idle(L, "sim:boundary_mesh")->ctx); }
 static int m_fluid_mesh(lua_State *L) { return floe_lua_fluid_mesh(L, check_idle(L, "sim:fluid_mesh")->ctx); }
+int floe_lua_probe(lua_State *L, floe_ctx *ctx);
+static int m_probe(lua_State *L) { return floe_lua_probe(L, check_idle(L, "sim:probe")->ctx); }
 /* lua_terrain.c: sim:terrain, sim:terrain_height */
 int floe_lua_terrain(lua_State *L, floe_ctx *ctx);
 int floe_lua_terrain_height(lua_State *L, floe_ctx *ctx);
@@ -1438,6 +1446,7 @@ static const luaL_Reg sim_methods[] = {
     {"boundary_solid_box", m_boundary_solid_box},
     {"boundary_mesh", m_boundary_mesh},
     {"fluid_mesh", m_fluid_mesh},
+    {"probe", m_probe},
     {"terrain", m_terrain},
     {"terrain_height", m_terrain_height},
     {"lake", m_lake},

@@ -91,7 +91,11 @@ static int check_stage(floe_ctx *ctx, const char *mod, const floe_stage_desc *s)
         return ctx_fail(ctx, FLOE_ERR_ARG, "module '%s': stage name '%s' is not an identifier", mod,
                         s->name ? s->name : "(null)");
     snprintf(where, sizeof where, "module '%s', stage '%s'", mod, s->name);
-    if (!s->run)
+    const char *cond, *by = ctx_stage_replaced_by(s, &cond);
+    if (by && (!strchr(by, '.') || (cond && !strchr(cond, '='))))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "%s: replaced_by '%s' / replaced_if '%s': expected MODULE.STAGE and NAME=VALUE",
+                        where, by, cond ? cond : "");
+    if (!s->run && !(by && !cond))
         return ctx_fail(ctx, FLOE_ERR_ARG, "%s: no run function (the C path is required)", where);
     int np = 0;
     for (const floe_param_desc *p = s->params; p && p->name; p++, np++) {
@@ -259,6 +263,14 @@ int floe_module_load(floe_ctx *ctx, const char *name)
     }
     ctx->nmodules++;
     return FLOE_OK;
+}
+
+int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L)
+{
+    module_inst *m = find_loaded(ctx, name);
+    if (!m || !HAS(m->desc, lua_open) || !m->desc->lua_open)
+        return 0;
+    return m->desc->lua_open(m->state, ctx, L);
 }
 
 /* ---- listing ---------------------------------------------------------- */

@@ -102,6 +102,8 @@ int out_is_floe_file(const char *name)
     if (strcmp(name, "run.yaml") == 0 || strcmp(name, "checkpoint.floe") == 0 || is_frame(name) ||
         ends_with(name, ".mp4"))
         return 1;
+    if (strcmp(name, "probes.csv") == 0 || ends_with(name, ".probe.csv")) /* probes.c's tables */
+        return 1;
     if (strncmp(name, "run.", 4) == 0 && ends_with(name, ".yaml"))
         return all_digits(name + 4, strlen(name) - 9);
     const char *tmp = strstr(name, ".tmp.");

@@ -67,6 +67,10 @@ static int pset_reserve(pset *p, uint32_t cap)
     return FLOE_OK;
 }
 
+/* Host capacity for n particles without touching the device copies (emit.c
+ * appends on the device; the host data moves as it is, current or not). */
+int ctx_set_reserve(pset *p, uint32_t n) { return pset_reserve(p, n); }
+
 int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
 {
     pset *p = ctx_set(ctx, set);
@@ -214,7 +218,7 @@ static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
     dev_moved(ctx, p); /* the device's sort and lists too */
-    if (p->kind == FLOE_SET_BOUNDARY && !p->every_frame) /* Akinci volumes depend on all of them */
+    if (p->kind == FLOE_SET_BOUNDARY && p->is_static && !p->every_frame) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
     ctx->ksums_valid = 0;
@@ -314,6 +318,21 @@ int floe_set_moved(floe_ctx *ctx, floe_set set)
     if (!p)
         return ctx_fail(ctx, FLOE_ERR_ARG, "invalid particle set handle");
     invalidate(ctx, p);
+    return FLOE_OK;
+}
+
+int ctx_set_moving(floe_ctx *ctx, floe_set set)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "invalid particle set handle");
+    if (p->kind != FLOE_SET_BOUNDARY)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "set '%s' is not a boundary set: only boundary sets are marked moving", p->name);
+    if (p->is_static) {
+        p->is_static = 0; /* sorted at every neighbours stage from now on */
+        invalidate(ctx, p);
+        ctx->boundary_dirty = 1; /* the walls' volumes no longer count it */
+    }
     return FLOE_OK;
 }
 

@@ -206,7 +206,62 @@ static int stage_moves(const floe_stage_desc *sd)
     return 0;
 }
 
+
+/* Whether the resolved parameters of st meet a replaced_if "NAME=VALUE". */
+static int replace_applies(const stage_inst *st, const char *cond)
+{
+    if (!cond)
+        return 1;
+    const char *eq = strchr(cond, '=');
+    for (int i = 0; eq && i < st->nparams; i++) {
+        const floe_param_desc *p = &st->desc->params[i];
+        if (p->type == FLOE_PARAM_STRING && strlen(p->name) == (size_t)(eq - cond) &&
+            !strncmp(p->name, cond, (size_t)(eq - cond)))
+            return st->param[i].s && !strcmp(st->param[i].s, eq + 1);
+    }
+    return 0;
+}
+
+static int pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv, int depth);
+
+/* Run st (stage sd of module m, the deprecated name `stage`) as the stage
+ * that replaces it, with st's values under the names that stage has. */
+static int add_replacement(floe_ctx *ctx, const char *stage, const stage_inst *st, module_inst *m,
+                           const floe_stage_desc *sd, const char *by, int depth)
+{
+    char mod[NAME_LEN];
+    const char *dot = strchr(by, '.');
+    snprintf(mod, sizeof mod, "%.*s", (int)(dot - by), by);
+    int rc = floe_module_load(ctx, mod);
+    if (rc)
+        return rc;
+    floe_param_kv kv[MAX_PARAMS];
+    for (int i = 0; i < st->nparams; i++)
+        kv[i] = (floe_param_kv){sd->params[i].name, sd->params[i].type, st->param[i]};
+    /* only the names the replacement has: find it first */
+    module_inst *tm;
+    const floe_stage_desc *td;
+    if ((rc = find_stage(ctx, by, &tm, &td)))
+        return rc;
+    int n = 0;
+    for (int i = 0; i < st->nparams; i++)
+        for (const floe_param_desc *p = td->params; p && p->name; p++)
+            if (!strcmp(p->name, kv[i].name))
+                kv[n++] = kv[i];
+    const ptrdiff_t k = sd - m->desc->stages;
+    if (k >= 0 && k < 64 && !(m->deprecation_logged & (1ull << k))) {
+        m->deprecation_logged |= 1ull << k;
+        ctx_log(ctx, FLOE_LOG_WARN, "stage '%s' is deprecated: it runs as '%s'; use that name", stage, by);
+    }
+    return pipeline_add(ctx, by, kv, n, depth + 1);
+}
+
 int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv)
+{
+    return pipeline_add(ctx, stage, kv, nkv, 0);
+}
+
+static int pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv, int nkv, int depth)
 {
     if (!stage || !stage[0])
         return ctx_fail(ctx, FLOE_ERR_ARG, "stage name is empty");
@@ -250,6 +305,13 @@ int floe_pipeline_add(floe_ctx *ctx, const char *stage, const floe_param_kv *kv,
             stage_free(&st);
             return rc;
         }
+    }
+    const char *cond, *by = ctx_stage_replaced_by(sd, &cond);
+    if (by && replace_applies(&st, cond)) {
+        rc = depth < 4 ? add_replacement(ctx, stage, &st, m, sd, by, depth)
+                       : ctx_fail(ctx, FLOE_ERR_ARG, "stage '%s': replaced_by '%s' loops", stage, by);
+        stage_free(&st);
+        return rc;
     }
     if ((rc = register_writes(ctx, sd))) {
         stage_free(&st);
@@ -433,11 +495,16 @@ static int run_stage(floe_ctx *ctx, int i)
         return rc;
     if (st->moves)
         ctx->ksums_valid = 0;
+    access_snap *snap = use_cl ? NULL : ctx_access_snap(ctx, st); /* debug builds: what it only reads */
     ctx->running = st;
     int host_timed = 1;
     double t0 = now_ms();
     rc = use_cl ? st->desc->run_cl(&call) : st->fn(&call);
     ctx->running = NULL;
+    if (snap) {
+        const int rc_access = ctx_access_check(ctx, st, snap, rc == FLOE_OK);
+        rc = rc ? rc : rc_access;
+    }
     if (!rc && use_cl)
         rc = ctx->dev->ops->stage_end(ctx, i, &host_timed);
     double ms = now_ms() - t0;

@@ -5,6 +5,7 @@
 #include "device.h"
 #include "io.h"
 #include "out_path.h"
+#include "probes.h"
 #include "progress.h"
 #include "record.h"
 
@@ -349,6 +350,16 @@ static int check_def(floe_ctx *ctx, floe_run_def *d)
         d->dt_max = 1.0 / d->fps;
     if (d->checkpoint_every < 0 || (d->checkpoint_every > 0 && !d->out_dir))
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: checkpoint_every must be >= 0 and needs an output folder (out)");
+    for (int a = 0; d->attrs && a < d->nattrs; a++) { /* frames carry what they are asked for */
+        int found = 0;
+        for (int s = 0; s < ctx->npsets && !found; s++)
+            /* a set written every frame (freeze's ice) gets its attributes
+             * from its module during the run: they cannot be checked yet */
+            found = (ctx->sets[s].kind == FLOE_SET_FLUID && pset_attr(&ctx->sets[s], d->attrs[a]) != NULL) ||
+                    ctx->sets[s].every_frame;
+        if (!found && ctx->npsets > 0)
+            return ctx_fail(ctx, FLOE_ERR_ARG, "run: attribute '%s' (attributes) is on no fluid set", d->attrs[a]);
+    }
     if (d->name && !out_name_ok(d->name)) /* it becomes a file name */
         return ctx_fail(ctx, FLOE_ERR_ARG, "run: name '%s' must be " OUT_NAME_RULE, d->name);
     return FLOE_OK;
@@ -452,6 +463,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
     if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
+    if (!rc) /* probes: new tables, their first row */
+        rc = probes_run_begin(ctx, def.write_frames ? out.dir : -1, def.out_dir, resumed);
     if (!rc)
         rc = stop_check(ctx, k0); /* asked for before the run began */
     double t_start = resumed ? ck.run.t_start : ctx->info.time; /* ck kept: the frames name its statistics */
@@ -478,6 +491,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
             double dt = choose_dt(ctx, &def, dt_prev, t_end);
             rc = floe_step(ctx, dt);
+            if (!rc)
+                rc = probes_after_step(ctx);
             dt_prev = dt;
             ctx->dt_last = dt;
             fr->st.steps++;
@@ -514,6 +529,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rec.outside_count = ctx->outside_count - outside0;
         if (out.dir >= 0 && def.write_frames)
             rc = write_frame(ctx, &def, out.dir, f, out.first + f);
+        if (!rc)
+            rc = probes_after_frame(ctx);
         if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
         if (!rc && def.checkpoint_every > 0 && f % def.checkpoint_every == 0) {
@@ -539,6 +556,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         ctx_log(ctx, FLOE_LOG_INFO, "%llu particles left the domain and were %s (domain outside = \"%s\")",
                 (unsigned long long)rec.outside_count, ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
                 rec.outside);
+    probes_run_end(ctx);
     rc = finish(ctx, &def, &rec, &out, rc, stopped);
     close_out(ctx, &out, rec.nframes);
     if (rc == FLOE_ERR_INTERRUPT || rc == FLOE_ERR_TIMEOUT)

@@ -56,7 +56,14 @@ const char *floe_nearest_name(const char *word, const char *const *names, int n)
 
 #define MAX_NAMES 512
 
-/* " (did you mean 'wcsph.density'?)" for a stage name no loaded module
+/* a deprecated stage name that always runs another stage (replaced_by) */
+static int old_name(const floe_stage_desc *s)
+{
+    const char *cond;
+    return ctx_stage_replaced_by(s, &cond) && !cond;
+}
+
+/* " (did you mean 'sph.density'?)" for a stage name no loaded module
  * has, or "": the nearest qualified name, or a stage of that exact name in
  * a module when the module was left out. */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len)
@@ -67,6 +74,8 @@ void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len)
     out[0] = 0;
     for (int m = 0; m < ctx->nmodules; m++)
         for (const floe_stage_desc *s = ctx->modules[m].desc->stages; s && s->name && n < MAX_NAMES; s++) {
+            if (old_name(s))
+                continue; /* suggest the new name */
             snprintf(names[n], sizeof names[n], "%s%s%s", m ? ctx->modules[m].desc->name : "", m ? "." : "", s->name);
             if (m && !bare && !strcmp(s->name, qname))
                 bare = names[n];
@@ -97,7 +106,7 @@ void ctx_suggest_param(floe_ctx *ctx, const floe_stage_desc *sd, const char *sta
     int found = 0;
     for (int m = 0; m < ctx->nmodules; m++)
         for (const floe_stage_desc *s = ctx->modules[m].desc->stages; s && s->name; s++)
-            for (const floe_param_desc *p = s->params; s != sd && p && p->name; p++)
+            for (const floe_param_desc *p = s->params; s != sd && !old_name(s) && p && p->name; p++)
                 if (!strcmp(p->name, name) && used < len) {
                     int w = snprintf(out + used, len - used, "%s'%s%s%s'", found ? ", " : " (a parameter of stage ",
                                      m ? ctx->modules[m].desc->name : "", m ? "." : "", s->name);

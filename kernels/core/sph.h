@@ -46,4 +46,81 @@ inline float3 floe_load3(__global const float *x, uint i)
     return (float3)(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
 }
 
+/* x_i - x_j (minimum image) as d and its r2, for neighbour j of target xt,
+ * with xi and per in scope */
+#define FLOE_X_IJ(xt)                                                \
+    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
+    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
+
+/* The arguments of a force kernel over particles x, v, rho adding to a:
+ * the module's factors (eps, cf, cb), then one fluid target set (f*: x, m,
+ * rho, v; hasf = 0 when absent) and one boundary target set (b*: x, V), the
+ * order of <floe/cl_module.h> floe_cl_rows' rows on the host. */
+#define FLOE_FORCE_ARGS                                                                                             \
+    uint n, __global const float *x, __global const float *v, __global const float *rho, __global float *a,         \
+        float4 kc, float4 per, float eps, float cf, float cb, int hasf, int hasb, __global const float *xf,         \
+        __global const float *mf, __global const float *rhof, __global const float *vf, __global const uint *cntf, \
+        __global const uint *idxf, uint pitchf, __global const float *xb, __global const float *Vb,                \
+        __global const uint *cntb, __global const uint *idxb, uint pitchb
+
+/* the start of such a kernel: i (returns past n), xi, vi, rhoi, and the
+ * fluid and boundary sums af, ab */
+#define FLOE_FORCE_BEGIN                          \
+    const uint i = get_global_id(0);              \
+    if (i >= n)                                   \
+        return;                                   \
+    const float3 xi = floe_load3(x, i);           \
+    const float3 vi = floe_load3(v, i);           \
+    const float rhoi = rho[i];                    \
+    float3 af = (float3)(0.0f), ab = (float3)(0.0f)
+
+/* ---- one neighbour row (added with iisph and tension) ----------------------
+ * Inside a kernel with i, xi, kc and per in scope, over the row of particle
+ * i in a neighbour-major list (idx[k * pitch + i], cnt[i] entries) of the
+ * target positions xt (FLOE_X_IJ's d and r2 per pair):
+ *   FLOE_ROW_W:    s = sum_j WEIGHT W_ij / sigma
+ *   FLOE_ROW_SUM3: s = sum_j V3                    (a float3)
+ *   FLOE_ROW_GRAD: s = sum_j WEIGHT grad W_ij      (a float3)
+ * with WEIGHT an expression in j (and d, r2), summed in list order as the
+ * C rows of <floe/sph.h> sum. */
+#define FLOE_ROW_W(cnt, idx, pitch, xt, WEIGHT, s)           \
+    do {                                                     \
+        const uint c_ = cnt[i];                              \
+        float s_ = 0.0f;                                     \
+        for (uint k = 0; k < c_; k++) {                      \
+            const uint j = idx[k * (pitch) + i];             \
+            FLOE_X_IJ(xt);                                   \
+            s_ += (WEIGHT) * floe_w_hat(kc, r2);             \
+        }                                                    \
+        s = s_;                                              \
+    } while (0)
+
+/* s = sum_j V3 over the row, V3 a float3 expression in j, d and r2 */
+#define FLOE_ROW_SUM3(cnt, idx, pitch, xt, V3, s)            \
+    do {                                                     \
+        const uint c_ = cnt[i];                              \
+        float3 s_ = (float3)(0.0f);                          \
+        for (uint k = 0; k < c_; k++) {                      \
+            const uint j = idx[k * (pitch) + i];             \
+            FLOE_X_IJ(xt);                                   \
+            s_ += (V3);                                      \
+        }                                                    \
+        s = s_;                                              \
+    } while (0)
+
+#define FLOE_ROW_GRAD(cnt, idx, pitch, xt, WEIGHT, s)        \
+    do {                                                     \
+        const uint c_ = cnt[i];                              \
+        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;            \
+        for (uint k = 0; k < c_; k++) {                      \
+            const uint j = idx[k * (pitch) + i];             \
+            FLOE_X_IJ(xt);                                   \
+            const float gk = (WEIGHT) * floe_dw_r(kc, r2);   \
+            sx_ += gk * d.x;                                 \
+            sy_ += gk * d.y;                                 \
+            sz_ += gk * d.z;                                 \
+        }                                                    \
+        s = (float3)(sx_, sy_, sz_);                         \
+    } while (0)
+
 #endif

@@ -2,8 +2,7 @@
  * Same equations and, term by term, the same arithmetic as the C path in
  * modules/iisph/iisph.c (docs/iisph.md has the equations):
  *
- *   (kernels iisph_*)
- *   density   rho_i = sigma (m_i + sum_j m_j w_ij + rho0 sum_b V_b w_ib)
+ *   (kernels iisph_*; the density is sph.density's, kernels/sph/sph.cl)
  *   setup_b   boundary sums G_b, E, K; implicit damping / wall friction;
  *             v_adv; packs (x, m) into float4; max |v|^2 and max |a|^2
  *   gamma     gradient_correction only: gamma_i, G_b and E scaled by it
@@ -21,46 +20,6 @@
 #include "core/sph.h"
 
 #define WGS 128
-
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
-/* ---- density (as iisph.c st_density; several launches for several sets) */
-
-__kernel void iisph_density(uint n, __global const float *x, __global const float *m, __global float *rho, float4 kc,
-                      float4 per, float rho0, int init, int fin, int hasf, int hasb, __global const float *xf,
-                      __global const float *mf, __global const uint *cntf, __global const uint *idxf, uint pitchf,
-                      __global const float *xb, __global const float *Vb, __global const uint *cntb,
-                      __global const uint *idxb, uint pitchb)
-{
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float3 xi = floe_load3(x, i);
-    float acc = init ? m[i] : rho[i];
-    if (hasf) {
-        float s = 0.0f;
-        const uint c = cntf[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
-            s += mf[j] * floe_w_hat(kc, r2);
-        }
-        acc += s;
-    }
-    if (hasb) {
-        float s = 0.0f;
-        const uint c = cntb[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
-            s += Vb[j] * floe_w_hat(kc, r2);
-        }
-        acc += rho0 * s;
-    }
-    rho[i] = fin ? kc.w * acc : acc;
-}
 
 /* ---- per-step set-up ------------------------------------------------------ */
 
@@ -131,7 +90,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             const uint c = cntb[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
+                FLOE_X_IJ(xb);
                 const float dw = floe_dw_r(kc, r2);
                 const float g = Vb[j] * dw;
                 if (kgc)

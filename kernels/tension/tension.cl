@@ -8,29 +8,9 @@
  * boundary set, one launch). V_j = m_j / rho_j is formed inline.
  * Neighbour lists are neighbour-major: idx[k * pitch + i].
  *
- * kc = (1/H, sigma/H, (1e-6 H)^2, sigma), per = periods (core/sph.h). */
+ * kc = (1/H, sigma/H, (1e-6 H)^2, sigma), per = periods; the row sums
+ * FLOE_ROW_W, FLOE_ROW_GRAD: core/sph.h. */
 #include "core/sph.h"
-
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
-/* s = sum_k WEIGHT grad W_ij over one neighbour row (grad W_ij = dW/r x_ij;
- * WEIGHT is an expression in j), summed in list order as row_grad */
-#define GRAD_ROW(cnt, idx, pitch, xt, WEIGHT, s)             \
-    do {                                                     \
-        const uint c_ = cnt[i];                              \
-        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;            \
-        for (uint k = 0; k < c_; k++) {                      \
-            const uint j = idx[k * (pitch) + i];             \
-            X_IJ(xt);                                        \
-            const float gk = (WEIGHT) * floe_dw_r(kc, r2);   \
-            sx_ += gk * d.x;                                 \
-            sy_ += gk * d.y;                                 \
-            sz_ += gk * d.z;                                 \
-        }                                                    \
-        s = (float3)(sx_, sy_, sz_);                         \
-    } while (0)
 
 /* ---- he (Kim eq. 33-35) ---------------------------------------------------- */
 
@@ -51,24 +31,13 @@ __kernel void he_colour(uint n, __global const float *x, __global const float *m
     const float3 xi = floe_load3(x, i);
     float sf = init ? m[i] / rho[i] : col[i], sb = init ? 0.0f : shep[so + i];
     if (hasf) {
-        float s = 0.0f;
-        const uint c = cntf[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
-            const float Vj = mf[j] / rhof[j];
-            s += Vj * floe_w_hat(kc, r2);
-        }
+        float s;
+        FLOE_ROW_W(cntf, idxf, pitchf, xf, mf[j] / rhof[j], s);
         sf += s;
     }
     if (hasb) {
-        float s = 0.0f;
-        const uint c = cntb[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
-            s += Vb[j] * floe_w_hat(kc, r2);
-        }
+        float s;
+        FLOE_ROW_W(cntb, idxb, pitchb, xb, Vb[j], s);
         sb += s;
     }
     if (fin) {
@@ -101,12 +70,12 @@ __kernel void he_gradient(uint n, __global const float *x, __global const float 
     }
     if (hasf) {
         float3 s;
-        GRAD_ROW(cntf, idxf, pitchf, xf, mf[j] / rhof[j] * colf[j], s);
+        FLOE_ROW_GRAD(cntf, idxf, pitchf, xf, mf[j] / rhof[j] * colf[j], s);
         gf += s;
     }
     if (hasb) {
         float3 s;
-        GRAD_ROW(cntb, idxb, pitchb, xb, Vb[j], s);
+        FLOE_ROW_GRAD(cntb, idxb, pitchb, xb, Vb[j], s);
         gb += s;
     }
     if (fin) {
@@ -136,7 +105,7 @@ __kernel void he_force(uint n, __global const float *x, __global const float *rh
     const float3 xi = floe_load3(x, i);
     const float gi = g2[i];
     float3 s;
-    GRAD_ROW(cntf, idxf, pitchf, xf, mf[j] / rhof[j] * (gi + g2f[j]), s);
+    FLOE_ROW_GRAD(cntf, idxf, pitchf, xf, mf[j] / rhof[j] * (gi + g2f[j]), s);
     const float f = coef / rho[i];
     a[3 * i] += f * s.x;
     a[3 * i + 1] += f * s.y;
@@ -158,9 +127,9 @@ __kernel void air(uint n, __global const float *x, __global const float *rho, __
     const float3 xi = floe_load3(x, i);
     float3 gf = (float3)(0.0f), gb = (float3)(0.0f);
     if (hasf)
-        GRAD_ROW(cntf, idxf, pitchf, xf, mf[j] / rhof[j], gf);
+        FLOE_ROW_GRAD(cntf, idxf, pitchf, xf, mf[j] / rhof[j], gf);
     if (hasb)
-        GRAD_ROW(cntb, idxb, pitchb, xb, Vb[j], gb);
+        FLOE_ROW_GRAD(cntb, idxb, pitchb, xb, Vb[j], gb);
     const float f = coef / rho[i];
     a[3 * i] += f * (gf.x + wall * gb.x);
     a[3 * i + 1] += f * (gf.y + wall * gb.y);
@@ -181,7 +150,7 @@ __kernel void ak_normal(uint n, __global const float *x, __global float *nrm, fl
         return;
     const float3 xi = floe_load3(x, i);
     float3 s = init ? (float3)(0.0f) : floe_load3(nrm, i), t;
-    GRAD_ROW(cntf, idxf, pitchf, xf, mf[j] / rhof[j], t);
+    FLOE_ROW_GRAD(cntf, idxf, pitchf, xf, mf[j] / rhof[j], t);
     s += t;
     if (fin)
         s = (float3)(H * s.x, H * s.y, H * s.z);
@@ -225,36 +194,14 @@ __kernel void ak_force(uint n, __global const float *x, __global const float *rh
     const float3 ni = floe_load3(nrm, i);
     const float rhoi = rho[i];
     float3 sf = (float3)(0.0f), sb = (float3)(0.0f);
-    if (hasf) {
-        const uint c = cntf[i];
-        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
-            const float r = sqrt(r2 + kc.z);
-            const float K = 2.0f / (rhoi + rhof[j]);
-            const float cj = coh * mf[j] * cohesion_hat(H, r) / r;
-            const float3 nj = floe_load3(nrmf, j);
-            sx += K * (cj * d.x + (ni.x - nj.x));
-            sy += K * (cj * d.y + (ni.y - nj.y));
-            sz += K * (cj * d.z + (ni.z - nj.z));
-        }
-        sf = (float3)(sx, sy, sz);
-    }
-    if (hasb) {
-        const uint c = cntb[i];
-        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
-            const float r = sqrt(r2 + kc.z);
-            const float gk = Vb[j] * adhesion_hat(H, kc.x, r) / r;
-            sx += gk * d.x;
-            sy += gk * d.y;
-            sz += gk * d.z;
-        }
-        sb = (float3)(sx, sy, sz);
-    }
+    if (hasf) /* K_ij (coh m_j C(r) x_ij / r + n_i - n_j), K_ij = 2 / (rho_i + rho_j) */
+        FLOE_ROW_SUM3(cntf, idxf, pitchf, xf,
+                      2.0f / (rhoi + rhof[j]) *
+                          (coh * mf[j] * cohesion_hat(H, sqrt(r2 + kc.z)) / sqrt(r2 + kc.z) * d +
+                           (ni - floe_load3(nrmf, j))),
+                      sf);
+    if (hasb) /* V_b A(r) x_ib / r */
+        FLOE_ROW_SUM3(cntb, idxb, pitchb, xb, Vb[j] * adhesion_hat(H, kc.x, sqrt(r2 + kc.z)) / sqrt(r2 + kc.z) * d, sb);
     a[3 * i] -= coef * sf.x + coef2 * sb.x;
     a[3 * i + 1] -= coef * sf.y + coef2 * sb.y;
     a[3 * i + 2] -= coef * sf.z + coef2 * sb.z;

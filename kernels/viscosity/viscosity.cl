@@ -10,10 +10,6 @@
  * kc = (1/H, sigma/H, (1e-6 H)^2, sigma), per = periods (core/sph.h). */
 #include "core/sph.h"
 
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
 enum { VK_MORRIS = 0, VK_MONAGHAN = 1, VK_KIM = 2 };
 
 /* laminar (morris, monaghan) and kim; KIND is a constant at every call.
@@ -41,7 +37,7 @@ inline void visc_body(const int KIND, uint i, __global const float *x, __global 
             const float inv_rhoi = 1.0f / rhoi;
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float3 vj = floe_load3(vf, j);
                 const float F = mf[j] * (inv_rhoi + 1.0f / rhof[j]) * r2 / (r2 + eps) * floe_dw_r(kc, r2);
                 sx += F * (vi.x - vj.x);
@@ -51,7 +47,7 @@ inline void visc_body(const int KIND, uint i, __global const float *x, __global 
         } else {
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float3 vj = floe_load3(vf, j);
                 const float vx = (vi.x - vj.x) * d.x + (vi.y - vj.y) * d.y + (vi.z - vj.z) * d.z;
                 float gk;
@@ -74,7 +70,7 @@ inline void visc_body(const int KIND, uint i, __global const float *x, __global 
             float s = 0.0f;
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
+                FLOE_X_IJ(xb);
                 s += Vb[j] * r2 / (r2 + eps) * floe_dw_r(kc, r2);
             }
             ab = (float3)(s * vi.x, s * vi.y, s * vi.z);
@@ -82,7 +78,7 @@ inline void visc_body(const int KIND, uint i, __global const float *x, __global 
             float sx = 0.0f, sy = 0.0f, sz = 0.0f;
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
+                FLOE_X_IJ(xb);
                 const float vx = vi.x * d.x + vi.y * d.y + vi.z * d.z;
                 const float gk = Vb[j] * vx / (r2 + eps) * floe_dw_r(kc, r2);
                 sx += gk * d.x;
@@ -98,12 +94,7 @@ inline void visc_body(const int KIND, uint i, __global const float *x, __global 
     a[3 * i + 2] += cf * af.z + cbi * ab.z;
 }
 
-#define VISC_ARGS                                                                                                   \
-    uint n, __global const float *x, __global const float *v, __global const float *rho, __global float *a,         \
-        float4 kc, float4 per, float eps, float cf, float cb, int hasf, int hasb, __global const float *xf,         \
-        __global const float *mf, __global const float *rhof, __global const float *vf, __global const uint *cntf, \
-        __global const uint *idxf, uint pitchf, __global const float *xb, __global const float *Vb,                \
-        __global const uint *cntb, __global const uint *idxb, uint pitchb
+#define VISC_ARGS FLOE_FORCE_ARGS
 #define VISC_PASS x, v, rho, a, kc, per, eps, cf, cb, hasf, hasb, xf, mf, rhof, vf, cntf, idxf, pitchf, xb, Vb, cntb, idxb, pitchb
 
 __kernel void visc_morris(VISC_ARGS)
@@ -125,48 +116,4 @@ __kernel void visc_kim(VISC_ARGS)
     const uint i = get_global_id(0);
     if (i < n)
         visc_body(VK_KIM, i, VISC_PASS);
-}
-
-/* XSPH: a_i += cf sum_j m_j/(rho_i+rho_j) (v_j - v_i) W_ij/sigma
- *            - cb (sum_b V_b W_ib/sigma) / (2 rho_i) v_i
- * (cf = 2 alpha/dt sigma, cb = 2 alpha_b/dt sigma rho0_i, as st_xsph) */
-__kernel void xsph(VISC_ARGS)
-{
-    (void)eps;
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float3 xi = floe_load3(x, i);
-    const float3 vi = floe_load3(v, i);
-    const float rhoi = rho[i];
-    float3 af = (float3)(0.0f);
-    float wb = 0.0f;
-    if (hasf) {
-        const uint c = cntf[i];
-        float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
-            const float3 vj = floe_load3(vf, j);
-            const float cc = mf[j] / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
-            sx += cc * (vj.x - vi.x);
-            sy += cc * (vj.y - vi.y);
-            sz += cc * (vj.z - vi.z);
-        }
-        af = (float3)(sx, sy, sz);
-    }
-    if (hasb) {
-        const uint c = cntb[i];
-        float s = 0.0f;
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
-            s += Vb[j] * floe_w_hat(kc, r2);
-        }
-        wb = s;
-    }
-    const float cbi = -cb * wb / (2.0f * rhoi);
-    a[3 * i] += cf * af.x + cbi * vi.x;
-    a[3 * i + 1] += cf * af.y + cbi * vi.y;
-    a[3 * i + 2] += cf * af.z + cbi * vi.z;
 }

@@ -1,49 +1,10 @@
-/* WCSPH on the device: the OpenCL path of modules/wcsph (wcsph_cl.c).
+/* WCSPH on the device: the OpenCL path of modules/wcsph (wcsph_cl.c); the
+ * density and XSPH are the sph module's (kernels/sph/sph.cl).
  * Same equations and the same arithmetic, term by term, as the C path in
  * modules/wcsph/wcsph.c; each launch sums over one fluid target set (f*)
  * and one boundary target set (b*), either absent (NULL count buffer).
  * Neighbour lists are neighbour-major: idx[k * pitch + i]. */
 #include "core/sph.h"
-
-#define X_IJ(xt)                                                     \
-    const float3 d = floe_min_image(xi - floe_load3(xt, j), per);    \
-    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
-
-/* rho_i = sigma (m_i + sum_j m_j w_ij + rho0 sum_b V_b w_ib); init starts
- * from m_i, fin multiplies by sigma (several launches for several sets) */
-__kernel void density(uint n, __global const float *x, __global const float *m, __global float *rho, float4 kc,
-                      float4 per, float rho0, int init, int fin, int hasf, int hasb, __global const float *xf,
-                      __global const float *mf, __global const uint *cntf, __global const uint *idxf, uint pitchf,
-                      __global const float *xb, __global const float *Vb, __global const uint *cntb,
-                      __global const uint *idxb, uint pitchb)
-{
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float3 xi = floe_load3(x, i);
-    float acc = init ? m[i] : rho[i];
-    if (hasf) {
-        float s = 0.0f;
-        const uint c = cntf[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
-            s += mf[j] * floe_w_hat(kc, r2);
-        }
-        acc += s;
-    }
-    if (hasb) {
-        float s = 0.0f;
-        const uint c = cntb[i];
-        for (uint k = 0; k < c; k++) {
-            const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
-            s += Vb[j] * floe_w_hat(kc, r2);
-        }
-        acc += rho0 * s;
-    }
-    rho[i] = fin ? kc.w * acc : acc;
-}
 
 inline float maxf(float a, float b) { return a > b ? a : b; }
 
@@ -99,7 +60,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
             const float rhoi = rho[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float mj = mf[j];
                 const float g = mj * (Pi + Pf[j]) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
@@ -114,7 +75,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
         } else {
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
-                X_IJ(xf);
+                FLOE_X_IJ(xf);
                 const float g = mf[j] * (Pi + Pf[j]) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
@@ -126,7 +87,7 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
         const uint c = cntb[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxb[k * pitchb + i];
-            X_IJ(xb);
+            FLOE_X_IJ(xb);
             const float g = Vb[j] * floe_dw_r(kc, r2);
             ab.x += g * d.x;
             ab.y += g * d.y;
@@ -145,74 +106,42 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
     a[3 * i + 2] = ai.z - (af.z + cb * ab.z);
 }
 
-/* XSPH (artificial = 0) or Monaghan (artificial = 1) viscosity, added to a:
- * a_i += cf * (fluid sum) + cbi * (boundary sum), as in st_viscosity */
-__kernel void viscosity(uint n, __global const float *x, __global const float *v, __global const float *rho,
-                        __global float *a, float4 kc, float4 per, int artificial, float eps, float cf, float cbi,
-                        int hasf, int hasb,
-                        __global const float *xf, __global const float *mf, __global const float *rhof,
-                        __global const float *vf, __global const uint *cntf, __global const uint *idxf, uint pitchf,
-                        __global const float *xb, __global const float *Vb, __global const uint *cntb,
-                        __global const uint *idxb, uint pitchb)
+/* Monaghan (1992) artificial viscosity, added to a:
+ * a_i += cf * (fluid sum) + cb * (boundary sum), as visc_c in wcsph.c */
+__kernel void viscosity(FLOE_FORCE_ARGS)
 {
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float3 xi = floe_load3(x, i);
-    const float3 vi = floe_load3(v, i);
-    const float rhoi = rho[i];
-    float3 af = (float3)(0.0f), ab = (float3)(0.0f);
+    FLOE_FORCE_BEGIN;
     if (hasf) {
         const uint c = cntf[i];
         for (uint k = 0; k < c; k++) {
             const uint j = idxf[k * pitchf + i];
-            X_IJ(xf);
+            FLOE_X_IJ(xf);
             const float3 vj = floe_load3(vf, j);
-            if (artificial) {
-                const float vx = (vi.x - vj.x) * d.x + (vi.y - vj.y) * d.y + (vi.z - vj.z) * d.z;
-                const float g = mf[j] * floe_neg(vx) / ((rhoi + rhof[j]) * (r2 + eps)) * floe_dw_r(kc, r2);
-                af.x += g * d.x;
-                af.y += g * d.y;
-                af.z += g * d.z;
-            } else {
-                const float cc = mf[j] / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
-                af.x += cc * (vj.x - vi.x);
-                af.y += cc * (vj.y - vi.y);
-                af.z += cc * (vj.z - vi.z);
-            }
+            const float vx = (vi.x - vj.x) * d.x + (vi.y - vj.y) * d.y + (vi.z - vj.z) * d.z;
+            const float g = mf[j] * floe_neg(vx) / ((rhoi + rhof[j]) * (r2 + eps)) * floe_dw_r(kc, r2);
+            af.x += g * d.x;
+            af.y += g * d.y;
+            af.z += g * d.z;
         }
     }
     if (hasb) {
         const uint c = cntb[i];
-        if (artificial) {
-            const float inv = 1.0f / (2.0f * rhoi);
-            float3 s = (float3)(0.0f);
-            for (uint k = 0; k < c; k++) {
-                const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
-                const float vx = vi.x * d.x + vi.y * d.y + vi.z * d.z;
-                const float g = Vb[j] * floe_neg(vx) / (r2 + eps) * floe_dw_r(kc, r2);
-                s.x += g * d.x;
-                s.y += g * d.y;
-                s.z += g * d.z;
-            }
-            ab.x += s.x * inv;
-            ab.y += s.y * inv;
-            ab.z += s.z * inv;
-        } else {
-            float s = 0.0f;
-            for (uint k = 0; k < c; k++) {
-                const uint j = idxb[k * pitchb + i];
-                X_IJ(xb);
-                s += Vb[j] * floe_w_hat(kc, r2);
-            }
-            const float sw = -s / (2.0f * rhoi);
-            ab.x += sw * vi.x;
-            ab.y += sw * vi.y;
-            ab.z += sw * vi.z;
+        const float inv = 1.0f / (2.0f * rhoi);
+        float3 s = (float3)(0.0f);
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxb[k * pitchb + i];
+            FLOE_X_IJ(xb);
+            const float vx = vi.x * d.x + vi.y * d.y + vi.z * d.z;
+            const float g = Vb[j] * floe_neg(vx) / (r2 + eps) * floe_dw_r(kc, r2);
+            s.x += g * d.x;
+            s.y += g * d.y;
+            s.z += g * d.z;
         }
+        ab.x += s.x * inv;
+        ab.y += s.y * inv;
+        ab.z += s.z * inv;
     }
-    a[3 * i] += cf * af.x + cbi * ab.x;
-    a[3 * i + 1] += cf * af.y + cbi * ab.y;
-    a[3 * i + 2] += cf * af.z + cbi * ab.z;
+    a[3 * i] += cf * af.x + cb * ab.x;
+    a[3 * i + 1] += cf * af.y + cb * ab.y;
+    a[3 * i + 2] += cf * af.z + cb * ab.z;
 }

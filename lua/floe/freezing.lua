@@ -21,7 +21,7 @@ function M.pipeline(opts)
   local model = floe.param("model", "kim")
   local steps = {
     "neighbours",
-    "iisph.density",
+    "sph.density",
     "gravity",
     { "viscosity.kim", beta0 = floe.param("beta0", 0.1), beta1 = floe.param("beta1", 10),
       boundary_beta0 = floe.param("wall_viscosity", 1) },
@@ -83,7 +83,7 @@ function M.ledge(opts)
     dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
     domain = { min = { -0.05, -0.05, -0.05 }, max = { tank[1] + 0.05, tank[2] + 0.05, tank[3] + 0.05 } },
   }
-  sim:load{ "iisph", "viscosity", "tension", "freeze", "surface" }
+  sim:load{ "sph", "iisph", "viscosity", "tension", "freeze", "surface" }
   sim:boundary_solid_box{ min = ledge.min, max = ledge.max, set = "ledge" }
   sim:boundary_box{ min = { 0, 0, 0 }, max = tank, layers = 2 }
   sim:boundary_set{ name = "ice" }
@@ -92,7 +92,7 @@ function M.ledge(opts)
   floe.log(string.format("icicle ledge: %d fluid particles, spacing %.4g m, model %s", n, d, opts.model))
   local steps = {
     "neighbours",
-    "iisph.density",
+    "sph.density",
     "gravity",
     { "viscosity.kim", beta0 = 0.1, beta1 = 10, boundary_beta0 = 1 },
   }

@@ -22,7 +22,7 @@
 
 extern const floe_api *flip_api; /* the core's services (set by the entry point) */
 
-#define FLIP_MAX_SETS 16
+#define FLIP_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 #define FLIP_FAR 1e9f     /* "no obstacle" distance in the phi grid */
 #define FLIP_FTAB 512     /* samples of the half-space kernel fraction F(s) */
 

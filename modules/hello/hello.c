@@ -1,12 +1,16 @@
 /* Floe module "hello": the template to copy for a new module (walked through
  * in docs/modules.md). Folder modules/hello/ builds floe_hello.so; a scene
- * loads it (sim:load "hello") and runs its stages "hello.damp", "hello.report". */
-#include <floe/module.h> /* the only Floe header a module needs */
+ * loads it (sim:load "hello") and runs its stages "hello.damp",
+ * "hello.report" and "hello.pressure", the last a whole SPH pressure solver
+ * on the kit for particle modules (pressure.c). */
+#include "hello.h"
+
+#include <floe/sph.h> /* the kit: <floe/module.h> and what particle modules share */
 
 #include <math.h>   /* exp, sqrt */
 #include <stdlib.h> /* calloc, free */
 
-static const floe_api *api; /* the core's services, set by the entry point */
+FLOE_MODULE_API_DEFINE; /* the core's services for every file of the module, set by the entry point */
 
 /* Per-simulation state: init() makes one for each context that loads the
  * module, the core hands it to every stage call as call->state, fini() frees it. */
@@ -40,10 +44,10 @@ static int damp(const floe_stage_call *call)
     floe_ctx *ctx = call->ctx;
     const double rate = call->param[DAMP_RATE].f; /* FLOAT parameters arrive as double */
     const float f = (float)exp(-rate * api->sim(ctx)->dt);
-    floe_set sets[16];
-    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, 16); /* returns how many there are */
-    if (ns > 16)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most 16", ns);
+    floe_set sets[FLOE_MAX_SETS];
+    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MAX_SETS); /* returns how many there are */
+    if (ns > FLOE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d", ns, FLOE_MAX_SETS);
     for (int s = 0; s < ns; s++) {
         floe_set_info info; /* name, n, rest density... */
         if (api->set_info(ctx, sets[s], &info) != FLOE_OK)
@@ -69,12 +73,12 @@ static int report(const floe_stage_call *call)
     const floe_sim_info *si = api->sim(ctx);
     if (si->step % (uint64_t)call->param[REPORT_EVERY].i != 0) /* INT arrives as int64_t */
         return FLOE_OK;
-    floe_set sets[16];
-    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, 16);
+    floe_set sets[FLOE_MAX_SETS];
+    int ns = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MAX_SETS);
     double vmax2 = 0.0;
-    for (int s = 0; s < ns && s < 16; s++) {
+    for (int s = 0; s < ns && s < FLOE_MAX_SETS; s++) {
         floe_set_info info;
-        const float *v = api->attr(ctx, sets[s], "v", FLOE_VEC3);
+        const float *v = api->attr_read(ctx, sets[s], "v", FLOE_VEC3); /* the const view of what it reads */
         if (api->set_info(ctx, sets[s], &info) != FLOE_OK || !v)
             return api->fail(ctx, FLOE_ERR_ARG, "fluid set without velocity");
         for (uint32_t i = 0; i < info.n; i++) { /* serial: a max is a reduction */
@@ -106,11 +110,30 @@ static const floe_param_desc report_params[] = {
 static const floe_attr_desc report_attrs[] = {
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = "v", .type = FLOE_VEC3, .access = FLOE_READ }, {0},
 };
+static const floe_param_desc pressure_params[] = {
+    [HELLO_PRESSURE_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "speed_of_sound", .type = FLOE_PARAM_FLOAT,
+        .def = 20, .min = 1e-3, .max = 1e6, .unit = "m/s",
+        .doc = "c of the equation of state p = c^2 max(rho - rho0, 0); also dt <= 0.4 d / c" },
+    {0},
+};
+static const floe_attr_desc pressure_attrs[] = { /* <floe/sph.h> shorthands for these descriptors */
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_WRITE),
+    FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTRS_BOUND_READ, /* x and V of every boundary set */
+    {0},
+};
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "damp", .doc = "damp fluid velocities (settling a scene at rest)",
       .run = damp, .params = damp_params, .attrs = damp_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "report", .doc = "log the largest fluid speed now and then",
       .run = report, .params = report_params, .attrs = report_attrs },
+    { FLOE_SIZED(floe_stage_desc), .name = "pressure",
+      .doc = "a weakly compressible SPH pressure force, p = c^2 max(rho - rho0, 0), Akinci walls "
+             "(after sph.density and gravity)",
+      .run = hello_pressure, .params = pressure_params, .attrs = pressure_attrs },
     {0},
 };
 /* Checkpoints (ABI 1.6, optional): damp_calls survives a resume; a module

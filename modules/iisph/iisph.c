@@ -1,11 +1,12 @@
 /* Floe module "iisph": implicit incompressible SPH (Ihmsen et al. 2013,
  * "Implicit incompressible SPH"), the water solver of Kim 2020 section 3.1.
  *
- * Stages, in pipeline order (core stages in brackets, other modules' force
+ * Stages, in pipeline order (core stages in brackets, other modules'
  * stages in braces):
- *   [neighbours] density, [gravity] {viscosity, tension...} solve, [integrate]
+ *   [neighbours] {sph.density}, [gravity] {viscosity, tension...} solve, [integrate]
  *
- *   density  rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
+ *   density  (deprecated name) runs sph.density,
+ *            rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
  *   solve    the pressure that makes the density after the step rho0:
  *            v_adv = v + dt a (a: every non-pressure acceleration so far),
  *            rho_adv, d_ii and a_ii, relaxed Jacobi iteration on p until the
@@ -40,258 +41,24 @@
  * chunks of 512 particles in a fixed order, so results are bitwise the same
  * for any thread count.
  *
- * OpenCL path (run_cl of both stages): iisph_cl.c and kernels/iisph/iisph.cl,
+ * OpenCL path (run_cl of the solve): iisph_cl.c and kernels/iisph/iisph.cl,
  * the same arithmetic with every Jacobi iteration on the device
- * (docs/iisph.md, "OpenCL path"). */
-#include <floe/kernel.h>
-#include <floe/module.h>
-#include <floe/module_sets.h>
-#include <floe/simd.h>
+ * (docs/iisph.md, "OpenCL path"). The parameters of the solve are decoded
+ * once per call (decode_solve into iisph_cfg, iisph.h) and go to either
+ * path. Targets, neighbour rows, kernel constants, the minimum image and
+ * prefetching are the kit's (<floe/sph.h>); this file keeps the physics. */
+#include "iisph.h"
 
-#include "iisph_cl.h"
+#include <floe/simd.h>
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const floe_api *api; /* the core's services, from the entry point */
+FLOE_MODULE_API_DEFINE; /* the core's services; the entry point sets it */
 
-/* the row sums below must inline into the OpenMP loop bodies */
-#if defined(__GNUC__)
-#define ROW_FN static inline __attribute__((always_inline))
-#else
-#define ROW_FN static inline
-#endif
-
-#define IISPH_MAX_SETS 16
 #define CHUNK 512 /* particles per partial sum of the density error */
-
-/* ---- kernel (as in wcsph.c: the cubic spline of <floe/kernel.h>, branch-free) */
-
-typedef struct kconst {
-    float H, inv_H;
-    float sigma;  /* W(0) */
-    float g;      /* sigma / H */
-    float r_min2; /* (1e-6 H)^2, keeps 1/r finite for coincident particles */
-} kconst;
-
-static kconst kconst_make(const floe_sim_info *si)
-{
-    floe_kernel k = floe_kernel_make(si->dim, si->support);
-    kconst c;
-    c.H = k.H;
-    c.inv_H = k.inv_H;
-    c.sigma = k.sigma;
-    c.g = k.sigma * k.inv_H;
-    c.r_min2 = (1e-6f * k.H) * (1e-6f * k.H);
-    return c;
-}
-
-
-/* W / sigma and (dW/dr) / r at distance^2 r2: <floe/kernel.h> */
-static inline float w_hat(const kconst *c, float r2) { return floe_w_hat(c->inv_H, r2); }
-
-static inline float dw_r(const kconst *c, float r2) { return floe_dw_r_hat(c->g, c->inv_H, c->r_min2, r2); }
-
-/* ---- periodic axes: minimum image of x_i - x_j ---------------------------
- * L = period on periodic axes, 0 elsewhere (then the wrap is the identity).
- * Loops are written twice through the PER argument (a constant 0 or 1 at
- * every call site), so the non-periodic path carries no extra work. */
-
-typedef struct per {
-    float L[3], h[3];
-} per;
-
-static per per_make(const floe_sim_info *si)
-{
-    per p;
-    for (int k = 0; k < 3; k++) {
-        p.L[k] = (si->periodic & (1u << k)) ? si->period[k] : 0.0f;
-        p.h[k] = 0.5f * p.L[k];
-    }
-    return p;
-}
-
-static inline float wrap(float d, float L, float h) { return d > h ? d - L : (d < -h ? d + L : d); }
-
-#define ROW(nl, i) (nl)->idx + (size_t)(i) * (nl)->stride, (nl)->count[i]
-#define X_IJ                                                                              \
-    const uint32_t j = id[k];                                                             \
-    float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];          \
-    if (PER) {                                                                            \
-        dx = wrap(dx, pr->L[0], pr->h[0]);                                                \
-        dy = wrap(dy, pr->L[1], pr->h[1]);                                                \
-        dz = wrap(dz, pr->L[2], pr->h[2]);                                                \
-    }                                                                                     \
-    const float r2 = dx * dx + dy * dy + dz * dz
-
-/* Run BODY(i, 0) or BODY(i, 1) over i in [0, n) in parallel: one branch on
- * the periodic flag outside the loop. */
-#define PAR_FOR(periodic, n, BODY)                                    \
-    do {                                                              \
-        if (periodic) {                                               \
-            _Pragma("omp parallel for schedule(static)")              \
-            for (uint32_t i_ = 0; i_ < (n); i_++)                     \
-                BODY(i_, 1);                                          \
-        } else {                                                      \
-            _Pragma("omp parallel for schedule(static)")              \
-            for (uint32_t i_ = 0; i_ < (n); i_++)                     \
-                BODY(i_, 0);                                          \
-        }                                                             \
-    } while (0)
-
-/* ---- the sets a fluid set interacts with --------------------------------- */
-
-typedef struct target {
-    int boundary;
-    uint32_t n;
-    const float *x;     /* positions, 3 per particle */
-    const float *mass;  /* m (fluid) or V (boundary) */
-    size_t off;         /* fluid: offset of the set in the solver's global arrays */
-    const floe_nlist *nl;
-} target;
-
-typedef floe_fluid fluid; /* <floe/module_sets.h>: set, info, offset in the module's scratch */
-
-static int list_fluids(floe_ctx *ctx, fluid *f, int *nf, size_t *total)
-{
-    return floe_fluid_sets(api, ctx, f, nf, total);
-}
-
-static const float *need(floe_ctx *ctx, floe_set set, const char *set_name, const char *attr, floe_type type,
-                         int *status)
-{
-    return floe_need(api, ctx, set, set_name, attr, type, status);
-}
-
-/* Targets of fluid set q: every non-empty fluid set, then every non-empty
- * boundary set, with their neighbour lists from q. */
-static int list_targets(floe_ctx *ctx, const fluid *q, const fluid *f, int nf, target *t, int *nt, int *nfluid)
-{
-    int st = FLOE_OK;
-    int n = 0;
-    for (int s = 0; s < nf; s++) {
-        if (f[s].info.n == 0)
-            continue;
-        target *tg = &t[n++];
-        memset(tg, 0, sizeof *tg);
-        tg->n = f[s].info.n;
-        tg->x = need(ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
-        tg->mass = need(ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
-        tg->off = f[s].off;
-        tg->nl = api->neighbours(ctx, q->set, f[s].set);
-    }
-    *nfluid = n;
-    floe_set b[IISPH_MAX_SETS];
-    int nb = api->set_list(ctx, FLOE_SET_BOUNDARY, b, IISPH_MAX_SETS);
-    if (nb < 0 || nb > IISPH_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR, "cannot list boundary sets (%d)", nb);
-    for (int s = 0; s < nb; s++) {
-        floe_set_info bi;
-        if (api->set_info(ctx, b[s], &bi) != FLOE_OK)
-            return api->fail(ctx, FLOE_ERR, "boundary set %d: no info", s);
-        if (bi.n == 0)
-            continue;
-        target *tg = &t[n++];
-        memset(tg, 0, sizeof *tg);
-        tg->boundary = 1;
-        tg->n = bi.n;
-        tg->x = need(ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
-        tg->mass = need(ctx, b[s], bi.name, "V", FLOE_F32, &st);
-        tg->nl = api->neighbours(ctx, q->set, b[s]);
-    }
-    if (st != FLOE_OK)
-        return st;
-    for (int s = 0; s < n; s++) {
-        if (!t[s].nl)
-            return api->fail(ctx, FLOE_ERR_ARG, "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
-                             q->info.name);
-        if (t[s].nl->n < q->info.n)
-            return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name,
-                             t[s].nl->n, q->info.n);
-    }
-    *nt = n;
-    return FLOE_OK;
-}
-
-/* Prefetch the neighbour rows of particle i + 4 (rows are stride * 4 bytes
- * apart and only their first lines are read). */
-static inline void prefetch_rows(const target *t, int nt, uint32_t i, uint32_t n)
-{
-    if (i + 4 >= n)
-        return;
-    for (int ti = 0; ti < nt; ti++) {
-        const char *row = (const char *)(t[ti].nl->idx + (size_t)(i + 4) * t[ti].nl->stride);
-        __builtin_prefetch(row);
-        __builtin_prefetch(row + 64);
-    }
-}
-
-/* ---- density ---------------------------------------------------------------- */
-
-/* sum_j w_j W_ij / sigma over one neighbour row */
-ROW_FN float row_w(const kconst *kc, const per *pr, const int PER, const uint32_t *restrict id, uint32_t cnt,
-                   const float *restrict xt, const float *restrict w, float xi, float yi, float zi)
-{
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (uint32_t k = 0; k < cnt; k++) {
-        X_IJ;
-        s += w[j] * w_hat(kc, r2);
-    }
-    return s;
-}
-
-ROW_FN void density_one(const kconst *kc, const per *pr, const int PER, const target *t, int nt, uint32_t i,
-                        uint32_t n, const float *restrict xs, const float *restrict ms, float rho0,
-                        float *restrict rho)
-{
-    prefetch_rows(t, nt, i, n);
-    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-    float acc = ms[i]; /* m_i W(0) / sigma */
-    for (int b = 0; b < nt; b++) {
-        /* the core's sum of the row (floe_nlist.wsum) when it made one */
-        const float sum = t[b].nl->wsum ? t[b].nl->wsum[i]
-                                        : row_w(kc, pr, PER, ROW(t[b].nl, i), t[b].x, t[b].mass, xi, yi, zi);
-        acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
-    }
-    rho[i] = kc->sigma * acc;
-}
-
-static int st_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    const floe_sim_info *si = api->sim(ctx);
-    const kconst kc = kconst_make(si);
-    const per pr = per_make(si);
-    fluid f[IISPH_MAX_SETS];
-    target t[2 * IISPH_MAX_SETS];
-    int nf, nt, nft, st;
-
-    if ((st = list_fluids(ctx, f, &nf, NULL)) != FLOE_OK)
-        return st;
-    /* from the next neighbours stage on the core sums the rows as it builds
-     * them (floe_nlist.wsum); rows without sums are walked here */
-    api->want_kernel_sums(ctx);
-    for (int s = 0; s < nf; s++) {
-        const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        if ((st = list_targets(ctx, &f[s], f, nf, t, &nt, &nft)) != FLOE_OK)
-            return st;
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
-        const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
-        float *restrict rho = api->attr(ctx, f[s].set, "rho", FLOE_F32);
-        if (!xs || !ms || !rho)
-            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m or rho", f[s].info.name);
-        const float rho0 = f[s].info.rest_density;
-#define DENSITY(i, P) density_one(&kc, &pr, P, t, nt, i, n, xs, ms, rho0, rho)
-        PAR_FOR(si->periodic, n, DENSITY);
-#undef DENSITY
-    }
-    return FLOE_OK;
-}
 
 /* ---- solver state: per-step scratch, grown as needed ----------------------- */
 
@@ -321,15 +88,7 @@ typedef struct iisph_state {
     struct iisph_cl *cl; /* the OpenCL path's state (iisph_cl.c), NULL until used */
 } iisph_state;
 
-static int iisph_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    iisph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
-}
+FLOE_STATE_INIT(iisph_init, iisph_state)
 
 static void free_particles(iisph_state *s)
 {
@@ -438,45 +197,23 @@ static int ensure_pairs(iisph_state *s, size_t n)
 /* Boundary row: G += sum_b V_b grad W_ib; when hyd, E += sum_b V_b (g . x_ib)
  * grad W_ib; when visc, K += sum_b V_b dW/dr / (r (r^2 + eps)) x_ib x_ib^T
  * (xx yy zz xy xz yz), so that sum_b V_b (v . x_ib) / (r^2 + eps) grad W_ib = K v. */
-ROW_FN void row_boundary(const kconst *kc, const per *pr, const int PER, const uint32_t *restrict id, uint32_t cnt,
-                         const float *restrict xt, const float *restrict V, float xi, float yi, float zi,
-                         const float grav[3], int hyd, int visc, float eps, float G[3], float E[3], float K[6])
+FLOE_ROW_FN void row_boundary(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                              const float *restrict xt, const float *restrict V, float xi, float yi, float zi,
+                              const float grav[3], int hyd, int visc, float eps, float G[3], float E[3], float K[6],
+                              const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        X_IJ;
-        const float g = V[j] * dw_r(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    G[0] += sx;
-    G[1] += sy;
-    G[2] += sz;
-
+    floe_row_grad(kc, id, cnt, xt, V, xi, yi, zi, G, per);
     if (hyd) {
         const float g0 = grav[0], g1 = grav[1], g2 = grav[2];
-        sx = sy = sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            X_IJ;
-            const float g = V[j] * dw_r(kc, r2) * (g0 * dx + g1 * dy + g2 * dz);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-        E[0] += sx;
-        E[1] += sy;
-        E[2] += sz;
+        FLOE_ROW_SUM3(E, V[j] * floe_kdw(kc, r2) * (g0 * dx + g1 * dy + g2 * dz));
     }
     if (!visc)
         return;
     float kxx = 0.0f, kyy = 0.0f, kzz = 0.0f, kxy = 0.0f, kxz = 0.0f, kyz = 0.0f;
 #pragma omp simd reduction(+ : kxx, kyy, kzz, kxy, kxz, kyz)
     for (uint32_t k = 0; k < cnt; k++) {
-        X_IJ;
-        const float g = V[j] * dw_r(kc, r2) / (r2 + eps);
+        FLOE_X_IJ(per);
+        const float g = V[j] * floe_kdw(kc, r2) / (r2 + eps);
         kxx += g * dx * dx;
         kyy += g * dy * dy;
         kzz += g * dz * dz;
@@ -513,21 +250,21 @@ static inline void solve3(const float M[6], const float b[3], float x[3])
  * (docs/iisph.md). Clamped to [0.9, 1/0.9]: at the free surface M_i is
  * deficient and the plain gradient is kept within 10%. */
 #define GAMMA_LO IISPH_GAMMA_LO
-ROW_FN float gamma_one(const kconst *kc, const per *pr, const int PER, const target *t, int nt, uint32_t i,
-                       const float *restrict xs, float inv_rho0, int dim)
+FLOE_ROW_FN float gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
+                            const float *restrict xs, float inv_rho0, int dim, const int per)
 {
     const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
     float tr = 0.0f;
     for (int b = 0; b < nt; b++) {
-        const uint32_t *restrict id = t[b].nl->idx + (size_t)i * t[b].nl->stride;
-        const uint32_t cnt = t[b].nl->count[i];
+        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
+        const uint32_t cnt = t[b].cnt[i];
         const float *restrict xt = t[b].x, *restrict V = t[b].mass;
         const float sc = t[b].boundary ? 1.0f : inv_rho0;
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
         for (uint32_t k = 0; k < cnt; k++) {
-            X_IJ;
-            s += V[j] * dw_r(kc, r2) * r2;
+            FLOE_X_IJ(per);
+            s += V[j] * floe_kdw(kc, r2) * r2;
         }
         tr -= sc * s;
     }
@@ -541,27 +278,21 @@ ROW_FN float gamma_one(const kconst *kc, const per *pr, const int PER, const tar
  * row is computed into contiguous buffers (a vector loop) and then copied
  * to the strided lane (a scalar loop: scattered stores do not vectorise). */
 #define ROW_BUF 128
-ROW_FN void row_pairs(const kconst *kc, const per *pr, const int PER, const uint32_t *restrict id, uint32_t cnt,
-                      const float *restrict xt, const float *restrict m, const float *restrict vt, uint32_t goff,
-                      float xi, float yi, float zi, uint32_t *restrict nj, float *restrict gx, float *restrict gy,
-                      float *restrict gz, float G[3], float *s2, float *dv, const float *restrict gam, float gam_i)
+FLOE_ROW_FN void row_pairs(const floe_kconst *kc, const uint32_t *restrict row, uint32_t cnt,
+                           const float *restrict xt, const float *restrict m, const float *restrict vt, uint32_t goff,
+                           float xi, float yi, float zi, uint32_t *restrict nj, float *restrict gx,
+                           float *restrict gy, float *restrict gz, float G[3], float *s2, float *dv,
+                           const float *restrict gam, float gam_i, const int per)
 {
     float bx[ROW_BUF], by[ROW_BUF], bz[ROW_BUF];
     for (uint32_t k0 = 0; k0 < cnt; k0 += ROW_BUF) {
         const uint32_t n = cnt - k0 < ROW_BUF ? cnt - k0 : ROW_BUF;
-        const uint32_t *restrict idk = id + k0;
+        const uint32_t *restrict id = row + k0;
         float sx = 0.0f, sy = 0.0f, sz = 0.0f, ss = 0.0f, sv = 0.0f;
 #pragma omp simd reduction(+ : sx, sy, sz, ss, sv)
         for (uint32_t k = 0; k < n; k++) {
-            const uint32_t j = idk[k];
-            float dx = xi - xt[3 * j], dy = yi - xt[3 * j + 1], dz = zi - xt[3 * j + 2];
-            if (PER) {
-                dx = wrap(dx, pr->L[0], pr->h[0]);
-                dy = wrap(dy, pr->L[1], pr->h[1]);
-                dz = wrap(dz, pr->L[2], pr->h[2]);
-            }
-            const float r2 = dx * dx + dy * dy + dz * dz;
-            const float d = dw_r(kc, r2);
+            FLOE_X_IJ(per);
+            const float d = floe_kdw(kc, r2);
             const float g = gam ? m[j] * d * (0.5f * (gam_i + gam[goff + j])) : m[j] * d;
             const float ux = g * dx, uy = g * dy, uz = g * dz;
             bx[k] = ux;
@@ -574,7 +305,7 @@ ROW_FN void row_pairs(const kconst *kc, const per *pr, const int PER, const uint
             sv += vt[3 * j] * ux + vt[3 * j + 1] * uy + vt[3 * j + 2] * uz;
         }
         for (uint32_t k = 0; k < n; k++) {
-            nj[8 * (size_t)(k0 + k)] = goff + idk[k];
+            nj[8 * (size_t)(k0 + k)] = goff + id[k];
             gx[8 * (size_t)(k0 + k)] = bx[k];
             gy[8 * (size_t)(k0 + k)] = by[k];
             gz[8 * (size_t)(k0 + k)] = bz[k];
@@ -588,9 +319,8 @@ ROW_FN void row_pairs(const kconst *kc, const per *pr, const int PER, const uint
 }
 
 struct setup {
-    const kconst *kc;
-    const per *pr;
-    const target *t;
+    const floe_kconst *kc;
+    const floe_target *t;
     int nt, nft;            /* targets, the first nft of them fluid */
     uint32_t n;             /* particles of the set */
     size_t off;             /* global offset of the set */
@@ -611,10 +341,9 @@ struct setup {
 /* First pass, particle i: boundary sums, the dissipative terms, v_adv, and
  * the number of fluid neighbours (into cnt[gi]). Returns |a_i|^2 of the
  * driving acceleration (before damping and wall friction). */
-ROW_FN float setup_boundary(const struct setup *u, const int PER, uint32_t i)
+FLOE_ROW_FN float setup_boundary(const struct setup *u, uint32_t i, const int per)
 {
-    const kconst *kc = u->kc;
-    const per *pr = u->pr;
+    const floe_kconst *kc = u->kc;
     iisph_state *s = u->s;
     const size_t gi = u->off + i;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2];
@@ -622,12 +351,12 @@ ROW_FN float setup_boundary(const struct setup *u, const int PER, uint32_t i)
     float G[3] = {0.0f, 0.0f, 0.0f}, E[3] = {0.0f, 0.0f, 0.0f}, K[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     uint32_t cnt = 0;
     for (int b = 0; b < u->nt; b++) {
-        const target *t = &u->t[b];
+        const floe_target *t = &u->t[b];
         if (t->boundary)
-            row_boundary(kc, pr, PER, ROW(t->nl, i), t->x, t->mass, xi, yi, zi, u->grav, u->hyd, u->visc_c > 0.0f,
-                         u->eps, G, E, K);
+            row_boundary(kc, FLOE_ROW(t, i), t->x, t->mass, xi, yi, zi, u->grav, u->hyd, u->visc_c > 0.0f, u->eps, G,
+                         E, K, per);
         else
-            cnt += t->nl->count[i];
+            cnt += t->cnt[i];
     }
     float *a = u->a + 3 * i, *va = s->vadv + 3 * gi;
     const float dt = u->dt, a2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
@@ -665,24 +394,22 @@ ROW_FN float setup_boundary(const struct setup *u, const int PER, uint32_t i)
 
 /* Second pass, particle i: the stored pair gradients, rho_adv, a_ii and the
  * warm-started pressure. */
-ROW_FN void setup_fluid(const struct setup *u, const int PER, uint32_t i)
+FLOE_ROW_FN void setup_fluid(const struct setup *u, uint32_t i, const int per)
 {
-    const kconst *kc = u->kc;
-    const per *pr = u->pr;
+    const floe_kconst *kc = u->kc;
     iisph_state *s = u->s;
     const size_t gi = u->off + i;
-    prefetch_rows(u->t, u->nft, i, u->n);
+    floe_prefetch_rows(u->t, u->nft, i, u->n);
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2];
     float G[3] = {0.0f, 0.0f, 0.0f}, s2 = 0.0f, dv = 0.0f;
     const size_t base = s->boff[gi >> 3] + (gi & 7), width = (s->boff[(gi >> 3) + 1] - s->boff[gi >> 3]) / 8;
     size_t o = base;
     for (int b = 0; b < u->nft; b++) {
-        const target *t = &u->t[b];
-        const uint32_t *id = t->nl->idx + (size_t)i * t->nl->stride;
-        const uint32_t cnt = t->nl->count[i];
-        row_pairs(kc, pr, PER, id, cnt, t->x, t->mass, s->vadv + 3 * t->off, (uint32_t)t->off, xi, yi, zi,
-                  s->nj + o, s->gx + o, s->gy + o, s->gz + o, G, &s2, &dv, u->corr ? s->gam : NULL,
-                  u->corr ? s->gam[gi] : 1.0f);
+        const floe_target *t = &u->t[b];
+        const uint32_t cnt = t->cnt[i];
+        row_pairs(kc, FLOE_ROW(t, i), t->x, t->mass, s->vadv + 3 * t->off, (uint32_t)t->off, xi, yi, zi, s->nj + o,
+                  s->gx + o, s->gy + o, s->gz + o, G, &s2, &dv, u->corr ? s->gam : NULL, u->corr ? s->gam[gi] : 1.0f,
+                  per);
         o += 8 * (size_t)cnt;
     }
     for (size_t k = s->cnt[gi]; k < width; k++, o += 8) { /* padding: itself, no gradient */
@@ -836,46 +563,69 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
 
 /* ---- solve --------------------------------------------------------------------- */
 
-/* parameter indices SO_*: iisph_cl.h (shared with the OpenCL path) */
+enum {
+    SO_OMEGA,
+    SO_TOLERANCE,
+    SO_MIN_IT,
+    SO_MAX_IT,
+    SO_WARM,
+    SO_BOUNDARY,
+    SO_BVISC,
+    SO_DAMPING,
+    SO_FORCE_COURANT,
+    SO_CORR_SPEED,
+    SO_CHEB,
+    SO_CHEB_DELAY,
+    SO_GRAD_CORR,
+};
 
-static int st_solve(const floe_stage_call *call)
+/* the parameters of iisph.solve, checked, for either path */
+static int decode_solve(const floe_stage_call *call, iisph_cfg *c)
 {
     floe_ctx *ctx = call->ctx;
-    iisph_state *s = call->state;
-    const floe_sim_info *si = api->sim(ctx);
-    const kconst kc = kconst_make(si);
-    const per pr = per_make(si);
-    const double omega = call->param[SO_OMEGA].f, tol = call->param[SO_TOLERANCE].f;
-    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
-    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "extrapolate";
-    const double nu_b = call->param[SO_BVISC].f, damping = call->param[SO_DAMPING].f;
-    const double force_courant = call->param[SO_FORCE_COURANT].f;
-    const double corr_speed = call->param[SO_CORR_SPEED].f;
-    const float cheb_rho = (float)call->param[SO_CHEB].f;
-    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
-    const int corr = call->param[SO_GRAD_CORR].b;
-    const float dt = (float)si->dt;
-    fluid f[IISPH_MAX_SETS];
-    target t[2 * IISPH_MAX_SETS];
-    int nf, nt, nft, st;
-    size_t N;
-
-    if (!s)
-        return api->fail(ctx, FLOE_ERR, "module state missing");
-    if (min_it > max_it)
-        return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
-                         (long long)max_it);
-    float beta;
-    int hyd = 0;
+    const floe_value *pv = call->param;
+    const char *bmode = pv[SO_BOUNDARY].s ? pv[SO_BOUNDARY].s : "extrapolate";
+    memset(c, 0, sizeof *c);
+    c->omega = (float)pv[SO_OMEGA].f;
+    c->warm = (float)pv[SO_WARM].f;
+    c->tol = pv[SO_TOLERANCE].f;
+    c->min_it = pv[SO_MIN_IT].i;
+    c->max_it = pv[SO_MAX_IT].i;
+    c->visc_c = (float)(2.0 * (api->sim(ctx)->dim + 2) * pv[SO_BVISC].f);
+    c->damping = (float)pv[SO_DAMPING].f;
+    c->force_courant = pv[SO_FORCE_COURANT].f;
+    c->corr_speed = pv[SO_CORR_SPEED].f;
+    c->cheb_rho = (float)pv[SO_CHEB].f;
+    c->cheb_delay = pv[SO_CHEB_DELAY].i;
+    c->corr = pv[SO_GRAD_CORR].b ? 1 : 0;
+    if (c->min_it > c->max_it)
+        return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)c->min_it,
+                         (long long)c->max_it);
     if (!strcmp(bmode, "extrapolate"))
-        beta = 2.0f, hyd = 1;
+        c->beta = 2.0f, c->hyd = 1;
     else if (!strcmp(bmode, "mirror"))
-        beta = 2.0f;
+        c->beta = 2.0f;
     else if (!strcmp(bmode, "akinci"))
-        beta = 1.0f;
+        c->beta = 1.0f;
     else
         return api->fail(ctx, FLOE_ERR_ARG, "boundary_pressure '%s': expected extrapolate, mirror or akinci", bmode);
-    if ((st = list_fluids(ctx, f, &nf, &N)) != FLOE_OK)
+    return FLOE_OK;
+}
+
+static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
+{
+    const floe_sim_info *si = api->sim(ctx);
+    const floe_kconst kc = floe_kconst_make(si);
+    const double tol = c->tol;
+    const int64_t min_it = c->min_it, max_it = c->max_it;
+    const int corr = c->corr;
+    const float dt = (float)si->dt;
+    floe_fluid f[FLOE_MAX_SETS];
+    floe_target t[2 * FLOE_MAX_SETS];
+    int nf, nt, st;
+    size_t N;
+
+    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
         return st;
     if (N == 0 || !(dt > 0.0f))
         return FLOE_OK;
@@ -884,8 +634,8 @@ static int st_solve(const floe_stage_call *call)
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
-    struct setup u[IISPH_MAX_SETS];
-    target tt[IISPH_MAX_SETS][2 * IISPH_MAX_SETS];
+    struct setup u[FLOE_MAX_SETS];
+    floe_target tt[FLOE_MAX_SETS][2 * FLOE_MAX_SETS];
     /* dimensionless |a_ii| d^2 / dt^2 below 1e-6: the particle has (almost) no neighbours */
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
     double amax2 = 0.0;
@@ -893,35 +643,34 @@ static int st_solve(const floe_stage_call *call)
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        if ((st = list_targets(ctx, &f[q], f, nf, t, &nt, &nft)) != FLOE_OK)
+        if ((st = floe_targets(api, ctx, &f[q], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         memcpy(tt[q], t, (size_t)nt * sizeof *t);
         struct setup *w = &u[q];
         memset(w, 0, sizeof *w);
         w->kc = &kc;
-        w->pr = &pr;
         w->t = tt[q];
         w->nt = nt;
-        w->nft = nft;
+        w->nft = floe_targets_fluid(t, nt);
         w->n = n;
         w->off = f[q].off;
-        w->x = api->attr(ctx, f[q].set, "x", FLOE_VEC3);
-        w->v = api->attr(ctx, f[q].set, "v", FLOE_VEC3);
-        w->m = api->attr(ctx, f[q].set, "m", FLOE_F32);
-        w->rho = api->attr(ctx, f[q].set, "rho", FLOE_F32);
+        w->x = api->attr_read(ctx, f[q].set, "x", FLOE_VEC3);
+        w->v = api->attr_read(ctx, f[q].set, "v", FLOE_VEC3);
+        w->m = api->attr_read(ctx, f[q].set, "m", FLOE_F32);
+        w->rho = api->attr_read(ctx, f[q].set, "rho", FLOE_F32);
         w->pold = api->attr(ctx, f[q].set, "p", FLOE_F32);
         w->a = api->attr(ctx, f[q].set, "a", FLOE_VEC3);
         if (!w->x || !w->v || !w->m || !w->rho || !w->pold || !w->a)
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks one of x, v, m, rho, p, a", f[q].info.name);
         w->rho0 = f[q].info.rest_density;
         w->dt = dt;
-        w->beta = beta;
-        w->hyd = hyd;
+        w->beta = c->beta;
+        w->hyd = c->hyd;
         w->grav = si->gravity;
-        w->omega = (float)omega;
-        w->warm = (float)call->param[SO_WARM].f;
-        w->visc_c = (float)(2.0 * (si->dim + 2) * nu_b);
-        w->damping = (float)damping;
+        w->omega = c->omega;
+        w->warm = c->warm;
+        w->visc_c = c->visc_c;
+        w->damping = c->damping;
         w->eps = 0.01f * kc.H * kc.H;
         w->aii_min = aii_min;
         /* largest compression removed in one step: what moves particles at
@@ -933,28 +682,28 @@ static int st_solve(const floe_stage_call *call)
                              (double)w->v[3 * i + 2] * w->v[3 * i + 2];
             v2 = q > v2 ? q : v2;
         }
-        const double vc = fmax(corr_speed, sqrt(v2));
-        w->elim = corr_speed > 0.0 ? (float)fmin(vc * si->dt / si->spacing, 1e30) : 1e30f;
+        const double vc = fmax(c->corr_speed, sqrt(v2));
+        w->elim = c->corr_speed > 0.0 ? (float)fmin(vc * si->dt / si->spacing, 1e30) : 1e30f;
         w->s = s;
         w->corr = corr;
         if (corr) {
             float *restrict gam = s->gam + f[q].off;
             const float ir0 = 1.0f / w->rho0;
-#define GAMMA(i, P) gam[i] = gamma_one(&kc, &pr, P, tt[q], nt, i, w->x, ir0, si->dim)
-            PAR_FOR(si->periodic, n, GAMMA);
+#define GAMMA(i, per) gam[i] = gamma_one(&kc, tt[q], nt, i, w->x, ir0, si->dim, per)
+            FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
         }
         double m2 = 0.0;
         if (si->periodic) {
 #pragma omp parallel for schedule(static) reduction(max : m2)
             for (uint32_t i = 0; i < n; i++) {
-                const double a2 = setup_boundary(w, 1, i);
+                const double a2 = setup_boundary(w, i, 1);
                 m2 = a2 > m2 ? a2 : m2;
             }
         } else {
 #pragma omp parallel for schedule(static) reduction(max : m2)
             for (uint32_t i = 0; i < n; i++) {
-                const double a2 = setup_boundary(w, 0, i);
+                const double a2 = setup_boundary(w, i, 0);
                 m2 = a2 > m2 ? a2 : m2;
             }
         }
@@ -979,8 +728,8 @@ static int st_solve(const floe_stage_call *call)
         const struct setup *w = &u[q];
         if (f[q].info.n == 0)
             continue;
-#define SETUP_FLUID(i, P) setup_fluid(w, P, i)
-        PAR_FOR(si->periodic, f[q].info.n, SETUP_FLUID);
+#define SETUP_FLUID(i, per) setup_fluid(w, i, per)
+        FLOE_PAR_FOR(kc.periodic, f[q].info.n, SETUP_FLUID);
 #undef SETUP_FLUID
     }
     /* the lanes past N of the last block (N not a multiple of 8) are read by
@@ -1003,8 +752,8 @@ static int st_solve(const floe_stage_call *call)
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph_cl.h) */
-        om = iisph_cheb_weight(cheb_rho, it + 1, cheb_delay, om);
+        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph.h) */
+        om = iisph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
@@ -1031,75 +780,66 @@ static int st_solve(const floe_stage_call *call)
     api->stat(ctx, "iisph.density_error", true_err);
     /* time step proposals for the next step: force condition on the
      * non-pressure acceleration, and half the step when not converged */
-    if (force_courant > 0.0 && amax2 > 0.0)
-        api->dt_limit(ctx, force_courant * sqrt(si->spacing / sqrt(amax2)));
+    if (c->force_courant > 0.0 && amax2 > 0.0)
+        api->dt_limit(ctx, c->force_courant * sqrt(si->spacing / sqrt(amax2)));
     return FLOE_OK;
 }
 
-/* OpenCL path (iisph_cl.c); several fluid sets take the C solve */
-static int st_solve_cl(const floe_stage_call *call)
+/* decode once, then the device solve (iisph_cl.c) or the C solve; a scene
+ * with several fluid sets takes the C solve on either path */
+static int solve(const floe_stage_call *call, int cl)
 {
     iisph_state *s = call->state;
+    iisph_cfg c;
+    int st;
     if (!s)
         return api->fail(call->ctx, FLOE_ERR, "module state missing");
-    const int st = iisph_cl_solve(call, &s->cl);
-    return st == IISPH_CL_USE_C ? st_solve(call) : st;
+    if ((st = decode_solve(call, &c)) != FLOE_OK)
+        return st;
+    if (cl && (st = iisph_cl_solve(call->ctx, &c, &s->cl)) != IISPH_CL_USE_C)
+        return st;
+    return solve_c(call->ctx, s, &c);
 }
+
+static int st_solve(const floe_stage_call *call) { return solve(call, 0); }
+static int st_solve_cl(const floe_stage_call *call) { return solve(call, 1); }
 
 /* ---- descriptors ---------------------------------------------------------------- */
 
-#define FLUID(n, t, acc) { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
-#define BOUND(n, t) { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
-
-static const floe_attr_desc density_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
-    {0},
-};
+#define FLUID FLOE_ATTR_FLUID
 
 static const floe_param_desc solve_params[] = {
-    [SO_OMEGA] = { FLOE_SIZED(floe_param_desc), .name = "omega", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0.01, .max = 1.0, .unit = "",
-        .doc = "relaxation of the Jacobi update (eq. 24; Ihmsen 2013: 0.5, Kim 2020: 0.8)" },
-    [SO_TOLERANCE] = { FLOE_SIZED(floe_param_desc), .name = "tolerance", .type = FLOE_PARAM_FLOAT,
-        .def = 0.0005, .min = 1e-7, .max = 0.5, .unit = "",
-        .doc = "stop when the average predicted compression mean(max(rho/rho0 - 1, 0)) is below this (0.0005 = 0.05%)" },
+    [SO_OMEGA] = FLOE_PARAM_F("omega", 0.5, 0.01, 1.0, "",
+        "relaxation of the Jacobi update (eq. 24; Ihmsen 2013: 0.5, Kim 2020: 0.8)"),
+    [SO_TOLERANCE] = FLOE_PARAM_F("tolerance", 0.0005, 1e-7, 0.5, "",
+        "stop when the average predicted compression mean(max(rho/rho0 - 1, 0)) is below this (0.0005 = 0.05%)"),
     [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
         .def = 2, .min = 1, .max = 100000, .unit = "",
         .doc = "at least this many iterations (each: pressure accelerations, then density error and update)" },
     [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
         .def = 100, .min = 1, .max = 100000, .unit = "",
         .doc = "at most this many iterations; when still above tolerance the next dt is halved" },
-    [SO_WARM] = { FLOE_SIZED(floe_param_desc), .name = "warm_start", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0, .max = 1, .unit = "",
-        .doc = "initial pressure = warm_start * previous step's pressure (Ihmsen 2013: 0.5; 0 = cold start; "
-               "above ~0.7 a deep tank at rest oscillates)" },
+    [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
+        "initial pressure = warm_start * previous step's pressure (Ihmsen 2013: 0.5; 0 = cold start; "
+        "above ~0.7 a deep tank at rest oscillates)"),
     [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
         .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
         .doc = "boundary pressure: extrapolate = -psi_b (p_i + p_b)/rho_i^2 grad W_ib with p_b = p_i + rho_i g.(x_b - x_i) "
                "where p_i > 0; mirror = the same with p_b = p_i (as wcsph); akinci = -psi_b p_i/rho_i^2 grad W_ib" },
-    [SO_BVISC] = { FLOE_SIZED(floe_param_desc), .name = "boundary_viscosity", .type = FLOE_PARAM_FLOAT,
-        .def = 0, .min = 0, .max = 100, .unit = "m^2/s",
-        .doc = "kinematic viscosity against boundary particles (wall friction), added to a before the solve: "
-               "2(dim+2) nu sum_b psi_b/rho_i (v_i.x_ib)/(r^2+0.01H^2) grad W_ib; 0 = free slip" },
-    [SO_DAMPING] = { FLOE_SIZED(floe_param_desc), .name = "damping", .type = FLOE_PARAM_FLOAT,
-        .def = 0, .min = 0, .max = 1e4, .unit = "1/s",
-        .doc = "velocity damping v_adv = v / (1 + dt damping) + dt a: slows the velocity, not the step's force "
-               "increment (for settling a scene at rest; 0 = none)" },
-    [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
-        .def = 0.05, .min = 0, .max = 10, .unit = "",
-        .doc = "proposes dt <= force_courant sqrt(d / |a|max), a the non-pressure acceleration (0 proposes nothing)" },
-    [SO_CORR_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "max_correction_speed", .type = FLOE_PARAM_FLOAT,
-        .def = 0.1, .min = 0, .max = 1e4, .unit = "m/s",
-        .doc = "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
-               "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit" },
-    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
-        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
-        .doc = "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
-               "(0 = plain relaxed Jacobi)" },
+    [SO_BVISC] = FLOE_PARAM_F("boundary_viscosity", 0, 0, 100, "m^2/s",
+        "kinematic viscosity against boundary particles (wall friction), added to a before the solve: "
+        "2(dim+2) nu sum_b psi_b/rho_i (v_i.x_ib)/(r^2+0.01H^2) grad W_ib; 0 = free slip"),
+    [SO_DAMPING] = FLOE_PARAM_F("damping", 0, 0, 1e4, "1/s",
+        "velocity damping v_adv = v / (1 + dt damping) + dt a: slows the velocity, not the step's force "
+        "increment (for settling a scene at rest; 0 = none)"),
+    [SO_FORCE_COURANT] = FLOE_PARAM_F("force_courant", 0.05, 0, 10, "",
+        "proposes dt <= force_courant sqrt(d / |a|max), a the non-pressure acceleration (0 proposes nothing)"),
+    [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
+        "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
+        "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
+    [SO_CHEB] = FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",
+        "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
+        "(0 = plain relaxed Jacobi)"),
     [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
         .def = 4, .min = 2, .max = 100000, .unit = "",
         .doc = "plain Jacobi iterations before the Chebyshev weights start" },
@@ -1112,43 +852,22 @@ static const floe_param_desc solve_params[] = {
 };
 
 static const floe_attr_desc solve_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ | FLOE_WRITE),
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
+    FLOE_ATTR_ACCEL,
     {0},
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "density",
-      .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .run_cl = iisph_cl_density, .attrs = density_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "solve",
-      .doc = "IISPH pressure solve (relaxed Jacobi) with Akinci boundaries; adds the pressure acceleration to a "
-             "(after 'gravity' and other force stages, before 'integrate')",
-      .run = st_solve, .run_cl = st_solve_cl, .params = solve_params, .attrs = solve_attrs },
+    { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
+      .replaced_by = "sph.density" },
+    FLOE_STAGE(solve, "solve",
+               "IISPH pressure solve (relaxed Jacobi) with Akinci boundaries; adds the pressure acceleration to a "
+               "(after 'gravity' and other force stages, before 'integrate')"),
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "iisph",
-    .version = "1.0.0",
-    .summary = "Implicit incompressible SPH (Ihmsen et al. 2013; Kim 2020 sec. 3.1): relaxed Jacobi pressure "
-               "solve to a density tolerance, Akinci boundaries",
-    .stages = stages,
-    .init = iisph_init,
-    .fini = iisph_fini,
-};
-
-FLOE_MODULE(iisph)
-{
-    api = iisph_cl_api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(iisph, .version = "1.0.0",
+                .summary = "Implicit incompressible SPH (Ihmsen et al. 2013; Kim 2020 sec. 3.1): relaxed Jacobi "
+                           "pressure solve to a density tolerance, Akinci boundaries",
+                .stages = stages, .init = iisph_init, .fini = iisph_fini)

@@ -24,24 +24,22 @@
  * nothing back.
  *
  * A scene with several non-empty fluid sets falls back to the C solve (the
- * backend copies the data); the density stage handles any number of sets.
+ * backend copies the data).
+ * iisph.c decodes the parameters (iisph_cfg, iisph.h) and calls in here.
  * Needs no OpenCL header: device objects are void * through floe_api, and
  * the few runtime entry points used here (reads, events, a pinned buffer)
  * come from api->cl_fn with their C signatures spelled out below. */
-#include "iisph_cl.h"
+#include "iisph.h"
 
 #include <floe/cl_module.h>
 
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const floe_api *iisph_cl_api;
-#define api iisph_cl_api
+FLOE_MODULE_API_EXTERN;
 
-#define MAXS 16
 #define FILE_CL "iisph.cl"
 #define ARG(v) FLOE_CL_ARG(v)
 #define WGS 128 /* work-group size of api->cl_run (the kernels' reductions assume it) */
@@ -133,110 +131,12 @@ static struct iisph_cl *cl_state(floe_ctx *ctx, struct iisph_cl **cp)
     return c;
 }
 
-/* ---- sets, constants, neighbour rows (as wcsph_cl.c) ----------------------- */
-
-typedef floe_cl_set cset; /* floe/cl_module.h */
-
-static int list_sets(floe_ctx *ctx, floe_set_kind kind, cset *out, int *n)
-{
-    return floe_cl_sets(api, ctx, kind, out, n);
-}
-
-/* kc = (1/H, sigma/H, (1e-6 H)^2, sigma) as kconst_make in iisph.c; per =
- * (periods, any periodic axis) */
-static void consts(const floe_sim_info *si, float kc[4], float per[4], float *H)
-{
-    *H = floe_cl_consts(si, kc, per).H;
-}
-
-static void *attr_cl(floe_ctx *ctx, const cset *s, const char *name, floe_type t, unsigned acc, int *st)
-{
-    return floe_cl_attr(api, ctx, s, name, t, acc, st);
-}
-
 static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *st)
 {
     void *m = api->cl_scratch(ctx, name, bytes ? bytes : 16);
     if (!m && *st == FLOE_OK)
         *st = FLOE_ERR_NOMEM;
     return m;
-}
-
-/* One neighbour list as kernel arguments; an absent target (has = 0) gets a
- * small dummy buffer in every slot, never read (no NULL buffer arguments). */
-typedef struct row {
-    void *x, *w, *cnt, *idx;
-    uint32_t pitch;
-    int32_t has;
-    double total;
-} row;
-
-static int get_row(floe_ctx *ctx, const cset *q, const cset *t, const char *wname, row *r)
-{
-    memset(r, 0, sizeof *r);
-    if (!t) {
-        r->x = r->w = r->cnt = r->idx = api->cl_scratch(ctx, "iisph.none", 16);
-        return r->x ? FLOE_OK : FLOE_ERR_NOMEM;
-    }
-    r->has = 1;
-    floe_cl_nlist nl;
-    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
-    if (st)
-        return st;
-    if (nl.n < q->info.n)
-        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
-                         q->info.n);
-    st = FLOE_OK;
-    if (wname) {
-        r->x = attr_cl(ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
-        r->w = attr_cl(ctx, t, wname, FLOE_F32, FLOE_READ, &st);
-    }
-    r->cnt = nl.count;
-    r->idx = nl.idx;
-    r->pitch = nl.pitch;
-    r->total = nl.total;
-    return st;
-}
-
-/* ---- density ---------------------------------------------------------------- */
-
-int iisph_cl_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    void *k = api->cl_kernel(ctx, "iisph", FILE_CL, "iisph_density");
-    if (!k)
-        return FLOE_ERR;
-    float kc[4], per[4], H;
-    consts(api->sim(ctx), kc, per, &H);
-    cset f[MAXS], b[MAXS];
-    int nf, nb, st;
-    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
-        return st;
-    const int launches = nf > nb ? nf : nb;
-    for (int s = 0; s < nf; s++) {
-        st = FLOE_OK;
-        void *x = attr_cl(ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
-        void *m = attr_cl(ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
-        void *rho = attr_cl(ctx, &f[s], "rho", FLOE_F32, FLOE_WRITE, &st);
-        if (st)
-            return st;
-        uint32_t n = f[s].info.n;
-        float rho0 = f[s].info.rest_density;
-        for (int l = 0; l < launches; l++) {
-            row rf, rb;
-            if ((st = get_row(ctx, &f[s], l < nf ? &f[l] : NULL, "m", &rf)) ||
-                (st = get_row(ctx, &f[s], l < nb ? &b[l] : NULL, "V", &rb)))
-                return st;
-            int32_t init = l == 0, fin = l == launches - 1;
-            double bytes = 24.0 * n + 4.0 * (rf.total + rb.total);
-            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(m), ARG(rho), ARG(kc), ARG(per), ARG(rho0), ARG(init), ARG(fin),
-                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
-                               ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
-            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
-                return st;
-        }
-    }
-    return FLOE_OK;
 }
 
 /* ---- solve -------------------------------------------------------------------- */
@@ -308,39 +208,22 @@ static void release_events(solver *S)
         }
 }
 
-int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
+int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
 {
-    floe_ctx *ctx = call->ctx;
     const floe_sim_info *si = api->sim(ctx);
-    const double omega = call->param[SO_OMEGA].f, tol = call->param[SO_TOLERANCE].f;
-    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
-    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "extrapolate";
-    const double nu_b = call->param[SO_BVISC].f, damping = call->param[SO_DAMPING].f;
-    const double force_courant = call->param[SO_FORCE_COURANT].f;
-    const double corr_speed = call->param[SO_CORR_SPEED].f;
-    const float dt = (float)si->dt;
+    const double tol = c->tol, force_courant = c->force_courant;
+    const int64_t min_it = c->min_it, max_it = c->max_it;
+    const float dt = (float)si->dt, beta = c->beta;
+    const int32_t hyd = c->hyd, corr = c->corr;
     int st;
 
-    if (min_it > max_it)
-        return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
-                         (long long)max_it);
-    float beta;
-    int32_t hyd = 0;
-    if (!strcmp(bmode, "extrapolate"))
-        beta = 2.0f, hyd = 1;
-    else if (!strcmp(bmode, "mirror"))
-        beta = 2.0f;
-    else if (!strcmp(bmode, "akinci"))
-        beta = 1.0f;
-    else
-        return api->fail(ctx, FLOE_ERR_ARG, "boundary_pressure '%s': expected extrapolate, mirror or akinci", bmode);
-    cset f[MAXS], b[MAXS];
+    floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf, nb;
-    if ((st = list_sets(ctx, FLOE_SET_FLUID, f, &nf)) || (st = list_sets(ctx, FLOE_SET_BOUNDARY, b, &nb)))
+    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) ||
+        (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
     if (nf > 1)
         return IISPH_CL_USE_C;
-    const int32_t corr = call->param[SO_GRAD_CORR].b ? 1 : 0;
     if (nf == 0 || !(dt > 0.0f))
         return FLOE_OK;
 
@@ -359,25 +242,24 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     if (!k_setup_b || !k_setup_f || !k_finish || !S.k_accel || !S.k_update || !S.k_reduce || (corr && !k_gamma))
         return FLOE_ERR;
 
-    const cset *q = &f[0];
+    const floe_cl_set *q = &f[0];
     const uint32_t n = q->info.n;
     const float rho0 = q->info.rest_density;
-    float H;
-    consts(si, S.kc, S.per, &H);
+    const float H = floe_cl_consts(si, S.kc, S.per).H;
     S.n = n;
     S.min_it = min_it;
-    S.cheb_rho = (float)call->param[SO_CHEB].f;
-    S.cheb_delay = call->param[SO_CHEB_DELAY].i;
+    S.cheb_rho = c->cheb_rho;
+    S.cheb_delay = c->cheb_delay;
     S.om = 1.0f;
     S.nparts = (n + WGS - 1) / WGS;
 
     st = FLOE_OK;
-    void *x = attr_cl(ctx, q, "x", FLOE_VEC3, FLOE_READ, &st);
-    void *v = attr_cl(ctx, q, "v", FLOE_VEC3, FLOE_READ, &st);
-    void *m = attr_cl(ctx, q, "m", FLOE_F32, FLOE_READ, &st);
-    void *rho = attr_cl(ctx, q, "rho", FLOE_F32, FLOE_READ, &st);
-    void *pold = attr_cl(ctx, q, "p", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
-    void *acc = attr_cl(ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    void *x = floe_cl_attr(api, ctx, q, "x", FLOE_VEC3, FLOE_READ, &st);
+    void *v = floe_cl_attr(api, ctx, q, "v", FLOE_VEC3, FLOE_READ, &st);
+    void *m = floe_cl_attr(api, ctx, q, "m", FLOE_F32, FLOE_READ, &st);
+    void *rho = floe_cl_attr(api, ctx, q, "rho", FLOE_F32, FLOE_READ, &st);
+    void *pold = floe_cl_attr(api, ctx, q, "p", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
+    void *acc = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
     if (st)
         return st;
     const size_t n4 = (size_t)n * 16, n1 = (size_t)n * 4;
@@ -394,7 +276,7 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     S.p[2] = scratch(ctx, "iisph.p2", n1, &st);
     S.part = scratch(ctx, "iisph.part", (size_t)S.nparts * 8, &st);
     S.red = scratch(ctx, "iisph.red", RED_FLOATS * sizeof(float), &st);
-    const float visc_c = (float)(2.0 * (si->dim + 2) * nu_b), damp = (float)damping;
+    const float visc_c = c->visc_c, damp = c->damping;
     void *K = visc_c > 0.0f && nb > 1 ? scratch(ctx, "iisph.K", (size_t)n * 24, &st) : S.red;
     S.corr = corr;
     S.gam = corr ? scratch(ctx, "iisph.gamma", n1, &st) : S.red;
@@ -411,8 +293,8 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     const float gv[4] = {si->gravity[0], si->gravity[1], si->gravity[2], 0.01f * H * H};
     const int lb = nb > 1 ? nb : 1;
     for (int l = 0; l < lb; l++) {
-        row rb;
-        if ((st = get_row(ctx, q, l < nb ? &b[l] : NULL, "V", &rb)))
+        floe_cl_row rb;
+        if ((st = floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, &rb)))
             return st;
         int32_t init = l == 0, fin = l == lb - 1;
         double bytes = 140.0 * n + 4.0 * rb.total;
@@ -430,8 +312,8 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
         return st;
 
     /* fluid pass */
-    row rf;
-    if ((st = get_row(ctx, q, q, NULL, &rf))) {
+    floe_cl_row rf;
+    if ((st = floe_cl_row_get(api, ctx, q, q, 0, &rf))) {
         S.cl->release_event(ev_mx);
         return st;
     }
@@ -440,8 +322,8 @@ int iisph_cl_solve(const floe_stage_call *call, struct iisph_cl **clp)
     S.pitch = rf.pitch;
     S.pairs = rf.total;
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
-    const float cf[4] = {rho0, dt, (float)omega, (float)call->param[SO_WARM].f};
-    const float cg[4] = {aii_min, (float)corr_speed, si->spacing, 0.0f};
+    const float cf[4] = {rho0, dt, c->omega, c->warm};
+    const float cg[4] = {aii_min, (float)c->corr_speed, si->spacing, 0.0f};
     if (corr) { /* gamma before any pair gradient uses it (iisph.c gamma_one) */
         const float ir0 = 1.0f / rho0, dimf = (float)si->dim, lo = IISPH_GAMMA_LO;
         floe_cl_arg a[] = {ARG(n),     ARG(S.xm), ARG(S.G), ARG(S.E),  ARG(tr),    ARG(S.gam), ARG(S.kc),

@@ -11,6 +11,7 @@
 #include "surface.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct vmap {
@@ -93,6 +94,7 @@ typedef struct cellx {
     float iso;
     vmap *map;
     mesh *out;
+    uint64_t *vkey;          /* the key of each vertex of out, when not NULL */
 } cellx;
 
 static void corner_offset(int c, int o[3])
@@ -129,6 +131,8 @@ static int edge_vertex(cellx *x, int a, int b, uint32_t *out)
         v[k] = (float)(x->g->lo[k] + x->g->cell * ((double)(x->p[k] + oa[k]) + t * (ob[k] - oa[k])));
     m->key[s] = key;
     m->vert[s] = x->out->nv;
+    if (x->vkey)
+        x->vkey[x->out->nv] = key;
     *out = x->out->nv++;
     return FLOE_OK;
 }
@@ -241,33 +245,173 @@ static float value_at(const sgrid *g, const int32_t nb[8], int lx, int ly, int l
                   BLOCK * ((size_t)(ly & (BLOCK - 1)) + BLOCK * (size_t)(lz & (BLOCK - 1)))];
 }
 
+/* one block's triangles on its own vertices (numbered in order of first
+ * use), with the vertices' keys for the merge */
+typedef struct block_mesh {
+    float *v;
+    uint64_t *key;
+    uint32_t *tri;
+    uint32_t nv, nt;
+} block_mesh;
+
+/* the most vertices one block can make: the 7 edges of each of the 9^3
+ * lower points its cells reach */
+#define BLOCK_VERTS (7 * (BLOCK + 1) * (BLOCK + 1) * (BLOCK + 1))
+#define LOCAL_CAP 16384 /* hash slots, above 2 BLOCK_VERTS: never grows */
+
+static int block_triangulate(const sgrid *g, float iso, int32_t b, cellx *x, block_mesh *bm)
+{
+    const int32_t *bc = &g->coord[3 * b];
+    int32_t nb[8];
+    int rc = FLOE_OK;
+    x->out->nv = x->out->nt = 0;
+    for (int c = 0; c < 8; c++)
+        nb[c] = sgrid_find(g, bc[0] + (c & 1), bc[1] + (c >> 1 & 1), bc[2] + (c >> 2 & 1));
+    for (int lz = 0; lz < BLOCK && !rc; lz++)
+        for (int ly = 0; ly < BLOCK && !rc; ly++)
+            for (int lx = 0; lx < BLOCK && !rc; lx++) {
+                int nin = 0;
+                for (int c = 0; c < 8; c++) {
+                    x->f[c] = value_at(g, nb, lx + (c & 1), ly + (c >> 1 & 1), lz + (c >> 2 & 1));
+                    nin += x->f[c] > iso;
+                }
+                if (nin == 0 || nin == 8)
+                    continue;
+                x->p[0] = (int64_t)bc[0] * BLOCK + lx;
+                x->p[1] = (int64_t)bc[1] * BLOCK + ly;
+                x->p[2] = (int64_t)bc[2] * BLOCK + lz;
+                for (int t = 0; t < 6 && !rc; t++)
+                    rc = tetrahedron(x, tets[t]);
+            }
+    /* empty the block's hash slots for the next block */
+    vmap *m = x->map;
+    for (uint32_t i = 0; i < x->out->nv; i++) {
+        size_t s = hash64(x->vkey[i]) & (m->cap - 1);
+        while (m->key[s] != x->vkey[i])
+            s = (s + 1) & (m->cap - 1);
+        m->key[s] = 0;
+    }
+    /* linear probing needs no hole left inside a cluster: all were emptied */
+    if (rc || x->out->nt == 0)
+        return rc;
+    const mesh *o = x->out;
+    bm->v = malloc((size_t)o->nv * 3 * sizeof *bm->v);
+    bm->key = malloc((size_t)o->nv * sizeof *bm->key);
+    bm->tri = malloc((size_t)o->nt * 3 * sizeof *bm->tri);
+    if (!bm->v || !bm->key || !bm->tri)
+        return FLOE_ERR_NOMEM;
+    memcpy(bm->v, o->v, (size_t)o->nv * 3 * sizeof *bm->v);
+    memcpy(bm->key, x->vkey, (size_t)o->nv * sizeof *bm->key);
+    memcpy(bm->tri, o->tri, (size_t)o->nt * 3 * sizeof *bm->tri);
+    bm->nv = o->nv;
+    bm->nt = o->nt;
+    return FLOE_OK;
+}
+
+/* the blocks' pieces in block order (the blocks c0.. of one chunk, after
+ * those of the chunks before): a vertex takes its number where it is
+ * first used, as a single pass over the blocks would number it, so the
+ * mesh is the same on any number of threads (and its position is the same
+ * whichever block computed it: the edge's two grid values decide it) */
+static int merge_blocks(const block_mesh *bm, int32_t nblocks, vmap *map, mesh *out, uint32_t *remap)
+{
+    for (int32_t b = 0; b < nblocks; b++) {
+        const block_mesh *p = &bm[b];
+        for (uint32_t i = 0; i < p->nv; i++) {
+            if (2 * (size_t)(out->nv + 1) > map->cap && vmap_grow(map, out->mem))
+                return FLOE_ERR_NOMEM;
+            size_t s = hash64(p->key[i]) & (map->cap - 1);
+            while (map->key[s] && map->key[s] != p->key[i])
+                s = (s + 1) & (map->cap - 1);
+            if (map->key[s]) {
+                remap[i] = map->vert[s];
+                continue;
+            }
+            if (mesh_reserve(out, 1))
+                return FLOE_ERR_NOMEM;
+            memcpy(&out->v[3 * (size_t)out->nv], &p->v[3 * (size_t)i], 3 * sizeof *out->v);
+            map->key[s] = p->key[i];
+            map->vert[s] = out->nv;
+            remap[i] = out->nv++;
+        }
+        for (uint32_t t = 0; t < p->nt; t++) {
+            if (mesh_reserve(out, 0))
+                return FLOE_ERR_NOMEM;
+            for (int k = 0; k < 3; k++)
+                out->tri[3 * (size_t)out->nt + k] = remap[p->tri[3 * (size_t)t + k]];
+            out->nt++;
+        }
+    }
+    return FLOE_OK;
+}
+
+/* blocks triangulated before their pieces are merged and freed: bounds
+ * the pieces held at once */
+#define MERGE_CHUNK 256
+
+static void free_pieces(block_mesh *bm, int32_t n, mem_meter *m, size_t bytes)
+{
+    for (int32_t b = 0; b < n; b++) {
+        free(bm[b].v);
+        free(bm[b].key);
+        free(bm[b].tri);
+    }
+    memset(bm, 0, (size_t)n * sizeof *bm);
+    m->now -= bytes;
+}
+
 int mesh_extract(const sgrid *g, float iso, mesh *out)
 {
+    const int32_t nblocks = g->nblocks;
+    block_mesh *bm = calloc(MERGE_CHUNK, sizeof *bm);
+    uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
     vmap map = {0};
-    cellx x = {.g = g, .iso = iso, .map = &map, .out = out};
-    int rc = FLOE_OK;
-    for (int32_t b = 0; b < g->nblocks && !rc; b++) {
-        const int32_t *bc = &g->coord[3 * b];
-        int32_t nb[8];
-        for (int c = 0; c < 8; c++)
-            nb[c] = sgrid_find(g, bc[0] + (c & 1), bc[1] + (c >> 1 & 1), bc[2] + (c >> 2 & 1));
-        for (int lz = 0; lz < BLOCK && !rc; lz++)
-            for (int ly = 0; ly < BLOCK && !rc; ly++)
-                for (int lx = 0; lx < BLOCK && !rc; lx++) {
-                    int nin = 0;
-                    for (int c = 0; c < 8; c++) {
-                        x.f[c] = value_at(g, nb, lx + (c & 1), ly + (c >> 1 & 1), lz + (c >> 2 & 1));
-                        nin += x.f[c] > iso;
-                    }
-                    if (nin == 0 || nin == 8)
-                        continue;
-                    x.p[0] = (int64_t)bc[0] * BLOCK + lx;
-                    x.p[1] = (int64_t)bc[1] * BLOCK + ly;
-                    x.p[2] = (int64_t)bc[2] * BLOCK + lz;
-                    for (int t = 0; t < 6 && !rc; t++)
-                        rc = tetrahedron(&x, tets[t]);
+    int rc = bm && remap ? FLOE_OK : FLOE_ERR_NOMEM;
+    if (!rc) {
+#pragma omp parallel
+        {
+            /* each thread: a block-sized hash map and mesh, reused block after block */
+            mem_meter tm = {0, 0};
+            vmap lmap = {0};
+            mesh lmesh = {.mem = &tm};
+            uint64_t *vkey = malloc(BLOCK_VERTS * sizeof *vkey);
+            lmap.key = calloc(LOCAL_CAP, sizeof *lmap.key);
+            lmap.vert = malloc(LOCAL_CAP * sizeof *lmap.vert);
+            lmap.cap = LOCAL_CAP;
+            int trc = vkey && lmap.key && lmap.vert ? FLOE_OK : FLOE_ERR_NOMEM;
+            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey};
+            for (int32_t c0 = 0; c0 < nblocks; c0 += MERGE_CHUNK) {
+                const int32_t c1 = nblocks - c0 > MERGE_CHUNK ? c0 + MERGE_CHUNK : nblocks;
+#pragma omp for schedule(dynamic, 8)
+                for (int32_t b = c0; b < c1; b++)
+                    if (!trc && !rc)
+                        trc = block_triangulate(g, iso, b, &x, &bm[b - c0]);
+#pragma omp critical(surface_mesh_rc)
+                rc = rc ? rc : trc;
+#pragma omp barrier
+#pragma omp single
+                {
+                    /* the pieces count towards the peak while they are held */
+                    size_t bytes = 0;
+                    for (int32_t b = 0; b < c1 - c0; b++)
+                        bytes += (size_t)bm[b].nv * (3 * sizeof(float) + sizeof(uint64_t)) +
+                                 (size_t)bm[b].nt * 3 * sizeof(uint32_t);
+                    out->mem->now += bytes;
+                    out->mem->peak = out->mem->now > out->mem->peak ? out->mem->now : out->mem->peak;
+                    if (!rc)
+                        rc = merge_blocks(bm, c1 - c0, &map, out, remap);
+                    free_pieces(bm, c1 - c0, out->mem, bytes);
                 }
+            }
+            free(vkey);
+            free(lmap.key);
+            free(lmap.vert);
+            free(lmesh.v);
+            free(lmesh.tri);
+        }
     }
+    free(remap);
+    free(bm);
     meter_free(out->mem, map.key, map.cap * sizeof *map.key);
     meter_free(out->mem, map.vert, map.cap * sizeof *map.vert);
     if (rc)

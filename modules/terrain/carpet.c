@@ -1,5 +1,5 @@
 /* terrain.carpet (per frame): Kipfer & Westermann's carpet, a height-field
- * mesh draped over the water.
+ * mesh draped over the water, over the part of the terrain inside the domain.
  *
  * The fluid particles go into the leaves of a quadtree over the horizontal
  * plane (x, z), split at the middle until a leaf holds at most `leaf`
@@ -214,21 +214,28 @@ void tm_carpet_free(tm_carpet *c)
     free(c->speed);
     free(c->fx);
     free(c->fz);
+    free(c->top);
     free(c);
 }
 
 /* The carpet's vertex grid over the terrain; kept while its size holds. */
-static int layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, int dim)
+int tm_carpet_layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, int dim)
 {
-    const float sx = (float)(t->nx - 1) * t->cell, sz = (float)(t->nz - 1) * t->cell;
-    int nx = (int)floorf(sx / cs) + 1, nz = dim == 3 ? (int)floorf(sz / cs) + 1 : 1;
+    /* the terrain's extent inside the domain: where water can be */
+    const floe_sim_info *si = tm_api->sim(ctx);
+    const float x0 = fmaxf(t->x0, si->domain_min[0]), x1 = fminf(t->x0 + (float)(t->nx - 1) * t->cell, si->domain_max[0]);
+    const float z0 = dim == 3 ? fmaxf(t->z0, si->domain_min[2]) : t->z0;
+    const float z1 = dim == 3 ? fminf(t->z0 + (float)(t->nz - 1) * t->cell, si->domain_max[2]) : t->z0;
+    if (!(x1 >= x0) || !(z1 >= z0))
+        return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.carpet: the terrain lies outside the domain");
+    int nx = (int)floorf((x1 - x0) / cs) + 1, nz = dim == 3 ? (int)floorf((z1 - z0) / cs) + 1 : 1;
     if ((double)nx * nz > 16.0 * 1024 * 1024)
         return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.carpet: %d x %d vertices, more than 2^24: raise 'cell'", nx,
                             nz);
-    if (c->nx == nx && c->nz == nz && c->cs == cs)
+    if (c->nx == nx && c->nz == nz && c->cs == cs && c->x0 == x0 && c->z0 == z0)
         return FLOE_OK;
     size_t n = (size_t)nx * nz;
-    float **bufs[] = {&c->y, &c->vy, &c->depth, &c->speed, &c->fx, &c->fz};
+    float **bufs[] = {&c->y, &c->vy, &c->depth, &c->speed, &c->fx, &c->fz, &c->top};
     for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++) {
         free(*bufs[b]);
         *bufs[b] = calloc(n, sizeof(float));
@@ -238,8 +245,8 @@ static int layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, 
     c->nx = nx;
     c->nz = nz;
     c->cs = cs;
-    c->x0 = t->x0;
-    c->z0 = t->z0;
+    c->x0 = x0;
+    c->z0 = z0;
     c->fresh = 1;
     return FLOE_OK;
 }
@@ -247,7 +254,7 @@ static int layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, 
 int tm_carpet_build(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const tm_carpet_par *par)
 {
     const floe_sim_info *si = tm_api->sim(ctx);
-    int rc = layout(c, ctx, t, par->cell, si->dim);
+    int rc = tm_carpet_layout(c, ctx, t, par->cell, si->dim);
     if (rc || (rc = gather(c, ctx, 0.5f * si->spacing)))
         return rc;
     /* the tree's root covers the carpet and every particle */
@@ -261,17 +268,32 @@ int tm_carpet_build(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const tm
     c->nn = 0;
     if (c->np)
         build(c, 0, (uint32_t)c->np, x0, z0, x1, z1, par->cell, par->leaf, 0, si->dim);
+    const int nx = c->nx, nz = c->nz;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int j = 0; j < nz; j++)
+        for (int i = 0; i < nx; i++) {
+            const size_t k = (size_t)i + (size_t)nx * j;
+            float fl[2];
+            c->top[k] = land(c, c->x0 + i * c->cs, c->z0 + j * c->cs, par->radius, fl);
+            c->fx[k] = fl[0];
+            c->fz[k] = fl[1];
+        }
+    tm_carpet_finish(c, t, par);
+    return FLOE_OK;
+}
+
+void tm_carpet_finish(tm_carpet *c, const floe_terrain *t, const tm_carpet_par *par)
+{
     const int nx = c->nx, nz = c->nz, fresh = c->fresh;
     const float fall = par->fall, dtf = par->frame_dt;
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for schedule(static)
     for (int j = 0; j < nz; j++)
         for (int i = 0; i < nx; i++) {
             const size_t k = (size_t)i + (size_t)nx * j;
             const float X = c->x0 + i * c->cs, Z = c->z0 + j * c->cs;
             const float ground = floe_terrain_height(t, X, Z, NULL, NULL);
-            float fl[2];
-            const float top = land(c, X, Z, par->radius, fl);
-            float target = top > ground ? top : ground;
+            const float top = c->top[k];
+            const float target = top > ground ? top : ground;
             float y = target;
             if (fall > 0 && !fresh && c->y[k] > target) { /* falls from last frame's height */
                 c->vy[k] += fall * dtf;
@@ -285,12 +307,11 @@ int tm_carpet_build(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const tm
             }
             c->y[k] = y;
             c->depth[k] = y - ground;
-            c->fx[k] = top > ground ? fl[0] : 0.0f;
-            c->fz[k] = top > ground ? fl[1] : 0.0f;
+            if (!(top > ground))
+                c->fx[k] = c->fz[k] = 0.0f;
             c->speed[k] = sqrtf(c->fx[k] * c->fx[k] + c->fz[k] * c->fz[k]);
         }
     c->fresh = 0;
-    return FLOE_OK;
 }
 
 int tm_carpet_run(const floe_stage_call *call)
@@ -308,7 +329,8 @@ int tm_carpet_run(const floe_stage_call *call)
     tm_carpet_par par = {.cell = (float)(P[P_CELL].f * si->spacing), .radius = (float)(P[P_RADIUS].f * si->spacing),
                          .leaf = (uint32_t)P[P_LEAF].i, .fall = (float)P[P_FALL].f,
                          .frame_dt = (float)(si->time - c->last_time)};
-    int rc = tm_carpet_build(c, ctx, &t, &par);
+    int rc = tm_api->backend(ctx) == FLOE_BACKEND_OPENCL ? tm_carpet_build_cl(c, ctx, &t, &par)
+                                                          : tm_carpet_build(c, ctx, &t, &par);
     c->last_time = si->time;
     if (rc)
         return rc;

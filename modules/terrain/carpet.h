@@ -24,6 +24,7 @@ struct tm_carpet {
     float x0, z0, cs;      /* vertex (0, 0) and spacing */
     float *y, *vy;         /* vertex heights and fall speeds */
     float *depth, *speed, *fx, *fz;
+    float *top;            /* highest particle top within reach (-inf: none) */
     int fresh;             /* no earlier frame to fall from */
     double last_time;
 };
@@ -33,6 +34,12 @@ typedef struct tm_carpet_par {
     uint32_t leaf;
 } tm_carpet_par;
 
+/* The vertex grid (cell cs) over terrain t, buffers kept while it holds. */
+int tm_carpet_layout(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, float cs, int dim);
+/* From top, fx, fz per vertex: heights (falling or landing), depth, speed. */
+void tm_carpet_finish(tm_carpet *c, const floe_terrain *t, const tm_carpet_par *par);
+/* The OpenCL construction (carpet_cl.c): top, fx, fz from a z-image. */
+int tm_carpet_build_cl(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const tm_carpet_par *par);
 /* The carpet of the current particles over terrain t. */
 int tm_carpet_build(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const tm_carpet_par *par);
 int tm_carpet_ply(const tm_carpet *c, floe_ctx *ctx, int frame, int whole);

@@ -68,7 +68,9 @@ static void tm_fini(void *state)
  * not written again by a resumed run. */
 static int tm_save(void *state, floe_state_io *out)
 {
-    const tm_state *s = state;
+    tm_state *s = state;
+    if (tm_wet_to_host(s))
+        return FLOE_ERR;
     uint64_t n = s->nwet;
     if (out->write(out, &n, sizeof n) || out->write(out, &s->collisions, sizeof s->collisions))
         return FLOE_ERR;
@@ -82,6 +84,7 @@ static int tm_load(void *state, floe_state_io *in)
     if (in->read(in, &n, sizeof n) || in->read(in, &s->collisions, sizeof s->collisions) || n > ((uint64_t)1 << 31))
         return FLOE_ERR;
     s->mesh_written = 1;
+    s->wet_on_device = 0; /* uploaded again by the next device step */
     if (!n)
         return FLOE_OK;
     free(s->wet);
@@ -149,14 +152,14 @@ static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "collide",
      .doc = "terrain collision after integrate: bisection along the motion path to the surface, inelastic bounce "
             "with restitution and wet-map friction, the rest of the path with the damped velocity",
-     .run = tm_collide, .params = collide_params, .attrs = collide_attrs, .corrects = 1},
+     .run = tm_collide, .run_cl = tm_collide_cl, .params = collide_params, .attrs = collide_attrs, .corrects = 1},
     {FLOE_SIZED(floe_stage_desc), .name = "output",
      .doc = "per frame: the terrain as a mesh (once per run) and the wet map as an image",
      .run = tm_output, .params = output_params, .per_frame = 1},
     {FLOE_SIZED(floe_stage_desc), .name = "carpet",
      .doc = "per frame: the carpet, a height-field mesh draped over the water (quadtree of particles, vertices "
             "falling onto the water), as PLY with depth and flow per vertex and a shaded PNG",
-     .run = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
+     .run = tm_carpet_run, .run_cl = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
     {0}};
 
 static const floe_module_desc module = {

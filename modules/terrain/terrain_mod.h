@@ -9,7 +9,7 @@
 
 extern const floe_api *tm_api;
 
-#define TM_MAX_SETS 16
+#define TM_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
 
 typedef struct tm_carpet tm_carpet;
 
@@ -22,6 +22,7 @@ typedef struct tm_state {
     int mesh_written;      /* terrain.ply written for this run */
     uint64_t collisions;   /* bounces so far (statistics) */
     tm_carpet *carpet;     /* the carpet's buffers, made on first use */
+    int wet_on_device;     /* OpenCL: the wet map's truth is the device copy */
 } tm_state;
 
 /* The terrain view; fails with a message when the scene has none. */
@@ -31,6 +32,9 @@ int tm_wet_ensure(tm_state *s, const floe_terrain *t);
 
 /* stages */
 int tm_collide(const floe_stage_call *call);
+int tm_collide_cl(const floe_stage_call *call);
+/* OpenCL: the device's wet map into s->wet (no-op on the C path) */
+int tm_wet_to_host(tm_state *s);
 int tm_output(const floe_stage_call *call);
 int tm_carpet_run(const floe_stage_call *call);
 void tm_carpet_free(tm_carpet *c);

@@ -26,6 +26,8 @@ int tm_output(const floe_stage_call *call)
     }
     if (!call->param[P_WETMAP].i)
         return FLOE_OK;
+    if (tm_wet_to_host(s))
+        return FLOE_ERR;
     uint8_t *img = malloc(s->nwet);
     if (!img)
         return tm_api->fail(ctx, FLOE_ERR_NOMEM, "terrain.output: out of memory for the wet map");

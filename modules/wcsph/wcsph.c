@@ -39,17 +39,15 @@ typedef struct wcsph_state {
     float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
     size_t cap;
     floe_records rec; /* rows_avx2.h: A = (x, y, z, m), B = (P, rho, vx, vy) */
+    /* the speed of sound of each fluid set, as the last pressure stage's
+     * equation of state made it: the one place it is set (viscosity reads it) */
+    floe_set sound_set[FLOE_MAX_SETS];
+    double sound[FLOE_MAX_SETS];
+    int nsound;
+    int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
 } wcsph_state;
 
-static int wcsph_init(floe_ctx *ctx, void **state)
-{
-    (void)ctx;
-    wcsph_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return FLOE_ERR_NOMEM;
-    *state = s;
-    return FLOE_OK;
-}
+FLOE_STATE_INIT(wcsph_init, wcsph_state)
 
 static void wcsph_fini(void *state)
 {
@@ -72,18 +70,7 @@ FLOE_ROW_FN void row_grad_p(const floe_kconst *kc, const uint32_t *restrict id, 
                             const float *restrict xt, const float *restrict w, const float *restrict P, float Pi,
                             float xi, float yi, float zi, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float g = w[j] * (Pi + P[j]) * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, w[j] * (Pi + P[j]));
 }
 
 /* Pressure force and XSPH in one walk of a fluid row (pressure_force with
@@ -125,36 +112,19 @@ FLOE_ROW_FN void row_artificial(const floe_kconst *kc, const uint32_t *restrict 
                                 const float *restrict v, float xi, float yi, float zi, float rhoi,
                                 const float vi[3], float eps, float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
     const float ui = vi[0], wi = vi[1], ti = vi[2];
-    if (v) {
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = (ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy + (ti - v[3 * j + 2]) * dz;
-            const float g = m[j] * floe_neg(vx) / ((rhoi + rho[j]) * (r2 + eps)) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-    } else {
+    if (v) /* Pi_ij's weight; v_ij . x_ij inline */
+        FLOE_ROW_GRAD_SUM(s, m[j] * floe_neg((ui - v[3 * j]) * dx + (wi - v[3 * j + 1]) * dy +
+                                             (ti - v[3 * j + 2]) * dz) /
+                                 ((rhoi + rho[j]) * (r2 + eps)));
+    else { /* walls at rest, rho_b = rho_i: the 1 / (2 rho_i) outside the sum */
+        float sb[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_ROW_GRAD_SUM(sb, m[j] * floe_neg(ui * dx + wi * dy + ti * dz) / (r2 + eps));
         const float inv = 1.0f / (2.0f * rhoi);
-#pragma omp simd reduction(+ : sx, sy, sz)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float vx = ui * dx + wi * dy + ti * dz;
-            const float g = m[j] * floe_neg(vx) / (r2 + eps) * floe_kdw(kc, r2);
-            sx += g * dx;
-            sy += g * dy;
-            sz += g * dz;
-        }
-        sx *= inv;
-        sy *= inv;
-        sz *= inv;
+        s[0] += sb[0] * inv;
+        s[1] += sb[1] * inv;
+        s[2] += sb[2] * inv;
     }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
 }
 
 /* ---- pressure ------------------------------------------------------------ */
@@ -167,7 +137,7 @@ static void pressure_c(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e, c
     (void)ctx;
     const uint32_t n = f->info.n;
     const float Bf = e->B, inv_rho0 = e->inv_rho0, gf = e->gamma, lo = e->lo;
-    if (gf == 7.0f) {
+    if (e->mode == 7) {
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             const float r = rho[i] * inv_rho0;
@@ -175,7 +145,7 @@ static void pressure_c(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e, c
             const float v = Bf * (r3 * r3 * r - 1.0f);
             p[i] = v > lo ? v : lo;
         }
-    } else if (gf == 1.0f) {
+    } else if (e->mode == 1) {
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             const float v = Bf * (rho[i] * inv_rho0 - 1.0f);
@@ -200,6 +170,7 @@ static int pressure(const floe_stage_call *call, int cl)
     const double gamma = call->param[PR_GAMMA].f;
     const double courant = call->param[PR_COURANT].f;
     const int clamp = call->param[PR_CLAMP].b;
+    wcsph_state *ws = call->state;
     floe_fluid f[FLOE_MAX_SETS];
     int nf, st;
 
@@ -207,7 +178,10 @@ static int pressure(const floe_stage_call *call, int cl)
         return api->fail(ctx, FLOE_ERR_ARG, "gamma must be >= 1 (got %g)", gamma);
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
+    if (!ws)
+        return api->fail(ctx, FLOE_ERR, "module state missing");
     double dt_max = INFINITY;
+    ws->nsound = 0;
     for (int s = 0; s < nf; s++) {
         const double rho0 = f[s].info.rest_density;
         const double B = stiffness > 0.0 ? stiffness : rho0 * c0 * c0 / gamma;
@@ -215,17 +189,21 @@ static int pressure(const floe_stage_call *call, int cl)
         if (!(B > 0.0))
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s': stiffness is 0 (give stiffness or speed_of_sound > 0)",
                              f[s].info.name);
+        ws->sound_set[ws->nsound] = f[s].set;
+        ws->sound[ws->nsound++] = stiffness > 0.0 ? c : c0;
         if (courant > 0.0 && c > 0.0 && courant * si->spacing / c < dt_max)
             dt_max = courant * si->spacing / c;
         if (f[s].info.n == 0)
             continue;
-        const wcsph_eos e = {(float)B, (float)(1.0 / rho0), (float)gamma, clamp ? 0.0f : -INFINITY};
+        const float gf = (float)gamma;
+        const wcsph_eos e = {(float)B, (float)(1.0 / rho0), gf, clamp ? 0.0f : -INFINITY,
+                             gf == 7.0f ? 7 : gf == 1.0f ? 1 : 0};
         if (cl) {
             if ((st = wcsph_cl_pressure(ctx, &f[s], &e)) != FLOE_OK)
                 return st;
             continue;
         }
-        const float *rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
+        const float *rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32);
         float *p = rho ? floe_attr_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
         if (!p)
             return FLOE_ERR_ARG;
@@ -257,19 +235,15 @@ static wcsph_pf decode_pf(const floe_stage_call *call)
 static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
 {
     const size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
-    if (total > ws->cap) {
-        float *np = realloc(ws->prho2, total * sizeof *np);
-        if (!np)
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", total);
-        ws->prho2 = np;
-        ws->cap = total;
-    }
+    int st = floe_scratch(api, ctx, &ws->prho2, &ws->cap, total);
+    if (st != FLOE_OK)
+        return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        const float *restrict rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
-        const float *restrict p = rho ? floe_attr_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
+        const float *restrict rho = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32);
+        const float *restrict p = rho ? floe_read_of(api, ctx, &f[s], "p", FLOE_F32) : NULL;
         float *restrict P = ws->prho2 + f[s].off;
         if (!p)
             return FLOE_ERR_ARG;
@@ -308,10 +282,10 @@ static int st_pressure_force(const floe_stage_call *call)
         if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, ws->prho2, packed ? ws->rec.umass : NULL, t, &nt)) !=
             FLOE_OK)
             return st;
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
+        const float *restrict xs = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3);
         float *restrict a = floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3);
-        const float *restrict vs = cv > 0.0f ? floe_attr_of(api, ctx, &f[s], "v", FLOE_VEC3) : NULL;
-        const float *restrict rhos = cv > 0.0f ? floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32) : NULL;
+        const float *restrict vs = cv > 0.0f ? floe_read_of(api, ctx, &f[s], "v", FLOE_VEC3) : NULL;
+        const float *restrict rhos = cv > 0.0f ? floe_read_of(api, ctx, &f[s], "rho", FLOE_F32) : NULL;
         if (!a || (cv > 0.0f && (!vs || !rhos)))
             return FLOE_ERR_ARG;
         const float *restrict Ps = ws->prho2 + f[s].off;
@@ -375,64 +349,70 @@ static int st_pressure_force_cl(const floe_stage_call *call)
 
 enum { VI_KIND, VI_ALPHA, VI_BOUNDARY_ALPHA, VI_SPEED };
 
+/* The speed of sound of fluid set f: the one the pressure stage's equation
+ * of state gave it. The deprecated speed_of_sound parameter, when given,
+ * must agree with it. */
+static int sound_of(const floe_stage_call *call, wcsph_state *ws, const floe_fluid *f, float *c)
+{
+    floe_ctx *ctx = call->ctx;
+    int k = 0;
+    while (k < ws->nsound && ws->sound_set[k].id != f->set.id)
+        k++;
+    if (k == ws->nsound)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "wcsph.viscosity{kind = \"artificial\"} takes the speed of sound of set '%s' from the "
+                         "equation of state: put 'wcsph.pressure' before it in the step",
+                         f->info.name);
+    *c = (float)ws->sound[k];
+    const double given = call->param[VI_SPEED].f;
+    if (given > 0.0 && (float)given != *c)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "wcsph.viscosity: speed_of_sound = %g differs from the %g m/s of wcsph.pressure for set "
+                         "'%s'; leave it out (the equation of state sets it)",
+                         given, ws->sound[k], f->info.name);
+    if (given > 0.0 && !ws->sound_param_logged) {
+        ws->sound_param_logged = 1;
+        api->log(ctx, FLOE_LOG_WARN, "wcsph.viscosity: speed_of_sound is deprecated (wcsph.pressure sets it); "
+                                     "leave it out");
+    }
+    return FLOE_OK;
+}
+
 /* Factors in front of the row sums:
  * a_i -= sum_j m_j Pi_ij grad W_ij
  *      = 2 alpha H c sum_j m_j min(v_ij.x_ij, 0) / ((rho_i+rho_j)(r^2+eps)) grad W_ij,
  * against the boundary with boundary_alpha and the mass rho0_i V_b. */
-static wcsph_visc decode_visc(const floe_stage_call *call, const floe_kconst *kc, const floe_fluid *f)
+static wcsph_visc decode_visc(const floe_stage_call *call, const floe_kconst *kc, const floe_fluid *f, float c0)
 {
     const float alpha = (float)call->param[VI_ALPHA].f, balpha = (float)call->param[VI_BOUNDARY_ALPHA].f;
-    const float c0 = (float)call->param[VI_SPEED].f;
-    (void)f;
-    wcsph_visc vi = {2.0f * alpha * kc->H * c0, 2.0f * balpha * kc->H * c0, 0.01f * kc->H * kc->H, balpha > 0.0f, 1};
-    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
-    if (!strcmp(kind, "xsph")) {
-        const double dt = api->sim(call->ctx)->dt;
-        vi.artificial = 0;
-        vi.cf = (float)(2.0 * alpha / dt) * kc->sigma;
-        vi.cb = (float)(2.0 * balpha / dt) * kc->sigma;
-    }
+    const wcsph_visc vi = {2.0f * alpha * kc->H * c0, 2.0f * balpha * kc->H * c0 * f->info.rest_density,
+                           0.01f * kc->H * kc->H, balpha > 0.0f};
     return vi;
 }
 
-/* the artificial viscosity of fluid set f[s] (C path) */
+/* the artificial viscosity of fluid set fs (C path) */
 static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const floe_fluid *fs,
                    const floe_target *t, int nt, int packed, const wcsph_visc *vi)
 {
     const floe_kconst kc = *pkc;
     const uint32_t n = fs->info.n;
-    const float *restrict xs = api->attr(ctx, fs->set, "x", FLOE_VEC3);
-    const float *restrict vs = api->attr(ctx, fs->set, "v", FLOE_VEC3);
-    const float *restrict rhos = api->attr(ctx, fs->set, "rho", FLOE_F32);
+    const float *restrict xs = api->attr_read(ctx, fs->set, "x", FLOE_VEC3);
+    const float *restrict vs = api->attr_read(ctx, fs->set, "v", FLOE_VEC3);
+    const float *restrict rhos = api->attr_read(ctx, fs->set, "rho", FLOE_F32);
     float *restrict a = api->attr(ctx, fs->set, "a", FLOE_VEC3);
-    const float cf = vi->cf, cbi = vi->cb * fs->info.rest_density, eps = vi->eps; /* boundary mass rho0_i V_b */
+    const float cf = vi->cf, cbi = vi->cb, eps = vi->eps;
     (void)ws, (void)packed;
 
 #pragma omp parallel for schedule(static)
     for (uint32_t i = 0; i < n; i++) {
-        floe_prefetch_rows(t, nt, i, n);
-        const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-        const float vi3[3] = {vs[3 * i], vs[3 * i + 1], vs[3 * i + 2]};
-        const float rhoi = rhos[i];
-        float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f};
+        FLOE_FORCE_PARTICLE(t, nt, i, n, xs, vs, rhos);
         for (int b = 0; b < nt; b++) {
             const floe_target *tg = &t[b];
-            if (!vi->artificial) {
-                if (!tg->boundary)
-                    FLOE_ROW_CALL(kc.periodic, floe_row_xsph, &kc, FLOE_ROW(tg, i), tg->x, tg->mass, tg->rho, tg->v,
-                                  xi, yi, zi, rhoi, vi3, af);
-                else {
-                    const float sw = -FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(tg, i), tg->x, tg->mass,
-                                                    xi, yi, zi) / (2.0f * rhoi);
-                    ab[0] += sw * vi3[0];
-                    ab[1] += sw * vi3[1];
-                    ab[2] += sw * vi3[2];
-                }
-            } else if (tg->boundary) /* at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
+            if (tg->boundary) /* at rest (v_b = 0), mass rho0_i V_b, density mirrored (rho_b = rho_i) */
                 FLOE_ROW_CALL(kc.periodic, row_artificial, &kc, FLOE_ROW(tg, i), tg->x, tg->mass, NULL, NULL, xi, yi,
                               zi, rhoi, vi3, eps, ab);
 #ifdef FLOE_SPH_AVX2
-            else if (packed && vi->artificial)
+            else if (packed)
                 row_art_avx2(&kc, FLOE_ROW(tg, i), ws->rec.A + 4 * tg->off, ws->rec.B + 4 * tg->off, tg->v, xi, yi,
                              zi, rhoi, vi3, eps, af);
 #endif
@@ -446,36 +426,36 @@ static void visc_c(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, const
     }
 }
 
+/* kind = "artificial" (kind = "xsph" runs sph.xsph: replaced_if) */
 static int viscosity(const floe_stage_call *call, int cl)
 {
     floe_ctx *ctx = call->ctx;
+    wcsph_state *ws = call->state;
     const floe_kconst kc = floe_kconst_make(api->sim(ctx));
-    const char *kind = call->param[VI_KIND].s ? call->param[VI_KIND].s : "xsph";
     floe_fluid f[FLOE_MAX_SETS];
     floe_target t[2 * FLOE_MAX_SETS];
     int nf, nt, st;
 
-    if (strcmp(kind, "artificial") && strcmp(kind, "xsph"))
-        return api->fail(ctx, FLOE_ERR_ARG, "viscosity kind '%s': expected xsph or artificial", kind);
-    const int artificial = !strcmp(kind, "artificial");
     if (call->param[VI_ALPHA].f == 0.0 && call->param[VI_BOUNDARY_ALPHA].f == 0.0)
         return FLOE_OK;
-    if (!artificial && !(api->sim(ctx)->dt > 0.0))
-        return FLOE_OK; /* nothing to smooth over a zero step */
+    if (!ws)
+        return api->fail(ctx, FLOE_ERR, "module state missing");
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
     /* the C path's fluid rows over packed records A = (x, y, z, m), B = (0, rho, vx, vy) */
     int packed = 0;
-    wcsph_state *ws = call->state;
-    if (!cl && artificial && (st = floe_pack_fluids(api, ctx, ws ? &ws->rec : NULL, &kc, f, nf, FLOE_PACK_RHO | FLOE_PACK_V, NULL,
-                                      &packed)) != FLOE_OK)
+    if (!cl && (st = floe_pack_fluids(api, ctx, &ws->rec, &kc, f, nf, FLOE_PACK_RHO | FLOE_PACK_V, NULL, &packed)) !=
+                   FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
         if (f[s].info.n == 0)
             continue;
-        const wcsph_visc vi = decode_visc(call, &kc, &f[s]);
+        float c0 = 0.0f;
+        if ((st = sound_of(call, ws, &f[s], &c0)) != FLOE_OK)
+            return st;
+        const wcsph_visc vi = decode_visc(call, &kc, &f[s], c0);
         if (cl) {
-            if ((st = wcsph_cl_viscosity(ctx, f, nf, s, &vi)) != FLOE_OK)
+            if ((st = wcsph_cl_viscosity(ctx, &f[s], &vi)) != FLOE_OK)
                 return st;
             continue;
         }
@@ -492,97 +472,10 @@ static int viscosity(const floe_stage_call *call, int cl)
 static int st_viscosity(const floe_stage_call *call) { return viscosity(call, 0); }
 static int st_viscosity_cl(const floe_stage_call *call) { return viscosity(call, 1); }
 
-/* ---- density (moves to the sph module) ------------------------------------ */
-
-static int st_density(const floe_stage_call *call)
-{
-    floe_ctx *ctx = call->ctx;
-    wcsph_state *ws = call->state;
-    const floe_kconst kc = floe_kconst_make(api->sim(ctx));
-    floe_fluid f[FLOE_MAX_SETS];
-    floe_target t[2 * FLOE_MAX_SETS];
-    int nf, nt, st;
-
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
-        return st;
-    /* From the next neighbours stage on, the core sums the rows while it
-     * builds them (floe_nlist.wsum: the floats floe_row_w8 gives); until
-     * then, and wherever it does not, the rows are summed here. */
-    api->want_kernel_sums(ctx);
-    int packed = 0, pack_done = 0; /* fluid rows over packed (x, y, z, m) records, packed when first needed */
-    for (int s = 0; s < nf; s++) {
-        const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
-            return st;
-        int sums_all = 1; /* every row of this set has the core's sums */
-        for (int b = 0; b < nt; b++)
-            sums_all &= t[b].wsum != NULL;
-        if (!sums_all && !pack_done) {
-            if ((st = floe_pack_fluids(api, ctx, ws ? &ws->rec : NULL, &kc, f, nf, 0, NULL, &packed)) != FLOE_OK)
-                return st;
-            pack_done = 1;
-        }
-        const float *restrict xs = api->attr(ctx, f[s].set, "x", FLOE_VEC3);
-        const float *restrict ms = api->attr(ctx, f[s].set, "m", FLOE_F32);
-        float *restrict rho = floe_attr_of(api, ctx, &f[s], "rho", FLOE_F32);
-        if (!rho)
-            return FLOE_ERR_ARG;
-        const float rho0 = f[s].info.rest_density;
-        if (sums_all) { /* the sum below, of the core's row sums */
-#pragma omp parallel for schedule(static)
-            for (uint32_t i = 0; i < n; i++) {
-                float acc = ms[i];
-                for (int b = 0; b < nt; b++)
-                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
-                rho[i] = kc.sigma * acc;
-            }
-            continue;
-        }
-
-#pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
-        for (uint32_t i = 0; i < n; i++) {
-            floe_prefetch_rows(t, nt, i, n);
-            const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-            float acc = ms[i]; /* m_i W(0) / sigma */
-            for (int b = 0; b < nt; b++) {
-                if (t[b].wsum) {
-                    acc += t[b].boundary ? rho0 * t[b].wsum[i] : t[b].wsum[i];
-                    continue;
-                }
-#ifdef FLOE_SPH_AVX2
-                const float sum = packed && !t[b].boundary
-                                      ? floe_row_w8(kc.inv_H, FLOE_ROW(&t[b], i), ws->rec.A + 4 * t[b].off, xi, yi, zi)
-                                      : FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(&t[b], i), t[b].x,
-                                                      t[b].mass, xi, yi, zi);
-#else
-                const float sum =
-                    FLOE_ROW_CALL(kc.periodic, floe_row_w, &kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi);
-#endif
-                acc += t[b].boundary ? rho0 * sum : sum; /* boundary: rho0_i V_b */
-            }
-            rho[i] = kc.sigma * acc;
-        }
-    }
-    return FLOE_OK;
-}
-
-int wcsph_cl_density(const floe_stage_call *call);
-
 /* ---- descriptors --------------------------------------------------------- */
 
 #define FLUID FLOE_ATTR_FLUID
 #define BOUND FLOE_ATTR_BOUND
-
-static const floe_attr_desc density_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_WRITE | FLOE_OVERWRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
-    {0},
-};
 
 static const floe_param_desc pressure_params[] = {
     [PR_STIFFNESS] = { FLOE_SIZED(floe_param_desc), .name = "stiffness", .type = FLOE_PARAM_FLOAT,
@@ -618,14 +511,9 @@ static const floe_param_desc pressure_force_params[] = {
 };
 
 static const floe_attr_desc pressure_force_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ),
     FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
     {0},
 };
 
@@ -641,32 +529,25 @@ static const floe_param_desc viscosity_params[] = {
         .def = 0, .min = 0, .max = 10, .unit = "",
         .doc = "coefficient against boundary particles (at rest, mass rho0 V_b); 0 = free slip" },
     [VI_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "speed_of_sound", .type = FLOE_PARAM_FLOAT,
-        .def = 20, .min = 0, .max = 1e6, .unit = "m/s",
-        .doc = "speed of sound c in Pi_ij (use the pressure stage's value)" },
+        .def = 0, .min = 0, .max = 1e6, .unit = "m/s",
+        .doc = "deprecated: c in Pi_ij is the speed of sound of wcsph.pressure's equation of state; "
+               "a value given must equal it" },
     {0},
 };
 
-static const floe_attr_desc viscosity_attrs[] = {
-    FLUID("x", FLOE_VEC3, FLOE_READ),
-    FLUID("v", FLOE_VEC3, FLOE_READ),
-    FLUID("m", FLOE_F32, FLOE_READ),
-    FLUID("rho", FLOE_F32, FLOE_READ),
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
-    BOUND("x", FLOE_VEC3),
-    BOUND("V", FLOE_F32),
-    {0},
-};
+static const floe_attr_desc viscosity_attrs[] = {FLOE_ATTRS_FORCE, {0}};
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "density",
-      .doc = "SPH density rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0 V_b W_ib (after 'neighbours')",
-      .run = st_density, .run_cl = wcsph_cl_density, .attrs = density_attrs },
+    { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
+      .replaced_by = "sph.density" },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
       .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
-      .doc = "Monaghan artificial viscosity, added to a (after 'gravity')",
-      .run = st_viscosity, .run_cl = st_viscosity_cl, .params = viscosity_params, .attrs = viscosity_attrs },
+      .doc = "Monaghan artificial viscosity with the speed of sound of 'wcsph.pressure', added to a (after "
+             "'gravity'); kind = \"xsph\" (deprecated) runs sph.xsph",
+      .run = st_viscosity, .run_cl = st_viscosity_cl, .params = viscosity_params, .attrs = viscosity_attrs,
+      .replaced_by = "sph.xsph", .replaced_if = "kind=xsph" },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure_force",
       .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a; "
              "optionally XSPH viscosity in the same pass",
@@ -675,21 +556,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "wcsph",
-    .version = "1.1.0",
-    .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
-               "symmetric pressure force, artificial viscosity, Akinci boundaries",
-    .stages = stages,
-    .init = wcsph_init,
-    .fini = wcsph_fini,
-};
-
-FLOE_MODULE(wcsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_SPH_MODULE(wcsph, .version = "1.1.0", .stages = stages, .init = wcsph_init, .fini = wcsph_fini,
+                .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
+                         "symmetric pressure force, artificial viscosity, Akinci boundaries")

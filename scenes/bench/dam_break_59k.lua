@@ -18,7 +18,7 @@ local sim = floe.sim{
   -- generous domain: a droplet thrown over a wall must not end the benchmark
   domain = { min = { -1, -0.2, -1 }, max = { 5, 8, 2.5 } },
 }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local gap = (1 - per_side * d) / 2
 local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 3 }  -- closed tank
@@ -26,11 +26,11 @@ floe.log(string.format("bench: %d fluid particles", n))
 
 -- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s.
 -- fused = 1 (default): XSPH summed inside wcsph.pressure_force, one walk of
--- the neighbour lists; fused = 0: the separate wcsph.viscosity stage.
+-- the neighbour lists; fused = 0: the separate sph.xsph stage.
 local forces = floe.param("fused", 1) ~= 0
   and { { "wcsph.pressure_force", xsph = viscosity } }
-  or { { "wcsph.viscosity", kind = "xsph", alpha = viscosity }, "wcsph.pressure_force" }
-local stages = { "neighbours", "wcsph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
+  or { { "sph.xsph", alpha = viscosity }, "wcsph.pressure_force" }
+local stages = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
 for _, s in ipairs(forces) do stages[#stages + 1] = s end
 stages[#stages + 1] = "integrate"
 sim:pipeline(stages)

@@ -28,18 +28,18 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 3.2, 1.6 } },
 }
-sim:load "wcsph"
+sim:load{ "sph", "wcsph" }
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
 floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, dt %.3g s, %d steps",
   n, floe.param("n", "100k"), d, dt, steps))
 
 -- fused = 1 (default): XSPH summed inside wcsph.pressure_force (one walk of
--- the neighbour lists); fused = 0: the separate wcsph.viscosity stage
+-- the neighbour lists); fused = 0: the separate sph.xsph stage
 if floe.param("fused", 1) ~= 0 then
   sim:pipeline{
     "neighbours",
-    "wcsph.density",
+    "sph.density",
     { "wcsph.pressure", speed_of_sound = 20 },
     "gravity",
     { "wcsph.pressure_force", xsph = viscosity },
@@ -48,10 +48,10 @@ if floe.param("fused", 1) ~= 0 then
 else
   sim:pipeline{
     "neighbours",
-    "wcsph.density",
+    "sph.density",
     { "wcsph.pressure", speed_of_sound = 20 },
     "gravity",
-    { "wcsph.viscosity", kind = "xsph", alpha = viscosity },
+    { "sph.xsph", alpha = viscosity },
     "wcsph.pressure_force",
     "integrate",
   }

@@ -34,14 +34,14 @@ if solver == "flip" then
     { "flip.advect", pic = 0.05, sampling = floe.param("sampling", "smooth") },
   }
 elseif solver == "wcsph" then
-  sim:load "wcsph"
+  sim:load{ "sph", "wcsph" }
   sim:boundary_box{ min = { 0, 0 }, max = { 1, 1 }, layers = 2 }
   sim:pipeline{
     "neighbours",
-    "wcsph.density",
+    "sph.density",
     { "wcsph.pressure", speed_of_sound = c, courant = 0 },
     "gravity",
-    { "wcsph.viscosity", kind = "xsph", alpha = 0.01 },
+    { "sph.xsph", alpha = 0.01 },
     "wcsph.pressure_force",
     "integrate",
   }

@@ -19,7 +19,7 @@ local sim = floe.sim{
   dim = 3, radius = 0.0125, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 6.0, 1.6 } },
 }
-sim:load "iisph"
+sim:load{ "sph", "iisph" }
 local gap = (1 - per_side * d) / 2
 local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
@@ -27,7 +27,7 @@ floe.log(string.format("bench: %d fluid particles", n))
 
 sim:pipeline{
   "neighbours",
-  "iisph.density",
+  "sph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
     chebyshev_delay = floe.param("cheb_delay", 4),

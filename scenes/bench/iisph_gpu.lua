@@ -32,7 +32,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 6.0, 1.6 } },
 }
-sim:load "iisph"
+sim:load{ "sph", "iisph" }
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 1, 1, 1 }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
 floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, IISPH tolerance %.3g%%, cfl %.2g, "
@@ -40,7 +40,7 @@ floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, IISP
 
 sim:pipeline{
   "neighbours",
-  "iisph.density",
+  "sph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
     gradient_correction = floe.param("gradient_correction", 0) ~= 0 },

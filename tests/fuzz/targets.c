@@ -106,10 +106,10 @@ static const char scene[] =
     "local top = floe.param('open_top', true)\n"
     "local kind = floe.param('kind', 'xsph')\n"
     "local sim = floe.sim{ dim = 2, spacing = 0.1, domain = { min = {0, 0}, max = {1, 1} } }\n"
-    "sim:load 'wcsph'\n"
+    "sim:load{ 'sph', 'wcsph' }\n"
     "sim:fluid_box{ min = {0.1, 0.1}, max = {0.4, 0.4} }\n"
     "sim:boundary_box{ min = {0, 0}, max = {1, 1}, layers = layers, open_top = top }\n"
-    "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = c }, 'gravity',\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = c }, 'gravity',\n"
     "  { 'wcsph.viscosity', kind = kind }, 'wcsph.pressure_force', 'integrate' }\n"
     "sim:run{ frames = 1, fps = 1000 }\n";
 

@@ -4,11 +4,36 @@
 
 #include <stddef.h>
 
+static const floe_api *core_api;
+
+#if defined(WRITES_READ)
+/* writes v, which it declares FLOE_READ only (access checks must catch it) */
+static int run(const floe_stage_call *c)
+{
+    floe_set s;
+    if (core_api->set_list(c->ctx, FLOE_SET_FLUID, &s, 1) < 1)
+        return FLOE_OK;
+    float *v = core_api->attr(c->ctx, s, "v", FLOE_VEC3);
+    if (v)
+        v[3 * 2 + 1] += 1.0f; /* particle 2 */
+    return FLOE_OK;
+}
+#else
 static int run(const floe_stage_call *c)
 {
     (void)c;
     return FLOE_OK;
 }
+#endif
+
+#if defined(OLD_NAMES)
+/* old names (ABI 1.8 replaced_by): "old" always runs "run"; "cond" runs
+ * "run" when mode = "new" and itself otherwise */
+static const floe_param_desc cond_params[] = {
+    {FLOE_SIZED(floe_param_desc), .name = "mode", .type = FLOE_PARAM_STRING, .def_str = "old", .choices = "old|new"},
+    {FLOE_SIZED(floe_param_desc), .name = "k", .type = FLOE_PARAM_FLOAT, .def = 0.25, .min = 0, .max = 1},
+    {0}};
+#endif
 
 static const floe_param_desc params[] = {
 #if defined(BAD_PARAM)
@@ -38,9 +63,12 @@ static const floe_stage_desc stages[] = {
 #if defined(NO_RUN)
     {FLOE_SIZED(floe_stage_desc), .name = "norun"},
 #endif
+#if defined(OLD_NAMES)
+    {FLOE_SIZED(floe_stage_desc), .name = "old", .replaced_by = MODNAME_STR ".run"},
+    {FLOE_SIZED(floe_stage_desc), .name = "cond", .run = run, .params = cond_params,
+     .replaced_by = MODNAME_STR ".run", .replaced_if = "mode=new"},
+#endif
     {0}};
-
-static const floe_api *core_api;
 
 #if defined(INIT_FAIL)
 static int init(floe_ctx *ctx, void **state)

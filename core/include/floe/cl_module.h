@@ -1,8 +1,9 @@
 /* Helpers for a module's OpenCL path (header only: modules do not link
  * against the core, so everything goes through the floe_api table passed
- * in). Used by the run_cl functions of wcsph, iisph, viscosity and tension.
+ * in). Used by the run_cl functions of the particle modules (sph, wcsph,
+ * iisph, viscosity, tension).
  *
- *   floe_cl_set s[FLOE_CL_MAX_SETS]; int n;
+ *   floe_cl_set s[FLOE_MAX_SETS]; int n;
  *   if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, s, &n))) return st;
  *   float kc[4], per[4]; floe_cl_consts(api->sim(ctx), kc, per);
  *   void *x = floe_cl_attr(api, ctx, &s[0], "x", FLOE_VEC3, FLOE_READ, &st);
@@ -13,7 +14,9 @@
 #include <floe/kernel.h>
 #include <floe/module.h>
 
-#define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
+#include <string.h>
+
+#define FLOE_CL_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
 /* A particle set and its info, as the OpenCL glue passes them around. */
 typedef struct floe_cl_set {
@@ -21,15 +24,15 @@ typedef struct floe_cl_set {
     floe_set_info info;
 } floe_cl_set;
 
-/* The non-empty sets of a kind, at most FLOE_CL_MAX_SETS; a fluid set
+/* The non-empty sets of a kind, at most FLOE_MAX_SETS; a fluid set
  * without a positive rest density is an error naming it. */
 static inline int floe_cl_sets(const floe_api *api, floe_ctx *ctx, floe_set_kind kind, floe_cl_set *out, int *n)
 {
-    floe_set s[FLOE_CL_MAX_SETS];
+    floe_set s[FLOE_MAX_SETS];
     *n = 0;
-    int k = api->set_list(ctx, kind, s, FLOE_CL_MAX_SETS);
-    if (k < 0 || k > FLOE_CL_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, FLOE_CL_MAX_SETS);
+    int k = api->set_list(ctx, kind, s, FLOE_MAX_SETS);
+    if (k < 0 || k > FLOE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d particle sets, at most %d supported", k, FLOE_MAX_SETS);
     for (int i = 0; i < k; i++) {
         if (api->set_info(ctx, s[i], &out[*n].info) != FLOE_OK)
             return api->fail(ctx, FLOE_ERR, "particle set %d: no info", i);
@@ -67,6 +70,102 @@ static inline void *floe_cl_attr(const floe_api *api, floe_ctx *ctx, const floe_
         *st = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s' on the device", s->info.name,
                         t == FLOE_VEC3 ? "vec3" : "f32", name);
     return m;
+}
+
+/* One target set of a launch as kernel arguments: its positions x, its
+ * weights w (m of a fluid set, V of a boundary set), with FLOE_CL_ROW_RHO /
+ * FLOE_CL_ROW_V (fluid sets) rho and v, and the device neighbour lists of
+ * the query set q in it. An absent target (t NULL, has = 0) gets a small
+ * buffer in every slot, never read (no NULL buffer arguments). */
+typedef struct floe_cl_row {
+    void *x, *w, *rho, *v, *cnt, *idx;
+    uint32_t pitch;
+    int32_t has;
+    double total; /* neighbours in the lists (bandwidth estimates) */
+} floe_cl_row;
+
+enum { FLOE_CL_ROW_RHO = 1, FLOE_CL_ROW_V = 2 };
+
+static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *t,
+                                  unsigned needs, floe_cl_row *r)
+{
+    memset(r, 0, sizeof *r);
+    void *none = api->cl_scratch(ctx, "floe.none", 16);
+    if (!none)
+        return FLOE_ERR_NOMEM;
+    r->x = r->w = r->rho = r->v = r->cnt = r->idx = none;
+    if (!t)
+        return FLOE_OK;
+    r->has = 1;
+    floe_cl_nlist nl;
+    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
+    if (st)
+        return st;
+    if (nl.n < q->info.n)
+        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
+                         q->info.n);
+    const int bound = t->info.kind == FLOE_SET_BOUNDARY;
+    r->x = floe_cl_attr(api, ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
+    r->w = floe_cl_attr(api, ctx, t, bound ? "V" : "m", FLOE_F32, FLOE_READ, &st);
+    if (!bound && (needs & FLOE_CL_ROW_RHO))
+        r->rho = floe_cl_attr(api, ctx, t, "rho", FLOE_F32, FLOE_READ, &st);
+    if (!bound && (needs & FLOE_CL_ROW_V))
+        r->v = floe_cl_attr(api, ctx, t, "v", FLOE_VEC3, FLOE_READ, &st);
+    r->cnt = nl.count;
+    r->idx = nl.idx;
+    r->pitch = nl.pitch;
+    r->total = nl.total;
+    return st;
+}
+
+/* Launch l of the launches = max(nf, nb) of query set q: the rows of its
+ * l-th fluid target (f[l], absent when l >= nf) and l-th boundary target. */
+static inline int floe_cl_rows(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *f,
+                               int nf, const floe_cl_set *b, int nb, int l, unsigned needs, floe_cl_row *rf,
+                               floe_cl_row *rb)
+{
+    int st = floe_cl_row_get(api, ctx, q, l < nf ? &f[l] : NULL, needs, rf);
+    return st ? st : floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, rb);
+}
+
+/* The launches of a force kernel (kernels/core/sph.h FLOE_FORCE_ARGS) for
+ * fluid set q: one per pair of its l-th fluid target (every non-empty
+ * fluid set) and l-th boundary target (with_boundary), each adding
+ * cf (fluid sum) + cb (boundary sum) to q's a. */
+static inline int floe_cl_force(const floe_api *api, floe_ctx *ctx, void *kernel, const floe_cl_set *q,
+                                int with_boundary, float eps, float cf, float cb)
+{
+    floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    int nf, nb = 0, st;
+    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)))
+        return st;
+    if (with_boundary && (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    void *x = floe_cl_attr(api, ctx, q, "x", FLOE_VEC3, FLOE_READ, &st);
+    void *v = floe_cl_attr(api, ctx, q, "v", FLOE_VEC3, FLOE_READ, &st);
+    void *rho = floe_cl_attr(api, ctx, q, "rho", FLOE_F32, FLOE_READ, &st);
+    void *acc = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    if (st)
+        return st;
+    uint32_t n = q->info.n;
+    const int launches = nf > nb ? nf : nb;
+    for (int l = 0; l < launches; l++) {
+        floe_cl_row rf, rb;
+        if ((st = floe_cl_rows(api, ctx, q, f, nf, b, nb, l, FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &rf, &rb)))
+            return st;
+        const double bytes = 52.0 * n + 4.0 * (rf.total + rb.total);
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),        FLOE_CL_ARG(x),      FLOE_CL_ARG(v),        FLOE_CL_ARG(rho),
+                           FLOE_CL_ARG(acc),      FLOE_CL_ARG(kc),     FLOE_CL_ARG(per),      FLOE_CL_ARG(eps),
+                           FLOE_CL_ARG(cf),       FLOE_CL_ARG(cb),     FLOE_CL_ARG(rf.has),   FLOE_CL_ARG(rb.has),
+                           FLOE_CL_ARG(rf.x),     FLOE_CL_ARG(rf.w),   FLOE_CL_ARG(rf.rho),   FLOE_CL_ARG(rf.v),
+                           FLOE_CL_ARG(rf.cnt),   FLOE_CL_ARG(rf.idx), FLOE_CL_ARG(rf.pitch), FLOE_CL_ARG(rb.x),
+                           FLOE_CL_ARG(rb.w),     FLOE_CL_ARG(rb.cnt), FLOE_CL_ARG(rb.idx),   FLOE_CL_ARG(rb.pitch)};
+        if ((st = api->cl_run(ctx, kernel, n, (int)(sizeof a / sizeof *a), a, bytes)))
+            return st;
+    }
+    return FLOE_OK;
 }
 
 #endif

@@ -70,6 +70,12 @@ const floe_sim_info *floe_ctx_info(floe_ctx *ctx);
  * below which they are dropped (FLOE_LOG_*); other contexts keep theirs. */
 void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user);
 void floe_ctx_set_log_level(floe_ctx *ctx, int level);
+/* Check that modules' C stages leave the attributes they declared
+ * FLOE_READ (and not FLOE_WRITE) unchanged: each is copied before the stage and compared
+ * after it; a change fails the step naming the stage, the attribute, the
+ * set and the first particle. On (1) by default in debug builds (no
+ * NDEBUG: buildtype debug, debugoptimized), off (0) in release builds. */
+void floe_ctx_check_access(floe_ctx *ctx, int on);
 /* The name of names[0..n) nearest to a misspelt word, when near enough to
  * be a slip (edit distance at most about a third of its length), or NULL:
  * for "did you mean" in messages. */
@@ -186,6 +192,45 @@ int floe_pipeline_param(floe_ctx *ctx, int stage, int k, const floe_param_desc *
  * `frame`, writing their files into out_dir (NULL: write nothing). floe_run
  * calls it after every frame; hosts that own their loop call it themselves. */
 int floe_frame_stages(floe_ctx *ctx, const char *out_dir, int frame);
+
+/* ---- probes ----------------------------------------------------------- */
+
+/* Measurements written as CSV tables (NAME.csv) in the folder of every
+ * later run, one row per sample: after each output frame and at frame 0, or
+ * at `rate` samples per second (docs/lua-api.md, "Probes"; probes.c). */
+enum {
+    FLOE_PROBE_POINTS = 1, /* fluid attributes interpolated at points (kernel-sum normalised) */
+    FLOE_PROBE_HEIGHT,     /* water height at gauges (up = against gravity) */
+    FLOE_PROBE_FRONT,      /* the fluid's furthest extent along an axis */
+    FLOE_PROBE_FORCE       /* pressure force of the fluid on a boundary set */
+};
+
+typedef struct floe_probe_def {
+    const char *name;         /* the table's file: NAME.csv (letters, digits, '_', '-') */
+    int kind;                 /* FLOE_PROBE_* */
+    int npoints;              /* POINTS, HEIGHT: how many points / gauges */
+    const float (*points)[3]; /* POINTS: positions; HEIGHT: gauges (the up coordinate is ignored) */
+    const char *const *attrs; /* POINTS: fluid attributes (F32 or VEC3), NULL = {"p"} */
+    int nattrs;
+    int axis;                 /* FRONT: 0, 1, 2 */
+    int direction;            /* FRONT: +1 the largest coordinate, -1 the smallest */
+    const char *set;          /* FORCE: the boundary set */
+    int wall;                 /* FORCE: the wall pressure p_b the solver assumes, FLOE_WALL_* */
+    double rate;              /* samples per second; 0 = once per output frame */
+    double threshold;         /* HEIGHT: kernel sum at the surface (0 = 0.5) */
+    /* units of the table: time column (t - time_origin) * time_scale, values
+     * times scale (0 = 1), so it can sit on the axes of its reference */
+    double time_origin, time_scale, scale;
+    const char *reference;    /* a CSV of measured data (x, y) to compare with, or NULL:
+                               * listed in probes.csv beside the tables (floe compare plots it) */
+} floe_probe_def;
+
+/* Declare a probe (checked here: name, kind, points, the boundary set). */
+int floe_probe_add(floe_ctx *ctx, const floe_probe_def *def);
+/* wall pressure of the force probe: p_b = p_i (wcsph, iisph mirror), p_b = 0
+ * (Akinci's force alone: dfsph, iisph akinci), p_b = p_i + rho_i g.(x_b - x_i)
+ * where p_i > 0 (iisph's default extrapolate) */
+enum { FLOE_WALL_MIRROR = 0, FLOE_WALL_AKINCI, FLOE_WALL_EXTRAPOLATE };
 
 /* ---- running ---------------------------------------------------------- */
 

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 7
+#define FLOE_ABI_MINOR 9
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -110,6 +110,16 @@ typedef struct floe_stage_desc {
      * particles): it writes x but is no second integrator (the pipeline
      * check accepts it after 'integrate'). */
     int corrects;
+    /* ABI 1.8: an old name kept for old scenes. Non-NULL: the pipeline
+     * runs the qualified stage `replaced_by` ("sph.density"; its module is
+     * loaded when it is not) in place of this one, with this stage's
+     * parameter values (defaults included) under the names that stage also
+     * has, and logs a deprecation warning once per context. With
+     * replaced_if ("kind=xsph": a string parameter and its value) only when
+     * the parameter has that value; otherwise this stage runs. run may be
+     * NULL for an unconditional replacement. */
+    const char *replaced_by;
+    const char *replaced_if;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -140,6 +150,14 @@ typedef struct floe_module_desc {
      * gets the state of a fresh init(), after the scene's set-up. */
     int (*save)(void *state, floe_state_io *out);
     int (*load)(void *state, floe_state_io *in);
+    /* ABI 1.9, optional: the module's face in scenes. `local m = sim:load
+     * "name"` calls it with the scene's lua_State (as void *, so that the
+     * header needs no Lua) once per sim after init; it pushes the values
+     * sim:load returns (a table of functions, say) and returns how many.
+     * Its functions may raise Lua errors (luaL_error); they run on the
+     * scene's thread, between steps or inside a Lua call the module makes.
+     * The module links Lua itself (docs/modules.md, "A face in scenes"). */
+    int (*lua_open)(void *state, floe_ctx *ctx, void *L);
 } floe_module_desc;
 
 /* ---- what the core offers --------------------------------------------- */
@@ -248,6 +266,9 @@ typedef struct floe_grid_info {
     void *data;              /* n[0]*n[1]*n[2] elements, x fastest */
 } floe_grid_info;
 
+struct floe_mesh;     /* <floe/mesh.h> */
+struct floe_mesh_use;
+
 typedef struct floe_api {
     uint32_t size;                 /* sizeof(floe_api); grows append-only */
     uint16_t abi_major, abi_minor;
@@ -335,6 +356,34 @@ typedef struct floe_api {
      * written and FLOE_OK is returned. The folder is the run's, reached as
      * out_dir's are (no symbolic link, nothing outside the output root). FLOE_ERR_IO with a message on failure. */
     int (*out_write)(floe_ctx *ctx, const char *name, const void *data, size_t len);
+    /* ABI 1.8: the read-only view of an attribute: what a stage reads that
+     * it declared FLOE_READ (attr stays for what it writes). Reading it
+     * never marks the device copy stale. NULL if absent or of another type.
+     * Debug builds (and floe_ctx_check_access) compare the attributes a C
+     * stage declared FLOE_READ only before and after it runs: a write
+     * through any pointer fails the stage, naming it. */
+    const void *(*attr_read)(floe_ctx *ctx, floe_set set, const char *name, floe_type type);
+    /* ---- appended in ABI 1.9: sets and meshes of a module's own ---------
+     * A set made by the module (as floe_set_create: NULL name or a taken
+     * one is an error; the handle's id is 0 then, with the message set). */
+    floe_set (*set_create)(floe_ctx *ctx, const char *name, floe_set_kind kind, float rest_density);
+    /* Mark a boundary set as moving (rigid bodies): its positions change
+     * every step (the module writes x), so the neighbour search sorts it at
+     * every "neighbours" stage like a fluid set, and its Akinci volumes V
+     * are the module's: floe_boundary_volumes neither writes them nor counts
+     * its particles in the static walls' volumes. Its particles are not
+     * written as frames. */
+    int (*set_moving)(floe_ctx *ctx, floe_set set);
+    /* The mesh the placement keys (file, object, scale, rotation,
+     * translation) of the Lua table at index t describe, read and placed as
+     * sim:boundary_mesh does (docs/meshes.md); on failure a Lua error
+     * raised with `fn` and the file named. L is the lua_State a lua_open
+     * function got. Free with mesh_destroy. */
+    struct floe_mesh *(*lua_mesh)(floe_ctx *ctx, void *L, int t, const char *fn);
+    void (*mesh_destroy)(struct floe_mesh *m);
+    /* floe_boundary_mesh of <floe/mesh.h>: boundary particles on the mesh's
+     * surface appended to `set`; the count added, or < 0 with the message set. */
+    long (*boundary_mesh)(floe_ctx *ctx, floe_set set, const struct floe_mesh *m, const struct floe_mesh_use *use);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

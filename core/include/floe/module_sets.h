@@ -1,10 +1,10 @@
 /* Helpers for a module's C stages (header only: modules link against no
  * core symbol, so everything goes through the floe_api table passed in).
- * Used by wcsph, iisph, viscosity and tension.
+ * Part of the kit for particle modules (<floe/sph.h>).
  *
- *   floe_fluid f[FLOE_MODULE_MAX_SETS]; int nf; size_t total;
+ *   floe_fluid f[FLOE_MAX_SETS]; int nf; size_t total;
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
- *   const float *x = floe_need(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
+ *   const float *x = floe_need_read(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
  */
 #ifndef FLOE_MODULE_SETS_H
 #define FLOE_MODULE_SETS_H
@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* <floe/types.h> */
+#define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
 /* A fluid set, its info, and its offset when all fluid sets' particles are
  * laid end to end (per-particle module scratch covering every set). */
@@ -23,20 +23,20 @@ typedef struct floe_fluid {
     size_t off;
 } floe_fluid;
 
-/* Every fluid set (empty ones too), at most FLOE_MODULE_MAX_SETS; a set
+/* Every fluid set (empty ones too), at most FLOE_MAX_SETS; a set
  * without a positive rest density is an error naming it. total (if not
  * NULL) gets the particles of all of them. */
 static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid *f, int *nf, size_t *total)
 {
-    floe_set sets[FLOE_MODULE_MAX_SETS];
+    floe_set sets[FLOE_MAX_SETS];
     *nf = 0;
     if (total)
         *total = 0;
-    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MODULE_MAX_SETS);
+    int n = api->set_list(ctx, FLOE_SET_FLUID, sets, FLOE_MAX_SETS);
     if (n < 0)
         return api->fail(ctx, FLOE_ERR, "cannot list fluid sets");
-    if (n > FLOE_MODULE_MAX_SETS)
-        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, FLOE_MODULE_MAX_SETS);
+    if (n > FLOE_MAX_SETS)
+        return api->fail(ctx, FLOE_ERR_ARG, "%d fluid sets, at most %d supported", n, FLOE_MAX_SETS);
     size_t off = 0;
     for (int s = 0; s < n; s++) {
         f[s].set = sets[s];
@@ -53,16 +53,32 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     return FLOE_OK;
 }
 
-/* An attribute's host data; when absent, *status (if still FLOE_OK) becomes
- * an error naming the set, the type and the attribute. */
-static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
-                                     const char *attr, floe_type type, int *status)
+/* An attribute's host data (api->attr: on the OpenCL backend a write
+ * unless the running stage declared it FLOE_READ only); when absent,
+ * *status (if still FLOE_OK) becomes an error naming the set, the type and
+ * the attribute. floe_need_read is the const view (api->attr_read, ABI
+ * 1.8) of what a stage only reads. */
+static inline const float *floe_need_in(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                        const char *attr, floe_type type, int *status, int read_only)
 {
-    const float *p = (const float *)api->attr(ctx, set, attr, type);
+    const float *p = read_only ? (const float *)api->attr_read(ctx, set, attr, type)
+                               : (const float *)api->attr(ctx, set, attr, type);
     if (!p && *status == FLOE_OK)
         *status = api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", set_name,
                             type == FLOE_VEC3 ? "vec3" : "f32", attr);
     return p;
+}
+
+static inline const float *floe_need(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                     const char *attr, floe_type type, int *status)
+{
+    return floe_need_in(api, ctx, set, set_name, attr, type, status, 0);
+}
+
+static inline const float *floe_need_read(const floe_api *api, floe_ctx *ctx, floe_set set, const char *set_name,
+                                          const char *attr, floe_type type, int *status)
+{
+    return floe_need_in(api, ctx, set, set_name, attr, type, status, 1);
 }
 
 #endif

@@ -4,14 +4,21 @@
  *
  * What it holds (docs/modules.md walks a solver written on it):
  *   FLOE_MODULE_API_DEFINE / _EXTERN  one `api` pointer for all the files of a module
+ *   FLOE_SPH_MODULE                   the descriptor and the entry point that sets `api`
+ *   FLOE_STATE_INIT, floe_scratch     a zeroed module state, per-particle scratch arrays
  *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
  *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
  *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists
  *   FLOE_ROW, FLOE_ROW_CALL           one particle's row of a target, the periodic/plain choice
  *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
  *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
+ *   FLOE_ROW_SUM3, FLOE_ROW_GRAD_SUM  a row sum of (pair term) x_ij, of (pair weight) grad W_ij:
+ *                                     the term or weight is the physics
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
- *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors
+ *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
+ *                                     a stage reads (api->attr_read), the data it writes
+ *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
+ *                                     stage over fluid and boundary neighbours reads
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -29,6 +36,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- one api pointer per module ---------------------------------------------
@@ -45,6 +53,47 @@
 #endif
 #define FLOE_MODULE_API_DEFINE FLOE_HIDDEN const floe_api *api = NULL
 #define FLOE_MODULE_API_EXTERN extern FLOE_HIDDEN const floe_api *api
+
+/* The descriptor and the entry point of a module written on the kit (the
+ * file that writes FLOE_MODULE_API_DEFINE), which hands it the core's api:
+ *     FLOE_SPH_MODULE(mymod, .version = "1.0.0", .summary = "...", .stages = stages);
+ * (.init, .fini, .save, .load as floe_module_desc has them). */
+#define FLOE_SPH_MODULE(nm, ...)                                                                          \
+    static const floe_module_desc floe_sph_module_ = {FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, \
+                                                      .abi_minor = FLOE_ABI_MINOR, .name = #nm, __VA_ARGS__};     \
+    FLOE_MODULE(nm)                                                                                       \
+    {                                                                                                     \
+        api = core;                                                                                       \
+        return &floe_sph_module_;                                                                         \
+    }
+
+/* A module state that starts zeroed, for floe_module_desc.init:
+ * FLOE_STATE_INIT(my_init, my_state) defines static int my_init(floe_ctx *, void **). */
+static inline int floe_state_new(void **state, size_t size)
+{
+    *state = calloc(1, size);
+    return *state ? FLOE_OK : FLOE_ERR_NOMEM;
+}
+#define FLOE_STATE_INIT(fn, type)                     \
+    static int fn(floe_ctx *ctx, void **state)        \
+    {                                                 \
+        (void)ctx;                                    \
+        return floe_state_new(state, sizeof(type));   \
+    }
+
+/* Room for n floats in a module's scratch array (*p of *cap floats, grown
+ * with realloc, freed by the module's fini); an error when out of memory. */
+static inline int floe_scratch(const floe_api *api, floe_ctx *ctx, float **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return FLOE_OK;
+    float *np = realloc(*p, n * sizeof *np);
+    if (!np)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", n);
+    *p = np;
+    *cap = n;
+    return FLOE_OK;
+}
 
 /* the row sums must inline into the OpenMP loop bodies */
 #if defined(__GNUC__)
@@ -153,12 +202,12 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
         tg->n = f[s].info.n;
         tg->set = f[s].set;
         tg->name = f[s].info.name;
-        tg->x = floe_need(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
-        tg->mass = floe_need(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        tg->x = floe_need_read(api, ctx, f[s].set, f[s].info.name, "x", FLOE_VEC3, &st);
+        tg->mass = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
         if (needs & FLOE_NEED_RHO)
-            tg->rho = floe_need(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+            tg->rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
         if (needs & FLOE_NEED_V)
-            tg->v = floe_need(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
+            tg->v = floe_need_read(api, ctx, f[s].set, f[s].info.name, "v", FLOE_VEC3, &st);
         if (aux)
             tg->aux = aux + f[s].off;
         tg->off = f[s].off;
@@ -182,8 +231,8 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
             tg->n = bi.n;
             tg->set = b[s];
             tg->name = bi.name;
-            tg->x = floe_need(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
-            tg->mass = floe_need(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
+            tg->x = floe_need_read(api, ctx, b[s], bi.name, "x", FLOE_VEC3, &st);
+            tg->mass = floe_need_read(api, ctx, b[s], bi.name, "V", FLOE_F32, &st);
             tg->nl = api->neighbours(ctx, q->set, b[s]);
         }
     }
@@ -214,13 +263,24 @@ static inline int floe_targets_fluid(const floe_target *t, int nt)
     return n;
 }
 
-/* The host data of a fluid set's attribute that a stage writes or reads;
- * NULL with an error naming the set when absent. */
+/* The host data of a fluid set's attribute that a stage writes (api->attr;
+ * floe_read_of for what it only reads: the const view); NULL with an
+ * error naming the set when absent. */
 static inline float *floe_attr_of(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, const char *attr,
                                   floe_type type)
 {
+    float *p = (float *)api->attr(ctx, f->set, attr, type);
+    if (!p)
+        api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no %s attribute '%s'", f->info.name,
+                  type == FLOE_VEC3 ? "vec3" : "f32", attr);
+    return p;
+}
+
+static inline const float *floe_read_of(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, const char *attr,
+                                        floe_type type)
+{
     int st = FLOE_OK;
-    return (float *)floe_need(api, ctx, f->set, f->info.name, attr, type, &st);
+    return floe_need_read(api, ctx, f->set, f->info.name, attr, type, &st);
 }
 
 /* ---- rows ------------------------------------------------------------------- */
@@ -266,6 +326,41 @@ static inline void floe_prefetch_rows(const floe_target *t, int nt, uint32_t i, 
 #endif
 }
 
+/* The body of a row function that adds a pair term times x_ij,
+ *   s += sum_j (G) x_ij,
+ * G an expression of j, dx, dy, dz and r2 (FLOE_X_IJ's names) and of the
+ * function's arguments; the function names its arguments as floe_row_grad
+ * does (kc, id, cnt, xt, xi, yi, zi, per). FLOE_ROW_GRAD_SUM(s, EXPR) is the
+ * case of a pair weight times grad W_ij = floe_kdw(kc, r2) x_ij: the pair
+ * term is (EXPR) * floe_kdw(kc, r2), in that order. */
+#define FLOE_ROW_SUM3(s, G)                                          \
+    do {                                                             \
+        float sx_ = 0.0f, sy_ = 0.0f, sz_ = 0.0f;                    \
+        _Pragma("omp simd reduction(+ : sx_, sy_, sz_)")             \
+        for (uint32_t k = 0; k < cnt; k++) {                         \
+            FLOE_X_IJ(per);                                          \
+            const float g_ = (G);                                    \
+            sx_ += g_ * dx;                                          \
+            sy_ += g_ * dy;                                          \
+            sz_ += g_ * dz;                                          \
+        }                                                            \
+        (s)[0] += sx_;                                               \
+        (s)[1] += sy_;                                               \
+        (s)[2] += sz_;                                               \
+    } while (0)
+#define FLOE_ROW_GRAD_SUM(s, EXPR) FLOE_ROW_SUM3(s, (EXPR) * floe_kdw(kc, r2))
+
+/* Particle i's turn in a force loop over the query set's positions x,
+ * velocities v and densities rho (the kernels' FLOE_FORCE_BEGIN): its
+ * rows of the targets t[0..nt) prefetched ahead, xi, yi, zi, vi3, rhoi,
+ * and the fluid and boundary sums af, ab at zero. */
+#define FLOE_FORCE_PARTICLE(t, nt, i, n, x, v, rho)                          \
+    floe_prefetch_rows(t, nt, i, n);                                         \
+    const float xi = (x)[3 * (i)], yi = (x)[3 * (i) + 1], zi = (x)[3 * (i) + 2]; \
+    const float vi3[3] = {(v)[3 * (i)], (v)[3 * (i) + 1], (v)[3 * (i) + 2]};  \
+    const float rhoi = (rho)[i];                                              \
+    float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}
+
 /* sum_j w_j W_ij / sigma */
 FLOE_ROW_FN float floe_row_w(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                              const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
@@ -285,18 +380,7 @@ FLOE_ROW_FN void floe_row_grad(const floe_kconst *kc, const uint32_t *restrict i
                                const float *restrict xt, const float *restrict w, float xi, float yi, float zi,
                                float s[3], const int per)
 {
-    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
-#pragma omp simd reduction(+ : sx, sy, sz)
-    for (uint32_t k = 0; k < cnt; k++) {
-        FLOE_X_IJ(per);
-        const float g = w[j] * floe_kdw(kc, r2);
-        sx += g * dx;
-        sy += g * dy;
-        sz += g * dz;
-    }
-    s[0] += sx;
-    s[1] += sy;
-    s[2] += sz;
+    FLOE_ROW_GRAD_SUM(s, w[j]);
 }
 
 /* ---- XSPH (Monaghan 1989), one definition ------------------------------------
@@ -337,5 +421,54 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
 #define FLOE_ATTR_BOUND(n, t) \
     { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+/* what every stage over boundary neighbours reads of them: x and V */
+#define FLOE_ATTRS_BOUND_READ FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
+/* what a stage summing over fluid and boundary neighbours reads: x, v, m,
+ * rho of every fluid set, x and V of every boundary set */
+#define FLOE_ATTRS_PAIR_READ                                                                              \
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),                 \
+        FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),             \
+        FLOE_ATTRS_BOUND_READ
+/* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and written) */
+#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* ==== added with iisph and tension ============================================ */
+
+/* V_j = m_j / rho_j of every fluid set f[0..nf) into vol (laid out by floe_fluid.off) */
+static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, float *vol)
+{
+    int st = FLOE_OK;
+    for (int s = 0; s < nf; s++) {
+        const uint32_t n = f[s].info.n;
+        if (n == 0)
+            continue;
+        const float *restrict m = floe_need_read(api, ctx, f[s].set, f[s].info.name, "m", FLOE_F32, &st);
+        const float *restrict rho = floe_need_read(api, ctx, f[s].set, f[s].info.name, "rho", FLOE_F32, &st);
+        if (st != FLOE_OK)
+            return st;
+        float *restrict V = vol + f[s].off;
+#pragma omp parallel for simd schedule(static)
+        for (uint32_t i = 0; i < n; i++)
+            V[i] = m[i] / rho[i];
+    }
+    return FLOE_OK;
+}
+
+/* the acceleration a force stage adds to */
+#define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* a float parameter */
+#define FLOE_PARAM_F(nm, d, lo, hi, u, txt)                                                                   \
+    {                                                                                                         \
+        FLOE_SIZED(floe_param_desc), .name = nm, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, \
+            .unit = u, .doc = txt                                                                             \
+    }
+
+/* a stage named nm, run by st_<id> and st_<id>_cl, with <id>_params and <id>_attrs */
+#define FLOE_STAGE(id, nm, text)                                                                         \
+    {                                                                                                    \
+        FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
+            .params = id##_params, .attrs = id##_attrs                                                   \
+    }
 
 #endif

@@ -122,9 +122,9 @@ static inline int floe_pack_fluids(const floe_api *api, floe_ctx *ctx, floe_reco
     if (floe_records_ensure(r, f[nf - 1].off + f[nf - 1].info.n))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (packed records)");
     for (int s = 0; s < nf; s++) {
-        const float *x = api->attr(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr(ctx, f[s].set, "m", FLOE_F32);
-        const float *rho = what & FLOE_PACK_RHO ? api->attr(ctx, f[s].set, "rho", FLOE_F32) : NULL;
-        const float *v = what & FLOE_PACK_V ? api->attr(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        const float *x = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr_read(ctx, f[s].set, "m", FLOE_F32);
+        const float *rho = what & FLOE_PACK_RHO ? api->attr_read(ctx, f[s].set, "rho", FLOE_F32) : NULL;
+        const float *v = what & FLOE_PACK_V ? api->attr_read(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
         if (!x || !m || (what & FLOE_PACK_RHO && !rho) || (what & FLOE_PACK_V && !v))
             return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x, m%s%s", f[s].info.name,
                              what & FLOE_PACK_RHO ? ", rho" : "", what & FLOE_PACK_V ? " or v" : "");

@@ -107,6 +107,27 @@ unsigned cl_attr_state(floe_ctx *ctx, const pset *p, const attr *at)
     return (m->host_stale ? DEV_HOST_STALE : 0u) | (!m->mem || m->dev_stale ? DEV_DEVICE_STALE : 0u);
 }
 
+uint32_t cl_capacity(floe_ctx *ctx, const pset *p, const attr *at)
+{
+    const cl_mirror *m = cl_mirror_of(ctx, p, at);
+    return m->mem ? m->cap : 0;
+}
+
+int cl_write_rows(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t count)
+{
+    cl_mirror *m = cl_mirror_of(ctx, p, at);
+    if (!m->mem || m->dev_stale || !count)
+        return FLOE_OK; /* uploaded whole when next needed */
+    if (m->cap < first + count) {
+        m->dev_stale = 1; /* the host is current here (a caller checks host_stale first) */
+        return FLOE_OK;
+    }
+    const size_t es = floe_type_size(at->type);
+    cl_int e = F->clEnqueueWriteBuffer(CL->q, m->mem, CL_TRUE, (size_t)first * es, (size_t)count * es,
+                                       (const char *)at->data + (size_t)first * es, 0, NULL, NULL);
+    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "writing new rows of an attribute");
+}
+
 void *cl_attr(floe_ctx *ctx, pset *p, attr *at, unsigned access)
 {
     if (cl_sync(ctx, p, at))

@@ -207,6 +207,8 @@ int cl_sync(floe_ctx *ctx, pset *p, attr *at);
 void cl_to_host(floe_ctx *ctx, pset *p, attr *at, int write);
 void cl_set_to_host(floe_ctx *ctx, pset *p, int write);
 unsigned cl_attr_state(floe_ctx *ctx, const pset *p, const attr *at);
+uint32_t cl_capacity(floe_ctx *ctx, const pset *p, const attr *at);
+int cl_write_rows(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t count);
 void *cl_attr(floe_ctx *ctx, pset *p, attr *at, unsigned access);
 /* the buffer of set slot s's attribute `name` of type t, NULL when absent */
 cl_mem cl_attr_named(floe_ctx *ctx, int s, const char *name, floe_type t, unsigned access);

@@ -1,0 +1,641 @@
+/* Floe module "dfsph": divergence-free SPH (Bender & Koschier 2015, "Divergence-
+ * free smoothed particle hydrodynamics"; 2017, "Divergence-free SPH for
+ * incompressible and viscous fluids"), written on the kit <floe/sph.h>.
+ *
+ * One stage, in pipeline order (core stages in brackets, the density stage of
+ * another module in braces):
+ *   [neighbours] {sph.density} [gravity] {viscosity, tension...} solve [integrate]
+ *
+ * The density stage gives rho_i = m_i W(0) + sum_j m_j W_ij + sum_b rho0_i V_b W_ib
+ * (Akinci et al. 2012 boundary particles, psi_b = rho0_i V_b). `solve` then
+ * runs both solvers of the paper on the step's neighbour lists:
+ *
+ *   1. divergence-free solver (the paper's step after the neighbour search):
+ *      on the velocities the step starts with, until the mean compressing
+ *      density rate, mean(max(Drho_i/Dt, 0)) dt / rho0, is below
+ *      `divergence_tolerance` (0.1%);
+ *   2. constant density solver: on v* = v + dt a (a: gravity and every force
+ *      stage before this one), until the mean predicted compression,
+ *      mean(max(rho*_i / rho0 - 1, 0)), is below `tolerance` (0.05%);
+ *
+ * and sets a = (v_final - v) / dt, so that [integrate] (v += dt a; x += dt v)
+ * finishes the step with the corrected velocity. Both solvers are relaxed
+ * Jacobi iterations on P = p / rho^2 (the paper's kappa / rho), as
+ * SPlisHSPlasH's DFSPH does them; an iteration is two passes over the
+ * neighbour pairs:
+ *
+ *   a^p_i = -sum_j m_j (P_i + P_j) grad W_ij - P_i sum_b psi_b grad W_ib
+ *   F_i   = S_i + dt^k (a^p_i . G_i - sum_j m_j a^p_j . grad W_ij)
+ *   P_i  <- max(P_i + omega F_i / (dt^k D_i), 0)        (Chebyshev-accelerated)
+ *
+ * S_i the source (density: rho_i + dt Drho_i/Dt - rho0, k = 2; divergence:
+ * Drho_i/Dt, k = 1), G_i = sum_j m_j grad W_ij + sum_b psi_b grad W_ib and
+ * D_i = |G_i|^2 + sum_j m_i m_j |grad W_ij|^2, the paper's denominator of
+ * alpha_i: the density change dt^k P_i D_i that P_i alone causes. The
+ * velocity change dt a^p of the final P is applied once; `p` = rho^2 P of
+ * the constant density solver. The boundary force is Akinci's (-psi_b P_i
+ * grad W_ib; `mirror` doubles it), the adjoint of the boundary's density
+ * term, so the projection cannot add energy. Applying each iteration's P
+ * increment to the velocities at once (the paper's algorithms read
+ * literally, omega = 1) let a 2D tank at rest blow apart (docs/dfsph.md).
+ *
+ * Warm start (the paper's section 4.4): the constant density solver starts
+ * from `warm_start` times last step's P (read back from p / rho^2), the
+ * divergence solver from `warm_start` times its last P, kept as dt P in the
+ * attribute `dfsph_kv` (attributes move with the particles when the core
+ * reorders them, and are saved in checkpoints).
+ *
+ * Speed: the set-up stores m_j grad W_ij of every fluid pair once per step
+ * (CSR rows with global neighbour indices over every fluid set); each
+ * iteration is then two passes over those rows and no kernel evaluation.
+ * Loops are gathers with a static schedule; the errors are summed in fixed
+ * chunks of 512 particles, in order, so a run is bitwise the same for any
+ * thread count. docs/dfsph.md has the parameters and measured results. */
+#include <floe/sph.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+FLOE_MODULE_API_DEFINE;
+
+#define CHUNK 512
+
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY };
+
+/* ---- state: per-step scratch, grown as needed ------------------------------ */
+
+typedef struct dfsph_state {
+    size_t cap_n, cap_pairs;
+    uint32_t *off;      /* N + 1: row starts in the pair arrays */
+    uint32_t *nj;       /* pairs: global index of the fluid neighbour */
+    float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
+    float *Gb;          /* 3N: sum_b psi_b grad W_ib */
+    float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
+    float *u;           /* 3N: the velocity being corrected */
+    float *P;           /* N: the iterate P = p / rho^2 */
+    float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
+    float *S;           /* N: the solve's source */
+    float *ap;          /* 3N: pressure accelerations of the iterate */
+    float *rho;         /* N: rho (all fluid sets, global index) */
+    float *rho0;        /* N: rest density of the particle's set */
+    float *lag;         /* N: compression present now that is left to later steps */
+    uint8_t *few;       /* N: too few neighbours for the divergence solver */
+    double *part;       /* chunk partial sums */
+} dfsph_state;
+
+static int dfsph_init(floe_ctx *ctx, void **state)
+{
+    (void)ctx;
+    dfsph_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return FLOE_ERR_NOMEM;
+    *state = s;
+    return FLOE_OK;
+}
+
+static void free_particles(dfsph_state *s)
+{
+    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
+    free(s->rho), free(s->rho0), free(s->lag), free(s->few), free(s->part);
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = NULL;
+    s->few = NULL, s->part = NULL;
+    s->cap_n = 0;
+}
+
+static void free_pairs(dfsph_state *s)
+{
+    free(s->nj), free(s->gx), free(s->gy), free(s->gz);
+    s->nj = NULL, s->gx = s->gy = s->gz = NULL;
+    s->cap_pairs = 0;
+}
+
+static void dfsph_fini(void *state)
+{
+    dfsph_state *s = state;
+    if (!s)
+        return;
+    free_particles(s);
+    free_pairs(s);
+    free(s);
+}
+
+static int ensure_particles(dfsph_state *s, size_t n)
+{
+    if (n <= s->cap_n)
+        return 0;
+    free_particles(s);
+    size_t cap = n + n / 4 + 64;
+    s->off = malloc((cap + 1) * sizeof *s->off);
+    s->Gb = malloc(3 * cap * sizeof(float));
+    s->D = malloc(cap * sizeof(float));
+    s->u = malloc(3 * cap * sizeof(float));
+    s->P = malloc(cap * sizeof(float));
+    s->Pold = malloc(cap * sizeof(float));
+    s->S = malloc(cap * sizeof(float));
+    s->ap = malloc(3 * cap * sizeof(float));
+    s->rho = malloc(cap * sizeof(float));
+    s->rho0 = malloc(cap * sizeof(float));
+    s->lag = malloc(cap * sizeof(float));
+    s->few = malloc(cap);
+    s->part = malloc((cap / CHUNK + 2) * sizeof(double));
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->few ||
+        !s->part) {
+        free_particles(s);
+        return -1;
+    }
+    s->cap_n = cap;
+    return 0;
+}
+
+static int ensure_pairs(dfsph_state *s, size_t n)
+{
+    if (n <= s->cap_pairs)
+        return 0;
+    free_pairs(s);
+    size_t cap = n + n / 4 + 1024;
+    s->nj = malloc(cap * sizeof *s->nj);
+    s->gx = malloc(cap * sizeof(float));
+    s->gy = malloc(cap * sizeof(float));
+    s->gz = malloc(cap * sizeof(float));
+    if (!s->nj || !s->gx || !s->gy || !s->gz) {
+        free_pairs(s);
+        return -1;
+    }
+    s->cap_pairs = cap;
+    return 0;
+}
+
+/* ---- set-up: pair gradients, boundary sums, the diagonal --------------------- */
+
+typedef struct setup {
+    const floe_kconst *kc;
+    const floe_target *t;
+    int nt;
+    size_t off;             /* global offset of the set */
+    const float *x, *m;
+    float rho0;
+    float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
+    int few_limit;          /* fewer neighbours than this: no divergence solve */
+    dfsph_state *s;
+} setup;
+
+/* particle i: its fluid pairs (into its CSR row), sum_b psi_b grad W_ib, D_i */
+FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
+{
+    const floe_kconst *kc = u->kc;
+    dfsph_state *s = u->s;
+    const size_t gi = u->off + i;
+    const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
+    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, s2 = 0.0f;
+    size_t o = s->off[gi];
+    uint32_t count = 0;
+    for (int b = 0; b < u->nt; b++) {
+        const floe_target *tg = &u->t[b];
+        const uint32_t *restrict id = tg->idx + (size_t)i * tg->stride;
+        const uint32_t cnt = tg->cnt[i];
+        const float *restrict xt = tg->x, *restrict w = tg->mass;
+        count += cnt;
+        if (tg->boundary) {
+            floe_row_grad(kc, id, cnt, xt, w, xi, yi, zi, Gb, per);
+            continue;
+        }
+        float sx = 0, sy = 0, sz = 0, ss = 0;
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            const float dw = floe_kdw(kc, r2), g = w[j] * dw;
+            s->nj[o + k] = (uint32_t)tg->off + j;
+            s->gx[o + k] = g * dx;
+            s->gy[o + k] = g * dy;
+            s->gz[o + k] = g * dz;
+            sx += g * dx, sy += g * dy, sz += g * dz;
+            ss += mi * w[j] * dw * dw * r2;
+        }
+        o += cnt;
+        G[0] += sx, G[1] += sy, G[2] += sz;
+        s2 += ss;
+    }
+    /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g */
+    for (int k = 0; k < 3; k++) {
+        Gb[k] *= u->beta * u->rho0;
+        G[k] += Gb[k];
+        s->Gb[3 * gi + k] = Gb[k];
+    }
+    const float D = G[0] * G[0] + G[1] * G[1] + G[2] * G[2] + s2;
+    /* isolated particle: D ~ 0, no pressure (D ~ rho0^2 / d^2 inside the fluid) */
+    s->D[gi] = D > 1e-6f * u->rho0 * u->rho0 * kc->inv_H * kc->inv_H ? D : 0.0f;
+    s->few[gi] = count < (uint32_t)u->few_limit;
+}
+
+/* ---- the two passes of an iteration -------------------------------------------- */
+
+/* Drho_i/Dt of the velocities u for particle gi */
+static inline float div_one(const dfsph_state *restrict s, size_t gi)
+{
+    const float *restrict u = s->u;
+    const float ux = u[3 * gi], uy = u[3 * gi + 1], uz = u[3 * gi + 2];
+    float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
+    const uint32_t k0 = s->off[gi], k1 = s->off[gi + 1];
+    const uint32_t *restrict nj = s->nj;
+    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
+#pragma omp simd reduction(+ : d)
+    for (uint32_t k = k0; k < k1; k++) {
+        const uint32_t j = nj[k];
+        d += (ux - u[3 * j]) * gx[k] + (uy - u[3 * j + 1]) * gy[k] + (uz - u[3 * j + 2]) * gz[k];
+    }
+    return d;
+}
+
+/* The source of a solve, once before its iterations: S_i = Drho_i/Dt of u
+ * (divergence; 0 for a particle with too few neighbours, as SPlisHSPlasH
+ * does) or rho_i + dt Drho_i/Dt - rho0 - lag_i, the predicted density
+ * beyond the rest density (constant density). */
+static void source(dfsph_state *s, size_t N, float dt, int divergence)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        const float d = div_one(s, i);
+        s->S[i] = divergence ? (s->few[i] ? 0.0f : d) : s->rho[i] + dt * d - s->rho0[i] - s->lag[i];
+    }
+}
+
+/* Pass 1: a^p_i = -sum_j m_j (P_i + P_j) grad W_ij - P_i sum_b psi_b grad W_ib */
+static void pass_accel(dfsph_state *s, size_t N)
+{
+    const float *restrict P = s->P;
+    const uint32_t *restrict nj = s->nj;
+    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
+    float *restrict ap = s->ap;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++) {
+        const float Pi = P[i];
+        float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
+        const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
+#pragma omp simd reduction(+ : ax, ay, az)
+        for (uint32_t k = k0; k < k1; k++) {
+            const float c = Pi + P[nj[k]];
+            ax += c * gx[k];
+            ay += c * gy[k];
+            az += c * gz[k];
+        }
+        ap[3 * i] = -ax;
+        ap[3 * i + 1] = -ay;
+        ap[3 * i + 2] = -az;
+    }
+}
+
+/* Pass 2: F_i = S_i + dt^k (a^p_i . G_i - sum_j m_j a^p_j . grad W_ij), the
+ * density (k = 2) or density rate (k = 1) left with the pressure accelerations
+ * a^p over the step, G_i = sum_j m_j grad W_ij + sum_b psi_b grad W_ib;
+ * relaxed Jacobi P^_i = max(P_i + omega F_i / (dt^k D_i), 0) (dF_i/dP_i =
+ * -dt^k D_i), and with Chebyshev acceleration (Wang 2015, as iisph's) the
+ * next iterate max(Pold_i + cheb (P^_i - Pold_i), 0), written over Pold
+ * (the caller swaps P and Pold). Returns the mean of max(F_i, 0) / rho0
+ * (times dt for the rate) of the iterate the a^p came from: what
+ * compression is left. */
+static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, float omega, float cheb)
+{
+    const size_t nch = (N + CHUNK - 1) / CHUNK;
+    const float *restrict ap = s->ap;
+    const uint32_t *restrict nj = s->nj;
+    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
+#pragma omp parallel for schedule(static)
+    for (size_t ch = 0; ch < nch; ch++) {
+        const size_t i0 = ch * CHUNK, i1 = i0 + CHUNK < N ? i0 + CHUNK : N;
+        double e = 0;
+        for (size_t i = i0; i < i1; i++) {
+            const float ax = ap[3 * i], ay = ap[3 * i + 1], az = ap[3 * i + 2];
+            /* a^p_i . G_i - sum_j a^p_j . m_j grad W_ij = sum_j (a^p_i - a^p_j) . g_ij + a^p_i . Gb_i */
+            float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2];
+            const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
+#pragma omp simd reduction(+ : d)
+            for (uint32_t k = k0; k < k1; k++) {
+                const uint32_t j = nj[k];
+                d += (ax - ap[3 * j]) * gx[k] + (ay - ap[3 * j + 1]) * gy[k] + (az - ap[3 * j + 2]) * gz[k];
+            }
+            const float F = divergence && s->few[i] ? 0.0f : s->S[i] + dtk * d;
+            e += floe_pos(F) / s->rho0[i];
+            const float pj = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
+            s->Pold[i] = cheb == 1.0f ? pj : floe_pos(s->Pold[i] + cheb * (pj - s->Pold[i]));
+        }
+        s->part[ch] = e;
+    }
+    double e = 0;
+    for (size_t ch = 0; ch < nch; ch++)
+        e += s->part[ch];
+    return N ? (divergence ? dtk : 1.0) * e / (double)N : 0.0;
+}
+
+/* One solve: P from warm * prev, relaxed Jacobi until the mean error is at
+ * most tol (after min_it iterations) or max_it, then u += dt a^p of the
+ * final P. Returns the iterations; *err the last error measured. */
+typedef struct iter {
+    float omega, warm, cheb_rho; /* relaxation, warm start, Chebyshev's spectral radius estimate (0: off) */
+    int64_t cheb_delay, min_it, max_it;
+    double tol;
+} iter;
+
+/* Chebyshev weight of iteration k (1 before `delay`), from the previous one */
+static inline float cheb_weight(float rho, int64_t k, int64_t delay, float prev)
+{
+    if (!(rho > 0.0f) || k < delay)
+        return 1.0f;
+    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
+}
+
+static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
+{
+    const float dtk = divergence ? dt : dt * dt;
+    source(s, N, dt, divergence);
+    for (size_t i = 0; i < N; i++)
+        s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
+    const int64_t min_it = divergence ? 1 : c->min_it, max_it = c->max_it;
+    const double tol = c->tol;
+    int64_t it = 0;
+    float om = 1.0f;
+    for (;;) {
+        pass_accel(s, N);
+        om = cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        *err = pass_update(s, N, dtk, divergence, c->omega, om);
+        float *t = s->P; /* the new iterate is in Pold */
+        s->P = s->Pold, s->Pold = t;
+        it++;
+        if ((it >= min_it && *err <= tol) || it >= max_it)
+            break;
+    }
+    pass_accel(s, N);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < 3 * N; i++)
+        s->u[i] += dt * s->ap[i];
+    return it;
+}
+
+/* ---- the stage ---------------------------------------------------------------------- */
+
+static int st_solve(const floe_stage_call *call)
+{
+    floe_ctx *ctx = call->ctx;
+    dfsph_state *s = call->state;
+    const floe_sim_info *si = api->sim(ctx);
+    const floe_kconst kc = floe_kconst_make(si);
+    const double tol = call->param[SO_TOL].f, tol_v = call->param[SO_DIV_TOL].f;
+    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
+    const int64_t max_it_v = call->param[SO_DIV_MAX_IT].i;
+    const float warm = (float)call->param[SO_WARM].f, dt = (float)si->dt;
+    const int divergence = call->param[SO_DIVERGENCE].b;
+    const float omega = (float)call->param[SO_OMEGA].f, cheb_rho = (float)call->param[SO_CHEB].f;
+    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
+    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
+    const float beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f;
+    floe_fluid f[FLOE_MODULE_MAX_SETS];
+    floe_target t[FLOE_MODULE_MAX_SETS][2 * FLOE_MODULE_MAX_SETS];
+    int nt[FLOE_MODULE_MAX_SETS];
+    int nf, st;
+    size_t N;
+
+    if (!s)
+        return api->fail(ctx, FLOE_ERR, "module state missing");
+    if (min_it > max_it)
+        return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
+                         (long long)max_it);
+    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
+        return st;
+    if (N == 0 || !(dt > 0.0f))
+        return FLOE_OK;
+    if (N >= UINT32_MAX)
+        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if (ensure_particles(s, N))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
+
+    /* rows: fluid neighbours of every particle, then the prefix sum */
+    double vmax = 0.0;
+    for (int q = 0; q < nf; q++) {
+        if (f[q].info.n == 0)
+            continue;
+        if ((st = floe_targets(api, ctx, &f[q], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t[q], &nt[q])) != FLOE_OK)
+            return st;
+        const float *rho = floe_attr_of(api, ctx, &f[q], "rho", FLOE_F32);
+        if (!rho)
+            return FLOE_ERR_ARG;
+        const int nft = floe_targets_fluid(t[q], nt[q]);
+        const float *v = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
+        if (!v)
+            return FLOE_ERR_ARG;
+        double v2 = 0.0;
+        for (uint32_t i = 0; i < f[q].info.n; i++) {
+            const double q2 = (double)v[3 * i] * v[3 * i] + (double)v[3 * i + 1] * v[3 * i + 1] +
+                              (double)v[3 * i + 2] * v[3 * i + 2];
+            v2 = q2 > v2 ? q2 : v2;
+        }
+        vmax = fmax(vmax, sqrt(v2));
+        for (uint32_t i = 0; i < f[q].info.n; i++) {
+            uint32_t c = 0;
+            for (int b = 0; b < nft; b++)
+                c += t[q][b].cnt[i];
+            s->off[f[q].off + i + 1] = c;
+            s->rho[f[q].off + i] = rho[i];
+            s->rho0[f[q].off + i] = f[q].info.rest_density;
+        }
+    }
+    /* the compression present now (an initial lattice denser than rho0, a
+     * wall overlap) is removed in this step only up to what moves particles
+     * by max(max_correction_speed, |v|max) dt, a fraction vc dt / d of the
+     * spacing: removed at once, a 1% overlap at dt = 1e-4 s would launch
+     * particles at 1% of d / dt (as in iisph's solve) */
+    const double corr = call->param[SO_CORR_SPEED].f;
+    const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
+    for (size_t i = 0; i < N; i++)
+        s->lag[i] = s->rho0[i] * floe_pos(s->rho[i] / s->rho0[i] - 1.0f - elim);
+    s->off[0] = 0;
+    for (size_t i = 0; i < N; i++) {
+        if ((uint64_t)s->off[i] + s->off[i + 1] >= UINT32_MAX)
+            return api->fail(ctx, FLOE_ERR_ARG, "more than 2^32 neighbour pairs");
+        s->off[i + 1] += s->off[i];
+    }
+    if (ensure_pairs(s, s->off[N]))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%u neighbour pairs)", s->off[N]);
+
+    /* set-up, and u = v; the previous step's sums for the warm starts */
+    float *v[FLOE_MODULE_MAX_SETS] = {0}, *a[FLOE_MODULE_MAX_SETS] = {0}, *p[FLOE_MODULE_MAX_SETS] = {0};
+    float *kv[FLOE_MODULE_MAX_SETS] = {0};
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        if (n == 0)
+            continue;
+        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7, s};
+        u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
+        v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
+        a[q] = floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3);
+        p[q] = floe_attr_of(api, ctx, &f[q], "p", FLOE_F32);
+        kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
+        if (!u.x || !u.m || !v[q] || !a[q] || !p[q] || !kv[q])
+            return FLOE_ERR_ARG;
+#define SETUP(i, P) setup_one(&u, i, P)
+        FLOE_PAR_FOR(kc.periodic, n, SETUP);
+#undef SETUP
+        float *restrict uu = s->u + 3 * f[q].off;
+        for (uint32_t i = 0; i < 3 * n; i++)
+            uu[i] = v[q][i];
+    }
+
+    /* 1. divergence-free solver on v, from last step's P of this solver
+     * (kept as dt P, the velocity change per unit gradient) */
+    int64_t it_v = 0;
+    double err_v = 0.0;
+    if (divergence) {
+        for (int q = 0; q < nf; q++)
+            for (uint32_t i = 0; i < f[q].info.n; i++)
+                s->P[f[q].off + i] = kv[q][i] / dt;
+        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v};
+        it_v = solve(s, N, dt, 1, &cv, &err_v);
+        for (int q = 0; q < nf; q++)
+            for (uint32_t i = 0; i < f[q].info.n; i++)
+                kv[q][i] = dt * s->P[f[q].off + i];
+    }
+    /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        float *restrict uu = s->u + 3 * f[q].off;
+        const float *restrict aq = a[q];
+        for (uint32_t i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++)
+                uu[3 * i + k] += dt * aq[3 * i + k];
+            const float r = s->rho[f[q].off + i];
+            s->P[f[q].off + i] = p[q][i] / (r * r);
+        }
+    }
+    double err = 0.0;
+    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol};
+    const int64_t it = solve(s, N, dt, 0, &cd, &err);
+
+    /* a = (u - v) / dt, p = rho^2 P */
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        if (n == 0)
+            continue;
+        const float *restrict uu = s->u + 3 * f[q].off, *restrict rho = s->rho + f[q].off;
+        const float *restrict Pq = s->P + f[q].off;
+#pragma omp parallel for schedule(static)
+        for (uint32_t i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++)
+                a[q][3 * i + k] = (uu[3 * i + k] - v[q][3 * i + k]) / dt;
+            p[q][i] = Pq[i] * rho[i] * rho[i];
+        }
+    }
+    /* the next step: the force condition on gravity (a fluid at rest has no
+     * speed for the CFL condition to bound dt by), and at most dt_max
+     * (SPlisHSPlasH's cflMaxTimeStep). Gravity, not |a|max: a velocity
+     * dependent force in a (XSPH against the walls: alpha / dt times a
+     * velocity difference) would shrink dt, which raises it further; force
+     * stages that need a bound propose their own (the viscosity's
+     * diffusion number). */
+    const double fc = call->param[SO_FORCE_COURANT].f;
+    const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
+                          (double)si->gravity[2] * si->gravity[2]);
+    if (fc > 0.0 && g > 0.0)
+        api->dt_limit(ctx, fc * sqrt(si->spacing / g));
+    api->dt_limit(ctx, call->param[SO_DT_MAX].f);
+    api->stat(ctx, "dfsph.iterations", (double)it);
+    api->stat(ctx, "dfsph.density_error", err);
+    if (divergence) {
+        api->stat(ctx, "dfsph.divergence_iterations", (double)it_v);
+        api->stat(ctx, "dfsph.divergence_error", err_v);
+    }
+    return FLOE_OK;
+}
+
+/* ---- descriptors --------------------------------------------------------------- */
+
+static const floe_param_desc solve_params[] = {
+    [SO_TOL] = { FLOE_SIZED(floe_param_desc), .name = "tolerance", .type = FLOE_PARAM_FLOAT,
+        .def = 0.0005, .min = 1e-7, .max = 0.5, .unit = "",
+        .doc = "constant density solver: stop when the mean predicted compression mean(max(rho* / rho0 - 1, 0)) is "
+               "below this (0.0005 = 0.05%, Bender & Koschier's eta)" },
+    [SO_DIV_TOL] = { FLOE_SIZED(floe_param_desc), .name = "divergence_tolerance", .type = FLOE_PARAM_FLOAT,
+        .def = 0.001, .min = 1e-7, .max = 0.5, .unit = "",
+        .doc = "divergence-free solver: stop when mean(max(Drho/Dt, 0)) dt / rho0 is below this (0.001 = 0.1%, eta_v)" },
+    [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
+        .def = 2, .min = 0, .max = 100000, .unit = "",
+        .doc = "constant density solver: at least this many iterations (the paper: 2)" },
+    [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
+        .def = 100, .min = 1, .max = 100000, .unit = "",
+        .doc = "constant density solver: at most this many iterations" },
+    [SO_DIV_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "divergence_max_iterations", .type = FLOE_PARAM_INT,
+        .def = 100, .min = 1, .max = 100000, .unit = "",
+        .doc = "divergence-free solver: at most this many iterations (at least 1)" },
+    [SO_WARM] = { FLOE_SIZED(floe_param_desc), .name = "warm_start", .type = FLOE_PARAM_FLOAT,
+        .def = 0.5, .min = 0, .max = 1, .unit = "",
+        .doc = "both solvers start from this times last step's summed P (0 = cold start)" },
+    [SO_DIVERGENCE] = { FLOE_SIZED(floe_param_desc), .name = "divergence", .type = FLOE_PARAM_BOOL,
+        .def = 1, .unit = "",
+        .doc = "run the divergence-free solver before the constant density solver (false: constant density only)" },
+    [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
+        .def = 0.05, .min = 0, .max = 10, .unit = "",
+        .doc = "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)" },
+    [SO_DT_MAX] = { FLOE_SIZED(floe_param_desc), .name = "dt_max", .type = FLOE_PARAM_FLOAT,
+        .def = 0.005, .min = 1e-7, .max = 10, .unit = "s",
+        .doc = "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)" },
+    [SO_CORR_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "max_correction_speed", .type = FLOE_PARAM_FLOAT,
+        .def = 0.1, .min = 0, .max = 1e4, .unit = "m/s",
+        .doc = "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
+               "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
+               "no limit" },
+    [SO_OMEGA] = { FLOE_SIZED(floe_param_desc), .name = "omega", .type = FLOE_PARAM_FLOAT,
+        .def = 0.5, .min = 0.01, .max = 1, .unit = "",
+        .doc = "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)" },
+    [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
+        .def_str = "akinci", .choices = "akinci|mirror", .unit = "",
+        .doc = "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
+               "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
+               "force stays the adjoint of the density change)" },
+    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
+        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
+        .doc = "Chebyshev acceleration of both Jacobi iterations (Wang 2015, as iisph's) with this estimate of "
+               "their spectral radius (0 = plain relaxed Jacobi)" },
+    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
+        .def = 4, .min = 2, .max = 100000, .unit = "",
+        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
+    {0},
+};
+
+static const floe_attr_desc solve_attrs[] = {
+    FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ),
+    FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),
+    FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("dfsph_kv", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_BOUND("x", FLOE_VEC3),
+    FLOE_ATTR_BOUND("V", FLOE_F32),
+    {0},
+};
+
+static const floe_stage_desc stages[] = {
+    { FLOE_SIZED(floe_stage_desc), .name = "solve",
+      .doc = "DFSPH: divergence-free solver on v, then constant density solver on v + dt a, Akinci boundaries; "
+             "adds the pressure acceleration to a (after a density stage, 'gravity' and other forces, before "
+             "'integrate')",
+      .run = st_solve, .params = solve_params, .attrs = solve_attrs },
+    {0},
+};
+
+static const floe_module_desc module = {
+    FLOE_SIZED(floe_module_desc),
+    .abi_major = FLOE_ABI_MAJOR,
+    .abi_minor = FLOE_ABI_MINOR,
+    .name = "dfsph",
+    .version = "1.0.0",
+    .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density solvers "
+               "with warm starts, Akinci boundaries",
+    .stages = stages,
+    .init = dfsph_init,
+    .fini = dfsph_fini,
+};
+
+FLOE_MODULE(dfsph)
+{
+    api = core;
+    return &module;
+}

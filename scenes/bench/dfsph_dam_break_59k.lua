@@ -1,0 +1,32 @@
+-- Reference benchmark for the DFSPH module: the 3D dam break of
+-- dam_break_59k.lua (a water block of 39^3 = 59,319 particles at radius
+-- 0.0125 m, tank 4 x 3 x 1.5 m, 1 s simulated), the scene of SPlisHSPlasH's
+-- data/Scenes/DamBreakModel.json with particleRadius 0.0125, solved with
+-- DFSPH to a density tolerance of 0.05% and a divergence tolerance of 0.1%
+-- (docs/dfsph.md, docs/performance.md).
+--
+--   floe bench scenes/bench/dfsph_dam_break_59k.lua [--threads N] [--set seconds=0.1] [--set cfl=0.4]
+local floe = require "floe"
+
+local seconds = floe.param("seconds", 1.0)
+local per_side = floe.param("per_side", 39)
+local d = 0.025
+local sim = floe.sim{
+  dim = 3, radius = 0.0125, gravity = { 0, -9.81, 0 },
+  domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 6.0, 1.6 } },
+}
+sim:load{ "sph", "dfsph" }
+local gap = (1 - per_side * d) / 2
+local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
+sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
+floe.log(string.format("bench: %d fluid particles", n))
+
+sim:pipeline{
+  "neighbours",
+  "sph.density",
+  "gravity",
+  { "dfsph.solve", tolerance = floe.param("tolerance", 0.0005),
+    divergence_tolerance = floe.param("divergence_tolerance", 0.001) },
+  "integrate",
+}
+sim:run{ end_time = seconds, fps = 20, cfl = floe.param("cfl", 0.4), out = "out/bench_dfsph_dam_break_59k" }

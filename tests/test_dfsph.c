@@ -1,0 +1,275 @@
+/* DFSPH (modules/dfsph) against numbers: a hydrostatic tank (density error at
+ * rest, pressure against rho0 g h, time step against WCSPH's acoustic step),
+ * the 2D dam break against Martin & Moyce (1952), bitwise determinism over
+ * thread counts. docs/dfsph.md reports the measured values. */
+#include "ctx.h" /* the frame's module statistics (ctx->stats) */
+#include "csv_fixture.h"
+#include "scene_fixture.h"
+#include "tank_fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* neighbours, density, gravity, the solve, velocity damping while settling,
+ * an optional host stage, integration */
+static double wall_alpha; /* XSPH against walls (sph.xsph boundary_alpha), 0 = free slip */
+
+static void dfsph_pipeline(fixture *f, double damping, floe_stage_fn host, void *user)
+{
+    cr_assert_eq(floe_module_load(f->ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f->ctx)); /* sph.density */
+    cr_assert_eq(floe_module_load(f->ctx, "dfsph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+    floe_pipeline_clear(f->ctx);
+    fixture_add(f, "neighbours", 0, NULL);
+    fixture_add(f, "sph.density", 0, NULL);
+    fixture_add(f, "gravity", 0, NULL);
+    if (wall_alpha > 0) {
+        cr_assert_eq(floe_module_load(f->ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+        floe_param_kv xk[] = {KV_F("alpha", 0), KV_F("boundary_alpha", wall_alpha)};
+        fixture_add(f, "sph.xsph", 2, xk);
+    }
+    fixture_add(f, "dfsph.solve", 0, NULL);
+    if (damping > 0) {
+        cr_assert_eq(floe_module_load(f->ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+        floe_param_kv dk[] = {KV_F("rate", damping)};
+        fixture_add(f, "hello.damp", 1, dk);
+    }
+    if (host)
+        cr_assert_eq(floe_pipeline_add_fn(f->ctx, "test.host", host, user), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+    fixture_add(f, "integrate", 0, NULL);
+}
+
+typedef struct run_log {
+    double err_sum, err_max, it_sum, it_max, itv_sum;
+    uint64_t steps;
+    double t0, t1;
+    floe_frame_fn next;
+    void *next_user;
+} run_log;
+
+static int log_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
+{
+    run_log *L = user;
+    for (int i = 0; i < ctx->nstats; i++) {
+        const stat_acc *s = &ctx->stats[i];
+        if (!strcmp(s->name, "dfsph.density_error")) {
+            L->err_sum += s->sum;
+            L->err_max = fmax(L->err_max, s->max);
+        } else if (!strcmp(s->name, "dfsph.iterations")) {
+            L->it_sum += s->sum;
+            L->it_max = fmax(L->it_max, s->max);
+        } else if (!strcmp(s->name, "dfsph.divergence_iterations")) {
+            L->itv_sum += s->sum;
+        }
+    }
+    L->steps += st->steps;
+    L->t1 = st->time;
+    return L->next ? L->next(ctx, st, L->next_user) : 0;
+}
+
+static void run_logged(fixture *f, double seconds, double fps, run_log *L)
+{
+    L->t0 = floe_ctx_info(f->ctx)->time;
+    floe_run_def r = fixture_run_def(seconds, fps);
+    r.on_frame = log_frame;
+    r.user = L;
+    cr_assert_eq(floe_run(f->ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f->ctx));
+}
+
+/* A 2D tank (0.2 x 0.3 m of water, d = 1 cm, 600 particles) settles damped
+ * for 1.5 s, then is measured undamped for 1.0 s. The floor carries the
+ * weight within 2% (a force probe at 1 kHz with the solver's Akinci wall
+ * pressure; measured -0.02%); pressure probes (kernel-sum normalised,
+ * time-averaged at 1 kHz) read rho0 g (h - y) within 3.5%, h from the
+ * water-height gauges (measured +0.6 to +3.2%: the plain SPH pressure of a settled
+ * packing sits 1.5-3% high, as IISPH's without its gradient correction,
+ * docs/iisph.md "Hydrostatic pressure"). The particles' own time-averaged
+ * pressures are logged (docs/dfsph.md): with Akinci's wall force the
+ * layers next to the floor carry twice the pressure a mirrored wall needs. */
+#define F_TOL 0.02
+#define P_TOL 0.035
+Test(dfsph, hydrostatic_tank_2d, .timeout = 600)
+{
+    const float d = 0.01f, tank[3] = {0.2f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
+    static pavg A;
+    A.fluid = f.fluid;
+    A.T = 0;
+    cr_assert_eq(floe_attr_add(f.ctx, f.fluid, "p_sum", FLOE_F32), FLOE_OK);
+    cr_assert_eq(floe_attr_add(f.ctx, f.fluid, "y_sum", FLOE_F32), FLOE_OK);
+    const uint32_t n0 = floe_set_size(f.ctx, f.fluid);
+    const double m0 = total_mass(&f);
+
+    enum { NP = 6 };
+    float pts[NP][3], gauges[3][3] = {{0.05f, 0, 0}, {0.1f, 0, 0}, {0.15f, 0, 0}};
+    for (int k = 0; k < NP; k++)
+        pts[k][0] = 0.1f, pts[k][1] = 0.06f + 0.04f * k, pts[k][2] = 0;
+    floe_probe_def pd = {.name = "pressure", .kind = FLOE_PROBE_POINTS, .npoints = NP,
+                         .points = (const float(*)[3])pts, .rate = 1000};
+    floe_probe_def gd = {.name = "gauges", .kind = FLOE_PROBE_HEIGHT, .npoints = 3, .points = (const float(*)[3])gauges};
+    floe_probe_def fd = {.name = "floor", .kind = FLOE_PROBE_FORCE, .set = "boundary", .wall = FLOE_WALL_AKINCI,
+                         .rate = 1000};
+    cr_assert_eq(floe_probe_add(f.ctx, &pd), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_probe_add(f.ctx, &gd), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_probe_add(f.ctx, &fd), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+
+    run_log S = {0}, L = {0};
+    dfsph_pipeline(&f, 20, NULL, NULL);
+    run_logged(&f, 1.5, 10, &S);
+    dfsph_pipeline(&f, 0, accumulate_p, &A);
+    float *ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32), *ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
+    memset(ps, 0, n0 * sizeof *ps);
+    memset(ys, 0, n0 * sizeof *ys);
+    sc_setup(); /* a folder for the probes' tables */
+    L.t0 = floe_ctx_info(f.ctx)->time;
+    floe_run_def r = fixture_run_def(1.0, 10);
+    r.on_frame = log_frame;
+    r.user = &L;
+    r.out_dir = sc_out;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+
+    /* what the probes read */
+    csv_table tp, tg, tf;
+    char path[400];
+    snprintf(path, sizeof path, "%s/pressure.probe.csv", sc_out);
+    cr_assert_eq(csv_read(path, &tp), 0);
+    snprintf(path, sizeof path, "%s/gauges.probe.csv", sc_out);
+    cr_assert_eq(csv_read(path, &tg), 0);
+    snprintf(path, sizeof path, "%s/floor.probe.csv", sc_out);
+    cr_assert_eq(csv_read(path, &tf), 0);
+    sc_teardown();
+    double h = 0, fy = 0;
+    for (int r0 = 0; r0 < tg.nrows; r0++)
+        for (int k = 1; k <= 3; k++)
+            h += csv_at(&tg, r0, k) / (3.0 * tg.nrows);
+    for (int r0 = 0; r0 < tf.nrows; r0++)
+        fy += csv_at(&tf, r0, 2) / tf.nrows;
+    const double weight = 1000.0 * water[0] * water[1] * 9.81;
+    cr_log_info("floor force %.2f N/m against the weight %.2f N/m (%+.2f%%); gauges %.5f m (fill %.3f m)", -fy,
+                weight, 100 * (-fy / weight - 1), h, water[1]);
+    cr_expect(fabs(-fy / weight - 1) < F_TOL, "floor force %.2f against the weight %.2f", -fy, weight);
+    cr_expect(fabs(h - water[1]) < 0.5 * d, "gauges read %.4f m", h);
+    for (int k = 0; k < NP; k++) {
+        double sum = 0;
+        for (int r0 = 0; r0 < tp.nrows; r0++)
+            sum += csv_at(&tp, r0, 1 + 2 * k);
+        const double avg = sum / tp.nrows, ref = 1000.0 * 9.81 * (h - pts[k][1]);
+        cr_log_info("pressure probe at y = %.2f m: %.1f Pa against rho0 g (h - y) = %.1f Pa (%+.2f%%)", pts[k][1], avg,
+                    ref, 100 * (avg / ref - 1));
+        cr_expect(fabs(avg / ref - 1) < P_TOL, "probe at y = %.2f: %.1f Pa against %.1f Pa", pts[k][1], avg, ref);
+    }
+    csv_free(&tp);
+    csv_free(&tg);
+    csv_free(&tf);
+
+    cr_assert_eq(floe_set_size(f.ctx, f.fluid), n0);
+    cr_assert_eq(total_mass(&f), m0, "mass must be conserved exactly");
+    check_in_tank(&f, tank, d);
+    const double err_rho = compression(&f), err_stat = L.err_sum / (double)L.steps;
+    cr_log_info("density error at rest: %.4f%% (rho), solver %.4f%% mean / %.4f%% max per step; %.1f iterations "
+                "(max %.0f), %.1f divergence iterations per step", 100 * err_rho, 100 * err_stat, 100 * L.err_max,
+                L.it_sum / (double)L.steps, L.it_max, L.itv_sum / (double)L.steps);
+
+    const uint32_t n = floe_set_size(f.ctx, f.fluid);
+    float *pa = malloc(n * sizeof *pa), *ya = malloc(n * sizeof *ya);
+    ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32);
+    ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
+    for (uint32_t i = 0; i < n; i++) {
+        pa[i] = (float)(ps[i] / A.T);
+        ya[i] = (float)(ys[i] / A.T);
+    }
+    int layers, slabs;
+    double fill;
+    const double worst = layer_pressure_error(&f, pa, ya, tank[0], d, d, &layers, &fill, "time-averaged");
+    const double worst_slab =
+        layer_pressure_error(&f, pa, ya, tank[0], d, floe_ctx_info(f.ctx)->support, &slabs, &fill, "time-averaged");
+    free(pa);
+    free(ya);
+    cr_log_info("pressure vs rho0 g h below the top two layers, time-averaged over %.2f s: layers worst %.2f%% (%d), "
+                "slabs one support radius high worst %.2f%% (%d); fill %.4f", A.T, 100 * worst, layers,
+                100 * worst_slab, slabs, fill);
+    const double g = 9.81, c = 10 * sqrt(2 * g * water[1]), dt_wcsph = 0.4 * d / c;
+    const double dt_mean = (L.t1 - L.t0) / (double)L.steps;
+    cr_log_info("mean dt %.3g s vs WCSPH 0.4 d / c = %.3g s (c = %.1f m/s): %.1fx", dt_mean, dt_wcsph, c,
+                dt_mean / dt_wcsph);
+    cr_assert(layers >= 10 && slabs >= 5, "%d layers, %d slabs compared", layers, slabs);
+    cr_assert(dt_mean >= 5 * dt_wcsph, "mean dt %.3g s < 5 x WCSPH's %.3g s", dt_mean, dt_wcsph);
+    /* the issue's limit: average density error at rest <= 0.05% (the solver's
+     * measure, the prediction it stops on); summed from rho at the new
+     * positions within 0.06% (iisph's limit: the prediction is linear) */
+    cr_assert(err_stat <= 0.0005, "solver's average density error %.4f%% > 0.05%%", 100 * err_stat);
+    cr_assert(err_rho <= 0.0006, "average density error %.4f%% > 0.06%%", 100 * err_rho);
+    floe_ctx_destroy(f.ctx);
+}
+
+/* Martin & Moyce (1952), n^2 = 2, as test_iisph.c's: settle 0.4 s behind a
+ * gate, release; the front within IISPH's limits (18% as measured, 10% with
+ * the time origin shifted by 0.175, sim_fixture.h). Free-slip walls lead by
+ * up to 19.5% (T = 1.19; IISPH free slip: 19.2%); XSPH against the walls
+ * (viscosity.xsph boundary_alpha 0.02: 18.2%, 0.05: 17.1%; 17.7% with
+ * Chebyshev) is the wall friction here, as IISPH's test uses its implicit
+ * wall viscosity. */
+#define WALL_ALPHA 0.05
+Test(dfsph, dam_break_2d_martin_moyce, .timeout = 1200)
+{
+    const double a = 0.1;
+    const float d = (float)(a / 40), tank[3] = {(float)(5 * a), (float)(3 * a), 0};
+    const float water[3] = {(float)a, (float)(2 * a), 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 1);
+    floe_set gate = floe_set_create(f.ctx, "gate", FLOE_SET_BOUNDARY, 0);
+    float g0[3] = {(float)a + 0.5f * d, 0, 0}, g1[3] = {(float)a + 2.5f * d, (float)(2.2 * a), 0};
+    cr_assert(floe_boundary_solid_box(f.ctx, gate, g0, g1) > 0);
+    run_log S = {0};
+    dfsph_pipeline(&f, 20, NULL, NULL);
+    run_logged(&f, 0.4, 10, &S);
+    cr_assert_eq(floe_core_api()->set_resize(f.ctx, gate, 0), FLOE_OK);
+    wall_alpha = WALL_ALPHA;
+    dfsph_pipeline(&f, 0, NULL, NULL);
+    wall_alpha = 0;
+
+    static front_log L;
+    L.n = 0;
+    L.a = a;
+    L.d = d;
+    L.tscale = sqrt(2 * 9.81 / a);
+    L.t0 = floe_ctx_info(f.ctx)->time;
+    L.fluid = f.fluid;
+    run_log R = {0};
+    R.next = on_front;
+    R.next_user = &L;
+    run_logged(&f, 2.7 / L.tscale, 400, &R);
+    double worst, worst_shift;
+    const int compared = front_vs_martin_moyce(&L, &worst, &worst_shift);
+    cr_log_info("release: %llu steps (mean dt %.3g s), %.1f iterations and %.1f divergence iterations per step, "
+                "density error %.4f%% mean", (unsigned long long)R.steps, (R.t1 - R.t0) / (double)R.steps,
+                R.it_sum / (double)R.steps, R.itv_sum / (double)R.steps, 100 * R.err_sum / (double)R.steps);
+    cr_assert(compared >= 8, "compared only %d points", compared);
+    cr_assert(worst < 0.18, "surge front deviates %.1f%% from Martin & Moyce (limit 18%%)", 100 * worst);
+    cr_assert(worst_shift < 0.10, "shifted surge front deviates %.1f%% (limit 10%%)", 100 * worst_shift);
+    floe_ctx_destroy(f.ctx);
+}
+
+/* A collapsing column, 1 and 2 threads: the same positions bit for bit. */
+static float *collapse(int threads, uint32_t *n)
+{
+    const float d = 0.02f, tank[3] = {0.6f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 1);
+    floe_ctx_set_threads(f.ctx, threads);
+    dfsph_pipeline(&f, 0, NULL, NULL);
+    floe_run_def r = fixture_run_def(0.2, 20);
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    *n = floe_set_size(f.ctx, f.fluid);
+    float *x = malloc(3 * *n * sizeof *x);
+    memcpy(x, floe_attr(f.ctx, f.fluid, "x", FLOE_VEC3), 3 * *n * sizeof *x);
+    floe_ctx_destroy(f.ctx);
+    return x;
+}
+
+Test(dfsph, bit_identical_over_thread_counts, .timeout = 300)
+{
+    uint32_t n1, n2;
+    float *a = collapse(1, &n1), *b = collapse(2, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert(memcmp(a, b, 3 * n1 * sizeof *a) == 0, "positions differ between 1 and 2 threads");
+    free(a);
+    free(b);
+}
