@@ -1,5 +1,5 @@
 /* The table of core services handed to every module (floe/module.h). */
-#include "ctx.h"
+#include "device.h"
 #include <floe/mesh.h>
 #include "io.h"
 #include "out_path.h"
@@ -88,8 +88,8 @@ static const floe_nlist *api_neighbours(floe_ctx *ctx, floe_set query, floe_set 
 {
     pset *q = ctx_set(ctx, query);
     pset *t = ctx_set(ctx, target);
-    if (q && t && !ctx->nb_valid && ctx->nb_dev_valid && ctx_cl_lists_to_host(ctx) != FLOE_OK)
-        return NULL; /* OpenCL: only the device lists were current */
+    if (q && t && !ctx->nb_valid && ctx->dev && ctx->dev->ops->lists_to_host(ctx) != FLOE_OK)
+        return NULL; /* a device: only its lists were current (or none) */
     if (!q || !t || q->kind != FLOE_SET_FLUID || !ctx->nb_valid)
         return NULL;
     const nb_list *l = &q->lists[t - ctx->sets];
@@ -151,8 +151,7 @@ static const void *api_attr_read(floe_ctx *ctx, floe_set set, const char *name, 
     attr *at = p ? pset_attr(p, name) : NULL;
     if (!at || at->type != type)
         return NULL;
-    if (ctx->cl)
-        ctx_cl_host(ctx, at, 0); /* OpenCL: copy back if stale; the device copy stays valid */
+    dev_host(ctx, p, at, 0); /* a device: copy back if stale; the device copy stays valid */
     return at->data;
 }
 

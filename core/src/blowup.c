@@ -2,7 +2,7 @@
  * fluid particles outside the domain (an error, or deleted or clamped as
  * the domain's outside rule says). The message names the particle (its
  * stable id and current index), the set, the step, the time and the stage. */
-#include "ctx.h"
+#include "device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,9 +39,9 @@ static long first_nonfinite(const float *f, size_t n)
 int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
 {
     const attr *id = NULL;
-    if (ctx->cl) { /* OpenCL: the host copies of what the message quotes */
-        ctx_cl_host(ctx, (attr *)&p->attrs[0], 0);
-        ctx_cl_host(ctx, pset_attr((pset *)p, "id"), 0);
+    if (ctx->dev) { /* a device: the host copies of what the message quotes */
+        dev_host(ctx, (pset *)p, (attr *)&p->attrs[0], 0);
+        dev_host(ctx, (pset *)p, pset_attr((pset *)p, "id"), 0);
     }
     for (int a = 0; a < p->nattrs; a++)
         if (!strcmp(p->attrs[a].name, "id"))

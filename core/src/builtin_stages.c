@@ -1,7 +1,7 @@
 /* The core's own stages, registered as the built-in module "core" through
  * the same descriptors as any plugin: neighbours, gravity, integrate.
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
-#include "ctx.h"
+#include "device.h"
 #include "emit.h"
 
 #include "floe/kernel.h"
@@ -11,127 +11,6 @@
 #include <string.h>
 
 /* ---- neighbours ------------------------------------------------------- */
-
-int ctx_nb_grid_ensure(floe_ctx *ctx)
-{
-    if (ctx->nbgrid.cell > 0)
-        return FLOE_OK;
-    const floe_sim_info *in = &ctx->info;
-    float lo[3], hi[3];
-    for (int k = 0; k < 3; k++) {
-        lo[k] = in->domain_min[k] - 2 * in->support;
-        hi[k] = in->domain_max[k] + 2 * in->support;
-    }
-    if (nb_grid_init(&ctx->nbgrid, in->dim, lo, hi, in->support, (uint64_t)1 << 28))
-        return ctx_fail(ctx, FLOE_ERR_ARG,
-                        "neighbour grid: the domain is too large for cells of %g m (more than 2^28 cells); "
-                        "shrink the domain or raise the spacing", (double)in->support);
-    ctx->nbgrid.periodic = in->periodic;
-    for (int k = 0; k < 3; k++) {
-        ctx->nbgrid.plo[k] = in->domain_min[k];
-        ctx->nbgrid.period[k] = in->period[k];
-    }
-    return FLOE_OK;
-}
-
-static int sort_set(floe_ctx *ctx, int s, int reorder)
-{
-    pset *p = &ctx->sets[s];
-    float *x = pset_attr(p, "x")->data;
-    if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
-    if (reorder && p->n > 1) {
-        /* move every attribute along the cell key for memory locality, then
-         * sort again (keys are now ascending, so order becomes the identity) */
-        int rc = floe_set_reorder(ctx, ctx_set_handle(ctx, s), p->sorted.order);
-        if (rc)
-            return rc;
-        x = pset_attr(p, "x")->data;
-        if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
-            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
-    }
-    /* a static set is searched every step and sorted once: map the cells
-     * near it, so that queries far from it (most fluid particles, for a
-     * tank's walls) skip the search (without memory: the search still works) */
-    if (p->is_static) {
-        (void)nb_sorted_near(&p->sorted, &ctx->nbgrid);
-        (void)nb_sorted_keep_slots(&p->sorted, pset_attr(p, "x")->data); /* without memory: gathered per build */
-    }
-    p->sorted_valid = 1;
-    return FLOE_OK;
-}
-
-/* The weights and the room of the kernel sums of fluid set pq's list in
- * set t (floe_nlist.wsum): m of a fluid target, V of a boundary one. A
- * target without them gets none (ks->w stays NULL). */
-static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
-{
-    pset *pt = &ctx->sets[t];
-    const attr *w = pset_attr(pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
-    if (!w || w->type != FLOE_F32)
-        return FLOE_OK;
-    if (pq->ksum_cap[t] < pq->n || !pq->ksum[t]) {
-        float *b = aligned_alloc(64, ((size_t)(pq->n ? pq->n : 1) * sizeof(float) + 63) / 64 * 64);
-        if (!b)
-            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for kernel sums of '%s'", pq->name);
-        free(pq->ksum[t]);
-        pq->ksum[t] = b;
-        pq->ksum_cap[t] = pq->n;
-    }
-    *ks = (nb_ksum){.w = w->data, .inv_H = inv_H, .out = pq->ksum[t]};
-    /* one mass for the whole set (the usual fluid): no loads of w per row */
-    if (pt->kind == FLOE_SET_FLUID && pt->n) {
-        const float *wd = w->data;
-        int same = 1;
-        for (uint32_t i = 1; i < pt->n; i++)
-            same &= wd[i] == wd[0];
-        ks->uniform = same;
-        ks->w0 = wd[0];
-    }
-    return FLOE_OK;
-}
-
-int ctx_neighbours_update(floe_ctx *ctx, int reorder)
-{
-    int rc = ctx_nb_grid_ensure(ctx);
-    for (int s = 0; s < ctx->npsets && ctx->cl; s++) /* OpenCL: positions on the host */
-        ctx_cl_host(ctx, pset_attr(&ctx->sets[s], "x"), 0);
-    for (int s = 0; s < ctx->npsets && !rc; s++) {
-        pset *p = &ctx->sets[s];
-        if (p->is_static && p->sorted_valid)
-            continue;
-        /* static sets are reordered once, on their first sort */
-        rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
-    }
-    ctx->ksums_valid = 0;
-    const float inv_H = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H;
-    for (int q = 0; q < ctx->npsets && !rc; q++) {
-        pset *pq = &ctx->sets[q];
-        if (pq->kind != FLOE_SET_FLUID)
-            continue;
-        const float *xq = pset_attr(pq, "x")->data;
-        for (int t = 0; t < ctx->npsets; t++) {
-            pset *pt = &ctx->sets[t];
-            const float *xt = pset_attr(pt, "x")->data;
-            nb_ksum ks = {0}, *ksp = NULL;
-            pq->ksum_ok[t] = 0;
-            if (ctx->ksums_wanted && (rc = ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
-                ksp = &ks;
-            if (rc)
-                return rc;
-            if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
-                              ksp))
-                return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
-            pq->ksum_ok[t] = ksp && ks.done;
-        }
-    }
-    if (!rc) {
-        ctx->nb_valid = 1;
-        ctx->ksums_valid = ctx->ksums_wanted;
-        ctx->nb_updates++;
-    }
-    return rc;
-}
 
 enum { NB_REORDER_EVERY, NB_METHOD };
 
@@ -209,14 +88,13 @@ static int stage_integrate(const floe_stage_call *c)
         if (ctx->info.periodic)
             wrap_periodic(&ctx->info, x, p->n);
         p->sorted_valid = 0;
-        p->dev_sorted_valid = 0;
+        dev_moved(ctx, p); /* the device's sort and lists too */
     }
     ctx->nb_valid = 0;
-    ctx->nb_dev_valid = 0;
     return FLOE_OK;
 }
 
-/* OpenCL paths (backend_cl.c, kernels/core/) */
+/* device paths (run only with a backend, device.h; kernels/core/ for OpenCL) */
 static int stage_neighbours_cl(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
@@ -225,11 +103,11 @@ static int stage_neighbours_cl(const floe_stage_call *c)
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
     ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
-    return ctx_cl_neighbours(ctx, reorder);
+    return ctx->dev->ops->neighbours(ctx, reorder);
 }
 
-static int stage_gravity_cl(const floe_stage_call *c) { return ctx_cl_gravity(c->ctx); }
-static int stage_integrate_cl(const floe_stage_call *c) { return ctx_cl_integrate(c->ctx); }
+static int stage_gravity_cl(const floe_stage_call *c) { return c->ctx->dev->ops->gravity(c->ctx); }
+static int stage_integrate_cl(const floe_stage_call *c) { return c->ctx->dev->ops->integrate(c->ctx); }
 
 static const floe_param_desc nb_params[] = {
     {FLOE_SIZED(floe_param_desc), .name = "reorder_every", .type = FLOE_PARAM_INT, .def = 10, .min = 0, .max = 1e9,

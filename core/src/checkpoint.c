@@ -2,6 +2,7 @@
  * are written in the machine's byte order; the header's byte-order mark
  * and Floe's version refuse a file of another machine or build. */
 #include "checkpoint.h"
+#include "device.h"
 
 #include "io.h"
 
@@ -155,7 +156,7 @@ static void save_sets(floe_ctx *ctx, wr *w)
         pset *p = &ctx->sets[s];
         if (!p->gen)
             continue;
-        ctx_cl_host_set(ctx, p, 0); /* OpenCL: every attribute on the host */
+        dev_host_set(ctx, p, 0); /* a device: every attribute on the host */
         put_str(w, p->name);
         put_i32(w, (int32_t)p->kind);
         put(w, &p->rest_density, sizeof p->rest_density);

@@ -1,16 +1,13 @@
-/* Simulation context: creation, errors, logging. */
-#include "ctx.h"
+/* Simulation context: creation and destruction (the services every layer
+ * uses, errors, log, thread team: ctx_base.c). */
+#include "device.h"
 #include "probes.h"
 #include "emit.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 floe_sim_def floe_sim_default_def(void)
 {
@@ -94,50 +91,13 @@ floe_ctx *floe_ctx_create(const floe_sim_def *def, char *err, size_t errlen)
     snprintf(ctx->modules[0].path, sizeof ctx->modules[0].path, "(built in)");
     ctx->nmodules = 1;
     char clerr[1024] = "";
-    if (ctx_cl_init(ctx, d.backend, d.device, clerr, sizeof clerr) != FLOE_OK) {
+    if (backend_open(ctx, d.backend, d.device, clerr, sizeof clerr) != FLOE_OK) {
         if (err)
             snprintf(err, errlen, "%s", clerr);
         free(ctx);
         return NULL;
     }
     return ctx;
-}
-
-void floe_ctx_set_threads(floe_ctx *ctx, int threads)
-{
-#ifdef _OPENMP
-    if (threads <= 0)
-        threads = omp_get_num_procs();
-#else
-    threads = 1;
-#endif
-    ctx->info.threads = threads;
-}
-
-/* OpenMP keeps the team size per calling thread (the nthreads-var ICV), so
- * setting it for the length of a call and back is what makes it the
- * context's: another context, or another host thread, keeps its own. */
-int ctx_threads_enter(const floe_ctx *ctx)
-{
-#ifdef _OPENMP
-    int prev = omp_get_max_threads();
-    if (prev != ctx->info.threads)
-        omp_set_num_threads(ctx->info.threads);
-    return prev;
-#else
-    (void)ctx;
-    return 1;
-#endif
-}
-
-void ctx_threads_leave(int prev)
-{
-#ifdef _OPENMP
-    if (omp_get_max_threads() != prev)
-        omp_set_num_threads(prev);
-#else
-    (void)prev;
-#endif
 }
 
 void floe_ctx_destroy(floe_ctx *ctx)
@@ -150,7 +110,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
         if (m->desc && m->desc->fini && m->state)
             m->desc->fini(m->state);
     }
-    ctx_cl_destroy(ctx); /* device buffers and kernels, before the modules go */
+    backend_close(ctx); /* device buffers and kernels, before the modules go */
     probes_free(ctx);
     emit_free(ctx);
     ctx_nbs_free(ctx);
@@ -171,45 +131,3 @@ void floe_ctx_destroy(floe_ctx *ctx)
         free(ctx->grids[g].data);
     free(ctx);
 }
-
-const char *floe_ctx_error(const floe_ctx *ctx)
-{
-    return ctx->error[0] ? ctx->error : "no error";
-}
-
-const floe_sim_info *floe_ctx_info(floe_ctx *ctx) { return &ctx->info; }
-
-int ctx_fail(floe_ctx *ctx, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-void ctx_log(floe_ctx *ctx, int level, const char *fmt, ...)
-{
-    static const char *const names[] = {"debug", "info", "warning", "error"};
-    if (level < ctx->log_level)
-        return;
-    if (level < 0 || level > FLOE_LOG_ERROR)
-        level = FLOE_LOG_ERROR;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (ctx->log_fn)
-        ctx->log_fn(level, msg, ctx->log_user);
-    else
-        fprintf(stderr, "floe: %s: %s\n", names[level], msg);
-}
-
-void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user)
-{
-    ctx->log_fn = fn;
-    ctx->log_user = user;
-}
-
-void floe_ctx_set_log_level(floe_ctx *ctx, int level) { ctx->log_level = level; }

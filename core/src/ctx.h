@@ -3,6 +3,9 @@
 #define FLOE_CTX_H
 
 #include <floe/floe.h>
+#include <floe/module.h>
+
+#include <stddef.h>
 
 #include "neighbours.h"
 
@@ -18,12 +21,7 @@
 typedef struct attr {
     char name[NAME_LEN];
     floe_type type;
-    void *data;              /* cap elements, 64-byte aligned */
-    /* OpenCL mirror (backend_cl.c): the host copy is the truth unless
-     * host_stale; the device copy is valid unless dev_stale */
-    void *dev;               /* cl_mem of dev_cap elements, or NULL */
-    uint32_t dev_cap;
-    uint8_t host_stale, dev_stale;
+    void *data;              /* cap elements, 64-byte aligned (a device copy: device.h) */
 } attr;
 
 typedef struct pset {
@@ -44,7 +42,6 @@ typedef struct pset {
     float *ksum[MAX_SETS];   /* fluid sets: kernel sums of lists[t] (floe_nlist.wsum) */
     uint32_t ksum_cap[MAX_SETS];
     uint8_t ksum_ok[MAX_SETS]; /* computed by the last update */
-    int dev_sorted_valid;    /* OpenCL: the device cell sort is current */
 } pset;
 
 typedef struct grid {
@@ -108,9 +105,7 @@ struct floe_ctx {
     stat_acc stats[MAX_STATS];
     const char *current_stage;
     int boundary_dirty;      /* boundary particles changed: recompute volumes */
-    struct cl_backend *cl;   /* OpenCL backend state, NULL on the cpu path */
-    int nb_dev_valid;        /* OpenCL: device neighbour lists are current */
-    int cl_defer;            /* OpenCL: a run's step may leave its blow-up checks to the next */
+    struct floe_backend *dev; /* the device backend (device.h), NULL: host only */
     const stage_inst *running; /* the stage being run (attribute access rules) */
     floe_output *out;        /* where runs and modules write (NULL: out_dir as given) */
     int dataflow_checked;    /* floe_pipeline_check passed since the pipeline last changed */
@@ -158,6 +153,7 @@ void floe_module_unload_handle(void *dl);
 
 /* core stages (builtin_stages.c) */
 const floe_module_desc *floe_core_module(void);
+/* host neighbour lists (nb_update.c) */
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
 /* neighbours_sorted.c: the neighbours stage's method "sorted_keys" */
@@ -167,7 +163,12 @@ void ctx_nbs_free(floe_ctx *ctx);
 /* pipeline.c */
 int ctx_pipeline_check(floe_ctx *ctx);
 /* the stage a deprecated stage name runs as (ABI 1.8), and its condition; NULL when none */
-const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond);
+static inline const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond)
+{
+    const int has = sd && sd->size >= offsetof(floe_stage_desc, replaced_if) + sizeof sd->replaced_if;
+    *cond = has ? sd->replaced_if : NULL;
+    return has ? sd->replaced_by : NULL;
+}
 /* "did you mean" endings of error messages (suggest.c), "" when none */
 void ctx_suggest_stage(floe_ctx *ctx, const char *qname, char *out, size_t len);
 void ctx_suggest_set(floe_ctx *ctx, const char *key, char *out, size_t len);
@@ -187,51 +188,8 @@ typedef struct access_snap access_snap;
 access_snap *ctx_access_snap(floe_ctx *ctx, const stage_inst *st);
 int ctx_access_check(floe_ctx *ctx, const stage_inst *st, access_snap *snap, int compare);
 
-/* OpenCL backend (backend_cl.c); every call is a no-op on the cpu path */
-int ctx_cl_init(floe_ctx *ctx, const char *backend, const char *device, char *err, size_t errlen);
-void ctx_cl_destroy(floe_ctx *ctx);
-/* host copy of one attribute up to date; write: device copy stale */
-void ctx_cl_host(floe_ctx *ctx, attr *at, int write);
-/* every attribute of a set (resize, compact, reorder, frame output) */
-void ctx_cl_host_set(floe_ctx *ctx, pset *p, int write);
-/* host access through floe_attr: write unless the running stage only reads it */
-void ctx_cl_host_access(floe_ctx *ctx, pset *p, attr *at);
-/* host neighbour lists from the device ones, when only those are current */
-int ctx_cl_lists_to_host(floe_ctx *ctx);
-/* boundary volumes on the host, device copies of V marked stale */
+/* boundary volumes on the host, their device copies stale (geometry.c) */
 int ctx_boundary_volumes(floe_ctx *ctx);
-double ctx_cl_max_speed(floe_ctx *ctx);
-/* stage dispatch hooks (pipeline.c): a step's flags are reset at its
- * begin and read (a few bytes) at its end; per-stage device times too */
-int ctx_cl_step_begin(floe_ctx *ctx);
-void ctx_cl_run_begin(floe_ctx *ctx);
-int ctx_cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl);
-int ctx_cl_stage_end(floe_ctx *ctx, int index, int *host_timed);
-int ctx_cl_step_end(floe_ctx *ctx);
-/* Report the blow-up checks of a step read without waiting (ctx->cl_defer);
- * called before anything uses the step's results on the host. */
-int ctx_cl_checks_flush(floe_ctx *ctx);
-/* the core's OpenCL stages (builtin_stages.c run_cl) */
-int ctx_cl_neighbours(floe_ctx *ctx, int reorder);
-/* the last device build's overflow check not done yet (lists speculative) */
-int ctx_cl_nb_pending(floe_ctx *ctx);
-/* do it: wait for the counts, rebuild overflowed lists; *rebuilt = 1 when
- * lists changed, so stages run on the speculative lists must run again */
-int ctx_cl_nb_settle(floe_ctx *ctx, int *rebuilt);
-int ctx_cl_gravity(floe_ctx *ctx);
-int ctx_cl_integrate(floe_ctx *ctx);
-/* the floe_api entries of ABI 1.1 (api.c) */
-int api_backend(floe_ctx *ctx);
-void *api_cl_context(floe_ctx *ctx);
-void *api_cl_queue(floe_ctx *ctx);
-void *api_cl_program(floe_ctx *ctx, const char *module, const char *file);
-void *api_cl_kernel(floe_ctx *ctx, const char *module, const char *file, const char *kernel);
-void *api_cl_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type, unsigned access);
-int api_cl_neighbours(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nlist *out);
-void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
-int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
-void *api_cl_fn(const char *name);
-void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes);
 
 /* run-time checks (blowup.c): first bad particle in sets written by the
  * stage; fills msg and returns FLOE_ERR_BLOWUP. */

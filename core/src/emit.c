@@ -21,7 +21,7 @@
  * every frame lists the particles alive then with their ids. */
 #include "emit.h"
 
-#include "ctx.h"
+#include "device.h"
 #include "geometry.h"
 
 #include <math.h>
@@ -246,17 +246,12 @@ static int active(const source *s, double t)
  * host path must do it (a device copy to grow, no OpenCL), -1 on error. */
 static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
-    typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *,
-                                void *);
-    void *fw = ctx->cl ? api_cl_fn("clEnqueueWriteBuffer") : NULL;
-    if (!fw)
+    if (!ctx->dev)
         return 0;
-    write_fn w;
-    memcpy(&w, &fw, sizeof w);
     const uint32_t n0 = p->n, n1 = n0 + n;
     for (int a = 0; a < p->nattrs; a++) {
         const attr *at = &p->attrs[a];
-        if (at->host_stale && (!at->dev || at->dev_cap < n1))
+        if ((dev_attr_state(ctx, p, at) & DEV_HOST_STALE) && ctx->dev->ops->capacity(ctx, p, at) < n1)
             return 0;
     }
     if (ctx_set_reserve(p, n1))
@@ -280,14 +275,8 @@ static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n
                 ((uint32_t *)(void *)d)[i] = p->next_id++;
         }
         /* the device copy, where it is current, gets the new range */
-        if (at->dev && !at->dev_stale) {
-            if (at->dev_cap < n1) {
-                at->dev_stale = 1; /* host current (checked above): uploaded whole, grown, next time */
-                continue;
-            }
-            if (w(api_cl_queue(ctx), at->dev, 1, (size_t)n0 * es, (size_t)n * es, d, 0, NULL, NULL))
-                return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
-        }
+        if (ctx->dev->ops->write_rows(ctx, p, at, n0, n))
+            return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
     }
     p->n = n1;
     return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : 1;
@@ -401,12 +390,12 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
         pset *p = &ctx->sets[q];
         if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
             continue;
-        if (ctx->cl && pset_attr(p, "x")->host_stale && sinks_on_device(ctx, e, q) == 0) {
+        if ((dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE) && sinks_on_device(ctx, e, q) == 0) {
             e->flow.device_sink_checks++;
             continue; /* nothing leaves: the positions stay on the device */
         }
-        ctx_cl_host(ctx, pset_attr(p, "x"), 0);
-        ctx_cl_host(ctx, pset_attr(p, "m"), 0);
+        dev_host(ctx, p, pset_attr(p, "x"), 0);
+        dev_host(ctx, p, pset_attr(p, "m"), 0);
         const float *x = pset_attr(p, "x")->data, *m = pset_attr(p, "m")->data;
         if (p->n > e->keep_cap) {
             uint8_t *k = realloc(e->keep, p->n);

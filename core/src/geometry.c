@@ -1,6 +1,6 @@
 /* Scene geometry: fluid blocks on a lattice, boundary walls sampled as
  * boundary particles, and their Akinci et al. 2012 volumes. */
-#include "ctx.h"
+#include "device.h"
 #include "geometry.h"
 
 #include <math.h>
@@ -269,5 +269,15 @@ int floe_boundary_volumes(floe_ctx *ctx)
     int prev = ctx_threads_enter(ctx);
     int rc = boundary_volumes(ctx);
     ctx_threads_leave(prev);
+    return rc;
+}
+
+/* Boundary volumes are computed on the host: the device copies of V go stale. */
+int ctx_boundary_volumes(floe_ctx *ctx)
+{
+    int rc = floe_boundary_volumes(ctx);
+    for (int s = 0; s < ctx->npsets && !rc; s++)
+        if (ctx->sets[s].kind == FLOE_SET_BOUNDARY)
+            dev_host(ctx, &ctx->sets[s], pset_attr(&ctx->sets[s], "V"), 1);
     return rc;
 }

@@ -9,6 +9,8 @@
  *               z axis; or { axis = {x, y, z}, angle = degrees }
  *   translation {x, y, z}
  * applied in that order: x' = R (S x) + t. */
+#include "ctx.h"
+
 #include <floe/mesh.h>
 
 #include <lauxlib.h>
@@ -177,13 +179,13 @@ static floe_mesh *load(lua_State *L, const char *fn, const floe_mesh_def *def)
 static const char *set_problem(lua_State *L, floe_ctx *ctx, const char *name, floe_set_kind kind, double rho)
 {
     floe_set set = floe_set_find(ctx, name);
-    floe_set_info in;
-    if (!set.id || floe_core_api()->set_info(ctx, set, &in) != FLOE_OK)
+    const pset *in = set.id ? ctx_set(ctx, set) : NULL;
+    if (!in)
         return NULL;
-    if (in.kind != kind)
-        return lua_pushfstring(L, "set '%s' is a %s set", name, in.kind == FLOE_SET_FLUID ? "fluid" : "boundary");
-    if (kind == FLOE_SET_FLUID && fabs(in.rest_density - rho) > 1e-6 * rho)
-        return lua_pushfstring(L, "set '%s' has density %f, not %f", name, (lua_Number)in.rest_density, (lua_Number)rho);
+    if (in->kind != kind)
+        return lua_pushfstring(L, "set '%s' is a %s set", name, in->kind == FLOE_SET_FLUID ? "fluid" : "boundary");
+    if (kind == FLOE_SET_FLUID && fabs(in->rest_density - rho) > 1e-6 * rho)
+        return lua_pushfstring(L, "set '%s' has density %f, not %f", name, (lua_Number)in->rest_density, (lua_Number)rho);
     return NULL;
 }
 

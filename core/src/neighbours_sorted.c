@@ -436,7 +436,7 @@ done:
 
 /* ---- the neighbours stage's method ------------------------------------- */
 
-#include "ctx.h"
+#include "device.h"
 
 struct nbs_ctx {
     nbs_state s;
@@ -466,7 +466,7 @@ int ctx_neighbours_sorted(floe_ctx *ctx)
     uint32_t first[MAX_SETS + 1] = {0};
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
-        ctx_cl_host(ctx, pset_attr(p, "x"), 0);
+        dev_host(ctx, p, pset_attr(p, "x"), 0);
         first[s + 1] = first[s] + (p->gen ? p->n : 0);
     }
     const uint32_t total = first[ctx->npsets];

@@ -2,7 +2,7 @@
  * type; the core grows, compacts and reorders all attributes of a set
  * together so they always stay consistent. */
 #include "bigmem.h"
-#include "ctx.h"
+#include "device.h"
 #include "out_path.h"
 
 #include <stdio.h>
@@ -96,8 +96,20 @@ int floe_attr_add(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
     snprintf(at->name, NAME_LEN, "%s", name);
     at->type = type;
     at->data = d;
-    at->dev_stale = 1; /* no device copy yet */
     return FLOE_OK;
+}
+
+/* Host access through floe_attr: the host copy current, and the device
+ * copy stale unless the running stage declared the attribute read-only. */
+static void host_access(floe_ctx *ctx, pset *p, attr *at)
+{
+    int write = 1;
+    const stage_inst *st = ctx->running;
+    if (st && st->desc) /* a C stage: attributes it only reads stay valid on the device */
+        for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
+            if ((a->kind & p->kind) && !strcmp(a->name, at->name))
+                write = (a->access & FLOE_WRITE) != 0;
+    dev_host(ctx, p, at, write);
 }
 
 void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
@@ -106,8 +118,8 @@ void *floe_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type)
     if (!p)
         return NULL;
     attr *at = pset_attr(p, name);
-    if (at && at->type == type && ctx->cl)
-        ctx_cl_host_access(ctx, p, at); /* OpenCL: copy back if stale */
+    if (at && at->type == type && ctx->dev)
+        host_access(ctx, p, at); /* a device: copy back if stale */
     return at && at->type == type ? at->data : NULL;
 }
 
@@ -116,7 +128,7 @@ int floe_attr_at(floe_ctx *ctx, floe_set set, int index, const char **name, floe
     pset *p = ctx_set(ctx, set);
     if (!p || index < 0 || index >= p->nattrs)
         return 0;
-    ctx_cl_host(ctx, &p->attrs[index], 1);
+    dev_host(ctx, p, &p->attrs[index], 1);
     *name = p->attrs[index].name;
     *type = p->attrs[index].type;
     *data = p->attrs[index].data;
@@ -205,11 +217,10 @@ uint32_t floe_set_size(floe_ctx *ctx, floe_set set)
 static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
-    p->dev_sorted_valid = 0;
+    dev_moved(ctx, p); /* the device's sort and lists too */
     if (p->kind == FLOE_SET_BOUNDARY && p->is_static && !p->every_frame) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;
     ctx->nb_valid = 0;
-    ctx->nb_dev_valid = 0;
     ctx->ksums_valid = 0;
 }
 
@@ -218,7 +229,7 @@ int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n)
     pset *p = ctx_set(ctx, set);
     if (!p)
         return ctx_fail(ctx, FLOE_ERR_ARG, "resize: invalid particle set handle");
-    ctx_cl_host_set(ctx, p, 1); /* OpenCL: every attribute back on the host */
+    dev_host_set(ctx, p, 1); /* a device: every attribute back on the host */
     if (pset_reserve(p, n))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "set '%s': out of memory for %u particles", p->name, n);
     if (n > p->n) /* new particles start zeroed */
@@ -236,7 +247,7 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep)
     pset *p = ctx_set(ctx, set);
     if (!p)
         return ctx_fail(ctx, FLOE_ERR_ARG, "compact: invalid particle set handle");
-    ctx_cl_host_set(ctx, p, 1);
+    dev_host_set(ctx, p, 1);
     uint32_t m = 0;
     for (uint32_t i = 0; i < p->n; i++) {
         if (!keep[i])
@@ -261,7 +272,7 @@ static int reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
         return ctx_fail(ctx, FLOE_ERR_ARG, "reorder: invalid particle set handle");
     if (p->n == 0)
         return FLOE_OK;
-    ctx_cl_host_set(ctx, p, 1);
+    dev_host_set(ctx, p, 1);
     size_t maxes = 3 * sizeof(float);
     char *tmp = malloc((size_t)p->n * maxes);
     if (!tmp)

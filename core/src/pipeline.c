@@ -2,7 +2,7 @@
  * parameters. Stage names are "module.stage"; the core's own stages may be
  * named without prefix. Everything is checked when a stage is added, so a
  * scene error points at the line that composed the pipeline. */
-#include "ctx.h"
+#include "device.h"
 #include "out_path.h"
 
 #include <errno.h>
@@ -206,12 +206,6 @@ static int stage_moves(const floe_stage_desc *sd)
     return 0;
 }
 
-const char *ctx_stage_replaced_by(const floe_stage_desc *sd, const char **cond)
-{
-    const int has = sd && sd->size >= offsetof(floe_stage_desc, replaced_if) + sizeof sd->replaced_if;
-    *cond = has ? sd->replaced_if : NULL;
-    return has ? sd->replaced_by : NULL;
-}
 
 /* Whether the resolved parameters of st meet a replaced_if "NAME=VALUE". */
 static int replace_applies(const stage_inst *st, const char *cond)
@@ -482,22 +476,22 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* Run stage i. On the OpenCL backend a stage with a run_cl runs on the
- * device; the others run on the C path after ctx_cl_stage_begin copied back
- * what they declare. Device stages are checked for blow-ups on the device
- * (flags read at the end of the step) and timed with marker events
- * (backend_cl.c). */
+/* Run stage i. With a device backend (device.h) a stage with a run_cl runs
+ * on the device; the others run on the C path after the backend's
+ * stage_begin copied back what they declare. Device stages are checked for
+ * blow-ups on the device (flags read at the end of the step) and timed with
+ * kernel events (core/src/opencl/). */
 static int run_stage(floe_ctx *ctx, int i)
 {
     int rc;
     stage_inst *st = &ctx->stages[i];
     floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
-    const int use_cl = ctx->cl && st->desc && st->desc->run_cl;
+    const int use_cl = ctx->dev && st->desc && st->desc->run_cl;
     ctx->current_stage = st->name;
     ctx->error[0] = 0;
     /* OpenCL: before a C stage every check so far is settled; a blow-up
      * found there is reported now, as the C path would have */
-    if (ctx->cl && (rc = ctx_cl_stage_begin(ctx, st, use_cl)))
+    if (ctx->dev && (rc = ctx->dev->ops->stage_begin(ctx, st, use_cl)))
         return rc;
     if (st->moves)
         ctx->ksums_valid = 0;
@@ -512,7 +506,7 @@ static int run_stage(floe_ctx *ctx, int i)
         rc = rc ? rc : rc_access;
     }
     if (!rc && use_cl)
-        rc = ctx_cl_stage_end(ctx, i, &host_timed);
+        rc = ctx->dev->ops->stage_end(ctx, i, &host_timed);
     double ms = now_ms() - t0;
     if (host_timed) {
         st->ms_total += ms;
@@ -536,7 +530,7 @@ static int run_stage(floe_ctx *ctx, int i)
  * attribute declared FLOE_OVERWRITE). */
 static int replayable(const floe_ctx *ctx, const stage_inst *st)
 {
-    if (!ctx->cl || !st->desc || !st->desc->run_cl || !st->desc->attrs)
+    if (!ctx->dev || !st->desc || !st->desc->run_cl || !st->desc->attrs)
         return 0;
     int writes = 0;
     for (const floe_attr_desc *a = st->desc->attrs; a->name; a++)
@@ -556,7 +550,9 @@ static int replayable(const floe_ctx *ctx, const stage_inst *st)
 static int settle_lists(floe_ctx *ctx, int from, int to)
 {
     int rebuilt, rc;
-    if ((rc = ctx_cl_nb_settle(ctx, &rebuilt)))
+    if (!ctx->dev)
+        return FLOE_OK;
+    if ((rc = ctx->dev->ops->lists_settle(ctx, &rebuilt)))
         return rc;
     for (int k = from; rebuilt && k < to; k++)
         if ((rc = run_stage(ctx, k)))
@@ -567,7 +563,7 @@ static int settle_lists(floe_ctx *ctx, int from, int to)
 int ctx_run_stages(floe_ctx *ctx)
 {
     int rc;
-    if (ctx->cl && (rc = ctx_cl_step_begin(ctx)))
+    if (ctx->dev && (rc = ctx->dev->ops->step_begin(ctx)))
         return rc;
     int spec = -1; /* first stage run on unchecked (speculative) lists */
     for (int i = 0; i < ctx->nstages; i++) {
@@ -580,13 +576,13 @@ int ctx_run_stages(floe_ctx *ctx)
         }
         if ((rc = run_stage(ctx, i)))
             return rc;
-        if (spec < 0 && ctx->cl && ctx_cl_nb_pending(ctx))
+        if (spec < 0 && ctx->dev && ctx->dev->ops->lists_pending(ctx))
             spec = i + 1;
     }
     if (spec >= 0 && (rc = settle_lists(ctx, spec, ctx->nstages)))
         return rc;
     ctx->current_stage = NULL;
-    if (ctx->cl && (rc = ctx_cl_step_end(ctx)))
+    if (ctx->dev && (rc = ctx->dev->ops->step_end(ctx)))
         return rc;
     return FLOE_OK;
 }

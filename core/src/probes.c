@@ -33,6 +33,7 @@
  * fluid particle, built here at each sample: the pipeline's lists describe
  * the positions at the start of the step and belong to the modules. */
 #include "probes.h"
+#include "device.h"
 
 #include "io.h"
 
@@ -357,7 +358,7 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        ctx_cl_host_set(ctx, p, 0); /* OpenCL: the host copies, up to date */
+        dev_host_set(ctx, p, 0); /* OpenCL: the host copies, up to date */
         const float *x = pset_attr(p, "x")->data;
         for (uint32_t i = 0; i < p->n; i++)
             g->start[cell_of(g, x + 3 * i, c) + 1]++;
@@ -526,7 +527,7 @@ static void sample_front(floe_ctx *ctx, probe *q)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        ctx_cl_host_set(ctx, p, 0);
+        dev_host_set(ctx, p, 0);
         const float *x = pset_attr(p, "x")->data;
         for (uint32_t i = 0; i < p->n; i++) {
             const double v = x[3 * i + q->axis];
@@ -545,7 +546,7 @@ static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kern
     pset *b = ctx_set(ctx, floe_set_find(ctx, q->set));
     if (!b)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probe '%s': the boundary set '%s' is gone", q->name, q->set);
-    ctx_cl_host_set(ctx, b, 0);
+    dev_host_set(ctx, b, 0);
     const float *xb = pset_attr(b, "x")->data;
     attr *Va = pset_attr(b, "V");
     if (!Va)

@@ -2,7 +2,7 @@
  * frame files, the run record and progress. The step itself is the
  * pipeline (pipeline.c); this file only decides dt and when to write. */
 #include "checkpoint.h"
-#include "ctx.h"
+#include "device.h"
 #include "io.h"
 #include "out_path.h"
 #include "probes.h"
@@ -73,8 +73,8 @@ static double wall_now(void)
 
 static double max_speed(floe_ctx *ctx)
 {
-    if (ctx->cl) /* OpenCL: reduced on the device, 4 bytes back */
-        return ctx_cl_max_speed(ctx);
+    if (ctx->dev) /* reduced on the device, 4 bytes back */
+        return ctx->dev->ops->max_speed(ctx);
     double vmax2 = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -100,7 +100,7 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        ctx_cl_host_set(ctx, p, 0); /* OpenCL: once per frame */
+        dev_host_set(ctx, p, 0); /* a device: once per frame */
         const float *x = pset_attr(p, "x")->data, *v = pset_attr(p, "v")->data;
         const float *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         double rho0 = p->rest_density > 0 ? p->rest_density : 1;
@@ -139,7 +139,7 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID && (frame != 0 || !p->is_static) && !p->every_frame)
             continue;
-        ctx_cl_host_set(ctx, p, 0);
+        dev_host_set(ctx, p, 0);
         io_column cols[MAX_ATTRS + 1];
         int nc = 0;
         for (int a = 0; a < nnames; a++) {
@@ -445,7 +445,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
         ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
-    ctx_cl_run_begin(ctx); /* OpenCL: kernel statistics per run, like the stage times */
+    if (ctx->dev) /* kernel statistics per run, like the stage times */
+        ctx->dev->ops->run_begin(ctx);
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
@@ -483,9 +484,10 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         ctx->nstats = 0;
         for (int i = 0; i < ctx->nstages; i++)
             ctx->stages[i].ms_frame = 0;
-        /* OpenCL: a step's blow-up checks may be read while the next step
-         * runs; all are in before the frame's statistics and files */
-        ctx->cl_defer = 1;
+        /* a device: a step's blow-up checks may be read while the next
+         * step runs; all are in before the frame's statistics and files */
+        if (ctx->dev)
+            ctx->dev->ops->defer_checks(ctx, 1);
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
             double dt = choose_dt(ctx, &def, dt_prev, t_end);
             rc = floe_step(ctx, dt);
@@ -497,9 +499,10 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             fr->st.dt_min = fmin(fr->st.dt_min, dt);
             fr->st.dt_max = fmax(fr->st.dt_max, dt);
         }
-        ctx->cl_defer = 0;
-        if (ctx->cl && rc != FLOE_ERR_BLOWUP) { /* a blow-up of a step before the failing one is the cause */
-            int frc = ctx_cl_checks_flush(ctx);
+        if (ctx->dev)
+            ctx->dev->ops->defer_checks(ctx, 0);
+        if (ctx->dev && rc != FLOE_ERR_BLOWUP) { /* a blow-up of a step before the failing one is the cause */
+            int frc = ctx->dev->ops->checks_flush(ctx);
             if (frc)
                 rc = frc;
         }

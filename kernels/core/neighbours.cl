@@ -1,4 +1,4 @@
-/* Device neighbour search (core/src/backend_cl.c drives it): the same
+/* Device neighbour search (core/src/opencl/sort.c and lists.c drive it): the same
  * sorted-key scheme as core/src/neighbours.c.
  *   nb_keys     cell key of every particle, its arrival rank in the cell
  *   scan_*      exclusive prefix sum of the cell counts -> cell start table

@@ -4,7 +4,6 @@
 #ifndef FLOE_CL_LOADER_H
 #define FLOE_CL_LOADER_H
 
-#ifdef FLOE_HAVE_OPENCL
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
@@ -27,7 +26,6 @@ typedef struct cl_fns {
 /* The loaded table, or NULL with the reason in why (FLOE_OPENCL_LIB names
  * another library, for tests of the no-runtime path). Loaded once. */
 const cl_fns *cl_load(const char **why);
-#endif
 
 /* dlsym in the loaded runtime (NULL when none). */
 void *cl_loader_sym(const char *name);

@@ -1,5 +1,5 @@
-/* OpenCL at run time: see cl_loader.h. */
-#include "cl_loader.h"
+/* OpenCL at run time: see loader.h. */
+#include "loader.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -7,7 +7,6 @@
 
 static void *lib;
 
-#ifdef FLOE_HAVE_OPENCL
 static cl_fns fns;
 static int state; /* 0 not tried, 1 loaded, -1 failed */
 static char reason[512];
@@ -35,6 +34,5 @@ const cl_fns *cl_load(const char **why)
         *why = state == 1 ? NULL : reason;
     return state == 1 ? &fns : NULL;
 }
-#endif
 
 void *cl_loader_sym(const char *name) { return lib && name ? dlsym(lib, name) : NULL; }

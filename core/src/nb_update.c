@@ -1,0 +1,129 @@
+/* The context's neighbour lists on the host: the cell grid, the cell sort of
+ * each set (and the reorder along it), the lists of every fluid set in every
+ * set and their kernel sums (neighbours.c does the work). */
+#include "device.h"
+
+#include "floe/kernel.h"
+
+#include <stdlib.h>
+
+int ctx_nb_grid_ensure(floe_ctx *ctx)
+{
+    if (ctx->nbgrid.cell > 0)
+        return FLOE_OK;
+    const floe_sim_info *in = &ctx->info;
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        lo[k] = in->domain_min[k] - 2 * in->support;
+        hi[k] = in->domain_max[k] + 2 * in->support;
+    }
+    if (nb_grid_init(&ctx->nbgrid, in->dim, lo, hi, in->support, (uint64_t)1 << 28))
+        return ctx_fail(ctx, FLOE_ERR_ARG,
+                        "neighbour grid: the domain is too large for cells of %g m (more than 2^28 cells); "
+                        "shrink the domain or raise the spacing", (double)in->support);
+    ctx->nbgrid.periodic = in->periodic;
+    for (int k = 0; k < 3; k++) {
+        ctx->nbgrid.plo[k] = in->domain_min[k];
+        ctx->nbgrid.period[k] = in->period[k];
+    }
+    return FLOE_OK;
+}
+
+static int sort_set(floe_ctx *ctx, int s, int reorder)
+{
+    pset *p = &ctx->sets[s];
+    float *x = pset_attr(p, "x")->data;
+    if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+    if (reorder && p->n > 1) {
+        /* move every attribute along the cell key for memory locality, then
+         * sort again (keys are now ascending, so order becomes the identity) */
+        int rc = floe_set_reorder(ctx, ctx_set_handle(ctx, s), p->sorted.order);
+        if (rc)
+            return rc;
+        x = pset_attr(p, "x")->data;
+        if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+    }
+    /* a static set is searched every step and sorted once: map the cells
+     * near it, so that queries far from it (most fluid particles, for a
+     * tank's walls) skip the search (without memory: the search still works) */
+    if (p->is_static) {
+        (void)nb_sorted_near(&p->sorted, &ctx->nbgrid);
+        (void)nb_sorted_keep_slots(&p->sorted, pset_attr(p, "x")->data); /* without memory: gathered per build */
+    }
+    p->sorted_valid = 1;
+    return FLOE_OK;
+}
+
+/* The weights and the room of the kernel sums of fluid set pq's list in
+ * set t (floe_nlist.wsum): m of a fluid target, V of a boundary one. A
+ * target without them gets none (ks->w stays NULL). */
+static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
+{
+    pset *pt = &ctx->sets[t];
+    const attr *w = pset_attr(pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
+    if (!w || w->type != FLOE_F32)
+        return FLOE_OK;
+    if (pq->ksum_cap[t] < pq->n || !pq->ksum[t]) {
+        float *b = aligned_alloc(64, ((size_t)(pq->n ? pq->n : 1) * sizeof(float) + 63) / 64 * 64);
+        if (!b)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for kernel sums of '%s'", pq->name);
+        free(pq->ksum[t]);
+        pq->ksum[t] = b;
+        pq->ksum_cap[t] = pq->n;
+    }
+    *ks = (nb_ksum){.w = w->data, .inv_H = inv_H, .out = pq->ksum[t]};
+    /* one mass for the whole set (the usual fluid): no loads of w per row */
+    if (pt->kind == FLOE_SET_FLUID && pt->n) {
+        const float *wd = w->data;
+        int same = 1;
+        for (uint32_t i = 1; i < pt->n; i++)
+            same &= wd[i] == wd[0];
+        ks->uniform = same;
+        ks->w0 = wd[0];
+    }
+    return FLOE_OK;
+}
+
+int ctx_neighbours_update(floe_ctx *ctx, int reorder)
+{
+    int rc = ctx_nb_grid_ensure(ctx);
+    for (int s = 0; s < ctx->npsets && ctx->dev; s++) /* a device: positions on the host */
+        dev_host(ctx, &ctx->sets[s], pset_attr(&ctx->sets[s], "x"), 0);
+    for (int s = 0; s < ctx->npsets && !rc; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->is_static && p->sorted_valid)
+            continue;
+        /* static sets are reordered once, on their first sort */
+        rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
+    }
+    ctx->ksums_valid = 0;
+    const float inv_H = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H;
+    for (int q = 0; q < ctx->npsets && !rc; q++) {
+        pset *pq = &ctx->sets[q];
+        if (pq->kind != FLOE_SET_FLUID)
+            continue;
+        const float *xq = pset_attr(pq, "x")->data;
+        for (int t = 0; t < ctx->npsets; t++) {
+            pset *pt = &ctx->sets[t];
+            const float *xt = pset_attr(pt, "x")->data;
+            nb_ksum ks = {0}, *ksp = NULL;
+            pq->ksum_ok[t] = 0;
+            if (ctx->ksums_wanted && (rc = ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
+                ksp = &ks;
+            if (rc)
+                return rc;
+            if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
+                              ksp))
+                return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
+            pq->ksum_ok[t] = ksp && ks.done;
+        }
+    }
+    if (!rc) {
+        ctx->nb_valid = 1;
+        ctx->ksums_valid = ctx->ksums_wanted;
+        ctx->nb_updates++;
+    }
+    return rc;
+}

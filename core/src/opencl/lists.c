@@ -1,0 +1,203 @@
+/* OpenCL backend: neighbour lists built on the device, column-major rows
+ * of a fixed stride per (query set, target set). The build does not wait
+ * for its overflow check: the counts are read without waiting and settled
+ * before the first stage that cannot simply run again (cl_lists_settle),
+ * where an overflowed pair is widened and built again. */
+#include "state.h"
+
+/* where the neighbour counts are read to: pinned memory where there is some */
+static cl_uint *nb_stats_host(floe_ctx *ctx)
+{
+    cl_uint *p = cl_pinned(ctx, "core.nb_stats", sizeof CL->nb_st_page);
+    return p ? p : CL->nb_st_page;
+}
+
+static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
+{
+    pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
+    cl_setdev *dq = &CL->sets[q], *dt = &CL->sets[t];
+    uint32_t nq = pq->n;
+    if (!dq->lstride[t])
+        dq->lstride[t] = ctx->info.dim == 3 ? 64u : 32u;
+    if (!dq->cnt[t] || dq->lcap[t] < nq) {
+        uint64_t rows = pq->cap > nq ? pq->cap : nq;
+        cl_rel(ctx, &dq->cnt[t]);
+        cl_rel(ctx, &dq->idx[t]);
+        dq->lcap[t] = 0;
+        if (!(dq->cnt[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * 4)) ||
+            !(dq->idx[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * dq->lstride[t] * 4)))
+            return FLOE_ERR_NOMEM;
+        dq->lcap[t] = (uint32_t)rows;
+    }
+    dq->ln[t] = nq;
+    if (nq == 0)
+        return FLOE_OK;
+    if (pt->n == 0) { /* nothing to find */
+        cl_uint zero = 0;
+        cl_int e = F->clEnqueueFillBuffer(CL->q, dq->cnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
+        return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
+    }
+    cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ);
+    if (!xq)
+        return FLOE_ERR;
+    cl_float4 go, plo, period;
+    cl_int4 gn;
+    cl_grid_args(ctx, &go, &gn);
+    for (int k = 0; k < 3; k++) {
+        plo.s[k] = ctx->nbgrid.plo[k];
+        period.s[k] = ctx->nbgrid.period[k];
+    }
+    plo.s[3] = ctx->nbgrid.cell;
+    period.s[3] = 0;
+    cl_float r2 = ctx->info.support * ctx->info.support;
+    cl_int same = q == t, excl = q == t;
+    cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
+    /* bytes: queries, counts, and the lists as large as the last ones */
+    double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
+    /* a set against itself, no periodic axes, lists of at most 64: the
+     * work-group kernel (candidates staged in local memory) */
+    if (same && !per && stride <= 64 && !CL->nb_local_off)
+        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+                      ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
+                      ARG(pitch), ARG(CL->stats), ARG(slot));
+    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
+                  ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
+                  ARG(plo), ARG(period), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats),
+                  ARG(slot));
+}
+
+/* Clear the counts and build the lists of the set pairs which[0..n) (all
+ * of CL->nb_pq/nb_pt when which is NULL), each reporting into its slot */
+static int build_pairs(floe_ctx *ctx, const int *which, int n)
+{
+    cl_uint zero = 0;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * CL->nb_np * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "clEnqueueFillBuffer");
+    for (int k = 0; k < n; k++) {
+        const int pr = which ? which[k] : k;
+        int rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)pr);
+        if (rc)
+            return rc;
+    }
+    return FLOE_OK;
+}
+
+int cl_neighbours(floe_ctx *ctx, int reorder)
+{
+    int rb, rc;
+    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
+        return rc;
+    rc = ctx_nb_grid_ensure(ctx);
+    if (rc)
+        return rc;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->is_static && CL->sets[s].sorted_valid)
+            continue;
+        if ((rc = cl_sort(ctx, s)))
+            return rc;
+        /* static sets were reordered once on the host (boundary volumes) */
+        if (!p->is_static && reorder && p->n > 1) {
+            /* the previous step's checks name particles by index: report
+             * them before the indices change */
+            if ((rc = cl_checks_flush(ctx)) || (rc = cl_reorder(ctx, s)) || (rc = cl_sort(ctx, s)))
+                return rc;
+        }
+        CL->sets[s].sorted_valid = 1;
+    }
+    enum { NPAIR = MAX_SETS * MAX_SETS };
+    if (!CL->stats && !(CL->stats = cl_mk(ctx, 2 * NPAIR * 4)))
+        return FLOE_ERR_NOMEM;
+    int np = 0;
+    for (int q = 0; q < ctx->npsets; q++)
+        if (ctx->sets[q].kind == FLOE_SET_FLUID)
+            for (int t = 0; t < ctx->npsets; t++) {
+                CL->nb_pq[np] = q;
+                CL->nb_pt[np] = t;
+                np++;
+            }
+    CL->nb_np = np;
+    if ((rc = build_pairs(ctx, NULL, np)))
+        return rc;
+    /* the one small read of the neighbour update, the largest count and the
+     * total of every pair: without waiting for it */
+    cl_uint *st = nb_stats_host(ctx);
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)2 * np * 4, st, 0, NULL, &CL->nb_ev);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    F->clFlush(CL->q);
+    CL->nb_pending = 1;
+    CL->lists_valid = 1;
+    ctx->nb_valid = 0;
+    ctx->nb_updates++;
+    if (CL->nb_spec_off) {
+        int rebuilt;
+        return cl_lists_settle(ctx, &rebuilt);
+    }
+    return FLOE_OK;
+}
+
+int cl_lists_pending(floe_ctx *ctx)
+{
+    return CL && CL->nb_pending;
+}
+
+/* Look at the counts of the last build: where a list overflowed its stride
+ * (rows were cut), widen it and build that pair again, now waiting for the
+ * counts. *rebuilt tells the caller that stages run on the speculative
+ * lists must run again. */
+int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
+{
+    *rebuilt = 0;
+    if (!CL->nb_pending)
+        return FLOE_OK;
+    CL->nb_pending = 0;
+    enum { NPAIR = MAX_SETS * MAX_SETS };
+    const int np = CL->nb_np;
+    cl_uint *st = nb_stats_host(ctx);
+    double t0 = now_ms();
+    cl_int e = F->clWaitForEvents(1, &CL->nb_ev);
+    CL->wait_nb_ms += now_ms() - t0;
+    F->clReleaseEvent(CL->nb_ev);
+    CL->nb_ev = NULL;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    int pending[NPAIR], npending = 0, rc;
+    for (int round = 0;; round++) {
+        /* an overflow: kernels enqueued on the speculative lists may still
+         * read them; let them finish before the lists are released */
+        for (int k = 0; !round && k < np; k++)
+            if (st[2 * k] > CL->sets[CL->nb_pq[k]].lstride[CL->nb_pt[k]]) {
+                F->clFinish(CL->q);
+                break;
+            }
+        int left = 0;
+        for (int k = 0; k < (round ? npending : np); k++) {
+            int pr = round ? pending[k] : k;
+            cl_setdev *d = &CL->sets[CL->nb_pq[pr]];
+            int t = CL->nb_pt[pr];
+            d->ltotal[t] = st[2 * pr + 1];
+            if (st[2 * pr] > d->lstride[t]) { /* rare: widen, rebuild this pair */
+                d->lstride[t] = (st[2 * pr] + 7u) & ~7u;
+                cl_rel(ctx, &d->cnt[t]);
+                cl_rel(ctx, &d->idx[t]);
+                pending[left++] = pr;
+            }
+        }
+        npending = left;
+        if (!npending)
+            break;
+        *rebuilt = 1;
+        if (round > 4)
+            return ctx_fail(ctx, FLOE_ERR, "OpenCL: neighbour lists keep overflowing");
+        if ((rc = build_pairs(ctx, pending, npending)))
+            return rc;
+        t0 = now_ms();
+        e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
+        CL->wait_nb_ms += now_ms() - t0;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "reading the neighbour counts");
+    }
+    return FLOE_OK;
+}
