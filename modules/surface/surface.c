@@ -1,7 +1,7 @@
 /* The surface module: water surfaces as meshes, once per output frame.
  *
  *   surface.mc           colour field of isotropic kernels on a sparse grid,
- *                        iso value, marching tetrahedra (the patent's step 6)
+ *                        iso value, marching cubes (the patent's step 6)
  *   surface.anisotropic  the same with Yu & Turk 2013 kernels (Kim 2020
  *                        eqs. 41-42): smoothed centres, weighted covariance,
  *                        its eigen-decomposition, clamped stretch, G
@@ -19,7 +19,7 @@
 
 FLOE_MODULE_API_DEFINE;
 
-enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_SMOOTH, P_RADIUS, P_STRETCH, P_NMIN };
+enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_MESHER, P_SMOOTH, P_RADIUS, P_STRETCH, P_NMIN };
 
 #define COMMON_PARAMS                                                                                              \
     [P_SETS] = {FLOE_SIZED(floe_param_desc), .name = "sets", .type = FLOE_PARAM_STRING, .def_str = "", .unit = "", \
@@ -33,7 +33,10 @@ enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_SMOOTH, P_RADIUS, P
     [P_FORMAT] = {FLOE_SIZED(floe_param_desc), .name = "format", .type = FLOE_PARAM_STRING, .def_str = "both",     \
                   .choices = "obj|ply|both", .unit = "", .doc = "mesh files written each frame"},                 \
     [P_NAME] = {FLOE_SIZED(floe_param_desc), .name = "name", .type = FLOE_PARAM_STRING, .def_str = "surface",      \
-                .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"}
+                .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"},             \
+    [P_MESHER] = {FLOE_SIZED(floe_param_desc), .name = "mesher", .type = FLOE_PARAM_STRING, .def_str = "cubes",   \
+                  .choices = "cubes|tetrahedra", .unit = "",                                                       \
+                  .doc = "marching cubes, or marching tetrahedra (about twice the triangles)"}
 
 static const floe_param_desc mc_params[] = {COMMON_PARAMS, {0}};
 
@@ -165,8 +168,10 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
-    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, out)))
-        rc = api->fail(ctx, rc, "out of memory for the mesh");
+    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
+    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+        rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
+                                                     : "the marching-cubes table's loops do not close (a bug)");
     fo->blocks = g.nblocks;
     sgrid_free(&g);
     return rc;
@@ -245,7 +250,7 @@ static int run_aniso_cl(const floe_stage_call *c) { return surface_run(c, 1, 1);
 
 static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "mc", .run = run_mc, .run_cl = run_mc_cl, .params = mc_params, .attrs = attrs, .per_frame = 1,
-     .doc = "mesh of the colour field of isotropic kernels (iso value, marching tetrahedra), once per frame"},
+     .doc = "mesh of the colour field of isotropic kernels (iso value, marching cubes), once per frame"},
     {FLOE_SIZED(floe_stage_desc), .name = "anisotropic", .run = run_aniso, .run_cl = run_aniso_cl, .params = aniso_params, .attrs = attrs,
      .per_frame = 1,
      .doc = "mesh of the colour field of Yu & Turk anisotropic kernels (smoothed centres, covariance), once per frame"},

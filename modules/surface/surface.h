@@ -1,5 +1,6 @@
 /* The surface module's shared types: a sparse grid of 8^3-point blocks, the
- * field splat, the marching-tetrahedra mesher and the mesh files. */
+ * field splat, the marching-cubes and marching-tetrahedra meshers and the
+ * mesh files. */
 #ifndef FLOE_SURFACE_H
 #define FLOE_SURFACE_H
 
@@ -91,7 +92,7 @@ void splat_lists_free(sgrid *g, splat_lists *sl);
  * item per grid point; api->fail's status on an error */
 int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n);
 
-/* ---- the mesh (tets.c) ----------------------------------------------------- */
+/* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 
 typedef struct mesh {
     float *v, *nrm;          /* 3 per vertex */
@@ -101,10 +102,26 @@ typedef struct mesh {
     mem_meter *mem;
 } mesh;
 
-/* marching tetrahedra on the iso value: a closed, oriented 2-manifold
- * (every cell split into the same six tetrahedra around its diagonal), with
- * vertices welded per grid edge and area-weighted vertex normals */
-int mesh_extract(const sgrid *g, float iso, mesh *out);
+/* the marching-cubes table (cubes.c): for each pattern of inside corners
+ * (bit c: corner c at offset (c & 1, c >> 1 & 1, c >> 2 & 1) is inside),
+ * triangles on the cell's edges mc_edge (corner pairs, the first corner's
+ * bits a subset of the second's), counter-clockwise seen from outside */
+#define MC_MAX_TRI 12
+typedef struct mc_table {
+    uint8_t ntri[256];
+    uint8_t tri[256][MC_MAX_TRI][3];
+} mc_table;
+extern const int mc_edge[12][2];
+/* 0, or -1 when a pattern's segments do not close into loops (a bug) */
+int mc_table_build(mc_table *t);
+
+typedef enum mesher_kind { MESHER_CUBES, MESHER_TETRAHEDRA } mesher_kind;
+
+/* the iso surface as a closed, oriented 2-manifold with vertices welded per
+ * grid edge and area-weighted vertex normals: marching cubes (cubes.c's
+ * table) or marching tetrahedra (every cell split into the same six
+ * tetrahedra around its diagonal: about twice the triangles) */
+int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out);
 void mesh_free(mesh *m);
 
 /* ---- files (mesh_file.c) ---------------------------------------------------- */

@@ -1,4 +1,8 @@
-/* Marching tetrahedra on the sparse grid. Every cell is cut into the six
+/* The meshers on the sparse grid: marching cubes (the table of cubes.c) by
+ * default, or marching tetrahedra. Both put their vertices on grid edges,
+ * welded by the edge's key, and triangulate the blocks in parallel.
+ *
+ * Marching tetrahedra: every cell is cut into the six
  * tetrahedra around its diagonal from corner 0 to corner 7 (Kuhn / Freudenthal:
  * the same cut in every cell, so neighbouring cells' tetrahedra share whole
  * faces). A point is inside when its value exceeds the iso value; inside a
@@ -95,6 +99,7 @@ typedef struct cellx {
     vmap *map;
     mesh *out;
     uint64_t *vkey;          /* the key of each vertex of out, when not NULL */
+    const mc_table *mc;      /* marching cubes; NULL: tetrahedra */
 } cellx;
 
 static void corner_offset(int c, int o[3])
@@ -211,6 +216,24 @@ static int tetrahedron(cellx *x, const int tet[4])
     return rc ? rc : triangle(x, e2, tet, in);
 }
 
+/* the cell's triangles from the marching-cubes table */
+static int cube(cellx *x, int pattern)
+{
+    const mc_table *t = x->mc;
+    for (int i = 0; i < t->ntri[pattern]; i++) {
+        uint32_t v[3];
+        for (int k = 0; k < 3; k++) {
+            const int *e = mc_edge[t->tri[pattern][i][k]];
+            if (edge_vertex(x, e[0], e[1], &v[k]))
+                return FLOE_ERR_NOMEM;
+        }
+        if (mesh_reserve(x->out, 0))
+            return FLOE_ERR_NOMEM;
+        memcpy(&x->out->tri[3 * (size_t)x->out->nt++], v, sizeof v);
+    }
+    return FLOE_OK;
+}
+
 static const int tets[6][4] = {{0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7}, {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7}};
 
 static void vertex_normals(mesh *m)
@@ -270,18 +293,21 @@ static int block_triangulate(const sgrid *g, float iso, int32_t b, cellx *x, blo
     for (int lz = 0; lz < BLOCK && !rc; lz++)
         for (int ly = 0; ly < BLOCK && !rc; ly++)
             for (int lx = 0; lx < BLOCK && !rc; lx++) {
-                int nin = 0;
+                int pattern = 0;
                 for (int c = 0; c < 8; c++) {
                     x->f[c] = value_at(g, nb, lx + (c & 1), ly + (c >> 1 & 1), lz + (c >> 2 & 1));
-                    nin += x->f[c] > iso;
+                    pattern |= (x->f[c] > iso) << c;
                 }
-                if (nin == 0 || nin == 8)
+                if (pattern == 0 || pattern == 255)
                     continue;
                 x->p[0] = (int64_t)bc[0] * BLOCK + lx;
                 x->p[1] = (int64_t)bc[1] * BLOCK + ly;
                 x->p[2] = (int64_t)bc[2] * BLOCK + lz;
-                for (int t = 0; t < 6 && !rc; t++)
-                    rc = tetrahedron(x, tets[t]);
+                if (x->mc)
+                    rc = cube(x, pattern);
+                else
+                    for (int t = 0; t < 6 && !rc; t++)
+                        rc = tetrahedron(x, tets[t]);
             }
     /* empty the block's hash slots for the next block */
     vmap *m = x->map;
@@ -360,8 +386,23 @@ static void free_pieces(block_mesh *bm, int32_t n, mem_meter *m, size_t bytes)
     m->now -= bytes;
 }
 
-int mesh_extract(const sgrid *g, float iso, mesh *out)
+int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out)
 {
+    static mc_table table; /* the same every time: built under a lock, read after */
+    static int table_ready;
+    const mc_table *mc = NULL;
+    if (kind == MESHER_CUBES) {
+        int ok;
+#pragma omp critical(surface_mc_table)
+        {
+            if (!table_ready)
+                table_ready = mc_table_build(&table) == 0 ? 1 : -1;
+            ok = table_ready;
+        }
+        if (ok < 0)
+            return FLOE_ERR;
+        mc = &table;
+    }
     const int32_t nblocks = g->nblocks;
     block_mesh *bm = calloc(MERGE_CHUNK, sizeof *bm);
     uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
@@ -379,7 +420,7 @@ int mesh_extract(const sgrid *g, float iso, mesh *out)
             lmap.vert = malloc(LOCAL_CAP * sizeof *lmap.vert);
             lmap.cap = LOCAL_CAP;
             int trc = vkey && lmap.key && lmap.vert ? FLOE_OK : FLOE_ERR_NOMEM;
-            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey};
+            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey, .mc = mc};
             for (int32_t c0 = 0; c0 < nblocks; c0 += MERGE_CHUNK) {
                 const int32_t c1 = nblocks - c0 > MERGE_CHUNK ? c0 + MERGE_CHUNK : nblocks;
 #pragma omp for schedule(dynamic, 8)
