@@ -56,6 +56,7 @@ typedef struct cell_sort {
     float *xs[3];            /* positions in entry order, one array per axis,
                               * LANES zeros of padding after the last */
     uint32_t *cell;          /* first entry of each occupied cell, and n */
+    uint64_t *ckey;          /* key of each occupied cell */
     uint32_t ncell;
     double lo[3], inv, h;
     uint32_t n;
@@ -83,6 +84,7 @@ static void cells_free(cell_sort *cs, mem_meter *m)
     meter_free(m, cs->key, (size_t)cs->n * sizeof *cs->key);
     meter_free(m, cs->idx, (size_t)cs->n * sizeof *cs->idx);
     meter_free(m, cs->cell, ((size_t)cs->n + 1) * sizeof *cs->cell);
+    meter_free(m, cs->ckey, ((size_t)cs->n + 1) * sizeof *cs->ckey);
     for (int k = 0; k < 3; k++)
         meter_free(m, cs->xs[k], ((size_t)cs->n + LANES) * sizeof *cs->xs[k]);
     memset(cs, 0, sizeof *cs);
@@ -104,9 +106,10 @@ static int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_
     cs->key = meter_alloc(m, (size_t)n * sizeof *cs->key, 0);
     cs->idx = meter_alloc(m, (size_t)n * sizeof *cs->idx, 0);
     cs->cell = meter_alloc(m, ((size_t)n + 1) * sizeof *cs->cell, 0);
+    cs->ckey = meter_alloc(m, ((size_t)n + 1) * sizeof *cs->ckey, 0);
     for (int k = 0; k < 3; k++)
         cs->xs[k] = meter_alloc(m, ((size_t)n + LANES) * sizeof *cs->xs[k], 1);
-    if (!pair || !cs->key || !cs->idx || !cs->cell || !cs->xs[0] || !cs->xs[1] || !cs->xs[2]) {
+    if (!pair || !cs->key || !cs->idx || !cs->cell || !cs->ckey || !cs->xs[0] || !cs->xs[1] || !cs->xs[2]) {
         meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
         cells_free(cs, m);
         return FLOE_ERR_NOMEM;
@@ -124,27 +127,31 @@ static int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_
         cs->idx[e] = (uint32_t)pair[2 * e + 1];
         for (int k = 0; k < 3; k++)
             cs->xs[k][e] = x[3 * (size_t)cs->idx[e] + k];
-        if (e == 0 || cs->key[e] != cs->key[e - 1])
+        if (e == 0 || cs->key[e] != cs->key[e - 1]) {
+            cs->ckey[cs->ncell] = cs->key[e];
             cs->cell[cs->ncell++] = e;
+        }
     }
     cs->cell[cs->ncell] = n;
+    cs->ckey[cs->ncell] = UINT64_MAX; /* above every key: ends the scans */
     meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
     return FLOE_OK;
 }
 
-/* first entry at or after a with key >= k: the rows of a cell come in
- * increasing key order, so a gallop from the previous row's start */
+/* first cell at or after a with key >= k: the rows of a cell come in
+ * increasing key order, so a gallop from the previous row's cell */
 static uint32_t lower_bound_from(const cell_sort *cs, uint32_t a, uint64_t k)
 {
+    const uint32_t n = cs->ncell;
     uint32_t step = 1, b = a;
-    while (b < cs->n && cs->key[b] < k) {
+    while (b < n && cs->ckey[b] < k) {
         a = b + 1;
-        b = a + step - 1 < cs->n ? a + step - 1 : cs->n;
+        b = a + step - 1 < n ? a + step - 1 : n;
         step *= 2;
     }
     while (a < b) {
         uint32_t mid = a + (b - a) / 2;
-        if (cs->key[mid] < k)
+        if (cs->ckey[mid] < k)
             a = mid + 1;
         else
             b = mid;
@@ -152,21 +159,22 @@ static uint32_t lower_bound_from(const cell_sort *cs, uint32_t a, uint64_t k)
     return a;
 }
 
-/* the cell coordinates of the cell of entry e and the rows around it */
-static void cell_rows_of(const cell_sort *cs, uint32_t e, int64_t c[3], cell_rows b)
+/* the cell coordinates of cell ci and the rows around it: the occupied
+ * cells of a row follow each other in the cell list */
+static void cell_rows_of(const cell_sort *cs, uint32_t ci, int64_t c[3], cell_rows b)
 {
-    const uint64_t key = cs->key[e];
+    const uint64_t key = cs->ckey[ci];
     c[0] = (int64_t)(key & KEY_MASK), c[1] = (int64_t)(key >> 21 & KEY_MASK), c[2] = (int64_t)(key >> 42);
     uint32_t from = 0;
     int row = 0;
     for (int dz = -CELL_DIV; dz <= CELL_DIV; dz++)
         for (int dy = -CELL_DIV; dy <= CELL_DIV; dy++, row++) {
-            uint32_t f = from = lower_bound_from(cs, from, cell_key(c[0] - CELL_DIV, c[1] + dy, c[2] + dz));
+            uint32_t g = from = lower_bound_from(cs, from, cell_key(c[0] - CELL_DIV, c[1] + dy, c[2] + dz));
             for (int i = 0; i <= ROW_CELLS; i++) {
                 const uint64_t k = cell_key(c[0] - CELL_DIV + i, c[1] + dy, c[2] + dz);
-                while (f < cs->n && cs->key[f] < k)
-                    f++;
-                b[row][i] = f;
+                while (cs->ckey[g] < k) /* the UINT64_MAX after the last stops it */
+                    g++;
+                b[row][i] = cs->cell[g];
             }
         }
 }
@@ -276,7 +284,7 @@ static int inflate(kern *k, uint32_t n, const aniso_opts *o, mem_meter *m)
     for (uint32_t ci = 0; ci < cs.ncell; ci++) {
         cell_rows b;
         int64_t cc[3];
-        cell_rows_of(&cs, cs.cell[ci], cc, b);
+        cell_rows_of(&cs, ci, cc, b);
         for (uint32_t e = cs.cell[ci]; e < cs.cell[ci + 1]; e++) {
             double mean[3];
             uint32_t i = cs.idx[e];
@@ -305,7 +313,7 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, 
     for (uint32_t ci = 0; ci < cs.ncell; ci++) {
         cell_rows b;
         int64_t cc[3];
-        cell_rows_of(&cs, cs.cell[ci], cc, b);
+        cell_rows_of(&cs, ci, cc, b);
         for (uint32_t e = cs.cell[ci]; e < cs.cell[ci + 1]; e++) {
             double mean[3], cov[6], G[9];
             uint32_t i = cs.idx[e];
