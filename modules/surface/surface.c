@@ -124,9 +124,17 @@ static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
 
 /* ---- one frame --------------------------------------------------------------- */
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 typedef struct frame_out {
     uint32_t stretched;
     int32_t blocks;
+    double t_kern, t_splat, t_mesh; /* seconds: kernels' shapes, field, mesher */
 } frame_out;
 
 static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const parts *p, mem_meter *m,
@@ -141,6 +149,7 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u kernels", p->n);
     for (uint32_t i = 0; i < p->n; i++)
         k[i].V = p->V[i];
+    double t = now_s();
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
@@ -159,6 +168,8 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
         }
     if (!p->n)
         lo[0] = lo[1] = lo[2] = hi[0] = hi[1] = hi[2] = 0;
+    fo->t_kern = now_s() - t;
+    t = now_s();
     sgrid g;
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
@@ -168,10 +179,13 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
+    fo->t_splat = now_s() - t;
+    t = now_s();
     const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
     if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
         rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
                                                      : "the marching-cubes table's loops do not close (a bug)");
+    fo->t_mesh = now_s() - t;
     fo->blocks = g.nblocks;
     sgrid_free(&g);
     return rc;
@@ -199,12 +213,6 @@ static int write_files(floe_ctx *ctx, const floe_value *pv, const mesh *me, mem_
     return FLOE_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int surface_run(const floe_stage_call *c, int aniso, int device)
 {
@@ -218,12 +226,13 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
     mem_meter m = {0, 0};
     parts p = {0};
     mesh me = {.mem = &m};
-    frame_out fo = {0, 0};
+    frame_out fo = {0};
     int rc = gather(ctx, c->param[P_SETS].s, &p, &m);
     if (!rc)
         rc = build_mesh(ctx, c->param, aniso, device, &p, &m, &me, &fo);
     meter_free(&m, p.x, (size_t)p.n * 3 * sizeof *p.x);
     meter_free(&m, p.V, (size_t)p.n * sizeof *p.V);
+    const double t_files = now_s();
     if (!rc)
         rc = write_files(ctx, c->param, &me, &m);
     if (!rc) {
@@ -233,8 +242,9 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
         else
             api->log(ctx, FLOE_LOG_INFO,
                      "%s: frame %d: %u particles (%u stretched), %d blocks, %u vertices, %u triangles, "
-                     "peak %.1f MB, %.0f ms",
-                     c->name, si->frame, p.n, fo.stretched, fo.blocks, me.nv, me.nt, mb, 1e3 * (now_s() - t0));
+                     "peak %.1f MB, %.0f ms (kernels %.0f, field %.0f, mesh %.0f, files %.0f)",
+                     c->name, si->frame, p.n, fo.stretched, fo.blocks, me.nv, me.nt, mb, 1e3 * (now_s() - t0),
+                     1e3 * fo.t_kern, 1e3 * fo.t_splat, 1e3 * fo.t_mesh, 1e3 * (now_s() - t_files));
         api->stat(ctx, "surface_peak_mb", mb);
         api->stat(ctx, "surface_triangles", me.nt);
     }
