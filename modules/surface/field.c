@@ -45,23 +45,6 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H)
  * only the x cells its slice of the radius sphere reaches, and skips the
  * rows the sphere misses: about half the candidates are neighbours,
  * against 27% over the whole 5^3 block of cells. */
-#define CELL_DIV 2
-#define ROW_CELLS (2 * CELL_DIV + 1)
-#define ROWS (ROW_CELLS * ROW_CELLS)
-#define LANES 8 /* candidates a neighbourhood row takes at once */
-#define KEY_MASK 0x1fffff
-typedef struct cell_sort {
-    uint64_t *key;           /* sorted cell keys */
-    uint32_t *idx;           /* particle of each entry */
-    float *xs[3];            /* positions in entry order, one array per axis,
-                              * LANES zeros of padding after the last */
-    uint32_t *cell;          /* first entry of each occupied cell, and n */
-    uint64_t *ckey;          /* key of each occupied cell */
-    uint32_t ncell;
-    double lo[3], inv, h;
-    uint32_t n;
-} cell_sort;
-
 /* row (dy, dz) of a cell: its x cell c - CELL_DIV + i holds the entries
  * b[row][i] .. b[row][i + 1] */
 typedef uint32_t cell_rows[ROWS][ROW_CELLS + 1];
@@ -79,7 +62,7 @@ static int cmp_entry(const void *a, const void *b) /* by cell, then by particle 
     return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-static void cells_free(cell_sort *cs, mem_meter *m)
+void cells_free(cell_sort *cs, mem_meter *m)
 {
     meter_free(m, cs->key, (size_t)cs->n * sizeof *cs->key);
     meter_free(m, cs->idx, (size_t)cs->n * sizeof *cs->idx);
@@ -90,7 +73,7 @@ static void cells_free(cell_sort *cs, mem_meter *m)
     memset(cs, 0, sizeof *cs);
 }
 
-static int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m)
+int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m)
 {
     const double h = r / CELL_DIV;
     memset(cs, 0, sizeof *cs);

@@ -153,9 +153,11 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        if (kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched)) {
+        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->n, &o, m, &fo->stretched)
+                         : kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched);
+        if (krc) {
             meter_free(m, k, kb);
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+            return device ? krc : api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
         }
     } else {
         kerns_isotropic(k, p->x, p->n, H);
@@ -254,7 +256,7 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
 
 static int run_mc(const floe_stage_call *c) { return surface_run(c, 0, 0); }
 static int run_aniso(const floe_stage_call *c) { return surface_run(c, 1, 0); }
-/* OpenCL backend: the splat on the device (surface_cl.c) */
+/* OpenCL backend: the anisotropic kernels' shapes and the splat on the device (surface_cl.c) */
 static int run_mc_cl(const floe_stage_call *c) { return surface_run(c, 0, 1); }
 static int run_aniso_cl(const floe_stage_call *c) { return surface_run(c, 1, 1); }
 

@@ -62,6 +62,29 @@ typedef struct kern {
     float ext[3];
 } kern;
 
+/* The particles sorted by cells of half the neighbourhood radius
+ * (field.c; kernels/surface/aniso.cl reads the same arrays): cell keys x
+ * fastest (21 bits an axis), so the cells of one (dy, dz) row are one run
+ * of the entries. */
+#define CELL_DIV 2
+#define ROW_CELLS (2 * CELL_DIV + 1)
+#define ROWS (ROW_CELLS * ROW_CELLS)
+#define LANES 8 /* candidates a neighbourhood row takes at once */
+#define KEY_MASK 0x1fffff
+typedef struct cell_sort {
+    uint64_t *key;           /* sorted cell keys */
+    uint32_t *idx;           /* particle of each entry */
+    float *xs[3];            /* positions in entry order, one array per axis,
+                              * LANES zeros of padding after the last */
+    uint32_t *cell;          /* first entry of each occupied cell, and n */
+    uint64_t *ckey;          /* key of each occupied cell, then UINT64_MAX */
+    uint32_t ncell;
+    double lo[3], inv, h;
+    uint32_t n;
+} cell_sort;
+int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m);
+void cells_free(cell_sort *cs, mem_meter *m);
+
 typedef struct aniso_opts {
     float H;                 /* kernel support */
     float lambda;            /* Laplacian smoothing of the centres */
@@ -76,6 +99,11 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
 /* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
+/* the same on the OpenCL device (surface_cl.c, kernels/surface/aniso.cl):
+ * the host sorts, the device sums the neighbourhoods and decomposes;
+ * api->fail's status on an error */
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+                         uint32_t *n_stretched);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
 _Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");

@@ -1,9 +1,12 @@
-/* The OpenCL path of the surface stages: the colour field splat runs on the
- * device (kernels/surface/splat.cl), one work item per grid point over the
- * kernels listed for its block; the kernels' shapes (neighbourhoods,
- * eigen-decompositions) and the mesher stay on the host. The lists are
+/* The OpenCL path of the surface stages. The Yu & Turk kernels
+ * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
+ * field.c does), the sorted positions and cell lists go up, one work item
+ * per particle sums its neighbourhood and decomposes it, and the kernel
+ * records come back; the same again on the smoothed centres for Taubin's
+ * step. The colour field splat (kernels/surface/splat.cl): one work item
+ * per grid point over the kernels listed for its block; the lists are
  * built as for the host splat; the kernels, lists and block coordinates go
- * up, the values come back. */
+ * up, the values come back. The mesher stays on the host. */
 #include "surface.h"
 
 #include <string.h>
@@ -18,6 +21,101 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
         return api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
     int32_t e = bytes && data ? w(api->cl_queue(ctx), *buf, 1, 0, bytes, data, 0, NULL, NULL) : 0;
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
+}
+
+static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
+{
+    void *pw = api->cl_fn("clEnqueueWriteBuffer"), *pr = api->cl_fn("clEnqueueReadBuffer");
+    memcpy(w, &pw, sizeof *w);
+    memcpy(r, &pr, sizeof *r);
+    return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
+}
+
+/* the sorted cells on the device: buffers in the order of the kernels'
+ * arguments X, Y, Z, ckey, cell, key, idx */
+static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *buf[7])
+{
+    const size_t n = cs->n, pad = n + LANES, nc = (size_t)cs->ncell + 1;
+    int rc = FLOE_OK;
+    static const char *const names[7] = {"surface.xs", "surface.ys", "surface.zs", "surface.ckey",
+                                         "surface.cell", "surface.key", "surface.idx"};
+    const void *data[7] = {cs->xs[0], cs->xs[1], cs->xs[2], cs->ckey, cs->cell, cs->key, cs->idx};
+    const size_t bytes[7] = {pad * 4, pad * 4, pad * 4, nc * 8, nc * 4, n * 8, n * 4};
+    for (int b = 0; b < 7 && !rc; b++)
+        rc = upload(ctx, w, names[b], data[b], bytes[b], &buf[b]);
+    return rc;
+}
+
+static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n)
+{
+    int32_t e = r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
+}
+
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+                         uint32_t *n_stretched)
+{
+    *n_stretched = 0;
+    if (n == 0)
+        return FLOE_OK;
+    write_fn w;
+    read_fn r;
+    int rc = get_fns(ctx, &w, &r);
+    void *shape = rc ? NULL : api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_shape");
+    void *infl = shape ? api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_inflate") : NULL;
+    if (!infl)
+        return rc ? rc : FLOE_ERR;
+    cell_sort cs;
+    if (cells_build(&cs, x, n, o->radius, m))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+    void *buf[7], *bk, *bst;
+    const uint32_t zero = 0;
+    if (!(rc = upload_cells(ctx, w, &cs, buf)) && !(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
+        !(rc = upload(ctx, w, "surface.stretched", &zero, sizeof zero, &bst))) {
+        const double r_ = o->radius, H = o->H, kr = o->kr;
+        const float lambda = o->lambda;
+        const int n_min = o->n_min;
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),      FLOE_CL_ARG(buf[0]), FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
+                           FLOE_CL_ARG(buf[3]), FLOE_CL_ARG(buf[4]), FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
+                           FLOE_CL_ARG(buf[6]), FLOE_CL_ARG(bk),     FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
+                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv), FLOE_CL_ARG(cs.h), FLOE_CL_ARG(r_),
+                           FLOE_CL_ARG(lambda), FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),     FLOE_CL_ARG(n_min),
+                           FLOE_CL_ARG(bst)};
+        rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n);
+        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
+        if (!rc && e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
+        if (!rc)
+            rc = read_kernels(ctx, r, bk, k, n);
+    }
+    cells_free(&cs, m);
+    if (rc || !(o->lambda > 0))
+        return rc;
+    /* Taubin's step on the smoothed centres, sorted again */
+    size_t bytes = (size_t)n * 3 * sizeof(float);
+    float *c = meter_alloc(m, bytes, 0);
+    if (!c)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+    for (uint32_t i = 0; i < n; i++)
+        memcpy(&c[3 * (size_t)i], k[i].c, sizeof k[i].c);
+    rc = cells_build(&cs, c, n, o->radius, m) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods")
+                                              : FLOE_OK;
+    meter_free(m, c, bytes);
+    if (rc)
+        return rc;
+    if (!(rc = upload_cells(ctx, w, &cs, buf))) {
+        const double r_ = o->radius, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),       FLOE_CL_ARG(buf[0]),   FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
+                           FLOE_CL_ARG(buf[3]),  FLOE_CL_ARG(buf[4]),   FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
+                           FLOE_CL_ARG(buf[6]),  FLOE_CL_ARG(bk),       FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
+                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv),  FLOE_CL_ARG(cs.h),  FLOE_CL_ARG(r_),
+                           FLOE_CL_ARG(mu)};
+        rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
+        if (!rc)
+            rc = read_kernels(ctx, r, bk, k, n);
+    }
+    cells_free(&cs, m);
+    return rc;
 }
 
 int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)

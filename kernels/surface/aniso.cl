@@ -1,0 +1,256 @@
+/* The Yu & Turk kernels of modules/surface on the device (surface_cl.c):
+ * one work item per particle, in the order of the host's cell sort (so a
+ * group's neighbourhoods overlap). Operation by operation as field.c and
+ * <floe/anisotropy.h> compute them on the host (the same lanes of 8
+ * candidates summed in float and met in double in the same order, no
+ * contraction), so the device's kernels are the host's up to the last
+ * bit of cbrt.
+ *
+ *   aniso_shape:   smoothed centre, weighted covariance, its
+ *                  eigen-decomposition (cyclic Jacobi), clamped stretch,
+ *                  G and the support box, into the kernel records
+ *   aniso_inflate: Taubin's second step on the smoothed centres
+ *
+ * A kernel record is 16 floats: c[3], G[9], V, support half-extents[3]. */
+
+#pragma OPENCL FP_CONTRACT OFF
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#define CELL_DIV 2
+#define ROW_CELLS (2 * CELL_DIV + 1)
+#define LANES 8
+#define KEY_MASK 0x1fffffUL
+
+typedef struct cells {
+    __global const float *X, *Y, *Z;
+    __global const ulong *ckey;   /* ncell keys, then ULONG_MAX */
+    __global const uint *cell;    /* first entry of each cell, then n */
+    uint ncell;
+    double lo0, lo1, lo2, inv, h;
+} cells;
+
+static ulong cell_key(long cx, long cy, long cz)
+{
+    return (ulong)cx | (ulong)cy << 21 | (ulong)cz << 42;
+}
+
+/* first cell with key >= k */
+static uint lower_bound(__global const ulong *ckey, uint n, ulong k)
+{
+    uint a = 0, b = n;
+    while (a < b) {
+        uint mid = a + (b - a) / 2;
+        if (ckey[mid] < k)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static double axis_gap(double v, long c, double h)
+{
+    double a = (double)c * h, b = a + h;
+    return v < a ? a - v : v > b ? v - b : 0.0;
+}
+
+/* field.c's neighbourhood(): the weighted mean and, when want_cov, the
+ * covariance of the neighbourhood of entry e in cell key ck; the count */
+static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mean[3], double cov[6], int want_cov)
+{
+    const float r2 = (float)(r * r), inv_r = (float)(1.0 / r);
+    const float xi0 = cs->X[e], xi1 = cs->Y[e], xi2 = cs->Z[e];
+    const double h = cs->h, rr = r * r * (1.0 + 1e-5);
+    const long c0 = (long)(ck & KEY_MASK), c1 = (long)(ck >> 21 & KEY_MASK), c2 = (long)(ck >> 42);
+    const double u0 = (double)xi0 - cs->lo0, u1 = (double)xi1 - cs->lo1, u2 = (double)xi2 - cs->lo2;
+    float sw[LANES], s1[3][LANES], s2[6][LANES];
+    int cnt[LANES];
+    for (int l = 0; l < LANES; l++) {
+        sw[l] = 0.0f;
+        cnt[l] = 0;
+        for (int k = 0; k < 3; k++)
+            s1[k][l] = 0.0f;
+        for (int k = 0; k < 6; k++)
+            s2[k][l] = 0.0f;
+    }
+    for (int dz = -CELL_DIV; dz <= CELL_DIV; dz++) {
+        const double gz = axis_gap(u2, c2 + dz, h);
+        for (int dy = -CELL_DIV; dy <= CELL_DIV; dy++) {
+            const double gy = axis_gap(u1, c1 + dy, h), left = rr - gz * gz - gy * gy;
+            if (left <= 0)
+                continue;
+            const double rx = sqrt(left) + 1e-6 * r;
+            long x0 = (long)floor((u0 - rx) * cs->inv), x1 = (long)floor((u0 + rx) * cs->inv);
+            x0 = x0 < c0 - CELL_DIV ? c0 - CELL_DIV : x0;
+            x1 = x1 > c0 + CELL_DIV ? c0 + CELL_DIV : x1;
+            /* the entries of x cells x0..x1 of the row: from the first cell
+             * at or after x0 to the first at or after x1 + 1 */
+            uint g = lower_bound(cs->ckey, cs->ncell, cell_key(x0, c1 + dy, c2 + dz));
+            const uint f0 = cs->cell[g];
+            const ulong kend = cell_key(x1 + 1, c1 + dy, c2 + dz);
+            while (cs->ckey[g] < kend)
+                g++;
+            const uint f1 = cs->cell[g];
+            for (uint f = f0; f < f1; f += LANES) {
+                const int valid = (int)(f1 - f), self = (int)(e - f);
+                for (int l = 0; l < LANES; l++) {
+                    const float dx = cs->X[f + l] - xi0, dy_ = cs->Y[f + l] - xi1, dz_ = cs->Z[f + l] - xi2;
+                    const float dd = dx * dx + dy_ * dy_ + dz_ * dz_;
+                    const float q = sqrt(dd) * inv_r;
+                    const int in = (dd < r2) & (l < valid);
+                    const float w = in ? 1.0f - q * q * q : 0.0f;
+                    cnt[l] += in & (l != self);
+                    sw[l] += w;
+                    s1[0][l] += w * dx, s1[1][l] += w * dy_, s1[2][l] += w * dz_;
+                    if (want_cov) {
+                        s2[0][l] += w * dx * dx, s2[1][l] += w * dx * dy_, s2[2][l] += w * dx * dz_;
+                        s2[3][l] += w * dy_ * dy_, s2[4][l] += w * dy_ * dz_, s2[5][l] += w * dz_ * dz_;
+                    }
+                }
+            }
+        }
+    }
+    double W = 0, m1[3] = {0, 0, 0}, m2[6] = {0, 0, 0, 0, 0, 0};
+    int count = 0;
+    for (int l = 0; l < LANES; l++) {
+        W += sw[l];
+        count += cnt[l];
+        for (int k = 0; k < 3; k++)
+            m1[k] += s1[k][l];
+        if (want_cov)
+            for (int k = 0; k < 6; k++)
+                m2[k] += s2[k][l];
+    }
+    const double m[3] = {m1[0] / W, m1[1] / W, m1[2] / W};
+    mean[0] = xi0 + m[0], mean[1] = xi1 + m[1], mean[2] = xi2 + m[2];
+    if (want_cov) {
+        cov[0] = m2[0] / W - m[0] * m[0], cov[1] = m2[1] / W - m[0] * m[1], cov[2] = m2[2] / W - m[0] * m[2];
+        cov[3] = m2[3] / W - m[1] * m[1], cov[4] = m2[4] / W - m[1] * m[2], cov[5] = m2[5] / W - m[2] * m[2];
+    }
+    return count;
+}
+
+/* <floe/anisotropy.h> floe_sym3_eigen: cyclic Jacobi, eval descending,
+ * evec[k] the eigenvector of eval[k] */
+static void sym3_eigen(const double m[6], double eval[3], double evec[3][3])
+{
+    double a[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
+    double v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int sweep = 0; sweep < 32; sweep++) {
+        double off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
+        double diag = a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2];
+        if (off <= 1e-30 * diag || off == 0.0)
+            break;
+        for (int p = 0; p < 2; p++)
+            for (int q = p + 1; q < 3; q++) {
+                if (a[p][q] == 0.0)
+                    continue;
+                double theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < 3; k++) {
+                    double akp = a[k][p], akq = a[k][q];
+                    a[k][p] = c * akp - s * akq;
+                    a[k][q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < 3; k++) {
+                    double apk = a[p][k], aqk = a[q][k];
+                    a[p][k] = c * apk - s * aqk;
+                    a[q][k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < 3; k++) {
+                    double vkp = v[k][p], vkq = v[k][q];
+                    v[k][p] = c * vkp - s * vkq;
+                    v[k][q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    int o[3] = {0, 1, 2};
+    for (int i = 0; i < 2; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (a[o[j]][o[j]] > a[o[i]][o[i]]) {
+                int t = o[i];
+                o[i] = o[j];
+                o[j] = t;
+            }
+    for (int k = 0; k < 3; k++) {
+        eval[k] = a[o[k]][o[k]];
+        for (int r = 0; r < 3; r++)
+            evec[k][r] = v[r][o[k]];
+    }
+}
+
+/* <floe/anisotropy.h> floe_aniso_matrix: G from the covariance; the
+ * longest semi-axis in units of H */
+static double aniso_matrix(double H, double kr, int n_min, const double cov[6], int n, double G[9])
+{
+    double ev[3], R[3][3];
+    sym3_eigen(cov, ev, R);
+    if (n < n_min || !(ev[0] > 0) || !isfinite(ev[0])) {
+        for (int k = 0; k < 9; k++)
+            G[k] = k % 4 == 0 ? 1.0 / H : 0.0;
+        return 1.0;
+    }
+    double s[3] = {ev[0], fmax(ev[1], ev[0] / kr), fmax(ev[2], ev[0] / kr)};
+    double ax[3], norm = cbrt(s[0] * s[1] * s[2]);
+    for (int k = 0; k < 3; k++)
+        ax[k] = s[k] / norm;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            double g = 0;
+            for (int k = 0; k < 3; k++)
+                g += R[k][r] * R[k][c] / ax[k];
+            G[3 * r + c] = g / H;
+        }
+    return ax[0];
+}
+
+__kernel void aniso_shape(uint n, __global const float *X, __global const float *Y, __global const float *Z,
+                          __global const ulong *ckey, __global const uint *cell, uint ncell,
+                          __global const ulong *key, __global const uint *idx, __global float *kern,
+                          double lo0, double lo1, double lo2, double inv, double h, double r, float lambda,
+                          double H, double kr, int n_min, __global uint *stretched)
+{
+    const uint e = get_global_id(0);
+    if (e >= n)
+        return;
+    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    double mean[3], cov[6], G[9];
+    const int cnt = neighbourhood(&cs, e, key[e], r, mean, cov, 1);
+    __global float *k = kern + 16 * (size_t)idx[e];
+    const float x[3] = {X[e], Y[e], Z[e]};
+    for (int d = 0; d < 3; d++)
+        k[d] = (float)((1.0 - lambda) * x[d] + lambda * mean[d]);
+    const double ax = aniso_matrix(H, kr, n_min, cov, cnt, G);
+    if (ax > 1.0 + 1e-6)
+        atomic_inc(stretched);
+    float g[9];
+    for (int d = 0; d < 9; d++)
+        k[3 + d] = g[d] = (float)G[d];
+    /* field.c support_box: the norms of the rows of G^-1 */
+    double a[9] = {g[4] * g[8] - g[5] * g[7], g[2] * g[7] - g[1] * g[8], g[1] * g[5] - g[2] * g[4],
+                   g[5] * g[6] - g[3] * g[8], g[0] * g[8] - g[2] * g[6], g[2] * g[3] - g[0] * g[5],
+                   g[3] * g[7] - g[4] * g[6], g[1] * g[6] - g[0] * g[7], g[0] * g[4] - g[1] * g[3]};
+    double det = g[0] * a[0] + g[1] * a[3] + g[2] * a[6];
+    for (int q = 0; q < 3; q++)
+        k[13 + q] = (float)(sqrt(a[3 * q] * a[3 * q] + a[3 * q + 1] * a[3 * q + 1] + a[3 * q + 2] * a[3 * q + 2]) /
+                            fabs(det));
+}
+
+/* the positions X, Y, Z are the smoothed centres here, sorted again */
+__kernel void aniso_inflate(uint n, __global const float *X, __global const float *Y, __global const float *Z,
+                            __global const ulong *ckey, __global const uint *cell, uint ncell,
+                            __global const ulong *key, __global const uint *idx, __global float *kern,
+                            double lo0, double lo1, double lo2, double inv, double h, double r, double mu)
+{
+    const uint e = get_global_id(0);
+    if (e >= n)
+        return;
+    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    double mean[3], cov[6];
+    neighbourhood(&cs, e, key[e], r, mean, cov, 0);
+    __global float *k = kern + 16 * (size_t)idx[e];
+    const float c[3] = {X[e], Y[e], Z[e]};
+    for (int d = 0; d < 3; d++)
+        k[d] = (float)(c[d] + mu * (mean[d] - c[d]));
+}
