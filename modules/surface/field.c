@@ -8,6 +8,9 @@
 #include <floe/anisotropy.h>
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,13 +57,6 @@ static uint64_t cell_key(int64_t cx, int64_t cy, int64_t cz)
     return (uint64_t)cx | (uint64_t)cy << 21 | (uint64_t)cz << 42;
 }
 
-static int cmp_entry(const void *a, const void *b) /* by cell, then by particle */
-{
-    const uint64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
-}
 
 void cells_free(cell_sort *cs, mem_meter *m)
 {
@@ -71,6 +67,51 @@ void cells_free(cell_sort *cs, mem_meter *m)
     for (int k = 0; k < 3; k++)
         meter_free(m, cs->xs[k], ((size_t)cs->n + LANES) * sizeof *cs->xs[k]);
     memset(cs, 0, sizeof *cs);
+}
+
+/* A stable sort of the particles by the keys k < 2^bits (LSD radix, 8
+ * bits a pass; each thread counts and places a contiguous chunk, so the
+ * order is the same on any number of threads: ties stay in particle
+ * order). k and idx are sorted in place; tk and ti are scratch, hist holds
+ * 256 counts for each of at most maxt threads. */
+static void radix_sort(uint64_t *k, uint32_t *idx, uint64_t *tk, uint32_t *ti, uint32_t n, int bits, size_t *hist,
+                       int maxt)
+{
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (int shift = 0; shift < bits; shift += 8) {
+#pragma omp parallel num_threads(maxt)
+        {
+            int t = 0, nt = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            nt = omp_get_num_threads();
+#endif
+            size_t *h = &hist[256 * (size_t)t];
+            const uint32_t a = (uint32_t)((uint64_t)n * t / nt), b = (uint32_t)((uint64_t)n * (t + 1) / nt);
+            memset(h, 0, 256 * sizeof *h);
+            for (uint32_t i = a; i < b; i++)
+                h[k[i] >> shift & 255]++;
+#pragma omp barrier
+#pragma omp single
+            {
+                size_t at = 0;
+                for (int d = 0; d < 256; d++)
+                    for (int u = 0; u < nt; u++) {
+                        size_t c = hist[256 * (size_t)u + d];
+                        hist[256 * (size_t)u + d] = at;
+                        at += c;
+                    }
+            }
+            for (uint32_t i = a; i < b; i++) {
+                size_t o = h[k[i] >> shift & 255]++;
+                tk[o] = k[i];
+                ti[o] = idx[i];
+            }
+        }
+        memcpy(k, tk, (size_t)n * sizeof *k);
+        memcpy(idx, ti, (size_t)n * sizeof *idx);
+    }
 }
 
 int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m)
@@ -85,29 +126,58 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     for (uint32_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
             cs->lo[k] = fmin(cs->lo[k], x[3 * i + k] - (CELL_DIV + 1) * h);
-    uint64_t *pair = meter_alloc(m, (size_t)n * 2 * sizeof *pair, 0);
-    cs->key = meter_alloc(m, (size_t)n * sizeof *cs->key, 0);
-    cs->idx = meter_alloc(m, (size_t)n * sizeof *cs->idx, 0);
+    int maxt = 1;
+#ifdef _OPENMP
+    maxt = omp_get_max_threads();
+#endif
+    const size_t sk = (size_t)n * sizeof(uint64_t), si = (size_t)n * sizeof(uint32_t), sh = 256 * sizeof(size_t) * maxt;
+    uint64_t *ck = meter_alloc(m, sk, 0), *tk = meter_alloc(m, sk, 0);
+    uint32_t *ti = meter_alloc(m, si, 0);
+    size_t *hist = meter_alloc(m, sh, 0);
+    cs->key = meter_alloc(m, sk, 0);
+    cs->idx = meter_alloc(m, si, 0);
     cs->cell = meter_alloc(m, ((size_t)n + 1) * sizeof *cs->cell, 0);
     cs->ckey = meter_alloc(m, ((size_t)n + 1) * sizeof *cs->ckey, 0);
     for (int k = 0; k < 3; k++)
         cs->xs[k] = meter_alloc(m, ((size_t)n + LANES) * sizeof *cs->xs[k], 1);
-    if (!pair || !cs->key || !cs->idx || !cs->cell || !cs->ckey || !cs->xs[0] || !cs->xs[1] || !cs->xs[2]) {
-        meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
+    if (!ck || !tk || !ti || !hist || !cs->key || !cs->idx || !cs->cell || !cs->ckey || !cs->xs[0] || !cs->xs[1] ||
+        !cs->xs[2]) {
+        meter_free(m, ck, sk);
+        meter_free(m, tk, sk);
+        meter_free(m, ti, si);
+        meter_free(m, hist, sh);
         cells_free(cs, m);
         return FLOE_ERR_NOMEM;
     }
+    /* cell coordinates, then a compact key in the same order as cell_key's
+     * (z, then y, then x): the sort reads only the bits it needs */
+    int64_t cmin[3] = {KEY_MASK, KEY_MASK, KEY_MASK}, cmax[3] = {0, 0, 0};
     for (uint32_t i = 0; i < n; i++) {
         int64_t c[3];
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 3; k++) {
             c[k] = (int64_t)floor((x[3 * i + k] - cs->lo[k]) * cs->inv) & KEY_MASK;
-        pair[2 * i] = cell_key(c[0], c[1], c[2]);
-        pair[2 * i + 1] = i;
+            cmin[k] = c[k] < cmin[k] ? c[k] : cmin[k];
+            cmax[k] = c[k] > cmax[k] ? c[k] : cmax[k];
+        }
+        cs->key[i] = cell_key(c[0], c[1], c[2]); /* by particle until sorted */
     }
-    qsort(pair, n, 2 * sizeof *pair, cmp_entry);
+    const uint64_t nx = (uint64_t)(cmax[0] - cmin[0] + 1), ny = (uint64_t)(cmax[1] - cmin[1] + 1),
+                   nz = (uint64_t)(cmax[2] - cmin[2] + 1);
+    int bits = 0;
+    while (bits < 63 && ((uint64_t)1 << bits) < nx * ny * nz)
+        bits++;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t key = cs->key[i];
+        const uint64_t cx = (key & KEY_MASK) - (uint64_t)cmin[0], cy = (key >> 21 & KEY_MASK) - (uint64_t)cmin[1],
+                       cz = (key >> 42) - (uint64_t)cmin[2];
+        ck[i] = (cz * ny + cy) * nx + cx;
+    }
+    radix_sort(ck, cs->idx, tk, ti, n, bits, hist, maxt);
+    /* the keys by entry (tk is free again) */
+    for (uint32_t e = 0; e < n; e++)
+        tk[e] = cs->key[cs->idx[e]];
+    memcpy(cs->key, tk, sk);
     for (uint32_t e = 0; e < n; e++) {
-        cs->key[e] = pair[2 * e];
-        cs->idx[e] = (uint32_t)pair[2 * e + 1];
         for (int k = 0; k < 3; k++)
             cs->xs[k][e] = x[3 * (size_t)cs->idx[e] + k];
         if (e == 0 || cs->key[e] != cs->key[e - 1]) {
@@ -117,7 +187,10 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     }
     cs->cell[cs->ncell] = n;
     cs->ckey[cs->ncell] = UINT64_MAX; /* above every key: ends the scans */
-    meter_free(m, pair, (size_t)n * 2 * sizeof *pair);
+    meter_free(m, ck, sk);
+    meter_free(m, tk, sk);
+    meter_free(m, ti, si);
+    meter_free(m, hist, sh);
     return FLOE_OK;
 }
 
