@@ -460,44 +460,153 @@ static void splat_block(sgrid *g, const kern *k, int32_t blk, const int32_t bc[3
                 }                                                                                 \
     } while (0)
 
+/* The blocks every kernel's support box (plus one point) touches, each
+ * thread gathering those of a contiguous share of the kernels in a grid of
+ * its own; the union, sorted by block (z, then y, then x), becomes g's
+ * blocks in that order: the numbering depends on the particles alone, not
+ * on the threads. */
+static int touch_blocks(sgrid *g, const kern *k, uint32_t n)
+{
+    int maxt = 1;
+#ifdef _OPENMP
+    maxt = omp_get_max_threads();
+#endif
+    sgrid *part = calloc((size_t)maxt, sizeof *part);
+    mem_meter *pm = calloc((size_t)maxt, sizeof *pm);
+    int rc = part && pm ? FLOE_OK : FLOE_ERR_NOMEM, used = 0;
+    if (!rc) {
+        const double hi[3] = {g->lo[0] + (double)g->max_block[0] * BLOCK * g->cell - 2 * g->cell,
+                              g->lo[1] + (double)g->max_block[1] * BLOCK * g->cell - 2 * g->cell,
+                              g->lo[2] + (double)g->max_block[2] * BLOCK * g->cell - 2 * g->cell};
+#pragma omp parallel num_threads(maxt) reduction(min : rc) /* errors are negative */
+        {
+            int t = 0, nt = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            nt = omp_get_num_threads();
+#endif
+#pragma omp single
+            used = nt;
+            const uint32_t a = (uint32_t)((uint64_t)n * t / nt), b = (uint32_t)((uint64_t)n * (t + 1) / nt);
+            int trc = sgrid_init(&part[t], &pm[t], g->lo, hi, g->cell);
+            memcpy(part[t].lo, g->lo, sizeof g->lo); /* g's blocks exactly */
+            memcpy(part[t].max_block, g->max_block, sizeof g->max_block);
+            for (uint32_t i = a; i < b && !trc; i++) {
+                int64_t p0[3], p1[3];
+                point_box(g, &k[i], p0, p1, 1);
+                trc = sgrid_touch_box(&part[t], p0, p1);
+            }
+            rc = trc;
+        }
+    }
+    size_t total = 0;
+    for (int t = 0; t < used; t++)
+        total += (size_t)part[t].nblocks;
+    const size_t sk = (total + 1) * sizeof(uint64_t), si = (total + 1) * sizeof(uint32_t);
+    uint64_t *key = rc ? NULL : meter_alloc(g->mem, sk, 0), *tk = rc ? NULL : meter_alloc(g->mem, sk, 0);
+    uint32_t *idx = rc ? NULL : meter_alloc(g->mem, si, 0), *ti = rc ? NULL : meter_alloc(g->mem, si, 0);
+    size_t *hist = rc ? NULL : meter_alloc(g->mem, 256 * sizeof(size_t) * maxt, 0);
+    if (!rc && (!key || !tk || !idx || !ti || !hist))
+        rc = FLOE_ERR_NOMEM;
+    if (!rc) {
+        /* z, then y, then x: a compact key over the grid's blocks */
+        const uint64_t nx = (uint64_t)g->max_block[0], ny = (uint64_t)g->max_block[1];
+        size_t at = 0;
+        for (int t = 0; t < used; t++)
+            for (int32_t b = 0; b < part[t].nblocks; b++) {
+                const int32_t *c = &part[t].coord[3 * (size_t)b];
+                key[at++] = ((uint64_t)c[2] * ny + (uint64_t)c[1]) * nx + (uint64_t)c[0];
+            }
+        int bits = 0;
+        while (bits < 63 && ((uint64_t)1 << bits) < nx * ny * (uint64_t)g->max_block[2])
+            bits++;
+        radix_sort(key, idx, tk, ti, (uint32_t)total, bits, hist, maxt);
+        for (size_t e = 0; e < total && !rc; e++)
+            if (e == 0 || key[e] != key[e - 1]) {
+                const int32_t c[3] = {(int32_t)(key[e] % nx), (int32_t)(key[e] / nx % ny), (int32_t)(key[e] / nx / ny)};
+                if (sgrid_touch(g, c) < 0)
+                    rc = FLOE_ERR_NOMEM;
+            }
+    }
+    size_t peak = 0;
+    for (int t = 0; t < used; t++) {
+        peak += pm[t].peak;
+        sgrid_free(&part[t]);
+    }
+    /* the threads' grids count towards the peak as if held together */
+    g->mem->peak = g->mem->now + peak > g->mem->peak ? g->mem->now + peak : g->mem->peak;
+    meter_free(g->mem, key, sk);
+    meter_free(g->mem, tk, sk);
+    meter_free(g->mem, idx, si);
+    meter_free(g->mem, ti, si);
+    meter_free(g->mem, hist, 256 * sizeof(size_t) * maxt);
+    free(part);
+    free(pm);
+    return rc;
+}
+
 int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
 {
     memset(sl, 0, sizeof *sl);
     /* one point of margin around every support: a point of value > 0 has
      * all its neighbours in existing blocks, so every cell the iso surface
-     * crosses has its lowest corner in a block (tets.c walks those) */
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t p0[3], p1[3];
-        point_box(g, &k[i], p0, p1, 1);
-        int rc = sgrid_touch_box(g, p0, p1);
-        if (rc)
-            return rc;
-    }
-    int rc = sgrid_alloc_values(g);
+     * crosses has its lowest corner in a block (mesher.c walks those) */
+    int rc = touch_blocks(g, k, n);
+    if (!rc)
+        rc = sgrid_alloc_values(g);
     if (rc)
         return rc;
     /* the kernels of each block, in kernel order (so every point sums in
-     * the same order on any number of threads) */
-    const size_t nb = (size_t)g->nblocks;
+     * the same order on any number of threads): each thread counts the
+     * blocks of a contiguous share of the kernels, and places them after
+     * the shares before its own */
+    int maxt = 1;
+#ifdef _OPENMP
+    maxt = omp_get_max_threads();
+#endif
+    const size_t nb = (size_t)g->nblocks, sc = nb * maxt * sizeof(uint32_t);
     sl->sb = (nb + 1) * sizeof(uint32_t);
-    uint32_t *start = sl->start = meter_alloc(g->mem, sl->sb, 1);
-    if (!start)
-        return FLOE_ERR_NOMEM;
-    for (uint32_t i = 0; i < n; i++)
-        FOR_BLOCKS_OF(g, &k[i], start[blk_ + 1]++);
-    for (size_t b = 0; b < nb; b++)
-        start[b + 1] += start[b];
-    sl->lb = (size_t)start[nb] * sizeof(uint32_t);
-    uint32_t *list = sl->list = meter_alloc(g->mem, sl->lb, 0), *fill = meter_alloc(g->mem, sl->sb, 0);
-    if (!list || !fill) {
-        meter_free(g->mem, fill, sl->sb);
+    uint32_t *start = sl->start = meter_alloc(g->mem, sl->sb, 1), *cnt = meter_alloc(g->mem, sc, 1);
+    if (!start || !cnt) {
+        meter_free(g->mem, cnt, sc);
         return FLOE_ERR_NOMEM;
     }
-    memcpy(fill, start, sl->sb);
-    for (uint32_t i = 0; i < n; i++)
-        FOR_BLOCKS_OF(g, &k[i], list[fill[blk_]++] = i);
-    meter_free(g->mem, fill, sl->sb);
-    return FLOE_OK;
+    int used = 1;
+#pragma omp parallel num_threads(maxt)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        const uint32_t a = (uint32_t)((uint64_t)n * t / nt), b = (uint32_t)((uint64_t)n * (t + 1) / nt);
+        uint32_t *c = &cnt[nb * t];
+        for (uint32_t i = a; i < b; i++)
+            FOR_BLOCKS_OF(g, &k[i], c[blk_]++);
+#pragma omp barrier
+#pragma omp single
+        {
+            used = nt;
+            uint32_t at = 0;
+            for (size_t bl = 0; bl < nb; bl++) {
+                start[bl] = at;
+                for (int u = 0; u < nt; u++) {
+                    uint32_t v = cnt[nb * u + bl];
+                    cnt[nb * u + bl] = at;
+                    at += v;
+                }
+            }
+            start[nb] = at;
+            sl->lb = (size_t)at * sizeof(uint32_t);
+            sl->list = meter_alloc(g->mem, sl->lb, 0);
+        }
+        if (sl->list)
+            for (uint32_t i = a; i < b; i++)
+                FOR_BLOCKS_OF(g, &k[i], sl->list[c[blk_]++] = i);
+    }
+    (void)used;
+    meter_free(g->mem, cnt, sc);
+    return sl->list ? FLOE_OK : FLOE_ERR_NOMEM;
 }
 
 void splat_lists_free(sgrid *g, splat_lists *sl)
