@@ -408,7 +408,7 @@ static const char help_surface[] =
     "(marching cubes of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
     "  --cell C      grid cell edge as a fraction of the particle spacing (0.5)\n"
     "  --format F    mesh files to write (both)\n"
-    "  --mesher M    marching cubes, or tetrahedra (about twice the triangles) (cubes)\n"
+    "  --mesher M    marching cubes, or tetrahedra (about three times the triangles) (cubes)\n"
     "  --threads N   OpenMP threads (all cores)\n"
     "  --backend B   where the colour field is splatted (cpu)\n"
     "It prints the time per frame (reading and writing included): the benchmark\n"

@@ -36,7 +36,7 @@ enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_MESHER, P_SMOOTH, P
                 .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"},             \
     [P_MESHER] = {FLOE_SIZED(floe_param_desc), .name = "mesher", .type = FLOE_PARAM_STRING, .def_str = "cubes",   \
                   .choices = "cubes|tetrahedra", .unit = "",                                                       \
-                  .doc = "marching cubes, or marching tetrahedra (about twice the triangles)"}
+                  .doc = "marching cubes, or marching tetrahedra (about three times the triangles)"}
 
 static const floe_param_desc mc_params[] = {COMMON_PARAMS, {0}};
 

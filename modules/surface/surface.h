@@ -148,7 +148,7 @@ typedef enum mesher_kind { MESHER_CUBES, MESHER_TETRAHEDRA } mesher_kind;
 /* the iso surface as a closed, oriented 2-manifold with vertices welded per
  * grid edge and area-weighted vertex normals: marching cubes (cubes.c's
  * table) or marching tetrahedra (every cell split into the same six
- * tetrahedra around its diagonal: about twice the triangles) */
+ * tetrahedra around its diagonal: about three times the triangles) */
 int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out);
 void mesh_free(mesh *m);
 
