@@ -121,11 +121,14 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     cs->n = n;
     cs->h = h;
     cs->inv = 1.0 / h;
-    for (int k = 0; k < 3; k++)
-        cs->lo[k] = INFINITY;
-    for (uint32_t i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++)
-            cs->lo[k] = fmin(cs->lo[k], x[3 * i + k] - (CELL_DIV + 1) * h);
+    double lo0 = INFINITY, lo1 = INFINITY, lo2 = INFINITY;
+#pragma omp parallel for reduction(min : lo0, lo1, lo2)
+    for (uint32_t i = 0; i < n; i++) {
+        lo0 = fmin(lo0, x[3 * (size_t)i] - (CELL_DIV + 1) * h);
+        lo1 = fmin(lo1, x[3 * (size_t)i + 1] - (CELL_DIV + 1) * h);
+        lo2 = fmin(lo2, x[3 * (size_t)i + 2] - (CELL_DIV + 1) * h);
+    }
+    cs->lo[0] = lo0, cs->lo[1] = lo1, cs->lo[2] = lo2;
     int maxt = 1;
 #ifdef _OPENMP
     maxt = omp_get_max_threads();
@@ -152,10 +155,11 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     /* cell coordinates, then a compact key in the same order as cell_key's
      * (z, then y, then x): the sort reads only the bits it needs */
     int64_t cmin[3] = {KEY_MASK, KEY_MASK, KEY_MASK}, cmax[3] = {0, 0, 0};
+#pragma omp parallel for reduction(min : cmin[:3]) reduction(max : cmax[:3])
     for (uint32_t i = 0; i < n; i++) {
         int64_t c[3];
         for (int k = 0; k < 3; k++) {
-            c[k] = (int64_t)floor((x[3 * i + k] - cs->lo[k]) * cs->inv) & KEY_MASK;
+            c[k] = (int64_t)floor((x[3 * (size_t)i + k] - cs->lo[k]) * cs->inv) & KEY_MASK;
             cmin[k] = c[k] < cmin[k] ? c[k] : cmin[k];
             cmax[k] = c[k] > cmax[k] ? c[k] : cmax[k];
         }
@@ -166,6 +170,7 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     int bits = 0;
     while (bits < 63 && ((uint64_t)1 << bits) < nx * ny * nz)
         bits++;
+#pragma omp parallel for
     for (uint32_t i = 0; i < n; i++) {
         const uint64_t key = cs->key[i];
         const uint64_t cx = (key & KEY_MASK) - (uint64_t)cmin[0], cy = (key >> 21 & KEY_MASK) - (uint64_t)cmin[1],
@@ -174,12 +179,14 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     }
     radix_sort(ck, cs->idx, tk, ti, n, bits, hist, maxt);
     /* the keys by entry (tk is free again) */
-    for (uint32_t e = 0; e < n; e++)
-        tk[e] = cs->key[cs->idx[e]];
-    memcpy(cs->key, tk, sk);
+#pragma omp parallel for
     for (uint32_t e = 0; e < n; e++) {
+        tk[e] = cs->key[cs->idx[e]];
         for (int k = 0; k < 3; k++)
             cs->xs[k][e] = x[3 * (size_t)cs->idx[e] + k];
+    }
+    memcpy(cs->key, tk, sk);
+    for (uint32_t e = 0; e < n; e++) {
         if (e == 0 || cs->key[e] != cs->key[e - 1]) {
             cs->ckey[cs->ncell] = cs->key[e];
             cs->cell[cs->ncell++] = e;
