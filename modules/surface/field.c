@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* fewer particles: the O(n) passes run on one thread (a parallel region
+ * costs more than they do) */
+#define PAR_MIN 16384
+
 /* half-extents of the support ellipsoid |G u| <= 1 along the axes: the norms
  * of the rows of G^-1 */
 static void support_box(kern *k)
@@ -80,7 +84,7 @@ static void radix_sort(uint64_t *k, uint32_t *idx, uint64_t *tk, uint32_t *ti, u
     for (uint32_t i = 0; i < n; i++)
         idx[i] = i;
     for (int shift = 0; shift < bits; shift += 8) {
-#pragma omp parallel num_threads(maxt)
+#pragma omp parallel num_threads(maxt) if (n >= PAR_MIN)
         {
             int t = 0, nt = 1;
 #ifdef _OPENMP
@@ -122,7 +126,7 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     cs->h = h;
     cs->inv = 1.0 / h;
     double lo0 = INFINITY, lo1 = INFINITY, lo2 = INFINITY;
-#pragma omp parallel for reduction(min : lo0, lo1, lo2)
+#pragma omp parallel for reduction(min : lo0, lo1, lo2) if (n >= PAR_MIN)
     for (uint32_t i = 0; i < n; i++) {
         lo0 = fmin(lo0, x[3 * (size_t)i] - (CELL_DIV + 1) * h);
         lo1 = fmin(lo1, x[3 * (size_t)i + 1] - (CELL_DIV + 1) * h);
@@ -155,7 +159,7 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     /* cell coordinates, then a compact key in the same order as cell_key's
      * (z, then y, then x): the sort reads only the bits it needs */
     int64_t cmin[3] = {KEY_MASK, KEY_MASK, KEY_MASK}, cmax[3] = {0, 0, 0};
-#pragma omp parallel for reduction(min : cmin[:3]) reduction(max : cmax[:3])
+#pragma omp parallel for reduction(min : cmin[:3]) reduction(max : cmax[:3]) if (n >= PAR_MIN)
     for (uint32_t i = 0; i < n; i++) {
         int64_t c[3];
         for (int k = 0; k < 3; k++) {
@@ -170,7 +174,7 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     int bits = 0;
     while (bits < 63 && ((uint64_t)1 << bits) < nx * ny * nz)
         bits++;
-#pragma omp parallel for
+#pragma omp parallel for if (n >= PAR_MIN)
     for (uint32_t i = 0; i < n; i++) {
         const uint64_t key = cs->key[i];
         const uint64_t cx = (key & KEY_MASK) - (uint64_t)cmin[0], cy = (key >> 21 & KEY_MASK) - (uint64_t)cmin[1],
@@ -179,7 +183,7 @@ int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *
     }
     radix_sort(ck, cs->idx, tk, ti, n, bits, hist, maxt);
     /* the keys by entry (tk is free again) */
-#pragma omp parallel for
+#pragma omp parallel for if (n >= PAR_MIN)
     for (uint32_t e = 0; e < n; e++) {
         tk[e] = cs->key[cs->idx[e]];
         for (int k = 0; k < 3; k++)
@@ -485,7 +489,7 @@ static int touch_blocks(sgrid *g, const kern *k, uint32_t n)
         const double hi[3] = {g->lo[0] + (double)g->max_block[0] * BLOCK * g->cell - 2 * g->cell,
                               g->lo[1] + (double)g->max_block[1] * BLOCK * g->cell - 2 * g->cell,
                               g->lo[2] + (double)g->max_block[2] * BLOCK * g->cell - 2 * g->cell};
-#pragma omp parallel num_threads(maxt) reduction(min : rc) /* errors are negative */
+#pragma omp parallel num_threads(maxt) reduction(min : rc) if (n >= PAR_MIN) /* errors are negative */
         {
             int t = 0, nt = 1;
 #ifdef _OPENMP
@@ -579,7 +583,7 @@ int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
         return FLOE_ERR_NOMEM;
     }
     int used = 1;
-#pragma omp parallel num_threads(maxt)
+#pragma omp parallel num_threads(maxt) if (n >= PAR_MIN)
     {
         int t = 0, nt = 1;
 #ifdef _OPENMP
