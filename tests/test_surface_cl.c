@@ -1,5 +1,5 @@
-/* The surface stages on the OpenCL backend (the anisotropic kernels' shapes
- * and the splat on the device) give
+/* The surface stages on the OpenCL backend (the anisotropic kernels' shapes,
+ * the splat and marching cubes on the device) give
  * the mesh of the C path: triangle count within 0.1%, vertices within 1e-4
  * of the cell size. Skipped without an OpenCL device. */
 #include "cl_fixture.h"

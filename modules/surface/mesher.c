@@ -386,23 +386,34 @@ static void free_pieces(block_mesh *bm, int32_t n, mem_meter *m, size_t bytes)
     m->now -= bytes;
 }
 
-int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out)
+const mc_table *mc_table_get(void)
 {
     static mc_table table; /* the same every time: built under a lock, read after */
     static int table_ready;
-    const mc_table *mc = NULL;
-    if (kind == MESHER_CUBES) {
-        int ok;
+    int ok;
 #pragma omp critical(surface_mc_table)
-        {
-            if (!table_ready)
-                table_ready = mc_table_build(&table) == 0 ? 1 : -1;
-            ok = table_ready;
-        }
-        if (ok < 0)
-            return FLOE_ERR;
-        mc = &table;
+    {
+        if (!table_ready)
+            table_ready = mc_table_build(&table) == 0 ? 1 : -1;
+        ok = table_ready;
     }
+    return ok > 0 ? &table : NULL;
+}
+
+int mesh_normals(mesh *out)
+{
+    out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
+    if (!out->nrm && out->nv)
+        return FLOE_ERR_NOMEM;
+    vertex_normals(out);
+    return FLOE_OK;
+}
+
+int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out)
+{
+    const mc_table *mc = NULL;
+    if (kind == MESHER_CUBES && !(mc = mc_table_get()))
+        return FLOE_ERR;
     const int32_t nblocks = g->nblocks;
     block_mesh *bm = calloc(MERGE_CHUNK, sizeof *bm);
     uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
@@ -455,11 +466,5 @@ int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out)
     free(bm);
     meter_free(out->mem, map.key, map.cap * sizeof *map.key);
     meter_free(out->mem, map.vert, map.cap * sizeof *map.vert);
-    if (rc)
-        return rc;
-    out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
-    if (!out->nrm && out->nv)
-        return FLOE_ERR_NOMEM;
-    vertex_normals(out);
-    return FLOE_OK;
+    return rc ? rc : mesh_normals(out);
 }

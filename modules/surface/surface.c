@@ -176,15 +176,19 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
         rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
+    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
+    /* on the device, marching cubes reads the values where the splat left them */
+    const int device_mesh = device && mk == MESHER_CUBES;
     if (!rc && device)
-        rc = field_splat_cl(ctx, &g, k, p->n);
+        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh);
     else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
     fo->t_splat = now_s() - t;
     t = now_s();
-    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
-    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+    if (!rc && device_mesh)
+        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
+    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
         rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
                                                      : "the marching-cubes table's loops do not close (a bug)");
     fo->t_mesh = now_s() - t;

@@ -118,7 +118,7 @@ int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
 void splat_lists_free(sgrid *g, splat_lists *sl);
 /* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
  * item per grid point; api->fail's status on an error */
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n);
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back);
 
 /* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 
@@ -151,6 +151,15 @@ typedef enum mesher_kind { MESHER_CUBES, MESHER_TETRAHEDRA } mesher_kind;
  * tetrahedra around its diagonal: about three times the triangles) */
 int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out);
 void mesh_free(mesh *m);
+/* the table, built on first use; NULL if it does not close (a bug) */
+const mc_table *mc_table_get(void);
+/* out's area-weighted vertex normals (allocated) */
+int mesh_normals(mesh *out);
+/* marching cubes on the OpenCL device (surface_cl.c, kernels/surface/mc.cl)
+ * over the values field_splat_cl left there (read_back = 0): the mesh
+ * mesh_extract(MESHER_CUBES) makes, vertices numbered alike; api->fail's
+ * status on an error */
+int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out);
 
 /* ---- files (mesh_file.c) ---------------------------------------------------- */
 

@@ -1,4 +1,5 @@
-/* The OpenCL path of the surface stages. The Yu & Turk kernels
+/* The OpenCL path of the surface stages: everything but the cell sorts,
+ * the splat lists, the vertex normals and the files. The Yu & Turk kernels
  * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
  * field.c does), the sorted positions and cell lists go up, one work item
  * per particle sums its neighbourhood and decomposes it, and the kernel
@@ -6,7 +7,10 @@
  * step. The colour field splat (kernels/surface/splat.cl): one work item
  * per grid point over the kernels listed for its block; the lists are
  * built as for the host splat; the kernels, lists and block coordinates go
- * up, the values come back. The mesher stays on the host. */
+ * up. Marching cubes (kernels/surface/mc.cl) reads the values where the
+ * splat left them: count, scan (the core's cl_scan), emit; the triangles
+ * and vertices come back (marching tetrahedra: the values come back and
+ * the host meshes them). */
 #include "surface.h"
 
 #include <string.h>
@@ -118,7 +122,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
     return rc;
 }
 
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back)
 {
     write_fn w;
     read_fn r;
@@ -146,10 +150,124 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)
         floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bk), FLOE_CL_ARG(bs), FLOE_CL_ARG(bl), FLOE_CL_ARG(bc),
                            FLOE_CL_ARG(bv), FLOE_CL_ARG(lo0), FLOE_CL_ARG(lo1), FLOE_CL_ARG(lo2), FLOE_CL_ARG(cell)};
         rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * sl.lb / 4);
-        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
+        int32_t e = rc || !read_back ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the grid values failed (error %d)", (int)e);
     }
     splat_lists_free(g, &sl);
     return rc;
+}
+
+/* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
+ * are numbered by first use along the triangles, as mesher.c's merge
+ * numbers them */
+int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
+{
+    const mc_table *t = mc_table_get();
+    if (!t)
+        return api->fail(ctx, FLOE_ERR, "the marching-cubes table's loops do not close (a bug)");
+    if (!g->nblocks)
+        return mesh_normals(out);
+    write_fn w;
+    read_fn r;
+    int rc = get_fns(ctx, &w, &r);
+    void *kc = rc ? NULL : api->cl_kernel(ctx, "surface", "mc.cl", "mc_count");
+    void *ke = kc ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_emit") : NULL;
+    if (!ke)
+        return rc ? rc : FLOE_ERR;
+    const size_t nb = (size_t)g->nblocks, npts = nb * BLOCK_PTS;
+    if (npts >= UINT32_MAX)
+        return api->fail(ctx, FLOE_ERR_ARG, "%zu grid points: too many for the device mesher", npts);
+    /* each block's 2x2x2 neighbourhood, as mesher.c's block_triangulate finds it */
+    const size_t snb = nb * 8 * sizeof(int32_t);
+    int32_t *nbr = meter_alloc(out->mem, snb, 0);
+    if (!nbr)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
+#pragma omp parallel for if (nb >= 1024)
+    for (size_t b = 0; b < nb; b++)
+        for (int c = 0; c < 8; c++)
+            nbr[8 * b + c] = sgrid_find(g, g->coord[3 * b] + (c & 1), g->coord[3 * b + 1] + (c >> 1 & 1),
+                                        g->coord[3 * b + 2] + (c >> 2 & 1));
+    void *bv = api->cl_scratch(ctx, "surface.values", npts * sizeof(float));
+    void *bc = api->cl_scratch(ctx, "surface.blocks", nb * 3 * sizeof(int32_t));
+    void *bn, *bnt, *btri, *btc, *bvc, *bvo, *bto;
+    const uint32_t zero = 0;
+    uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
+    rc = bv && bc ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
+    if (!rc && !(rc = upload(ctx, w, "surface.nbr", nbr, snb, &bn)) &&
+        !(rc = upload(ctx, w, "surface.mc_ntri", t->ntri, sizeof t->ntri, &bnt)) &&
+        !(rc = upload(ctx, w, "surface.mc_tri", t->tri, sizeof t->tri, &btri)) &&
+        !(rc = upload(ctx, w, "surface.tcount", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
+        !(rc = upload(ctx, w, "surface.vcount", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
+        /* the word after the last point stays 0: the scans leave the totals there */
+        int32_t e = w(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        e = e ? e : w(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
+    }
+    if (!rc) {
+        floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bv), FLOE_CL_ARG(bn), FLOE_CL_ARG(bnt),
+                           FLOE_CL_ARG(iso), FLOE_CL_ARG(btc), FLOE_CL_ARG(bvc)};
+        rc = api->cl_run(ctx, kc, npts, (int)(sizeof a / sizeof *a), a, 4.0 * 4 * npts);
+    }
+    if (!rc && !(rc = api->cl_scan(ctx, btc, np + 1)) && !(rc = api->cl_scan(ctx, bvc, np + 1))) {
+        int32_t e = r(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof tot[0], &tot[0], 0, NULL, NULL);
+        e = e ? e : r(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof tot[1], &tot[1], 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh's counts failed (error %d)", (int)e);
+    }
+    const uint32_t nt = tot[0], nv = tot[1];
+    const size_t sv = (size_t)nv * 3 * sizeof(float), st = (size_t)nt * 3 * sizeof(uint32_t);
+    float *vd = NULL;
+    if (!rc && !(rc = upload(ctx, w, "surface.mc_v", NULL, sv, &bvo)) &&
+        !(rc = upload(ctx, w, "surface.mc_t", NULL, st, &bto))) {
+        const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
+        floe_cl_arg a[] = {FLOE_CL_ARG(np),  FLOE_CL_ARG(bv),   FLOE_CL_ARG(bn),   FLOE_CL_ARG(bc),
+                           FLOE_CL_ARG(bnt), FLOE_CL_ARG(btri), FLOE_CL_ARG(iso),  FLOE_CL_ARG(btc),
+                           FLOE_CL_ARG(bvc), FLOE_CL_ARG(lo0),  FLOE_CL_ARG(lo1),  FLOE_CL_ARG(lo2),
+                           FLOE_CL_ARG(cell), FLOE_CL_ARG(bvo), FLOE_CL_ARG(bto)};
+        rc = api->cl_run(ctx, ke, npts, (int)(sizeof a / sizeof *a), a, 8.0 * npts + (double)sv + (double)st);
+        vd = rc ? NULL : meter_alloc(out->mem, sv, 0);
+        out->tri = rc ? NULL : meter_alloc(out->mem, st, 0);
+        out->v = rc ? NULL : meter_alloc(out->mem, sv, 0);
+        if (!rc && (!vd || !out->tri || !out->v))
+            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
+        if (!rc) {
+            out->t_cap = nt;
+            out->v_cap = nv;
+            int32_t e = nv ? r(api->cl_queue(ctx), bvo, 1, 0, sv, vd, 0, NULL, NULL) : 0;
+            e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
+            if (e)
+                rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
+        }
+    }
+    if (!rc) {
+        /* number the vertices by first use (mesher.c's order); vd's index
+         * is the device's: by owner point, then axis */
+        uint32_t *remap = meter_alloc(out->mem, (size_t)nv * sizeof *remap + 1, 0);
+        if (!remap)
+            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
+        else {
+            memset(remap, 0xff, (size_t)nv * sizeof *remap);
+            uint32_t next = 0;
+            for (size_t i = 0; i < 3 * (size_t)nt && !rc; i++) {
+                const uint32_t d = out->tri[i];
+                if (d >= nv) {
+                    rc = api->fail(ctx, FLOE_ERR, "the device mesher made a vertex index %u of %u", d, nv);
+                    break;
+                }
+                if (remap[d] == UINT32_MAX) {
+                    memcpy(&out->v[3 * (size_t)next], &vd[3 * (size_t)d], 3 * sizeof *vd);
+                    remap[d] = next++;
+                }
+                out->tri[i] = remap[d];
+            }
+            out->nv = next; /* every crossed edge has a triangle: next == nv */
+            out->nt = nt;
+            meter_free(out->mem, remap, (size_t)nv * sizeof *remap + 1);
+        }
+    }
+    meter_free(out->mem, vd, sv);
+    meter_free(out->mem, nbr, snb);
+    return rc ? rc : mesh_normals(out);
 }
