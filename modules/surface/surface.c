@@ -180,7 +180,7 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     /* on the device, marching cubes reads the values where the splat left them */
     const int device_mesh = device && mk == MESHER_CUBES;
     if (!rc && device)
-        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh);
+        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh, aniso);
     else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);

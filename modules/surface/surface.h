@@ -117,8 +117,10 @@ typedef struct splat_lists {
 int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
 void splat_lists_free(sgrid *g, splat_lists *sl);
 /* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
- * item per grid point; api->fail's status on an error */
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back);
+ * item per grid point; the values come back when read_back is set, the
+ * kernels go up unless kerns_anisotropic_cl left them there
+ * (kernels_there); api->fail's status on an error */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there);
 
 /* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 

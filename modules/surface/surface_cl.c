@@ -18,6 +18,11 @@
 typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
 typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
 
+/* Device buffers: the core's named scratch (at most 32 names a run, shared
+ * by all modules), so the phases share eight of them, surface.s0 .. s7
+ * (the queue runs in order: a phase's kernels are done before the next
+ * phase's writes); surface.kernels, .blocks and .values hold what one
+ * phase leaves to the next. */
 static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data, size_t bytes, void **buf)
 {
     *buf = api->cl_scratch(ctx, name, bytes ? bytes : 4);
@@ -41,8 +46,8 @@ static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *bu
 {
     const size_t n = cs->n, pad = n + LANES, nc = (size_t)cs->ncell + 1;
     int rc = FLOE_OK;
-    static const char *const names[7] = {"surface.xs", "surface.ys", "surface.zs", "surface.ckey",
-                                         "surface.cell", "surface.key", "surface.idx"};
+    static const char *const names[7] = {"surface.s0", "surface.s1", "surface.s2", "surface.s3",
+                                         "surface.s4", "surface.s5", "surface.s6"};
     const void *data[7] = {cs->xs[0], cs->xs[1], cs->xs[2], cs->ckey, cs->cell, cs->key, cs->idx};
     const size_t bytes[7] = {pad * 4, pad * 4, pad * 4, nc * 8, nc * 4, n * 8, n * 4};
     for (int b = 0; b < 7 && !rc; b++)
@@ -75,7 +80,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
     void *buf[7], *bk, *bst;
     const uint32_t zero = 0;
     if (!(rc = upload_cells(ctx, w, &cs, buf)) && !(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.stretched", &zero, sizeof zero, &bst))) {
+        !(rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst))) {
         const double r_ = o->radius, H = o->H, kr = o->kr;
         const float lambda = o->lambda;
         const int n_min = o->n_min;
@@ -122,7 +127,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
     return rc;
 }
 
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back)
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
 {
     write_fn w;
     read_fn r;
@@ -140,9 +145,9 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_
     }
     void *bk, *bs, *bl, *bc, *bv;
     const size_t npts = (size_t)g->nblocks * BLOCK_PTS;
-    if (!(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.start", sl.start, sl.sb, &bs)) &&
-        !(rc = upload(ctx, w, "surface.list", sl.list, sl.lb, &bl)) &&
+    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)) &&
+        !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)) &&
+        !(rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl)) &&
         !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
         !(rc = upload(ctx, w, "surface.values", NULL, npts * sizeof(float), &bv)) && npts) {
         uint32_t np = (uint32_t)npts;
@@ -194,11 +199,11 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     const uint32_t zero = 0;
     uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
     rc = bv && bc ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
-    if (!rc && !(rc = upload(ctx, w, "surface.nbr", nbr, snb, &bn)) &&
-        !(rc = upload(ctx, w, "surface.mc_ntri", t->ntri, sizeof t->ntri, &bnt)) &&
-        !(rc = upload(ctx, w, "surface.mc_tri", t->tri, sizeof t->tri, &btri)) &&
-        !(rc = upload(ctx, w, "surface.tcount", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
-        !(rc = upload(ctx, w, "surface.vcount", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
+    if (!rc && !(rc = upload(ctx, w, "surface.s2", nbr, snb, &bn)) &&
+        !(rc = upload(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
+        !(rc = upload(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
+        !(rc = upload(ctx, w, "surface.s5", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
+        !(rc = upload(ctx, w, "surface.s6", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
         /* the word after the last point stays 0: the scans leave the totals there */
         int32_t e = w(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
         e = e ? e : w(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
@@ -219,8 +224,8 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     const uint32_t nt = tot[0], nv = tot[1];
     const size_t sv = (size_t)nv * 3 * sizeof(float), st = (size_t)nt * 3 * sizeof(uint32_t);
     float *vd = NULL;
-    if (!rc && !(rc = upload(ctx, w, "surface.mc_v", NULL, sv, &bvo)) &&
-        !(rc = upload(ctx, w, "surface.mc_t", NULL, st, &bto))) {
+    if (!rc && !(rc = upload(ctx, w, "surface.s0", NULL, sv, &bvo)) &&
+        !(rc = upload(ctx, w, "surface.s1", NULL, st, &bto))) {
         const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
         floe_cl_arg a[] = {FLOE_CL_ARG(np),  FLOE_CL_ARG(bv),   FLOE_CL_ARG(bn),   FLOE_CL_ARG(bc),
                            FLOE_CL_ARG(bnt), FLOE_CL_ARG(btri), FLOE_CL_ARG(iso),  FLOE_CL_ARG(btc),
