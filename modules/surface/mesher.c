@@ -236,26 +236,94 @@ static int cube(cellx *x, int pattern)
 
 static const int tets[6][4] = {{0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7}, {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7}};
 
+static void normalise(float *n)
+{
+    float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (l > 0)
+        n[0] /= l, n[1] /= l, n[2] /= l;
+    else
+        n[0] = n[2] = 0, n[1] = 1; /* only degenerate triangles around it */
+}
+
+static void face_normal(const mesh *m, uint32_t t, float n[3])
+{
+    const uint32_t *i = &m->tri[3 * (size_t)t];
+    const float *a = &m->v[3 * (size_t)i[0]], *b = &m->v[3 * (size_t)i[1]], *c = &m->v[3 * (size_t)i[2]];
+    float u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    n[0] = u[1] * w[2] - u[2] * w[1], n[1] = u[2] * w[0] - u[0] * w[2], n[2] = u[0] * w[1] - u[1] * w[0];
+}
+
+/* the area-weighted vertex normals: each vertex sums the (unnormalised)
+ * normals of its triangles in triangle order */
 static void vertex_normals(mesh *m)
 {
     memset(m->nrm, 0, (size_t)m->nv * 3 * sizeof *m->nrm);
     for (uint32_t t = 0; t < m->nt; t++) {
-        const uint32_t *i = &m->tri[3 * (size_t)t];
-        const float *a = &m->v[3 * (size_t)i[0]], *b = &m->v[3 * (size_t)i[1]], *c = &m->v[3 * (size_t)i[2]];
-        float u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-        float n[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+        float n[3];
+        face_normal(m, t, n);
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < 3; j++)
-                m->nrm[3 * (size_t)i[k] + j] += n[j];
+                m->nrm[3 * (size_t)m->tri[3 * (size_t)t + k] + j] += n[j];
     }
-    for (uint32_t v = 0; v < m->nv; v++) {
-        float *n = &m->nrm[3 * (size_t)v];
-        float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-        if (l > 0)
-            n[0] /= l, n[1] /= l, n[2] /= l;
-        else
-            n[0] = n[2] = 0, n[1] = 1; /* only degenerate triangles around it */
+    for (uint32_t v = 0; v < m->nv; v++)
+        normalise(&m->nrm[3 * (size_t)v]);
+}
+
+/* the same on all threads, the same sums in the same order: each vertex's
+ * triangles listed (counted, placed, then sorted: the lists are short),
+ * then each vertex sums its own; FLOE_ERR_NOMEM leaves nrm untouched */
+static int vertex_normals_par(mesh *m)
+{
+    const size_t nv = m->nv, nt = m->nt, ss = (nv + 1) * sizeof(uint32_t), sl = 3 * nt * sizeof(uint32_t),
+                 sf = 3 * nt * sizeof(float);
+    uint32_t *start = meter_alloc(m->mem, ss, 1), *pos = meter_alloc(m->mem, ss, 0),
+             *list = meter_alloc(m->mem, sl, 0);
+    float *fn = meter_alloc(m->mem, sf, 0);
+    int rc = start && pos && list && fn ? FLOE_OK : FLOE_ERR_NOMEM;
+    if (!rc) {
+        const long lt = (long)nt, lv = (long)nv;
+#pragma omp parallel for
+        for (long t = 0; t < lt; t++) {
+            face_normal(m, (uint32_t)t, &fn[3 * (size_t)t]);
+            for (int k = 0; k < 3; k++) {
+#pragma omp atomic
+                start[m->tri[3 * (size_t)t + k] + 1]++;
+            }
+        }
+        for (size_t v = 0; v < nv; v++)
+            start[v + 1] += start[v];
+        memcpy(pos, start, ss);
+#pragma omp parallel for
+        for (long t = 0; t < lt; t++)
+            for (int k = 0; k < 3; k++) {
+                uint32_t at;
+#pragma omp atomic capture
+                at = pos[m->tri[3 * (size_t)t + k]]++;
+                list[at] = (uint32_t)t;
+            }
+#pragma omp parallel for schedule(dynamic, 4096)
+        for (long v = 0; v < lv; v++) {
+            uint32_t *l = &list[start[v]];
+            const uint32_t len = start[v + 1] - start[v];
+            for (uint32_t i = 1; i < len; i++) /* insertion sort: triangle order */
+                for (uint32_t j = i; j > 0 && l[j - 1] > l[j]; j--) {
+                    uint32_t x = l[j];
+                    l[j] = l[j - 1];
+                    l[j - 1] = x;
+                }
+            float n[3] = {0, 0, 0};
+            for (uint32_t i = 0; i < len; i++)
+                for (int j = 0; j < 3; j++)
+                    n[j] += fn[3 * (size_t)l[i] + j];
+            normalise(n);
+            memcpy(&m->nrm[3 * (size_t)v], n, sizeof n);
+        }
     }
+    meter_free(m->mem, start, ss);
+    meter_free(m->mem, pos, ss);
+    meter_free(m->mem, list, sl);
+    meter_free(m->mem, fn, sf);
+    return rc;
 }
 
 /* values of the 2x2x2 blocks from block b upwards (corners of b's cells) */
@@ -405,7 +473,8 @@ int mesh_normals(mesh *out)
     out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
     if (!out->nrm && out->nv)
         return FLOE_ERR_NOMEM;
-    vertex_normals(out);
+    if (out->nt < 65536 || vertex_normals_par(out))
+        vertex_normals(out);
     return FLOE_OK;
 }
 
