@@ -31,7 +31,8 @@ enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_MESHER, P_SMOOTH, P
     [P_SUPPORT] = {FLOE_SIZED(floe_param_desc), .name = "support", .type = FLOE_PARAM_FLOAT, .def = 0, .min = 0,   \
                    .max = 10, .unit = "", .doc = "kernel support radius in spacings; 0 = the simulation's"},       \
     [P_FORMAT] = {FLOE_SIZED(floe_param_desc), .name = "format", .type = FLOE_PARAM_STRING, .def_str = "both",     \
-                  .choices = "obj|ply|both", .unit = "", .doc = "mesh files written each frame"},                 \
+                  .choices = "obj|ply|both|none", .unit = "",                                                     \
+                  .doc = "mesh files written each frame (none: the mesh is made, not written: benchmarks)"}, \
     [P_NAME] = {FLOE_SIZED(floe_param_desc), .name = "name", .type = FLOE_PARAM_STRING, .def_str = "surface",      \
                 .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"},             \
     [P_MESHER] = {FLOE_SIZED(floe_param_desc), .name = "mesher", .type = FLOE_PARAM_STRING, .def_str = "cubes",   \
