@@ -114,3 +114,52 @@ __kernel void mc_emit(uint npts, __global const float *val, __global const int *
             tout[3 * ((size_t)t0 + i) + k] = voff[og] + (uint)rank;
         }
 }
+
+/* Numbering the vertices by first use along the triangles (the host
+ * mesher's order), in parallel: each vertex's first corner is the least
+ * corner index q = 3 t + k that names it (atomic_min: the same whatever
+ * the order), a corner is a "first" when it is its vertex's first corner,
+ * an exclusive scan of those flags numbers the vertices, and the
+ * triangles are rewritten. */
+__kernel void mc_first_init(uint nv, __global uint *first)
+{
+    const uint v = get_global_id(0);
+    if (v < nv)
+        first[v] = 0xffffffffu;
+}
+
+__kernel void mc_first_min(uint ncorner, __global const uint *tri, __global uint *first)
+{
+    const uint q = get_global_id(0);
+    if (q < ncorner)
+        atomic_min(&first[tri[q]], q);
+}
+
+__kernel void mc_first_flag(uint ncorner, __global const uint *tri, __global const uint *first, __global uint *flag)
+{
+    const uint q = get_global_id(0);
+    if (q < ncorner)
+        flag[q] = first[tri[q]] == q;
+}
+
+/* flag now holds the exclusive scan: vertex v's number is flag[first[v]] */
+__kernel void mc_renumber_vertices(uint nv, __global const uint *first, __global const uint *flag,
+                                   __global const float *vin, __global float *vout)
+{
+    const uint v = get_global_id(0);
+    if (v >= nv)
+        return;
+    if (first[v] == 0xffffffffu) /* on no triangle: not kept (marching cubes makes none such) */
+        return;
+    const uint to = flag[first[v]];
+    for (int d = 0; d < 3; d++)
+        vout[3 * (size_t)to + d] = vin[3 * (size_t)v + d];
+}
+
+__kernel void mc_renumber_corners(uint ncorner, __global uint *tri, __global const uint *first,
+                                  __global const uint *flag)
+{
+    const uint q = get_global_id(0);
+    if (q < ncorner)
+        tri[q] = flag[first[tri[q]]];
+}

@@ -221,9 +221,12 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh's counts failed (error %d)", (int)e);
     }
-    const uint32_t nt = tot[0], nv = tot[1];
+    const uint32_t nt = tot[0], nv = tot[1], nc = 3 * nt;
+    if (!rc && (uint64_t)nt * 3 >= UINT32_MAX)
+        rc = api->fail(ctx, FLOE_ERR_ARG, "%u triangles: too many for the device mesher", nt);
     const size_t sv = (size_t)nv * 3 * sizeof(float), st = (size_t)nt * 3 * sizeof(uint32_t);
-    float *vd = NULL;
+    void *bfirst, *bflag, *bvf;
+    uint32_t nkept = 0;
     if (!rc && !(rc = upload(ctx, w, "surface.s0", NULL, sv, &bvo)) &&
         !(rc = upload(ctx, w, "surface.s1", NULL, st, &bto))) {
         const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
@@ -232,47 +235,59 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
                            FLOE_CL_ARG(bvc), FLOE_CL_ARG(lo0),  FLOE_CL_ARG(lo1),  FLOE_CL_ARG(lo2),
                            FLOE_CL_ARG(cell), FLOE_CL_ARG(bvo), FLOE_CL_ARG(bto)};
         rc = api->cl_run(ctx, ke, npts, (int)(sizeof a / sizeof *a), a, 8.0 * npts + (double)sv + (double)st);
-        vd = rc ? NULL : meter_alloc(out->mem, sv, 0);
-        out->tri = rc ? NULL : meter_alloc(out->mem, st, 0);
-        out->v = rc ? NULL : meter_alloc(out->mem, sv, 0);
-        if (!rc && (!vd || !out->tri || !out->v))
-            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
-        if (!rc) {
-            out->t_cap = nt;
-            out->v_cap = nv;
-            int32_t e = nv ? r(api->cl_queue(ctx), bvo, 1, 0, sv, vd, 0, NULL, NULL) : 0;
-            e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
-            if (e)
-                rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
+    }
+    /* the vertices numbered by first use along the triangles, as mesher.c's
+     * merge numbers them: first corner of each vertex, flags, scan, rewrite */
+    void *k1 = rc ? NULL : api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_init");
+    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_min") : NULL;
+    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_flag") : NULL;
+    void *k4 = k3 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_renumber_vertices") : NULL;
+    void *k5 = k4 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_renumber_corners") : NULL;
+    if (!rc && !k5)
+        rc = FLOE_ERR;
+    if (!rc && !(rc = upload(ctx, w, "surface.s5", NULL, (size_t)nv * sizeof(uint32_t), &bfirst)) &&
+        !(rc = upload(ctx, w, "surface.s6", NULL, ((size_t)nc + 1) * sizeof(uint32_t), &bflag)) &&
+        !(rc = upload(ctx, w, "surface.s2", NULL, sv, &bvf))) {
+        int32_t e = w(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
+        floe_cl_arg a1[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst)};
+        floe_cl_arg a2[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst)};
+        floe_cl_arg a3[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag)};
+        floe_cl_arg a4[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag), FLOE_CL_ARG(bvo), FLOE_CL_ARG(bvf)};
+        floe_cl_arg a5[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag)};
+        if (!rc && nv && !(rc = api->cl_run(ctx, k1, nv, 2, a1, 4.0 * nv)) && nc &&
+            !(rc = api->cl_run(ctx, k2, nc, 3, a2, 8.0 * nc)) && !(rc = api->cl_run(ctx, k3, nc, 4, a3, 12.0 * nc)) &&
+            !(rc = api->cl_scan(ctx, bflag, nc + 1)) && !(rc = api->cl_run(ctx, k4, nv, 5, a4, 32.0 * nv)) &&
+            !(rc = api->cl_run(ctx, k5, nc, 4, a5, 12.0 * nc))) {
+            e = r(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof nkept, &nkept, 0, NULL, NULL);
+            if (e || nkept > nv)
+                rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the vertex count failed (error %d, %u of %u)", (int)e,
+                               nkept, nv);
         }
     }
     if (!rc) {
-        /* number the vertices by first use (mesher.c's order); vd's index
-         * is the device's: by owner point, then axis */
-        uint32_t *remap = meter_alloc(out->mem, (size_t)nv * sizeof *remap + 1, 0);
-        if (!remap)
-            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
-        else {
-            memset(remap, 0xff, (size_t)nv * sizeof *remap);
-            uint32_t next = 0;
-            for (size_t i = 0; i < 3 * (size_t)nt && !rc; i++) {
-                const uint32_t d = out->tri[i];
-                if (d >= nv) {
-                    rc = api->fail(ctx, FLOE_ERR, "the device mesher made a vertex index %u of %u", d, nv);
-                    break;
-                }
-                if (remap[d] == UINT32_MAX) {
-                    memcpy(&out->v[3 * (size_t)next], &vd[3 * (size_t)d], 3 * sizeof *vd);
-                    remap[d] = next++;
-                }
-                out->tri[i] = remap[d];
-            }
-            out->nv = next; /* every crossed edge has a triangle: next == nv */
-            out->nt = nt;
-            meter_free(out->mem, remap, (size_t)nv * sizeof *remap + 1);
-        }
+        out->tri = meter_alloc(out->mem, st, 0);
+        out->v = meter_alloc(out->mem, sv, 0);
+        if (!out->tri || !out->v)
+            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
     }
-    meter_free(out->mem, vd, sv);
+    if (!rc) {
+        out->t_cap = nt;
+        out->v_cap = nv;
+        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 1, 0, (size_t)nkept * 3 * sizeof(float), out->v, 0, NULL, NULL) : 0;
+        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
+        out->nv = nkept;
+        out->nt = nt;
+        long bad = 0;
+#pragma omp parallel for reduction(+ : bad) if (nc > 65536)
+        for (long q = 0; q < (long)nc; q++)
+            bad += out->tri[q] >= nkept;
+        if (!rc && bad)
+            rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
+    }
     meter_free(out->mem, nbr, snb);
     return rc ? rc : mesh_normals(out);
 }
