@@ -8,11 +8,11 @@
  * turned so that, seen from outside the cell, the inside corners lie on
  * its left; the segments then join into closed, consistently turned loops
  * (every crossed edge lies on two faces of the cell: it ends one segment
- * and starts another), and each loop is cut into a fan of triangles. Every
- * crossed grid edge thus carries one vertex shared by the fans of the four
- * cells around it, which close around it in one cycle: the mesh is a
- * closed, oriented 2-manifold, as with the tetrahedra (mesher.c), with
- * about half their triangles. The table follows the field's sign
+ * and starts another), and each loop is cut into triangles (triangulate).
+ * Every crossed grid edge thus carries one vertex shared by the loops of
+ * the four cells around it, which close around it in one cycle: the mesh
+ * is a closed, oriented 2-manifold, as with the tetrahedra (mesher.c),
+ * with about a third of their triangles. The table follows the field's sign
  * pattern only (the "separate the inside corners" choice on every face),
  * not the trilinear interpolant's topology (Chernyaev's 33 cases); the
  * difference is where the field is near the iso value at a face's centre,
