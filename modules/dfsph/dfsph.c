@@ -621,21 +621,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "dfsph",
-    .version = "1.0.0",
-    .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density solvers "
-               "with warm starts, Akinci boundaries",
-    .stages = stages,
-    .init = dfsph_init,
-    .fini = dfsph_fini,
-};
-
-FLOE_MODULE(dfsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(dfsph, .version = "1.0.0",
+                 .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density "
+                            "solvers with warm starts, Akinci boundaries",
+                 .stages = stages, .init = dfsph_init, .fini = dfsph_fini)

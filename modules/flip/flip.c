@@ -17,6 +17,8 @@
  * the equations, parameters and units. */
 #include "flip.h"
 
+#include <floe/module_desc.h>
+
 #include <stdlib.h>
 
 const floe_api *flip_api;
@@ -170,21 +172,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "flip",
-    .version = "1.0.0",
-    .summary = "Grid-splat PIC/FLIP liquid (Guay 2013): splat once, solve on the grid, no particle sorting; "
-               "SDF obstacles, shallow water",
-    .stages = stages,
-    .init = flip_init,
-    .fini = flip_fini,
-};
-
-FLOE_MODULE(flip)
-{
-    flip_api = core;
-    return &module;
-}
+FLOE_MODULE_DESC_API(flip, flip_api, .version = "1.0.0",
+                     .summary = "Grid-splat PIC/FLIP liquid (Guay 2013): splat once, solve on the grid, no particle "
+                                "sorting; SDF obstacles, shallow water",
+                     .stages = stages, .init = flip_init, .fini = flip_fini)

@@ -181,23 +181,7 @@ static int fz_load(void *state, floe_state_io *in)
     return FLOE_OK;
 }
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "freeze",
-    .version = "1.0.0",
-    .summary = "Freezing water on cold solids: Kim 2020's film, anisotropic growth direction and glaze/icicle "
-               "phase change; or heat conduction with latent heat",
-    .stages = stages,
-    .init = fz_init,
-    .fini = fz_fini,
-    .save = fz_save,
-    .load = fz_load,
-};
-
-FLOE_MODULE(freeze)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(freeze, .version = "1.0.0",
+                 .summary = "Freezing water on cold solids: Kim 2020's film, anisotropic growth direction and "
+                            "glaze/icicle phase change; or heat conduction with latent heat",
+                 .stages = stages, .init = fz_init, .fini = fz_fini, .save = fz_save, .load = fz_load)

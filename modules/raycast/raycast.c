@@ -12,6 +12,8 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addfchdir_np (glibc 2.29) */
 #include "raycast.h"
 
+#include <floe/module_desc.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -421,20 +423,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "raycast",
-    .version = "1.0.0",
-    .summary = "Ray-cast surfacer: renders a density grid (flip.rho) to PNG frames through libpng; mp4 through ffmpeg",
-    .stages = stages,
-    .init = rc_init,
-    .fini = rc_fini,
-};
-
-FLOE_MODULE(raycast)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(raycast, .version = "1.0.0",
+                 .summary = "Ray-cast surfacer: renders a density grid (flip.rho) to PNG frames through libpng; mp4 "
+                            "through ffmpeg",
+                 .stages = stages, .init = rc_init, .fini = rc_fini)

@@ -252,18 +252,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    .size = sizeof(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "surface",
-    .version = "1.0.0",
-    .summary = "water surfaces as meshes (OBJ, PLY) each output frame: isotropic and anisotropic kernels",
-    .stages = stages,
-};
-
-FLOE_MODULE(surface)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(surface, .version = "1.0.0",
+                 .summary = "water surfaces as meshes (OBJ, PLY) each output frame: isotropic and anisotropic kernels",
+                 .stages = stages)

@@ -15,6 +15,8 @@
  * docs/terrain.md. */
 #include "carpet.h"
 
+#include <floe/module_desc.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,19 +164,7 @@ static const floe_stage_desc stages[] = {
      .run = tm_carpet_run, .run_cl = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
     {0}};
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR,
-    .name = "terrain",
-    .version = "1.0.0",
-    .summary = "Water on height-field terrain (Kipfer & Westermann 2006): collision, wet map, carpet surface",
-    .stages = stages,
-    .init = tm_init, .fini = tm_fini,
-    .save = tm_save, .load = tm_load,
-};
-
-FLOE_MODULE(terrain)
-{
-    tm_api = core;
-    return &module;
-}
+FLOE_MODULE_DESC_API(terrain, tm_api, .version = "1.0.0",
+                     .summary = "Water on height-field terrain (Kipfer & Westermann 2006): collision, wet map, carpet "
+                                "surface",
+                     .stages = stages, .init = tm_init, .fini = tm_fini, .save = tm_save, .load = tm_load)
