@@ -60,15 +60,12 @@ static void flip_fini(void *state)
 
 /* ---- descriptors ------------------------------------------------------------ */
 
-#define PF(n, d, lo, hi, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = doc_ }
-#define PV(n, x, y, z, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
-#define PS(n, d, ch, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = doc_ }
-#define PB(n, d, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_BOOL, .def = d, .unit = "", .doc = doc_ }
-#define FLUID(n, t, acc) { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PV FLOE_PARAM_V
+#define PS FLOE_PARAM_S
+#define PB FLOE_PARAM_B
+#define FLUID FLOE_ATTR_FLUID
 
 static const floe_param_desc splat_params[] = {
     [SP_CELL] = PF("cell", 0, 0, 1e3, "m", "grid cell edge h; 0 = 2 x the sim spacing. One grid per simulation, made on the first "

@@ -382,15 +382,12 @@ static int st_render(const floe_stage_call *call)
     return FLOE_OK;
 }
 
-#define PF(n, d, lo, hi, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = doc_ }
-#define PI_(n, d, lo, hi, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_INT, .def = d, .min = lo, .max = hi, .unit = "", .doc = doc_ }
-#define PV(n, x, y, z, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
-#define PS(n, d, ch, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = doc_ }
-#define PB(n, d, doc_) { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_BOOL, .def = d, .unit = "", .doc = doc_ }
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PI_(n, d, lo, hi, doc_) FLOE_PARAM_I(n, d, lo, hi, "", doc_)
+#define PV FLOE_PARAM_V
+#define PS FLOE_PARAM_S
+#define PB FLOE_PARAM_B
 
 static const floe_param_desc render_params[] = {
     [RP_GRID] = PS("grid", "flip.rho", NULL, "F32 density grid to render"),

@@ -99,13 +99,11 @@ static int tm_load(void *state, floe_state_io *in)
     return in->read(in, s->wet, n * sizeof *s->wet) ? FLOE_ERR : FLOE_OK;
 }
 
-#define PF(n, d, lo, hi, u, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = dc}
-#define PI(n, d, lo, hi, u, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_INT, .def = d, .min = lo, .max = hi, .unit = u, .doc = dc}
-#define PS(n, d, ch, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = dc}
-#define FLUID(n, t, acc) {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc}
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PI FLOE_PARAM_I
+#define PS FLOE_PARAM_S
+#define FLUID FLOE_ATTR_FLUID
 
 /* parameter order: collide.c's enum */
 static const floe_param_desc collide_params[] = {
