@@ -335,14 +335,6 @@ typedef struct iter {
     double tol;
 } iter;
 
-/* Chebyshev weight of iteration k (1 before `delay`), from the previous one */
-static inline float cheb_weight(float rho, int64_t k, int64_t delay, float prev)
-{
-    if (!(rho > 0.0f) || k < delay)
-        return 1.0f;
-    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
-}
-
 static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
@@ -355,7 +347,7 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        om = cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         *err = pass_update(s, N, dtk, divergence, c->omega, om);
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
@@ -398,12 +390,8 @@ static int st_solve(const floe_stage_call *call)
     if (min_it > max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
                          (long long)max_it);
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -577,11 +565,8 @@ static const floe_param_desc solve_params[] = {
         "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
         "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
         "force stays the adjoint of the density change)"),
-    [SO_CHEB] = FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",
-        "Chebyshev acceleration of both Jacobi iterations (Wang 2015, as iisph's) with this estimate of "
-        "their spectral radius (0 = plain relaxed Jacobi)"),
-    [SO_CHEB_DELAY] = FLOE_PARAM_I("chebyshev_delay", 4, 2, 100000, "",
-        "plain Jacobi iterations before the Chebyshev weights start"),
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,             /* of both iterations */
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     {0},
 };
 

@@ -625,12 +625,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int nf, nt, st;
     size_t N;
 
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -752,8 +748,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph.h) */
-        om = iisph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        /* Chebyshev acceleration from iteration `chebyshev_delay` on (<floe/sph.h>) */
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
@@ -834,11 +830,8 @@ static const floe_param_desc solve_params[] = {
     [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
         "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
         "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
-    [SO_CHEB] = FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",
-        "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
-        "(0 = plain relaxed Jacobi)"),
-    [SO_CHEB_DELAY] = FLOE_PARAM_I("chebyshev_delay", 4, 2, 100000, "",
-        "plain Jacobi iterations before the Chebyshev weights start"),
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
         "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
         "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "

@@ -21,6 +21,8 @@
  *                                     a stage reads (api->attr_read), the data it writes
  *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
  *                                     stage over fluid and boundary neighbours reads
+ *   floe_solver_sets, floe_cheb_weight,  a pressure solve's sets, the Chebyshev weights of its
+ *   FLOE_PARAM_CHEBYSHEV(_DELAY)      Jacobi iteration and their parameters (iisph, dfsph)
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -427,6 +429,48 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
 
 /* the acceleration a force stage adds to */
 #define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+
+/* ==== pressure solvers (iisph, dfsph) ========================================== */
+
+/* A pressure solve's fluid sets (floe_fluid_sets) and their particles *N,
+ * before a step of time step dt: FLOE_OK to solve, FLOE_SKIP when there is
+ * nothing to solve (no fluid particle, or dt <= 0: the stage returns
+ * FLOE_OK), or an error: more than 2^32 - 2 particles, which the solvers'
+ * uint32_t indices cannot hold. */
+#define FLOE_SKIP 1
+static inline int floe_solver_sets(const floe_api *api, floe_ctx *ctx, float dt, floe_fluid *f, int *nf, size_t *N)
+{
+    int st = floe_fluid_sets(api, ctx, f, nf, N);
+    if (st != FLOE_OK)
+        return st;
+    if (*N == 0 || !(dt > 0.0f))
+        return FLOE_SKIP;
+    if (*N >= UINT32_MAX)
+        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", *N);
+    return FLOE_OK;
+}
+
+/* Chebyshev semi-iterative acceleration (Wang 2015) of a Jacobi iteration:
+ * the weight of iteration k (1-based), given the previous one; 1 (plain
+ * Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2), then
+ * om_k+1 = 4 / (4 - rho^2 om_k). The iterate is then
+ * p_prev + om (Jacobi(p) - p_prev). One definition, so that the solvers and
+ * their C and OpenCL paths use the same floats. */
+static inline float floe_cheb_weight(float rho, int64_t k, int64_t delay, float prev)
+{
+    if (!(rho > 0.0f) || k < delay)
+        return 1.0f;
+    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
+}
+
+/* the two parameters of that acceleration: rho's estimate, and `delay` */
+#define FLOE_PARAM_CHEBYSHEV                                                                                    \
+    FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",                                                               \
+                 "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral " \
+                 "radius (0 = plain relaxed Jacobi)")
+#define FLOE_PARAM_CHEBYSHEV_DELAY                      \
+    FLOE_PARAM_I("chebyshev_delay", 4, 2, 100000, "", \
+                 "plain Jacobi iterations before the Chebyshev weights start")
 
 /* FLOE_PARAM_F and FLOE_STAGE: <floe/module_desc.h> */
 
