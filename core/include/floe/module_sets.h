@@ -5,6 +5,7 @@
  *   floe_fluid f[FLOE_MAX_SETS]; int nf; size_t total;
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
  *   const float *x = floe_need_read(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
+ *   if (floe_name_listed(call->param[P_SETS].s, f[0].info.name)) ...   (a list of set names)
  */
 #ifndef FLOE_MODULE_SETS_H
 #define FLOE_MODULE_SETS_H
@@ -12,6 +13,7 @@
 #include <floe/module.h>
 
 #include <stddef.h>
+#include <string.h>
 
 #define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
@@ -51,6 +53,21 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     if (total)
         *total = off;
     return FLOE_OK;
+}
+
+/* Is `name` one of the comma-separated names of `list` (a stage's "sets"
+ * parameter, "water,ice")? An empty list names none; names match whole. */
+static inline int floe_name_listed(const char *list, const char *name)
+{
+    size_t l = strlen(name);
+    for (const char *c = list; *c;) {
+        const char *comma = strchr(c, ',');
+        size_t cl = comma ? (size_t)(comma - c) : strlen(c);
+        if (cl == l && strncmp(c, name, l) == 0)
+            return 1;
+        c = comma ? comma + 1 : c + cl;
+    }
+    return 0;
 }
 
 /* An attribute's host data (api->attr: on the OpenCL backend a write
