@@ -11,7 +11,7 @@
  *   FLOE_SYM3_TOL     stop once off-diagonal^2 <= TOL diagonal^2 (a constant of type T)
  * It defines
  *   void NAME(const T m[6], T eval[3], T evec[3][3])
- * (static inline in C, inline in OpenCL C): m = {xx, xy, xz, yy, yz, zz},
+ * (static inline: OpenCL C 1.2 allows static functions too): m = {xx, xy, xz, yy, yz, zz},
  * eval[0] >= eval[1] >= eval[2], evec[k] the unit eigenvector of eval[k]
  * (the columns of R, stored as rows); exact for diagonal input. The four
  * macros are undefined at the end. Constants are written (T)k, so the float
@@ -20,12 +20,7 @@
 #error "define FLOE_SYM3_T, FLOE_SYM3_NAME, FLOE_SYM3_SWEEPS and FLOE_SYM3_TOL before including floe/sym3_eigen.h"
 #endif
 
-#ifdef __OPENCL_VERSION__
-inline
-#else
-static inline
-#endif
-    void FLOE_SYM3_NAME(const FLOE_SYM3_T m[6], FLOE_SYM3_T eval[3], FLOE_SYM3_T evec[3][3])
+static inline void FLOE_SYM3_NAME(const FLOE_SYM3_T m[6], FLOE_SYM3_T eval[3], FLOE_SYM3_T evec[3][3])
 {
     typedef FLOE_SYM3_T T;
     T a[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
