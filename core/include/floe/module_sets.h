@@ -6,6 +6,7 @@
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
  *   const float *x = floe_need_read(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
  *   if (floe_name_listed(call->param[P_SETS].s, f[0].info.name)) ...   (a list of set names)
+ *   if (floe_grow((void **)&s->buf, &s->cap, n, sizeof *s->buf)) ...        (a growing array)
  */
 #ifndef FLOE_MODULE_SETS_H
 #define FLOE_MODULE_SETS_H
@@ -13,6 +14,7 @@
 #include <floe/module.h>
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
@@ -53,6 +55,24 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     if (total)
         *total = off;
     return FLOE_OK;
+}
+
+/* Room for `need` elements of `elem` bytes in the array *p of *cap
+ * elements, grown with realloc (doubling from 1024); 0, or -1 when out of
+ * memory (*p and *cap unchanged). */
+static inline int floe_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
 }
 
 /* Is `name` one of the comma-separated names of `list` (a stage's "sets"
