@@ -130,80 +130,14 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
     return count;
 }
 
-/* <floe/anisotropy.h> floe_sym3_eigen: cyclic Jacobi, eval descending,
- * evec[k] the eigenvector of eval[k] */
-static void sym3_eigen(const double m[6], double eval[3], double evec[3][3])
-{
-    double a[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
-    double v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-    for (int sweep = 0; sweep < 32; sweep++) {
-        double off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
-        double diag = a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2];
-        if (off <= 1e-30 * diag || off == 0.0)
-            break;
-        for (int p = 0; p < 2; p++)
-            for (int q = p + 1; q < 3; q++) {
-                if (a[p][q] == 0.0)
-                    continue;
-                double theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
-                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int k = 0; k < 3; k++) {
-                    double akp = a[k][p], akq = a[k][q];
-                    a[k][p] = c * akp - s * akq;
-                    a[k][q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < 3; k++) {
-                    double apk = a[p][k], aqk = a[q][k];
-                    a[p][k] = c * apk - s * aqk;
-                    a[q][k] = s * apk + c * aqk;
-                }
-                for (int k = 0; k < 3; k++) {
-                    double vkp = v[k][p], vkq = v[k][q];
-                    v[k][p] = c * vkp - s * vkq;
-                    v[k][q] = s * vkp + c * vkq;
-                }
-            }
-    }
-    int o[3] = {0, 1, 2};
-    for (int i = 0; i < 2; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (a[o[j]][o[j]] > a[o[i]][o[i]]) {
-                int t = o[i];
-                o[i] = o[j];
-                o[j] = t;
-            }
-    for (int k = 0; k < 3; k++) {
-        eval[k] = a[o[k]][o[k]];
-        for (int r = 0; r < 3; r++)
-            evec[k][r] = v[r][o[k]];
-    }
-}
-
-/* <floe/anisotropy.h> floe_aniso_matrix: G from the covariance; the
- * longest semi-axis in units of H */
-static double aniso_matrix(double H, double kr, int n_min, const double cov[6], int n, double G[9])
-{
-    double ev[3], R[3][3];
-    sym3_eigen(cov, ev, R);
-    if (n < n_min || !(ev[0] > 0) || !isfinite(ev[0])) {
-        for (int k = 0; k < 9; k++)
-            G[k] = k % 4 == 0 ? 1.0 / H : 0.0;
-        return 1.0;
-    }
-    double s[3] = {ev[0], fmax(ev[1], ev[0] / kr), fmax(ev[2], ev[0] / kr)};
-    double ax[3], norm = cbrt(s[0] * s[1] * s[2]);
-    for (int k = 0; k < 3; k++)
-        ax[k] = s[k] / norm;
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) {
-            double g = 0;
-            for (int k = 0; k < 3; k++)
-                g += R[k][r] * R[k][c] / ax[k];
-            G[3 * r + c] = g / H;
-        }
-    return ax[0];
-}
+/* <floe/anisotropy.h>'s floe_sym3_eigen and floe_aniso_matrix, the same
+ * texts (<floe/sym3_eigen.h> in double, <floe/aniso_matrix.h>) */
+#define FLOE_SYM3_T double
+#define FLOE_SYM3_NAME floe_sym3_eigen
+#define FLOE_SYM3_SWEEPS 32
+#define FLOE_SYM3_TOL 1e-30
+#include "floe/sym3_eigen.h"
+#include "floe/aniso_matrix.h"
 
 __kernel void aniso_shape(uint n, __global const float *X, __global const float *Y, __global const float *Z,
                           __global const ulong *ckey, __global const uint *cell, uint ncell,
@@ -221,7 +155,8 @@ __kernel void aniso_shape(uint n, __global const float *X, __global const float 
     const float x[3] = {X[e], Y[e], Z[e]};
     for (int d = 0; d < 3; d++)
         k[d] = (float)((1.0 - lambda) * x[d] + lambda * mean[d]);
-    const double ax = aniso_matrix(H, kr, n_min, cov, cnt, G);
+    const floe_aniso_def ad = {H, kr, n_min};
+    const double ax = floe_aniso_matrix(&ad, cov, cnt, G);
     if (ax > 1.0 + 1e-6)
         atomic_inc(stretched);
     float g[9];
