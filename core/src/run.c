@@ -100,7 +100,16 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        dev_host_set(ctx, p, 0); /* a device: once per frame */
+        double d[4];
+        if (ctx->dev && ctx->dev->ops->frame_stats && ctx->dev->ops->frame_stats(ctx, p, d) == FLOE_OK) {
+            ke += d[0]; /* reduced on the device: the set stays there */
+            pe += d[1];
+            err_sum += d[2];
+            err_max = d[3] > err_max ? d[3] : err_max;
+            n += p->n;
+            continue;
+        }
+        dev_host_set(ctx, p, 0); /* a device without the reduction: the set back, once per frame */
         const float *x = pset_attr(p, "x")->data, *v = pset_attr(p, "v")->data;
         const float *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         double rho0 = p->rest_density > 0 ? p->rest_density : 1;
@@ -444,7 +453,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         memcpy(frames, ck.run.frames, (size_t)k0 * sizeof *frames);
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
-        ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
+        ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0, ctx->stages[i].calls = 0;
     if (ctx->dev) /* kernel statistics per run, like the stage times */
         ctx->dev->ops->run_begin(ctx);
     progress prog;
@@ -571,6 +580,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         for (int i = 0; i < ctx->nstages && i < 64; i++) {
             snprintf(sum->stage_name[i], sizeof sum->stage_name[i], "%s", ctx->stages[i].name);
             sum->stage_ms[i] = ctx->stages[i].ms_total;
+            sum->stage_calls[i] = ctx->stages[i].calls;
+            sum->stage_per_frame[i] = ctx->stages[i].per_frame;
             sum->nstages++;
         }
         sum->status = rc;
