@@ -346,17 +346,20 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
     return 1;
 }
 
-/* OpenCL: how many particles of set q are in a sink, counted on the device
- * (kernels/core/emit.cl); -1 when the host must look (no device path). The
- * edge sink's inner box is domain_min + width .. domain_max - width: the
- * bounds in_sink compares against. */
-static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
+/* OpenCL: the sinks of set q on the device (kernels/core/emit.cl): the
+ * particles inside are flagged, counted and their mass summed (8 bytes
+ * back), and where there are any the set is compacted on the device
+ * (device.h's compact): the set never comes back to the host. 1 when done,
+ * 0 when the host must look (no device path), -1 on error. The edge sink's
+ * inner box is domain_min + width .. domain_max - width: the bounds in_sink
+ * compares against. */
+static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
 {
     typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
     void *fw = api_cl_fn("clEnqueueWriteBuffer"), *fr = api_cl_fn("clEnqueueReadBuffer");
-    void *k = fw && fr ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
+    void *k = fw && fr && ctx->dev->ops->compact ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
     if (!k)
-        return -1;
+        return 0;
     rw_fn w, r;
     memcpy(&w, &fw, sizeof w);
     memcpy(&r, &fr, sizeof r);
@@ -370,18 +373,35 @@ static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
             b[5 + a] = d->edge ? ctx->info.domain_max[a] - d->width : d->max[a];
         }
     }
-    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bc = api_cl_scratch(ctx, "emit.count", 4);
-    void *x = api_cl_attr(ctx, ctx_set_handle(ctx, q), "x", FLOE_VEC3, FLOE_READ);
-    uint32_t zero = 0, count = 0, n = ctx->sets[q].n;
+    const floe_set set = ctx_set_handle(ctx, q);
+    uint32_t zero[2] = {0, 0}, out[2] = {0, 0}, n = ctx->sets[q].n;
+    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bo = api_cl_scratch(ctx, "emit.out", sizeof out);
+    void *keep = api_cl_scratch(ctx, "emit.keep", (size_t)n * sizeof(uint32_t));
+    void *x = api_cl_attr(ctx, set, "x", FLOE_VEC3, FLOE_READ), *m = api_cl_attr(ctx, set, "m", FLOE_F32, FLOE_READ);
     int nsk = e->nsink, dim = ctx->info.dim;
-    if (!bs || !bc || !x || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
-        w(api_cl_queue(ctx), bc, 0, 0, 4, &zero, 0, NULL, NULL))
+    if (!bs || !bo || !keep || !x || !m || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
+        w(api_cl_queue(ctx), bo, 0, 0, sizeof zero, zero, 0, NULL, NULL))
+        return 0;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(m), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk),
+                       FLOE_CL_ARG(dim), FLOE_CL_ARG(keep), FLOE_CL_ARG(bo)};
+    if (api_cl_run(ctx, k, n, 8, a, 20.0 * n) || r(api_cl_queue(ctx), bo, 1, 0, sizeof out, out, 0, NULL, NULL))
+        return ctx_fail(ctx, FLOE_ERR, "sink: the device check failed"), -1;
+    if (!out[0]) {
+        e->flow.device_sink_checks++;
+        return 1;
+    }
+    uint32_t removed = 0;
+    if (ctx_set_compact_device(ctx, set, keep, &removed))
         return -1;
-    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk), FLOE_CL_ARG(dim),
-                       FLOE_CL_ARG(bc)};
-    if (api_cl_run(ctx, k, n, 6, a, 12.0 * n) || r(api_cl_queue(ctx), bc, 1, 0, 4, &count, 0, NULL, NULL))
-        return -1;
-    return (long)count;
+    if (removed != out[0])
+        return ctx_fail(ctx, FLOE_ERR, "sink: %u particles flagged in the sinks, %u removed on the device", out[0],
+                        removed), -1;
+    float mass;
+    memcpy(&mass, &out[1], sizeof mass);
+    e->flow.removed += removed;
+    e->flow.mass_out += mass;
+    e->flow.device_compactions++;
+    return 1;
 }
 
 static int run_sinks(floe_ctx *ctx, struct emit_state *e)
@@ -390,9 +410,12 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
         pset *p = &ctx->sets[q];
         if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
             continue;
-        if ((dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE) && sinks_on_device(ctx, e, q) == 0) {
-            e->flow.device_sink_checks++;
-            continue; /* nothing leaves: the positions stay on the device */
+        if (ctx->dev && (dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE)) {
+            const int dev = sinks_on_device(ctx, e, q); /* the positions stay on the device */
+            if (dev < 0)
+                return FLOE_ERR;
+            if (dev)
+                continue;
         }
         dev_host(ctx, p, pset_attr(p, "x"), 0);
         dev_host(ctx, p, pset_attr(p, "m"), 0);
@@ -423,6 +446,7 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
             return rc;
         e->flow.removed += gone;
         e->flow.mass_out += mass;
+        e->flow.host_compactions++;
     }
     return FLOE_OK;
 }

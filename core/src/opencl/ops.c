@@ -61,7 +61,7 @@ static void destroy(floe_ctx *ctx)
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
             cl_rel(ctx, &d->at[a].mem);
-        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
+        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp, &d->ckeep, &d->csrc};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
         for (int t = 0; t < MAX_SETS; t++) {
@@ -126,6 +126,7 @@ static const floe_backend_ops opencl_ops = {
     .moved = moved,
     .capacity = cl_capacity,
     .write_rows = cl_write_rows,
+    .compact = cl_compact,
     .neighbours = cl_neighbours,
     .lists_pending = cl_lists_pending,
     .lists_settle = cl_lists_settle,

@@ -59,6 +59,8 @@ typedef struct cl_setdev {
     double ltotal[MAX_SETS];
     cl_mem perm_tmp;
     size_t perm_bytes;
+    cl_mem ckeep, csrc;      /* compaction: flags scanned in place (n + 1), sources */
+    uint32_t ckeep_cap, csrc_cap;
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -234,7 +236,12 @@ int cl_launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, con
 
 /* sort.c: the device cell sort of a set, and the reorder along it */
 int cl_sort(floe_ctx *ctx, int s);
+int cl_scan(floe_ctx *ctx, cl_mem buf, uint32_t m);
+int cl_permute_set(floe_ctx *ctx, int s, cl_mem perm, uint32_t m);
 int cl_reorder(floe_ctx *ctx, int s);
+
+/* compact.c: particles removed from a set on the device (the seam's compact) */
+int cl_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t *removed);
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
 
 /* lists.c: neighbour lists built on the device */
