@@ -389,7 +389,8 @@ static int cmd_run(int argc, char **argv, int bench)
             for (int i = 0; i < sum.nstages; i++)
                 if (!sum.stage_per_frame[i])
                     total += sum.stage_ms[i];
-            printf("  per step: %.3f ms in stages\n", total / (double)sum.steps);
+            printf("  per step: %.3f ms in stages; %.3f ms of CPU time (all threads, the whole run)\n",
+                   total / (double)sum.steps, 1e3 * sum.cpu_s / (double)sum.steps);
             for (int i = 0; i < sum.nstages; i++)
                 if (!sum.stage_per_frame[i])
                     printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,

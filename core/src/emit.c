@@ -429,11 +429,16 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
         }
         uint32_t gone = 0;
         double mass = 0;
-        for (uint32_t i = 0; i < p->n; i++) {
+        uint8_t *keep = e->keep;
+        const emit_sink_def *sk = e->sink;
+        const int nsk = e->nsink;
+        const long n = (long)p->n;
+#pragma omp parallel for schedule(static) reduction(+ : gone, mass)
+        for (long i = 0; i < n; i++) {
             int out = 0;
-            for (int s = 0; s < e->nsink && !out; s++)
-                out = in_sink(ctx, &e->sink[s], x + 3 * i);
-            e->keep[i] = !out;
+            for (int s = 0; s < nsk && !out; s++)
+                out = in_sink(ctx, &sk[s], x + 3 * i);
+            keep[i] = !out;
             if (out) {
                 gone++;
                 mass += m[i];

@@ -64,6 +64,13 @@ floe_run_def floe_run_default_def(void)
     return d;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double wall_now(void)
 {
     struct timespec ts;
@@ -459,7 +466,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
-    double t0 = wall_now(), dt_prev = resumed ? ck.run.dt_prev : ctx->dt_last;
+    double t0 = wall_now(), c0 = cpu_now(), dt_prev = resumed ? ck.run.dt_prev : ctx->dt_last;
     uint64_t steps_total = resumed ? ck.run.steps_total : 0, particle_steps = resumed ? ck.run.particle_steps : 0;
     int stopped = 0;
     if (out.dir >= 0 && (out.rec = rec_begin_at(out.dir, out.rec_name, &rec)) < 0)
@@ -576,6 +583,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         sum->steps = steps_total;
         sum->sim_time = ctx->info.time - t_start;
         sum->wall_s = wall_now() - t0;
+        sum->cpu_s = cpu_now() - c0;
         sum->particle_steps_per_s = sum->wall_s > 0 ? (double)particle_steps / sum->wall_s : 0;
         for (int i = 0; i < ctx->nstages && i < 64; i++) {
             snprintf(sum->stage_name[i], sizeof sum->stage_name[i], "%s", ctx->stages[i].name);

@@ -289,6 +289,7 @@ typedef struct floe_run_summary {
      * frame (ABI 1.5 per_frame: then its time is per frame, not per step) */
     uint64_t stage_calls[64];
     int stage_per_frame[64];
+    double cpu_s;            /* the process's CPU time over the run (all threads) */
 } floe_run_summary;
 
 floe_run_def floe_run_default_def(void);
