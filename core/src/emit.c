@@ -348,8 +348,9 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
 
 /* OpenCL: the sinks of set q on the device (kernels/core/emit.cl): the
  * particles inside are flagged, counted and their mass summed (8 bytes
- * back), and where there are any the set is compacted on the device
- * (device.h's compact): the set never comes back to the host. 1 when done,
+ * back), and where there are any the set is compacted on the device along
+ * the flags (device.h's set_compact, opencl/resize.c: a scan of the flags,
+ * one gather per attribute): the set never comes back to the host. 1 when done,
  * 0 when the host must look (no device path), -1 on error. The edge sink's
  * inner box is domain_min + width .. domain_max - width: the bounds in_sink
  * compares against. */
@@ -357,7 +358,7 @@ static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
 {
     typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
     void *fw = api_cl_fn("clEnqueueWriteBuffer"), *fr = api_cl_fn("clEnqueueReadBuffer");
-    void *k = fw && fr && ctx->dev->ops->compact ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
+    void *k = fw && fr && ctx->dev->ops->set_compact ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
     if (!k)
         return 0;
     rw_fn w, r;
@@ -390,12 +391,11 @@ static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
         e->flow.device_sink_checks++;
         return 1;
     }
-    uint32_t removed = 0;
-    if (ctx_set_compact_device(ctx, set, keep, &removed))
+    if (out[0] > n)
+        return ctx_fail(ctx, FLOE_ERR, "sink: %u of %u particles counted in the sinks", out[0], n), -1;
+    const uint32_t removed = out[0];
+    if (ctx_set_compact_cl(ctx, set, keep, n - removed))
         return -1;
-    if (removed != out[0])
-        return ctx_fail(ctx, FLOE_ERR, "sink: %u particles flagged in the sinks, %u removed on the device", out[0],
-                        removed), -1;
     float mass;
     memcpy(&mass, &out[1], sizeof mass);
     e->flow.removed += removed;

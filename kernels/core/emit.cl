@@ -2,7 +2,7 @@
  * inside a sink (keep[i] = 0) or not (1), the count of those inside and
  * their mass, so that the host reads 8 bytes a step and, in the steps
  * where something leaves, has the set compacted on the device along keep
- * (device.h's compact), without copying it back. A sink is 8 floats: kind
+ * (device.h's set_compact: keep holds 0 or 1), without copying it back. A sink is 8 floats: kind
  * (0 region, 1 the domain's side faces), unused, min[3], max[3] (for the
  * side faces: the inner box the water must stay in, on x and z). The
  * comparisons are emit.c's in_sink. out[0]: the count, out[1]: the mass
