@@ -1,8 +1,8 @@
 /* Sources and sinks on the OpenCL backend: a set that grows and shrinks
  * between device stages (WCSPH on the device) keeps its ids, emits what the
  * C path emits and removes what it removes, and ends with the particles
- * the C path ends with; layers go straight into the device copies when
- * those have room, and the sinks flag, count and remove particles on the
+ * the C path ends with; layers go straight into the device copies (grown
+ * there when full), and the sinks flag, count and remove particles on the
  * device (the set compacted there, never copied back for it). Skips
  * without an OpenCL device. */
 #include "cl_fixture.h"
@@ -81,9 +81,14 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
                 (unsigned long long)c.flow.emitted, (unsigned long long)c.flow.removed, g.n,
                 (unsigned long long)g.flow.emitted, (unsigned long long)g.flow.removed);
     cr_assert_eq(g.flow.emitted, c.flow.emitted, "the sources emit by time alone");
-    cr_log_info("layers appended into the device copies: %llu (the rest through the host); steps whose sinks "
-                "were found empty on the device: %llu", (unsigned long long)g.flow.device_appends,
-                (unsigned long long)g.flow.device_sink_checks);
+    const uint64_t layers = g.flow.emitted / g.flow.layer[0];
+    cr_log_info("layers appended into the device copies: %llu of %llu (%llu of them growing the copies on the "
+                "device); steps whose sinks were found empty on the device: %llu",
+                (unsigned long long)g.flow.device_appends, (unsigned long long)layers,
+                (unsigned long long)g.flow.device_grows, (unsigned long long)g.flow.device_sink_checks);
+    /* every layer straight into the device copies, none through a round trip of the set */
+    cr_assert_eq(g.flow.device_appends, layers);
+    cr_assert_gt(g.flow.device_grows, 0, "the set should have outgrown its device copies at least once");
     cr_log_info("steps whose sinks removed particles: %llu on the device, %llu on the host (C path: %llu); mass "
                 "out %.9g kg on the device, %.9g kg on the C path", (unsigned long long)g.flow.device_compactions,
                 (unsigned long long)g.flow.host_compactions, (unsigned long long)c.flow.host_compactions,

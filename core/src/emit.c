@@ -239,23 +239,30 @@ static int active(const source *s, double t)
     return s->on && t >= s->def.start && (s->def.stop <= s->def.start || t < s->def.stop);
 }
 
-/* OpenCL: append the n new particles into the device copies directly, when
- * every device copy that holds the truth has room (the device copies follow
- * the set's capacity, which doubles): the rest of the set stays where it
- * is, instead of a round trip of every attribute. 1 when done, 0 when the
- * host path must do it (a device copy to grow, no OpenCL), -1 on error. */
+/* OpenCL: append the n new particles into the device copies directly: the
+ * rest of the set stays where it is, instead of a round trip of every
+ * attribute. A device copy without room grows on the device (the backend's
+ * set_resize: a copy into a buffer of the set's doubled capacity). 1 when
+ * done, 2 when done after growing, 0 when the host path must do it (no
+ * OpenCL), -1 on error. */
 static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
     if (!ctx->dev)
         return 0;
     const uint32_t n0 = p->n, n1 = n0 + n;
+    int room = 1;
     for (int a = 0; a < p->nattrs; a++) {
         const attr *at = &p->attrs[a];
         if ((dev_attr_state(ctx, p, at) & DEV_HOST_STALE) && ctx->dev->ops->capacity(ctx, p, at) < n1)
-            return 0;
+            room = 0;
     }
+    if (!room && !ctx->dev->ops->set_resize)
+        return 0;
     if (ctx_set_reserve(p, n1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "source: out of memory for %u particles", n1), -1;
+    if (!room && ctx->dev->ops->set_resize(ctx, p, n1)) /* grown on the device, the new rows zero */
+        return -1;
+
     const float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
     for (int a = 0; a < p->nattrs; a++) {
         attr *at = &p->attrs[a];
@@ -279,7 +286,7 @@ static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n
             return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
     }
     p->n = n1;
-    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : 1;
+    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : room ? 1 : 2;
 }
 
 static int run_sources(floe_ctx *ctx, struct emit_state *e)
@@ -322,7 +329,8 @@ static int run_sources(floe_ctx *ctx, struct emit_state *e)
         const int dev = append_on_device(ctx, p, e->buf, n, v0);
         if (dev < 0)
             return FLOE_ERR;
-        e->flow.device_appends += dev;
+        e->flow.device_appends += dev > 0;
+        e->flow.device_grows += dev == 2;
         if (!dev && geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
             return FLOE_ERR_NOMEM;
         e->flow.emitted += n;

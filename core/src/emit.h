@@ -33,6 +33,7 @@ typedef struct emit_flow {
     double mass_out;         /* mass of the particles the sinks removed */
     uint64_t emitted, removed;
     uint64_t device_appends; /* OpenCL: layers appended into the device copies (no round trip) */
+    uint64_t device_grows;   /* OpenCL: of those, appends that grew the device copies on the device */
     uint64_t device_sink_checks; /* OpenCL: set-steps whose sinks were found empty on the device */
     uint64_t device_compactions; /* OpenCL: set-steps whose sinks removed particles on the device */
     uint64_t host_compactions; /* set-steps whose sinks removed particles on the host */
