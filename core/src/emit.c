@@ -262,7 +262,6 @@ static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "source: out of memory for %u particles", n1), -1;
     if (!room && ctx->dev->ops->set_resize(ctx, p, n1)) /* grown on the device, the new rows zero */
         return -1;
-
     const float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
     for (int a = 0; a < p->nattrs; a++) {
         attr *at = &p->attrs[a];
@@ -358,10 +357,10 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
  * particles inside are flagged, counted and their mass summed (8 bytes
  * back), and where there are any the set is compacted on the device along
  * the flags (device.h's set_compact, opencl/resize.c: a scan of the flags,
- * one gather per attribute): the set never comes back to the host. 1 when done,
- * 0 when the host must look (no device path), -1 on error. The edge sink's
- * inner box is domain_min + width .. domain_max - width: the bounds in_sink
- * compares against. */
+ * one gather per attribute): the set never comes back to the host. 1 when
+ * done, 0 when the host must look (no device path), -1 on error. The edge
+ * sink's inner box is domain_min + width .. domain_max - width: the bounds
+ * in_sink compares against. */
 static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
 {
     typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
@@ -388,7 +387,8 @@ static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
     void *keep = api_cl_scratch(ctx, "emit.keep", (size_t)n * sizeof(uint32_t));
     void *x = api_cl_attr(ctx, set, "x", FLOE_VEC3, FLOE_READ), *m = api_cl_attr(ctx, set, "m", FLOE_F32, FLOE_READ);
     int nsk = e->nsink, dim = ctx->info.dim;
-    if (!bs || !bo || !keep || !x || !m || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
+    if (!bs || !bo || !keep || !x || !m ||
+        w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
         w(api_cl_queue(ctx), bo, 0, 0, sizeof zero, zero, 0, NULL, NULL))
         return 0;
     floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(m), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk),
