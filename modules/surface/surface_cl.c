@@ -1,5 +1,5 @@
 /* The OpenCL path of the surface stages: everything but the cell sorts,
- * the splat lists, the vertex normals and the files. The Yu & Turk kernels
+ * the splat lists and the files. The Yu & Turk kernels
  * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
  * field.c does), the sorted positions and cell lists go up, one work item
  * per particle sums its neighbourhood and decomposes it, and the kernel
@@ -10,7 +10,8 @@
  * up. Marching cubes (kernels/surface/mc.cl) reads the values where the
  * splat left them: count, scan (the core's cl_scan), emit; the triangles
  * and vertices come back (marching tetrahedra: the values come back and
- * the host meshes them). */
+ * the host meshes them). The vertex normals (kernels/surface/normals.cl)
+ * are summed on the device too, and come back with the mesh. */
 #include "surface.h"
 
 #include <string.h>
@@ -163,6 +164,45 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_
     return rc;
 }
 
+/* the vertex normals of the mesh on the device (kernels/surface/normals.cl,
+ * the sums of mesher.c's vertex_normals_par): bv holds its nv vertices,
+ * bt its triangles; the normals come back into out->nrm */
+static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
+{
+    const uint32_t nv = out->nv, nt = out->nt, nv1 = nv + 1;
+    out->nrm = meter_alloc(out->mem, (size_t)nv * 3 * sizeof *out->nrm, 0);
+    if (!out->nrm && nv)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the normals of %u vertices", nv);
+    if (!nv)
+        return FLOE_OK;
+    void *k0 = api->cl_kernel(ctx, "surface", "normals.cl", "nrm_zero");
+    void *k1 = k0 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_face") : NULL;
+    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_place") : NULL;
+    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_vertex") : NULL;
+    if (!k3)
+        return FLOE_ERR;
+    void *fn = api->cl_scratch(ctx, "surface.s0", (size_t)nt * 3 * sizeof(float) + 4);
+    void *cnt = api->cl_scratch(ctx, "surface.s5", (size_t)nv1 * sizeof(uint32_t));
+    void *pos = api->cl_scratch(ctx, "surface.s4", (size_t)nv1 * sizeof(uint32_t));
+    void *list = api->cl_scratch(ctx, "surface.s6", (size_t)nt * 3 * sizeof(uint32_t) + 4);
+    void *nrm = api->cl_scratch(ctx, "surface.s3", (size_t)nv * 3 * sizeof(float));
+    if (!fn || !cnt || !pos || !list || !nrm)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the normals of %u vertices", nv);
+    floe_cl_arg a0[] = {FLOE_CL_ARG(nv1), FLOE_CL_ARG(cnt), FLOE_CL_ARG(pos)};
+    floe_cl_arg a1[] = {FLOE_CL_ARG(nt), FLOE_CL_ARG(bv), FLOE_CL_ARG(bt), FLOE_CL_ARG(fn), FLOE_CL_ARG(cnt)};
+    floe_cl_arg a2[] = {FLOE_CL_ARG(nt), FLOE_CL_ARG(bt), FLOE_CL_ARG(cnt), FLOE_CL_ARG(pos), FLOE_CL_ARG(list)};
+    floe_cl_arg a3[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(cnt), FLOE_CL_ARG(list), FLOE_CL_ARG(fn), FLOE_CL_ARG(nrm)};
+    int rc = api->cl_run(ctx, k0, nv1, 3, a0, 8.0 * nv1);
+    if (!rc && nt)
+        rc = api->cl_run(ctx, k1, nt, 5, a1, 36.0 * nt + 24.0 * nt);
+    if (!rc && !(rc = api->cl_scan(ctx, cnt, nv1)) && nt)
+        rc = api->cl_run(ctx, k2, nt, 5, a2, 36.0 * nt);
+    if (!rc)
+        rc = api->cl_run(ctx, k3, nv, 5, a3, 8.0 * nv + 48.0 * nt);
+    int32_t e = rc ? 0 : r(api->cl_queue(ctx), nrm, 1, 0, (size_t)nv * 3 * sizeof(float), out->nrm, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the normals failed (error %d)", (int)e) : rc;
+}
+
 /* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
  * are numbered by first use along the triangles, as mesher.c's merge
  * numbers them */
@@ -289,5 +329,5 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
             rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
     }
     meter_free(out->mem, nbr, snb);
-    return rc ? rc : mesh_normals(out);
+    return rc ? rc : normals_cl(ctx, r, bvf, bto, out);
 }
