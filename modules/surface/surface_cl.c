@@ -2,8 +2,8 @@
  * the blocks (the grid's hash) and the files. The Yu & Turk kernels
  * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
  * field.c does), the sorted positions and cell lists go up, one work item
- * per particle sums its neighbourhood and decomposes it, and the kernel
- * records come back; the same again on the smoothed centres for Taubin's
+ * per particle sums its neighbourhood and decomposes it, and the kernels'
+ * centres and extents come back (G stays there for the splat); the same again on the smoothed centres for Taubin's
  * step. The colour field splat (kernels/surface/splat.cl): one work item
  * per grid point over the kernels listed for its block, the lists as the
  * host lists them (each in kernel order) but made on the device (count,
@@ -18,6 +18,7 @@
  * are summed on the device too, and come back with the mesh. */
 #include "surface.h"
 
+#include <stddef.h>
 #include <string.h>
 
 typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
@@ -60,9 +61,28 @@ static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *bu
     return rc;
 }
 
-static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n)
+typedef int32_t (*read_rect_fn)(void *, void *, uint32_t, const size_t *, const size_t *, const size_t *, size_t,
+                                size_t, size_t, size_t, void *, uint32_t, const void *, void *);
+
+/* What the host needs of the kernel records the device made: the centres
+ * (for Taubin's sort; with_ext: and the support half-extents, for the
+ * grid's box and blocks). G stays on the device, where the splat reads
+ * it: a strided read of those fields alone (12 or 24 of each record's 64
+ * bytes), or the whole records where the runtime lacks it. */
+static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n, int with_ext)
 {
-    int32_t e = r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL);
+    void *pf = api->cl_fn("clEnqueueReadBufferRect");
+    read_rect_fn rr;
+    memcpy(&rr, &pf, sizeof rr);
+    int32_t e = 0;
+    if (!rr || !n)
+        e = n ? r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL) : 0;
+    else
+        for (int f = 0; f <= with_ext && !e; f++) {
+            const size_t at = f ? offsetof(kern, ext) : offsetof(kern, c);
+            const size_t origin[3] = {at, 0, 0}, region[3] = {3 * sizeof(float), n, 1};
+            e = rr(api->cl_queue(ctx), bk, 1, origin, origin, region, sizeof *k, 0, sizeof *k, 0, k, 0, NULL, NULL);
+        }
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
 }
 
@@ -100,7 +120,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
         if (!rc && e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
         if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n);
+            rc = read_kernels(ctx, r, bk, k, n, !(o->lambda > 0));
     }
     cells_free(&cs, m);
     if (rc || !(o->lambda > 0))
@@ -126,7 +146,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
                            FLOE_CL_ARG(mu)};
         rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
         if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n);
+            rc = read_kernels(ctx, r, bk, k, n, 1);
     }
     cells_free(&cs, m);
     return rc;
