@@ -46,6 +46,7 @@ static void rigid_fini(void *state)
     free(s->b);
     free(s->j);
     free(s->part);
+    free(s->cl_cen);
     free(s->csv);
     free(s);
 }

@@ -80,6 +80,10 @@ typedef struct rigid_state {
     int32_t *part_id;           /* 2 per particle: the two bodies, -1 none */
     size_t part_cap;
     uint64_t overflow;          /* rows that touched a third body (reported) */
+    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state */
+    float *cl_cen;
+    uint32_t cl_cen_cap;
+    int cl_over_ready;          /* the device counter of rows on the host is zero */
     /* bodies.csv, rewritten whole each frame */
     char *csv;
     size_t csv_len, csv_cap;
