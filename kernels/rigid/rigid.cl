@@ -11,7 +11,8 @@
 #define WGS 128 /* api->cl_run's work-group size (modules/rigid/rigid_cl.c) */
 #define KMAX 8  /* bodies one work group of fluid particles may touch */
 
-/* kind 0: wcsph pressure, 1: iisph pressure, 2: viscosity (added to a too).
+/* kind 0: wcsph pressure, 1: iisph pressure, 2: viscosity (added to a too);
+ * visc (kinds 0, 1): the viscosity too, in the same pass (rigid.force{alpha}).
  * One work item per fluid particle; the group's slots are then summed per
  * body in local memory, in particle order, by the group's first item: at
  * most KMAX (body, F, T) entries per group of WGS fluid particles go out
@@ -20,7 +21,7 @@
  * their -1 ids. A third body in one row, or more than KMAX in one group,
  * is counted in `over` and the host takes the step's sums on the C path. */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
-couple(uint n, int kind, __global const float *x, __global const float *m, __global const float *rho,
+couple(uint n, int kind, int visc, __global const float *x, __global const float *m, __global const float *rho,
        __global const float *p, __global const float *v, __global float *a, float4 kc, float4 per, float rho0,
        float beta, int hyd, float cvisc, float eps, float4 g, __global const float *xb, __global const float *Vb,
        __global const float *vb, __global const uint *bid, __global const uint *cnt, __global const uint *idx,
@@ -39,14 +40,15 @@ couple(uint n, int kind, __global const float *x, __global const float *m, __glo
     if (c) {
         const float3 xi = floe_load3(x, i);
         const float irho = 1.0f / rho[i];
+        const int vs = kind == 2 || visc;
+        const float fv = vs ? cvisc * rho0 * 0.5f * irho : 0.0f;
         float fi = 0.0f, on = 0.0f;
         if (kind == 0)
             fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
         else if (kind == 1) {
             fi = -beta * rho0 * (p[i] / (rho[i] * rho[i]));
             on = hyd && p[i] > 0.0f ? rho0 * irho : 0.0f;
-        } else
-            fi = cvisc * rho0 * 0.5f * irho;
+        }
         const float mi = m[i];
         float3 ai = (float3)(0.0f);
         int third = 0;
@@ -54,16 +56,20 @@ couple(uint n, int kind, __global const float *x, __global const float *m, __glo
             const uint j = idx[k * pitch + i];
             const float3 d = floe_min_image(xi - floe_load3(xb, j), per);
             const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-            float gg = Vb[j] * floe_dw_r(kc, r2);
-            if (kind == 1)
-                gg *= fi + on * (g.x * d.x + g.y * d.y + g.z * d.z);
-            else if (kind == 2) {
+            const float w = Vb[j] * floe_dw_r(kc, r2);
+            /* gv: viscous (the fluid and the body), gp: pressure (the body only) */
+            float gp = 0.0f, gv = 0.0f;
+            if (vs) {
                 const float3 vij = floe_load3(v, i) - floe_load3(vb, j);
-                gg *= fi * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps);
-            } else
-                gg *= fi;
+                gv = w * (fv * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps));
+            }
+            if (kind == 1)
+                gp = w * (fi + on * (g.x * d.x + g.y * d.y + g.z * d.z));
+            else if (kind == 0)
+                gp = w * fi;
+            const float gg = kind == 2 ? gv : visc ? gp + gv : gp;
             const float3 aib = gg * d;
-            ai += aib;
+            ai += gv * d;
             const float3 fb = -mi * aib;
             const int o = (int)bid[j];
             const float3 r = floe_load3(xb, j) - floe_load3(cen, (uint)o);
@@ -79,7 +85,7 @@ couple(uint n, int kind, __global const float *x, __global const float *m, __glo
         }
         if (third)
             atomic_inc(over);
-        if (kind == 2) {
+        if (vs) {
             a[3 * i] += ai.x;
             a[3 * i + 1] += ai.y;
             a[3 * i + 2] += ai.z;

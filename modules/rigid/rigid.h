@@ -112,6 +112,7 @@ typedef struct rigid_couple {
     int solver;                 /* RIGID_WCSPH or RIGID_IISPH */
     float beta;                 /* iisph: 2 (mirror, extrapolate) or 1 (akinci) */
     int hyd;                    /* iisph extrapolate: the hydrostatic wall term */
+    double alpha, c0;           /* > 0: the viscosity (rigid.viscosity's terms) in the same pass */
 } rigid_couple;
 enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);

@@ -97,9 +97,13 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     }
     const float g4[4] = {si->gravity[0], si->gravity[1], si->gravity[2], 0.0f};
     const float H = si->support;
-    const float cvisc = (float)(2.0 * alpha * H * c0), eps = 0.01f * H * H;
+    float cvisc = (float)(2.0 * alpha * H * c0);
+    const float eps = 0.01f * H * H;
     const float beta = c ? c->beta : 2.0f;
     const int32_t hyd = c ? c->hyd : 0, k32 = kind;
+    const int32_t visc = kind != 2 && c && c->alpha > 0.0; /* rigid.force{alpha}: the viscosity in this pass */
+    if (visc)
+        cvisc = (float)(2.0 * c->alpha * H * c->c0);
     uint32_t over = 0;
     for (int q = 0; q < nf && !st; q++) {
         const uint32_t n = f[q].info.n;
@@ -112,8 +116,8 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         void *m = floe_cl_attr(api, ctx, &f[q], "m", FLOE_F32, FLOE_READ, &st);
         void *rho = floe_cl_attr(api, ctx, &f[q], "rho", FLOE_F32, FLOE_READ, &st);
         void *p = kind != 2 ? floe_cl_attr(api, ctx, &f[q], "p", FLOE_F32, FLOE_READ, &st) : rho;
-        void *v = kind == 2 ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
-        void *a = kind == 2 ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
+        void *v = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
+        void *a = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
         const uint32_t ngroups = (n + WGS - 1) / WGS;
         void *gid = api->cl_scratch(ctx, "rigid.gid", (size_t)ngroups * KMAX * sizeof(int32_t));
         void *gs = api->cl_scratch(ctx, "rigid.gs", (size_t)ngroups * KMAX * 6 * sizeof(float));
@@ -122,7 +126,7 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
             break;
         }
         const float rho0 = f[q].info.rest_density;
-        floe_cl_arg a1[] = {ARG(n), ARG(k32), ARG(x), ARG(m), ARG(rho), ARG(p), ARG(v), ARG(a), ARG(kc), ARG(per),
+        floe_cl_arg a1[] = {ARG(n), ARG(k32), ARG(visc), ARG(x), ARG(m), ARG(rho), ARG(p), ARG(v), ARG(a), ARG(kc), ARG(per),
                             ARG(rho0), ARG(beta), ARG(hyd), ARG(cvisc), ARG(eps), ARG(g4), ARG(xb), ARG(Vb), ARG(vb),
                             ARG(bid), ARG(nl.count), ARG(nl.idx), ARG(nl.pitch), ARG(dcen), ARG(gid), ARG(gs),
                             ARG(dover)};
