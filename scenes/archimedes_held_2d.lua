@@ -7,6 +7,9 @@
 --   force / (rho g w)  the fluid's vertical force on the box as a depth
 --   level - surface    the hydrostatic level y + p / (rho0 g) of the fluid
 --                      near the side walls (lower 0.1 m) minus that surface
+--   first row          the distance from the box's bottom layer (d/2 above
+--                      its bottom) down to the top fluid particle of each
+--                      column under it (the box's corners left out), in d
 -- With nobody = 1 the tank has no body (the level alone). docs/rigid.md,
 -- "Archimedes".
 --
@@ -40,7 +43,7 @@ else
     { "rigid.viscosity", alpha = 0.05, speed_of_sound = 20 },
     "wcsph.pressure_force", "rigid.force", "integrate", "rigid.step" }
 end
-local sub, force, level, n = 0, 0, 0, 0
+local sub, force, level, gap, n = 0, 0, 0, 0, 0
 sim:on_frame(function(s, st)
   local low = b and b:state().position[2] - h / 2 or 0
   local col, top, cnt = {}, 0, 0
@@ -61,8 +64,22 @@ sim:on_frame(function(s, st)
       lv = lv + y + s:get("fluid", "p", i) / (1000 * 9.81); nl = nl + 1
     end
   end
+  -- the first fluid row under the box: per column, the highest particle below the layer
+  local under, gs, ng = {}, 0, 0
+  if b then
+    local layer = low + d / 2
+    for i = 1, s:count "fluid" do
+      local x, y = s:get("fluid", "x", i)
+      if math.abs(x - W / 2) < w / 2 - 2 * d and y < layer then
+        local k = math.floor(x / d)
+        if not under[k] or y > under[k] then under[k] = y end
+      end
+    end
+    for _, y in pairs(under) do gs = gs + (layer - y) / d; ng = ng + 1 end
+  end
+  local row = ng > 0 and gs / ng or 0
   if st.time > seconds - 1 then
-    sub, force, level, n = sub + surf - low, force + fd, level + lv / nl - surf, n + 1
+    sub, force, level, gap, n = sub + surf - low, force + fd, level + lv / nl - surf, gap + row, n + 1
   end
   if verbose then
     floe.log(string.format("t %.2f surface - bottom %.4f force depth %.4f level - surface %.4f", st.time, surf - low, fd,
@@ -71,6 +88,6 @@ sim:on_frame(function(s, st)
 end)
 sim:run{ end_time = seconds, fps = 20, dt_max = 0.004, out = "out/archimedes_held_2d" }
 if n > 0 then
-  floe.log(string.format("surface - bottom %.5f m, force / (rho g w) %.5f m (x %.4f), level - surface %.5f m (d = %g)",
-    sub / n, force / n, force / sub, level / n, d))
+  floe.log(string.format("surface - bottom %.5f m, force / (rho g w) %.5f m (x %.4f), level - surface %.5f m, "
+    .. "first row %.3f d below the layer (d = %g)", sub / n, force / n, force / sub, level / n, gap / n, d))
 end
