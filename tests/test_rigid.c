@@ -124,6 +124,24 @@ Test(rigid, third_law_per_step_one_pass)
     third_law("'wcsph.pressure_force', { 'rigid.force', alpha = 0.1, speed_of_sound = 20 }");
 }
 
+/* the friction once: rigid.viscosity and rigid.force{alpha} together are refused */
+Test(rigid, friction_in_two_stages_is_refused)
+{
+    floe_scene_opts o = sc_opts();
+    int rc = sc_run(&o,
+        SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-1, -1}, max = {1, 1} } }\n"
+        "sim:load{ 'sph', 'wcsph' }\n"
+        "local rigid = sim:load 'rigid'\n"
+        "sim:fluid_box{ min = {-0.2, -0.2}, max = {0.2, 0} }\n"
+        "rigid.body{ name = 'ball', shape = 'sphere', radius = 0.08, density = 500, position = {0, 0.04} }\n"
+        "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+        "  { 'rigid.viscosity', alpha = 0.1 }, 'wcsph.pressure_force', { 'rigid.force', alpha = 0.1 },\n"
+        "  'integrate', 'rigid.step' }\n"
+        "sim:run{ frames = 1, fps = 100, dt = 0.001, out = 'twice' }\n");
+    cr_assert_neq(rc, 0, "the scene should fail");
+    cr_expect(strstr(sc_err, "keep one of the two") != NULL, "got:\n%s", sc_err);
+}
+
 /* Bad input: clear errors naming the file (and the line) and the problem. */
 static void bad(const char *body, const char *want1, const char *want2)
 {

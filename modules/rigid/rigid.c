@@ -62,20 +62,18 @@ static int have_bodies(const floe_stage_call *call)
     return s && s->nb > 0 && s->set.id;
 }
 
-static int st_viscosity(const floe_stage_call *call)
+static int viscosity(const floe_stage_call *call, int cl)
 {
     if (!have_bodies(call) || call->param[VI_ALPHA].f == 0.0)
         return FLOE_OK;
-    return rigid_couple_viscosity(call->state, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
+    rigid_state *s = call->state;
+    s->visc_ran = 1;
+    return cl ? rigid_cl_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f)
+              : rigid_couple_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
 }
 
-
-static int st_viscosity_cl(const floe_stage_call *call)
-{
-    if (!have_bodies(call) || call->param[VI_ALPHA].f == 0.0)
-        return FLOE_OK;
-    return rigid_cl_viscosity(call->state, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
-}
+static int st_viscosity(const floe_stage_call *call) { return viscosity(call, 0); }
+static int st_viscosity_cl(const floe_stage_call *call) { return viscosity(call, 1); }
 
 static int decode_force(const floe_stage_call *call, rigid_couple *c)
 {
@@ -90,14 +88,25 @@ static int decode_force(const floe_stage_call *call, rigid_couple *c)
     return FLOE_OK;
 }
 
-static int st_force(const floe_stage_call *call)
+/* the friction once: rigid.viscosity or rigid.force{alpha}, not both */
+static int force(const floe_stage_call *call, int cl)
 {
     if (!have_bodies(call))
         return FLOE_OK;
+    rigid_state *s = call->state;
     rigid_couple c;
     decode_force(call, &c);
-    return rigid_couple_pressure(call->state, &c);
+    const int both = c.alpha > 0.0 && s->visc_ran;
+    s->visc_ran = 0;
+    if (both)
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
+                         "step too: keep one of the two");
+    return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
 }
+
+static int st_force(const floe_stage_call *call) { return force(call, 0); }
+static int st_force_cl(const floe_stage_call *call) { return force(call, 1); }
 
 
 static int step_common(const floe_stage_call *call, int cl)
@@ -116,15 +125,6 @@ static int step_common(const floe_stage_call *call, int cl)
 
 static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
 static int st_step_cl(const floe_stage_call *call) { return step_common(call, 1); }
-
-static int st_force_cl(const floe_stage_call *call)
-{
-    if (!have_bodies(call))
-        return FLOE_OK;
-    rigid_couple c;
-    decode_force(call, &c);
-    return rigid_cl_pressure(call->state, &c);
-}
 
 
 static int st_output(const floe_stage_call *call)

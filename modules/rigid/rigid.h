@@ -84,6 +84,7 @@ typedef struct rigid_state {
     float *cl_cen;
     uint32_t cl_cen_cap;
     int cl_over_ready;          /* the device counter of rows on the host is zero */
+    int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
     char *csv;
     size_t csv_len, csv_cap;
