@@ -12,6 +12,7 @@
  *              solids and ice) in contiguous arrays, and moving frozen
  *              particles from the fluid sets to the ice set
  *   cells.c    the module's cell lists (queries from solid and ice particles)
+ *   carry.c    ice attached to moving bodies (the rigid module's) moves with them
  *   picture.c  a PNG a frame of water, ice and solids (libpng)
  *
  * Ice is a boundary set the scene makes (sim:boundary_set), so every solver
@@ -74,6 +75,10 @@ typedef struct fz_state {
     float gamma_max;
     /* thermal: initial enthalpies set */
     int thermal_started;
+    /* carry: the ice set marked moving; the bodies' poses of the last call */
+    int carry_started;
+    void *carry_pose;
+    uint32_t carry_nb;
 } fz_state;
 
 /* An attribute's host data for writing (floe_need's error when absent) */
@@ -129,6 +134,9 @@ int fz_transition(const floe_stage_call *c);
 
 /* ---- thermal.c ---- */
 int fz_thermal(const floe_stage_call *c);
+
+/* ---- carry.c ---- */
+int fz_carry(const floe_stage_call *c);
 
 /* ---- picture.c ---- */
 int fz_picture(const floe_stage_call *c);
