@@ -175,3 +175,26 @@ Test(freeze_scene, ice_on_a_moving_body_moves_with_it)
     cr_assert_gt(moved_min, 0.02, "ice of 0.1 s moved only %.3f m with the box", moved_min);
     free(x2), free(y2), free(z2), free(id2);
 }
+
+/* freeze.carry without the bodies' set, or with bodies that carry no r0:
+ * the step fails naming the set */
+Test(freeze_scene, carry_without_bodies_is_an_error)
+{
+    floe_scene_opts o = sc_opts();
+    cr_assert_neq(sc_run(&o, SC_HEAD SC_SIM "sim:load{ 'freeze' }\n"
+                                            "sim:fluid_box{ min = {0, 0, 0}, max = {0.3, 0.3, 0.3} }\n"
+                                            "sim:boundary_set{ name = 'ice' }\n"
+                                            "sim:pipeline{ 'freeze.carry' }\n"
+                                            "sim:run{ frames = 1, fps = 10, dt = 0.01, out = 'o' }\n"),
+                  0);
+    sc_expect_err("no boundary set 'bodies' of moving bodies");
+    o.force = 1;
+    cr_assert_neq(sc_run(&o, SC_HEAD SC_SIM "sim:load{ 'freeze' }\n"
+                                            "sim:fluid_box{ min = {0, 0, 0}, max = {0.3, 0.3, 0.3} }\n"
+                                            "sim:boundary_solid_box{ min = {0, -0.3, 0}, max = {0.3, -0.1, 0.3}, set = 'slab' }\n"
+                                            "sim:boundary_set{ name = 'ice' }\n"
+                                            "sim:pipeline{ { 'freeze.carry', bodies = 'slab' } }\n"
+                                            "sim:run{ frames = 1, fps = 10, dt = 0.01, out = 'o' }\n"),
+                  0);
+    sc_expect_err("set 'slab' has no vec3 attribute 'r0'");
+}

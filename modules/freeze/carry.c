@@ -113,7 +113,7 @@ static void local(const pose *P, const float x[3], float r[3])
 }
 
 /* attach the ice particles with ice_body 0 (new since the last call) */
-static int attach(floe_ctx *ctx, fz_state *s, const float *xi, int32_t *kb, float *r0i, uint32_t ni, const float *r0,
+static int attach(floe_ctx *ctx, const float *xi, int32_t *kb, float *r0i, uint32_t ni, const float *r0,
                   const uint32_t *bid, uint32_t n, const pose *P)
 {
     uint32_t fresh = 0;
@@ -140,15 +140,20 @@ static int attach(floe_ctx *ctx, fz_state *s, const float *xi, int32_t *kb, floa
         }
     const float H = api->sim(ctx)->support;
     cgrid g = {0};
-    int st = cg_build(&g, cx, m, H) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the cell lists") : FLOE_OK;
+    uint32_t cap = 256, *b = malloc(cap * sizeof *b);
+    int st = !b || cg_build(&g, cx, m, H) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the cell lists") : FLOE_OK;
     for (uint32_t i = 0; i < ni && !st; i++) {
         if (kb[i] != 0)
             continue;
-        uint32_t q = 0;
-        const uint32_t *b = fz_query(s, &g, &xi[3 * (size_t)i], H, UINT32_MAX, &q);
-        if (!b) {
-            st = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbour queries");
-            break;
+        uint32_t q = cg_query(&g, &xi[3 * (size_t)i], H, UINT32_MAX, b, cap);
+        if (q > cap) {
+            uint32_t *nb = realloc(b, (size_t)q * sizeof *b);
+            if (!nb) {
+                st = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbour queries");
+                break;
+            }
+            b = nb, cap = q;
+            q = cg_query(&g, &xi[3 * (size_t)i], H, UINT32_MAX, b, cap);
         }
         float best = INFINITY;
         int32_t k = -1;
@@ -164,7 +169,7 @@ static int attach(floe_ctx *ctx, fz_state *s, const float *xi, int32_t *kb, floa
             local(&P[k - 1], &xi[3 * (size_t)i], &r0i[3 * (size_t)i]);
     }
     cg_free(&g);
-    free(cx), free(ck);
+    free(b), free(cx), free(ck);
     return st;
 }
 
@@ -213,7 +218,7 @@ int fz_carry(const floe_stage_call *c)
         float *ri = fz_attr(ctx, ice, ice_name, "ice_r0", FLOE_VEC3, &st);
         float *vi = api->attr(ctx, ice, "v", FLOE_VEC3); /* where a solver reads boundary velocities */
         if (!st)
-            st = attach(ctx, s, xi, kb, ri, ii.n, r0, bid, bi.n, P0);
+            st = attach(ctx, xi, kb, ri, ii.n, r0, bid, bi.n, P0);
         const float dt = (float)api->sim(ctx)->dt;
         for (uint32_t i = 0; i < ii.n && !st; i++) {
             if (kb[i] <= 0 || (uint32_t)kb[i] > nb)
