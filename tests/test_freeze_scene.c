@@ -1,6 +1,7 @@
 /* The freezing module from a Lua scene: sim:boundary_set, the ice written
  * with every frame (ids and masses that add up with the water's), the ice
  * surface and the pictures (docs/freezing.md, docs/lua-api.md). */
+#include "cl_fixture.h"
 #include "ply_read.h"
 #include "scene_fixture.h"
 
@@ -121,9 +122,10 @@ Test(freeze_scene, boundary_set_refuses_a_fluid_set_and_unknown_keys)
     "sim:run{ frames = 8, fps = 20, dt = 0.002, out = 'o', name = 'water',\n"                                    \
     "  attributes = { 'id', 'ice_body', 'ice_r0', 'ice_kind' } }\n"
 
-Test(freeze_scene, ice_on_a_moving_body_moves_with_it)
+static void carried(const char *backend)
 {
     floe_scene_opts o = sc_opts();
+    o.backend = backend;
     cr_assert_eq(sc_run(&o, CARRY), 0, "%s", sc_err);
     float *x2 = NULL, *y2 = NULL, *z2 = NULL, *id2 = NULL;
     char name[64];
@@ -167,13 +169,23 @@ Test(freeze_scene, ice_on_a_moving_body_moves_with_it)
             attached_last = attached;
         free(x), free(y), free(z), free(kb), free(rx), free(ry), free(rz), free(id), free(k);
     }
-    cr_log_info("%u ice particles on the box at 0.4 s (%u of them icicles, %u ice at 0.1 s), worst %.3g m from the "
-                "box's pose; the ice of 0.1 s moved at least %.3f m",
-                attached_last, icicles, n2, worst, moved_min);
+    cr_log_info("%s: %u ice particles on the box at 0.4 s (%u of them icicles, %u ice at 0.1 s), worst %.3g m from "
+                "the box's pose; the ice of 0.1 s moved at least %.3f m",
+                backend, attached_last, icicles, n2, worst, moved_min);
     cr_assert_gt(attached_last, 10, "only %u ice particles on the box", attached_last);
     cr_assert_gt(n2, 3, "only %u ice particles at 0.1 s", n2);
     cr_assert_gt(moved_min, 0.02, "ice of 0.1 s moved only %.3f m with the box", moved_min);
     free(x2), free(y2), free(z2), free(id2);
+}
+
+Test(freeze_scene, ice_on_a_moving_body_moves_with_it) { carried("cpu"); }
+
+/* the same on the device (freeze.carry's run_cl: the poses from sums on the
+ * device, the ice attached and placed there) */
+Test(freeze_scene, ice_on_a_moving_body_moves_with_it_on_opencl)
+{
+    need_opencl();
+    carried("opencl");
 }
 
 /* freeze.carry without the bodies' set, or with bodies that carry no r0:

@@ -27,12 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CA_ICE, CA_BODIES };
-
-typedef struct pose {
-    double c[3], R[3][3];
-} pose;
-
 static int inv3(const double a[3][3], double o[3][3])
 {
     double det = a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
@@ -52,9 +46,28 @@ static int inv3(const double a[3][3], double o[3][3])
     return 0;
 }
 
+/* body k's pose from its particles' count, sums of r0 and x (sum[0..6]),
+ * S = sum (r0 - r0m)(r0 - r0m)^T and M = sum (x - xm)(r0 - r0m)^T */
+int fz_pose_solve(floe_ctx *ctx, const char *name, uint32_t k, const double sum[7], const double S[3][3],
+                  const double M[3][3], fz_pose *P)
+{
+    double Si[3][3];
+    if (sum[0] < 4 || inv3(S, Si))
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "freeze.carry: body %u of set '%s' has its particles in a plane or a line (%g of them): "
+                         "no rotation can be read from them",
+                         k, name, sum[0]);
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            P->R[a][b] = M[a][0] * Si[0][b] + M[a][1] * Si[1][b] + M[a][2] * Si[2][b];
+    for (int a = 0; a < 3; a++)
+        P->c[a] = sum[4 + a] / sum[0] - (P->R[a][0] * sum[1] + P->R[a][1] * sum[2] + P->R[a][2] * sum[3]) / sum[0];
+    return FLOE_OK;
+}
+
 /* the poses of bodies 0 .. nb-1 from their particles */
 static int poses(floe_ctx *ctx, const char *name, const float *x, const float *r0, const uint32_t *bid, uint32_t n,
-                 uint32_t nb, pose *P)
+                 uint32_t nb, fz_pose *P)
 {
     double(*sum)[7] = calloc(nb, sizeof *sum); /* count, sum r0, sum x */
     double(*S)[3][3] = calloc(nb, sizeof *S), (*M)[3][3] = calloc(nb, sizeof *M);
@@ -78,34 +91,20 @@ static int poses(floe_ctx *ctx, const char *name, const float *x, const float *r
                 S[bid[i]][a][b] += q[a] * q[b], M[bid[i]][a][b] += y[a] * q[b];
     }
     int st = FLOE_OK;
-    for (uint32_t k = 0; k < nb && !st; k++) {
-        double Si[3][3];
-        if (sum[k][0] < 4 || inv3(S[k], Si)) {
-            st = api->fail(ctx, FLOE_ERR_ARG,
-                           "freeze.carry: body %u of set '%s' has its particles in a plane or a line (%g of them): "
-                           "no rotation can be read from them",
-                           k, name, sum[k][0]);
-            break;
-        }
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++)
-                P[k].R[a][b] = M[k][a][0] * Si[0][b] + M[k][a][1] * Si[1][b] + M[k][a][2] * Si[2][b];
-        for (int a = 0; a < 3; a++)
-            P[k].c[a] = sum[k][4 + a] / sum[k][0] -
-                        (P[k].R[a][0] * sum[k][1] + P[k].R[a][1] * sum[k][2] + P[k].R[a][2] * sum[k][3]) / sum[k][0];
-    }
+    for (uint32_t k = 0; k < nb && !st; k++)
+        st = fz_pose_solve(ctx, name, k, sum[k], S[k], M[k], &P[k]);
     free(sum), free(S), free(M);
     return st;
 }
 
-static void place(const pose *P, const float r[3], float out[3])
+static void place(const fz_pose *P, const float r[3], float out[3])
 {
     for (int a = 0; a < 3; a++)
         out[a] = (float)(P->c[a] + P->R[a][0] * r[0] + P->R[a][1] * r[1] + P->R[a][2] * r[2]);
 }
 
 /* r = R^T (x - c) */
-static void local(const pose *P, const float x[3], float r[3])
+static void local(const fz_pose *P, const float x[3], float r[3])
 {
     double d[3] = {x[0] - P->c[0], x[1] - P->c[1], x[2] - P->c[2]};
     for (int a = 0; a < 3; a++)
@@ -114,7 +113,7 @@ static void local(const pose *P, const float x[3], float r[3])
 
 /* attach the ice particles with ice_body 0 (new since the last call) */
 static int attach(floe_ctx *ctx, const float *xi, int32_t *kb, float *r0i, uint32_t ni, const float *r0,
-                  const uint32_t *bid, uint32_t n, const pose *P)
+                  const uint32_t *bid, uint32_t n, const fz_pose *P)
 {
     uint32_t fresh = 0;
     for (uint32_t i = 0; i < ni; i++)
@@ -173,36 +172,49 @@ static int attach(floe_ctx *ctx, const float *xi, int32_t *kb, float *r0i, uint3
     return st;
 }
 
+/* the stage's sets (checked) and, at its first call, the ice set made moving */
+int fz_carry_sets(const floe_stage_call *c, floe_set *ice, floe_set_info *ii, floe_set *bs, floe_set_info *bi)
+{
+    floe_ctx *ctx = c->ctx;
+    fz_state *s = c->state;
+    const char *ice_name = c->param[CA_ICE].s, *bname = c->param[CA_BODIES].s;
+    *ice = api->set_find(ctx, ice_name), *bs = api->set_find(ctx, bname);
+    if (!ice->id || api->set_info(ctx, *ice, ii) || ii->kind != FLOE_SET_BOUNDARY)
+        return api->fail(ctx, FLOE_ERR_ARG, "%s: no boundary set '%s' for the ice (sim:boundary_set)", c->name,
+                         ice_name);
+    if (!bs->id || api->set_info(ctx, *bs, bi) || bi->kind != FLOE_SET_BOUNDARY)
+        return api->fail(ctx, FLOE_ERR_ARG, "%s: no boundary set '%s' of moving bodies (the rigid module's)", c->name,
+                         bname);
+    if (api->sim(ctx)->dim != 3)
+        return api->fail(ctx, FLOE_ERR_ARG, "%s: 3D scenes only", c->name);
+    if (!s->carry_started) { /* from now on the ice moves: sorted at every neighbours stage */
+        int st = api->set_moving(ctx, *ice);
+        if (st)
+            return st;
+        s->carry_started = 1;
+    }
+    return FLOE_OK;
+}
+
 int fz_carry(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
     fz_state *s = c->state;
     const char *ice_name = c->param[CA_ICE].s, *bname = c->param[CA_BODIES].s;
-    floe_set ice = api->set_find(ctx, ice_name), bs = api->set_find(ctx, bname);
+    floe_set ice, bs;
     floe_set_info ii, bi;
-    if (!ice.id || api->set_info(ctx, ice, &ii) || ii.kind != FLOE_SET_BOUNDARY)
-        return api->fail(ctx, FLOE_ERR_ARG, "%s: no boundary set '%s' for the ice (sim:boundary_set)", c->name,
-                         ice_name);
-    if (!bs.id || api->set_info(ctx, bs, &bi) || bi.kind != FLOE_SET_BOUNDARY)
-        return api->fail(ctx, FLOE_ERR_ARG, "%s: no boundary set '%s' of moving bodies (the rigid module's)", c->name,
-                         bname);
-    if (api->sim(ctx)->dim != 3)
-        return api->fail(ctx, FLOE_ERR_ARG, "%s: 3D scenes only", c->name);
-    int st = FLOE_OK;
+    int st = fz_carry_sets(c, &ice, &ii, &bs, &bi);
+    if (st)
+        return st;
     const float *xb = floe_need(api, ctx, bs, bname, "x", FLOE_VEC3, &st);
     const float *r0 = floe_need(api, ctx, bs, bname, "r0", FLOE_VEC3, &st);
     const uint32_t *bid = (const uint32_t *)(const void *)floe_need(api, ctx, bs, bname, "body", FLOE_U32, &st);
     if (st)
         return st;
-    if (!s->carry_started) { /* from now on the ice moves: sorted at every neighbours stage */
-        if ((st = api->set_moving(ctx, ice)))
-            return st;
-        s->carry_started = 1;
-    }
     uint32_t nb = 0;
     for (uint32_t i = 0; i < bi.n; i++)
         nb = bid[i] + 1 > nb ? bid[i] + 1 : nb;
-    pose *P = calloc(nb + 1, sizeof *P);
+    fz_pose *P = calloc(nb + 1, sizeof *P);
     if (!P)
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
     if ((st = poses(ctx, bname, xb, r0, bid, bi.n, nb, P))) {
@@ -210,7 +222,7 @@ int fz_carry(const floe_stage_call *c)
         return st;
     }
     /* the poses the new ice froze in: the last call's (this one's at the first) */
-    const pose *P0 = s->carry_nb == nb && s->carry_pose ? (const pose *)s->carry_pose : P;
+    const fz_pose *P0 = s->carry_nb == nb && s->carry_pose ? (const fz_pose *)s->carry_pose : P;
     uint32_t moved = 0;
     if (ii.n) {
         float *xi = fz_attr(ctx, ice, ice_name, "x", FLOE_VEC3, &st);

@@ -148,7 +148,7 @@ static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "carry",
      .doc = "after the bodies moved (rigid.step): ice that grew on a moving body, or on ice attached to one, moves "
             "with it (its pose read from the body's particles)",
-     .run = fz_carry, .params = carry_params, .attrs = carry_attrs},
+     .run = fz_carry, .run_cl = fz_carry_cl, .params = carry_params, .attrs = carry_attrs},
     {FLOE_SIZED(floe_stage_desc), .name = "picture",
      .doc = "once a frame: a PNG of the water, the ice (glaze white, icicles cyan) and chosen solids as shaded "
             "spheres through a pinhole camera",

@@ -79,6 +79,7 @@ typedef struct fz_state {
     int carry_started;
     void *carry_pose;
     uint32_t carry_nb;
+    uint32_t carry_cl_n, carry_cl_nb; /* OpenCL: the bodies' set size and body count read */
 } fz_state;
 
 /* An attribute's host data for writing (floe_need's error when absent) */
@@ -136,7 +137,17 @@ int fz_transition(const floe_stage_call *c);
 int fz_thermal(const floe_stage_call *c);
 
 /* ---- carry.c ---- */
+enum { CA_ICE, CA_BODIES };
+typedef struct fz_pose {
+    double c[3], R[3][3]; /* x = c + R r0 */
+} fz_pose;
 int fz_carry(const floe_stage_call *c);
+int fz_carry_cl(const floe_stage_call *c); /* carry_cl.c */
+int fz_carry_sets(const floe_stage_call *c, floe_set *ice, floe_set_info *ii, floe_set *bs, floe_set_info *bi);
+/* body k's pose from its particles: count and sums of r0 and x (sum[0..6]),
+ * S = sum (r0 - r0m)(r0 - r0m)^T, M = sum (x - xm)(r0 - r0m)^T */
+int fz_pose_solve(floe_ctx *ctx, const char *set, uint32_t k, const double sum[7], const double S[3][3],
+                  const double M[3][3], fz_pose *P);
 
 /* ---- picture.c ---- */
 int fz_picture(const floe_stage_call *c);
