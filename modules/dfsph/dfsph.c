@@ -51,7 +51,7 @@
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
-#include <floe/sph.h>
+#include "dfsph.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,6 +82,7 @@ typedef struct dfsph_state {
     float *lag;         /* N: compression present now that is left to later steps */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
     double *part;       /* chunk partial sums */
+    struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
 } dfsph_state;
 
 static int dfsph_init(floe_ctx *ctx, void **state)
@@ -117,6 +118,7 @@ static void dfsph_fini(void *state)
         return;
     free_particles(s);
     free_pairs(s);
+    dfsph_cl_free(s->cl);
     free(s);
 }
 
@@ -335,14 +337,6 @@ typedef struct iter {
     double tol;
 } iter;
 
-/* Chebyshev weight of iteration k (1 before `delay`), from the previous one */
-static inline float cheb_weight(float rho, int64_t k, int64_t delay, float prev)
-{
-    if (!(rho > 0.0f) || k < delay)
-        return 1.0f;
-    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
-}
-
 static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
@@ -355,7 +349,7 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        om = cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        om = dfsph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         *err = pass_update(s, N, dtk, divergence, c->omega, om);
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
@@ -372,21 +366,42 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
 
 /* ---- the stage ---------------------------------------------------------------------- */
 
-static int st_solve(const floe_stage_call *call)
+/* the parameters of dfsph.solve, once per call */
+static void decode(const floe_stage_call *call, dfsph_cfg *c)
+{
+    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
+    *c = (dfsph_cfg){
+        .tol = call->param[SO_TOL].f,
+        .tol_v = call->param[SO_DIV_TOL].f,
+        .min_it = call->param[SO_MIN_IT].i,
+        .max_it = call->param[SO_MAX_IT].i,
+        .max_it_v = call->param[SO_DIV_MAX_IT].i,
+        .warm = (float)call->param[SO_WARM].f,
+        .omega = (float)call->param[SO_OMEGA].f,
+        .cheb_rho = (float)call->param[SO_CHEB].f,
+        .beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f,
+        .cheb_delay = call->param[SO_CHEB_DELAY].i,
+        .divergence = call->param[SO_DIVERGENCE].b,
+        .force_courant = call->param[SO_FORCE_COURANT].f,
+        .dt_max = call->param[SO_DT_MAX].f,
+        .corr_speed = call->param[SO_CORR_SPEED].f,
+    };
+}
+
+static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
 {
     floe_ctx *ctx = call->ctx;
     dfsph_state *s = call->state;
     const floe_sim_info *si = api->sim(ctx);
     const floe_kconst kc = floe_kconst_make(si);
-    const double tol = call->param[SO_TOL].f, tol_v = call->param[SO_DIV_TOL].f;
-    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
-    const int64_t max_it_v = call->param[SO_DIV_MAX_IT].i;
-    const float warm = (float)call->param[SO_WARM].f, dt = (float)si->dt;
-    const int divergence = call->param[SO_DIVERGENCE].b;
-    const float omega = (float)call->param[SO_OMEGA].f, cheb_rho = (float)call->param[SO_CHEB].f;
-    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
-    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
-    const float beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f;
+    const double tol = c->tol, tol_v = c->tol_v;
+    const int64_t min_it = c->min_it, max_it = c->max_it;
+    const int64_t max_it_v = c->max_it_v;
+    const float warm = c->warm, dt = (float)si->dt;
+    const int divergence = c->divergence;
+    const float omega = c->omega, cheb_rho = c->cheb_rho;
+    const int64_t cheb_delay = c->cheb_delay;
+    const float beta = c->beta;
     floe_fluid f[FLOE_MODULE_MAX_SETS];
     floe_target t[FLOE_MODULE_MAX_SETS][2 * FLOE_MODULE_MAX_SETS];
     int nt[FLOE_MODULE_MAX_SETS];
@@ -442,7 +457,7 @@ static int st_solve(const floe_stage_call *call)
      * by max(max_correction_speed, |v|max) dt, a fraction vc dt / d of the
      * spacing: removed at once, a 1% overlap at dt = 1e-4 s would launch
      * particles at 1% of d / dt (as in iisph's solve) */
-    const double corr = call->param[SO_CORR_SPEED].f;
+    const double corr = c->corr_speed;
     const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
     for (size_t i = 0; i < N; i++)
         s->lag[i] = s->rho0[i] * floe_pos(s->rho[i] / s->rho0[i] - 1.0f - elim);
@@ -523,6 +538,13 @@ static int st_solve(const floe_stage_call *call)
             p[q][i] = Pq[i] * rho[i] * rho[i];
         }
     }
+    dfsph_step_end(ctx, c, it, err, it_v, err_v);
+    return FLOE_OK;
+}
+
+void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v)
+{
+    const floe_sim_info *si = api->sim(ctx);
     /* the next step: the force condition on gravity (a fluid at rest has no
      * speed for the CFL condition to bound dt by), and at most dt_max
      * (SPlisHSPlasH's cflMaxTimeStep). Gravity, not |a|max: a velocity
@@ -530,20 +552,40 @@ static int st_solve(const floe_stage_call *call)
      * velocity difference) would shrink dt, which raises it further; force
      * stages that need a bound propose their own (the viscosity's
      * diffusion number). */
-    const double fc = call->param[SO_FORCE_COURANT].f;
+    const double fc = c->force_courant;
     const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
                           (double)si->gravity[2] * si->gravity[2]);
     if (fc > 0.0 && g > 0.0)
         api->dt_limit(ctx, fc * sqrt(si->spacing / g));
-    api->dt_limit(ctx, call->param[SO_DT_MAX].f);
+    api->dt_limit(ctx, c->dt_max);
     api->stat(ctx, "dfsph.iterations", (double)it);
     api->stat(ctx, "dfsph.density_error", err);
-    if (divergence) {
+    if (c->divergence) {
         api->stat(ctx, "dfsph.divergence_iterations", (double)it_v);
         api->stat(ctx, "dfsph.divergence_error", err_v);
     }
-    return FLOE_OK;
 }
+
+/* decode once, then the device solve (dfsph_cl.c) or the C solve; a scene
+ * with several fluid sets takes the C solve on either path */
+static int run_solve(const floe_stage_call *call, int cl)
+{
+    dfsph_state *s = call->state;
+    dfsph_cfg c;
+    int st;
+    if (!s)
+        return api->fail(call->ctx, FLOE_ERR, "module state missing");
+    decode(call, &c);
+    if (c.min_it > c.max_it)
+        return api->fail(call->ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)",
+                         (long long)c.min_it, (long long)c.max_it);
+    if (cl && (st = dfsph_cl_solve(call->ctx, &c, &s->cl)) != DFSPH_CL_USE_C)
+        return st;
+    return solve_c(call, &c);
+}
+
+static int st_solve(const floe_stage_call *call) { return run_solve(call, 0); }
+static int st_solve_cl(const floe_stage_call *call) { return run_solve(call, 1); }
 
 /* ---- descriptors --------------------------------------------------------------- */
 
@@ -617,7 +659,7 @@ static const floe_stage_desc stages[] = {
       .doc = "DFSPH: divergence-free solver on v, then constant density solver on v + dt a, Akinci boundaries; "
              "adds the pressure acceleration to a (after a density stage, 'gravity' and other forces, before "
              "'integrate')",
-      .run = st_solve, .params = solve_params, .attrs = solve_attrs },
+      .run = st_solve, .run_cl = st_solve_cl, .params = solve_params, .attrs = solve_attrs },
     {0},
 };
 
