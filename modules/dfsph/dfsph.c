@@ -61,7 +61,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY, SO_GRAD_CORR };
 
 /* ---- state: per-step scratch, grown as needed ------------------------------ */
 
@@ -80,6 +80,7 @@ typedef struct dfsph_state {
     float *rho;         /* N: rho (all fluid sets, global index) */
     float *rho0;        /* N: rest density of the particle's set */
     float *lag;         /* N: compression present now that is left to later steps */
+    float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
     double *part;       /* chunk partial sums */
     struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
@@ -98,8 +99,8 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 static void free_particles(dfsph_state *s)
 {
     free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
-    free(s->rho), free(s->rho0), free(s->lag), free(s->few), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = NULL;
+    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->part);
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = NULL;
     s->few = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -139,9 +140,10 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->rho = malloc(cap * sizeof(float));
     s->rho0 = malloc(cap * sizeof(float));
     s->lag = malloc(cap * sizeof(float));
+    s->gam = malloc(cap * sizeof(float));
     s->few = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->few ||
         !s->part) {
         free_particles(s);
         return -1;
@@ -179,15 +181,42 @@ typedef struct setup {
     float rho0;
     float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
     int few_limit;          /* fewer neighbours than this: no divergence solve */
+    int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
     dfsph_state *s;
 } setup;
+
+/* gradient_correction: gamma_i = dim / tr M_i, M_i = -sum_j V_j x_ij grad
+ * W_ij^T over fluid (V_j = m_j / rho0) and boundary (V_b) neighbours,
+ * clamped to [GAMMA_LO, 1 / GAMMA_LO] (iisph's gamma_one) */
+#define GAMMA_LO 0.9f
+FLOE_ROW_FN float gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
+                            const float *restrict xs, float inv_rho0, int dim, const int per)
+{
+    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
+    float tr = 0.0f;
+    for (int b = 0; b < nt; b++) {
+        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
+        const uint32_t cnt = t[b].cnt[i];
+        const float *restrict xt = t[b].x, *restrict V = t[b].mass;
+        const float sc = t[b].boundary ? 1.0f : inv_rho0;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s += V[j] * floe_kdw(kc, r2) * r2;
+        }
+        tr -= sc * s;
+    }
+    const float g = tr > 0.0f ? (float)dim / tr : 1.0f / GAMMA_LO;
+    return g < GAMMA_LO ? GAMMA_LO : (g > 1.0f / GAMMA_LO ? 1.0f / GAMMA_LO : g);
+}
 
 /* particle i: its fluid pairs (into its CSR row), sum_b psi_b grad W_ib, D_i */
 FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
 {
     const floe_kconst *kc = u->kc;
     dfsph_state *s = u->s;
-    const size_t gi = u->off + i;
+    const size_t gi = u->off + i, gi_ = gi;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
     float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, s2 = 0.0f;
     size_t o = s->off[gi];
@@ -203,9 +232,10 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
             continue;
         }
         float sx = 0, sy = 0, sz = 0, ss = 0;
+        const float gam_i = s->gam[gi_], *restrict gt = s->gam + tg->off;
         for (uint32_t k = 0; k < cnt; k++) {
             FLOE_X_IJ(per);
-            const float dw = floe_kdw(kc, r2), g = w[j] * dw;
+            const float dw = u->corr ? floe_kdw(kc, r2) * (0.5f * (gam_i + gt[j])) : floe_kdw(kc, r2), g = w[j] * dw;
             s->nj[o + k] = (uint32_t)tg->off + j;
             s->gx[o + k] = g * dx;
             s->gy[o + k] = g * dy;
@@ -217,9 +247,10 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
         G[0] += sx, G[1] += sy, G[2] += sz;
         s2 += ss;
     }
-    /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g */
+    /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g; gamma_i
+     * (1 without gradient_correction) on the boundary's gradients */
     for (int k = 0; k < 3; k++) {
-        Gb[k] *= u->beta * u->rho0;
+        Gb[k] *= u->beta * u->rho0 * s->gam[gi];
         G[k] += Gb[k];
         s->Gb[3 * gi + k] = Gb[k];
     }
@@ -385,6 +416,7 @@ static void decode(const floe_stage_call *call, dfsph_cfg *c)
         .force_courant = call->param[SO_FORCE_COURANT].f,
         .dt_max = call->param[SO_DT_MAX].f,
         .corr_speed = call->param[SO_CORR_SPEED].f,
+        .corr = call->param[SO_GRAD_CORR].b,
     };
 }
 
@@ -473,11 +505,33 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     /* set-up, and u = v; the previous step's sums for the warm starts */
     float *v[FLOE_MODULE_MAX_SETS] = {0}, *a[FLOE_MODULE_MAX_SETS] = {0}, *p[FLOE_MODULE_MAX_SETS] = {0};
     float *kv[FLOE_MODULE_MAX_SETS] = {0};
+    /* gradient_correction: every gamma before any pair gradient uses it */
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        float *restrict gam = s->gam + f[q].off;
+        if (n == 0)
+            continue;
+        if (!c->corr) {
+            for (uint32_t i = 0; i < n; i++)
+                gam[i] = 1.0f;
+            continue;
+        }
+        const float *xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        if (!xq)
+            return FLOE_ERR_ARG;
+        const float ir0 = 1.0f / f[q].info.rest_density;
+        const floe_target *tq = t[q];
+        const int ntq = nt[q];
+#define GAMMA(i, per) gam[i] = gamma_one(&kc, tq, ntq, i, xq, ir0, si->dim, per)
+        FLOE_PAR_FOR(kc.periodic, n, GAMMA);
+#undef GAMMA
+    }
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7, s};
+        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
+                   c->corr, s};
         u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
         u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
@@ -638,6 +692,11 @@ static const floe_param_desc solve_params[] = {
     [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
         .def = 4, .min = 2, .max = 100000, .unit = "",
         .doc = "plain Jacobi iterations before the Chebyshev weights start" },
+    [SO_GRAD_CORR] = { FLOE_SIZED(floe_param_desc), .name = "gradient_correction", .type = FLOE_PARAM_BOOL,
+        .def = 0, .unit = "",
+        .doc = "scale each pair gradient by (gamma_i + gamma_j) / 2 and the wall's by gamma_i, gamma_i = dim / "
+               "tr(-sum_j V_j x_ij grad W_ij^T) clamped to [0.9, 1.11] (as iisph's): pressure consistent with rho0 "
+               "g h on a settled packing; one more neighbour pass a step" },
     {0},
 };
 

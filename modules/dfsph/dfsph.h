@@ -16,6 +16,7 @@ typedef struct dfsph_cfg {
     int64_t cheb_delay;
     int divergence;                     /* run the divergence-free solver */
     double force_courant, dt_max, corr_speed;
+    int corr;                           /* gradient_correction */
 } dfsph_cfg;
 
 /* Chebyshev weight of iteration k (1 before `delay`), from the previous one

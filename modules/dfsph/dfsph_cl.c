@@ -21,8 +21,8 @@
  * minimum on waits for its 4 bytes (iisph_cl.c hides that wait by
  * enqueueing the next iteration speculatively; not done here).
  *
- * A scene with several non-empty fluid sets falls back to the C solve (the
- * backend copies the data). Needs no OpenCL header: device objects are
+ * A scene with several non-empty fluid sets, or gradient_correction, runs
+ * the C solve (the backend copies the data). Needs no OpenCL header: device objects are
  * void * through floe_api; the two runtime entry points used directly (a
  * read, a fill) come from api->cl_fn with their C signatures below. */
 #include "dfsph.h"
@@ -172,7 +172,7 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) ||
         (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
-    if (nf > 1)
+    if (nf > 1 || c->corr)
         return DFSPH_CL_USE_C;
     if (nf == 0 || !(dt > 0.0f))
         return FLOE_OK;
