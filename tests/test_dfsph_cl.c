@@ -127,6 +127,7 @@ typedef struct solve_opt {
     const char *boundary;
     double damping; /* > 0: hello.damp after the solve (settling) */
     int no_divergence;
+    int gradient_correction;
 } solve_opt;
 
 static void add_solve(world *w, const solve_opt *o)
@@ -143,6 +144,8 @@ static void add_solve(world *w, const solve_opt *o)
         kv[n++] = KV_S("boundary_pressure", o->boundary);
     if (o->no_divergence)
         kv[n++] = (floe_param_kv){"divergence", FLOE_PARAM_BOOL, {.b = 0}};
+    if (o->gradient_correction)
+        kv[n++] = (floe_param_kv){"gradient_correction", FLOE_PARAM_BOOL, {.b = 1}};
     add(w, "dfsph.solve", n, kv);
     if (o->damping > 0) {
         floe_param_kv dk[] = {KV_F("rate", o->damping)};
@@ -318,6 +321,27 @@ Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
         /* the device's density (rounding 1e-7) shows in the small pressures */
         cr_assert_lt(ep, 1e-3);
     }
+    destroy(&w[0]);
+    destroy(&w[1]);
+}
+
+/* gradient_correction: the OpenCL backend runs the C solve on host copies,
+ * so the answer is the cpu backend's (and not the uncorrected one) */
+Test(dfsph_cl, gradient_correction_runs_the_c_solve, .timeout = 300)
+{
+    solve_opt o = {.iterations = 6, .gradient_correction = 1};
+    solve_agrees(2, 0, &o, "2D gradient_correction");
+    world w[2];
+    for (int b = 0; b < 2; b++) {
+        solve_opt ob = {.iterations = 6, .gradient_correction = b};
+        w[b] = make_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, 0);
+        pipeline(&w[b], 1, 0, &ob);
+        for (int s = 0; s < 2; s++)
+            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
+    }
+    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
+    cr_log_info("with and without gradient_correction: p relative L2 %.3g", ep);
+    cr_assert_gt(ep, 1e-3, "gradient_correction changed p by only %.3g", ep);
     destroy(&w[0]);
     destroy(&w[1]);
 }

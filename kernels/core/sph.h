@@ -123,4 +123,46 @@ inline float3 floe_load3(__global const float *x, uint i)
         s = (float3)(sx_, sy_, sz_);                         \
     } while (0)
 
+/* ---- work-group reductions (work groups of FLOE_WGS = 128 items) ---------- */
+#define FLOE_WGS 128
+
+/* max over the work group of a non-negative float, then one atomic max on
+ * its bits into *out (non-negative floats order as their bit patterns) */
+inline void floe_group_max(__local float *red, float v, __global uint *out)
+{
+    const uint l = get_local_id(0);
+    red[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = FLOE_WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] = fmax(red[l], red[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        atomic_max(out, as_uint(red[0]));
+}
+
+/* the sum over the work group (a fixed-order tree: deterministic), valid in
+ * item 0 */
+inline float floe_group_sum(__local float *red, float v)
+{
+    const uint l = get_local_id(0);
+    red[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = FLOE_WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return red[0];
+}
+
+/* inside a row loop over packed (x, m) neighbours: j, xj = (x_j, m_j), d = x_i
+ * - x_j (minimum image) and r2, with i, k, xi and per in scope */
+#define FLOE_XM_IJ(xm, idx, pitch)                                           \
+    const uint j = idx[k * (pitch) + i];                                     \
+    const float4 xj = xm[j];                                                 \
+    const float3 d = floe_min_image(xi - xj.xyz, per);                      \
+    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
+
 #endif

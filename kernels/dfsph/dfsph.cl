@@ -25,23 +25,7 @@
  * idx[k * pitch + i]. Work groups are 128 items (api->cl_run). */
 #include "core/sph.h"
 
-#define WGS 128
-
-/* max over the work group of a non-negative float, then one atomic max on
- * its bits (non-negative floats order as their bit patterns) */
-inline void group_max(__local float *red, float v, __global uint *out)
-{
-    const uint l = get_local_id(0);
-    red[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] = fmax(red[l], red[l + h]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0)
-        atomic_max(out, as_uint(red[0]));
-}
+#define WGS FLOE_WGS
 
 /* Boundary pass, one launch per boundary set (hasb = 0: none). init: the
  * sums start at 0, else from gb (.xyz the raw sum, .w the neighbour count
@@ -81,7 +65,7 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
         gb[i] = G;
     }
     if (fin)
-        group_max(red, v2, mx);
+        floe_group_max(red, v2, mx);
 }
 
 /* Fluid pass: D, few and lag into co = (D, few, lag, 0). cf = (rho0,
@@ -101,10 +85,7 @@ __kernel void dfsph_setup_f(uint n, __global const float4 *xm, __global const fl
     float sx = 0.0f, sy = 0.0f, sz = 0.0f, ss = 0.0f;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 d = floe_min_image(xi - xj.xyz, per);
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        FLOE_XM_IJ(xm, idxf, pitchf);
         const float dw = floe_dw_r(kc, r2), g = xj.w * dw;
         sx += g * d.x;
         sy += g * d.y;
@@ -143,18 +124,15 @@ __kernel void dfsph_predict(uint n, __global float4 *u, __global const float *a,
 inline float div_row(uint i, float3 xi, float4 ui, float4 Gb, __global const float4 *xm, __global const float4 *u,
                      float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf)
 {
-    float d = ui.x * Gb.x + ui.y * Gb.y + ui.z * Gb.z;
+    float s = ui.x * Gb.x + ui.y * Gb.y + ui.z * Gb.z;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 dd = floe_min_image(xi - xj.xyz, per);
-        const float r2 = dd.x * dd.x + dd.y * dd.y + dd.z * dd.z;
+        FLOE_XM_IJ(xm, idxf, pitchf);
         const float g = xj.w * floe_dw_r(kc, r2);
         const float4 uj = u[j];
-        d += (ui.x - uj.x) * (g * dd.x) + (ui.y - uj.y) * (g * dd.y) + (ui.z - uj.z) * (g * dd.z);
+        s += (ui.x - uj.x) * (g * d.x) + (ui.y - uj.y) * (g * d.y) + (ui.z - uj.z) * (g * d.z);
     }
-    return d;
+    return s;
 }
 
 /* The source of a solve and its warm start. divergence: S = Drho/Dt (0 for
@@ -194,10 +172,7 @@ __kernel void dfsph_accel(uint n, __global const float4 *xm, __global const floa
     float ax = Pi * Gb.x, ay = Pi * Gb.y, az = Pi * Gb.z;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 d = floe_min_image(xi - xj.xyz, per);
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+        FLOE_XM_IJ(xm, idxf, pitchf);
         const float g = xj.w * floe_dw_r(kc, r2);
         const float cc = Pi + P[j];
         ax += cc * (g * d.x);
@@ -224,33 +199,24 @@ dfsph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
     if (i < n) {
         const float3 xi = xm[i].xyz;
         const float4 ai = ap[i], Gb = gb[i];
-        float d = ai.x * Gb.x + ai.y * Gb.y + ai.z * Gb.z;
+        float s = ai.x * Gb.x + ai.y * Gb.y + ai.z * Gb.z;
         const uint c = cntf[i];
         for (uint k = 0; k < c; k++) {
-            const uint j = idxf[k * pitchf + i];
-            const float4 xj = xm[j];
-            const float3 dd = floe_min_image(xi - xj.xyz, per);
-            const float r2 = dd.x * dd.x + dd.y * dd.y + dd.z * dd.z;
+            FLOE_XM_IJ(xm, idxf, pitchf);
             const float g = xj.w * floe_dw_r(kc, r2);
             const float4 aj = ap[j];
-            d += (ai.x - aj.x) * (g * dd.x) + (ai.y - aj.y) * (g * dd.y) + (ai.z - aj.z) * (g * dd.z);
+            s += (ai.x - aj.x) * (g * d.x) + (ai.y - aj.y) * (g * d.y) + (ai.z - aj.z) * (g * d.z);
         }
         const float4 ci = co[i];
-        const float F = divergence && ci.y != 0.0f ? 0.0f : S[i] + dtk * d;
+        const float F = divergence && ci.y != 0.0f ? 0.0f : S[i] + dtk * s;
         e = floe_pos(F) / rho0;
         const float Di = ci.x;
         const float pj = Di > 0.0f ? floe_pos(P[i] + omega * F / (dtk * Di)) : 0.0f;
         Pold[i] = cheb == 1.0f ? pj : floe_pos(Pold[i] + cheb * (pj - Pold[i]));
     }
-    red[l] = e;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] += red[l + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    const float sum = floe_group_sum(red, e);
     if (l == 0)
-        part[get_group_id(0)] = red[0];
+        part[get_group_id(0)] = sum;
 }
 
 /* One work group: the group sums of update into out[slot] (fixed order). */
@@ -262,15 +228,9 @@ dfsph_reduce(uint nparts, __global const float *part, __global float *out, uint 
     float s = 0.0f;
     for (uint k = l; k < nparts; k += WGS)
         s += part[k];
-    red[l] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] += red[l + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    const float sum = floe_group_sum(red, s);
     if (l == 0)
-        out[slot] = red[0];
+        out[slot] = sum;
 }
 
 /* u += dt a^p; divergence: kv = dt P; density: a = (u - v) / dt, p = rho^2 P */

@@ -23,22 +23,6 @@
 
 /* ---- per-step set-up ------------------------------------------------------ */
 
-/* max over the work group of a non-negative float, then one atomic max on
- * its bits (non-negative floats order as their bit patterns) */
-inline void group_max(__local float *red, float v, __global uint *out)
-{
-    const uint l = get_local_id(0);
-    red[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] = fmax(red[l], red[l + h]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0)
-        atomic_max(out, as_uint(red[0]));
-}
-
 /* x = M^-1 b for the symmetric 3x3 M = (xx yy zz xy xz yz), as solve3 */
 inline float3 solve3(const float M[6], float3 b)
 {
@@ -175,12 +159,12 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         }
     }
     if (fin) {
-        group_max(red, v2, mx);
-        group_max(red, a2, mx + 1);
+        floe_group_max(red, v2, mx);
+        floe_group_max(red, a2, mx + 1);
     }
 }
 
-/* gradient_correction (gamma_one of the C path): gamma_i = dim / tr M_i,
+/* gradient_correction (floe_gamma_one of the C path): gamma_i = dim / tr M_i,
  * tr M_i = -(sum_j m_j / rho0 dW/dr r + the boundary part from setup_b),
  * clamped to [lo, 1/lo]; the boundary sums G_b and E are scaled by gamma_i
  * (setup_f adds the fluid part with pair factors (gamma_i + gamma_j) / 2). */

@@ -61,7 +61,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY, SO_GRAD_CORR };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY };
 
 /* ---- state: per-step scratch, grown as needed ------------------------------ */
 
@@ -184,32 +184,6 @@ typedef struct setup {
     int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
     dfsph_state *s;
 } setup;
-
-/* gradient_correction: gamma_i = dim / tr M_i, M_i = -sum_j V_j x_ij grad
- * W_ij^T over fluid (V_j = m_j / rho0) and boundary (V_b) neighbours,
- * clamped to [GAMMA_LO, 1 / GAMMA_LO] (iisph's gamma_one) */
-#define GAMMA_LO 0.9f
-FLOE_ROW_FN float gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
-                            const float *restrict xs, float inv_rho0, int dim, const int per)
-{
-    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-    float tr = 0.0f;
-    for (int b = 0; b < nt; b++) {
-        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
-        const uint32_t cnt = t[b].cnt[i];
-        const float *restrict xt = t[b].x, *restrict V = t[b].mass;
-        const float sc = t[b].boundary ? 1.0f : inv_rho0;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            s += V[j] * floe_kdw(kc, r2) * r2;
-        }
-        tr -= sc * s;
-    }
-    const float g = tr > 0.0f ? (float)dim / tr : 1.0f / GAMMA_LO;
-    return g < GAMMA_LO ? GAMMA_LO : (g > 1.0f / GAMMA_LO ? 1.0f / GAMMA_LO : g);
-}
 
 /* particle i: its fluid pairs (into its CSR row), sum_b psi_b grad W_ib, D_i */
 FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
@@ -380,7 +354,7 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        om = dfsph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         *err = pass_update(s, N, dtk, divergence, c->omega, om);
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
@@ -445,12 +419,8 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     if (min_it > max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
                          (long long)max_it);
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -522,7 +492,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         const float ir0 = 1.0f / f[q].info.rest_density;
         const floe_target *tq = t[q];
         const int ntq = nt[q];
-#define GAMMA(i, per) gam[i] = gamma_one(&kc, tq, ntq, i, xq, ir0, si->dim, per)
+#define GAMMA(i, per) gam[i] = floe_gamma_one(&kc, tq, ntq, i, xq, ir0, si->dim, 0.9f, per)
         FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
     }
@@ -644,59 +614,41 @@ static int st_solve_cl(const floe_stage_call *call) { return run_solve(call, 1);
 /* ---- descriptors --------------------------------------------------------------- */
 
 static const floe_param_desc solve_params[] = {
-    [SO_TOL] = { FLOE_SIZED(floe_param_desc), .name = "tolerance", .type = FLOE_PARAM_FLOAT,
-        .def = 0.0005, .min = 1e-7, .max = 0.5, .unit = "",
-        .doc = "constant density solver: stop when the mean predicted compression mean(max(rho* / rho0 - 1, 0)) is "
-               "below this (0.0005 = 0.05%, Bender & Koschier's eta)" },
-    [SO_DIV_TOL] = { FLOE_SIZED(floe_param_desc), .name = "divergence_tolerance", .type = FLOE_PARAM_FLOAT,
-        .def = 0.001, .min = 1e-7, .max = 0.5, .unit = "",
-        .doc = "divergence-free solver: stop when mean(max(Drho/Dt, 0)) dt / rho0 is below this (0.001 = 0.1%, eta_v)" },
-    [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
-        .def = 2, .min = 0, .max = 100000, .unit = "",
-        .doc = "constant density solver: at least this many iterations (the paper: 2)" },
-    [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "constant density solver: at most this many iterations" },
-    [SO_DIV_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "divergence_max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "divergence-free solver: at most this many iterations (at least 1)" },
-    [SO_WARM] = { FLOE_SIZED(floe_param_desc), .name = "warm_start", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0, .max = 1, .unit = "",
-        .doc = "both solvers start from this times last step's summed P (0 = cold start)" },
-    [SO_DIVERGENCE] = { FLOE_SIZED(floe_param_desc), .name = "divergence", .type = FLOE_PARAM_BOOL,
-        .def = 1, .unit = "",
-        .doc = "run the divergence-free solver before the constant density solver (false: constant density only)" },
-    [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
-        .def = 0.05, .min = 0, .max = 10, .unit = "",
-        .doc = "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)" },
-    [SO_DT_MAX] = { FLOE_SIZED(floe_param_desc), .name = "dt_max", .type = FLOE_PARAM_FLOAT,
-        .def = 0.005, .min = 1e-7, .max = 10, .unit = "s",
-        .doc = "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)" },
-    [SO_CORR_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "max_correction_speed", .type = FLOE_PARAM_FLOAT,
-        .def = 0.1, .min = 0, .max = 1e4, .unit = "m/s",
-        .doc = "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
-               "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
-               "no limit" },
-    [SO_OMEGA] = { FLOE_SIZED(floe_param_desc), .name = "omega", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0.01, .max = 1, .unit = "",
-        .doc = "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)" },
-    [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
-        .def_str = "akinci", .choices = "akinci|mirror", .unit = "",
-        .doc = "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
-               "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
-               "force stays the adjoint of the density change)" },
-    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
-        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
-        .doc = "Chebyshev acceleration of both Jacobi iterations (Wang 2015, as iisph's) with this estimate of "
-               "their spectral radius (0 = plain relaxed Jacobi)" },
-    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
-        .def = 4, .min = 2, .max = 100000, .unit = "",
-        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
-    [SO_GRAD_CORR] = { FLOE_SIZED(floe_param_desc), .name = "gradient_correction", .type = FLOE_PARAM_BOOL,
-        .def = 0, .unit = "",
-        .doc = "scale each pair gradient by (gamma_i + gamma_j) / 2 and the wall's by gamma_i, gamma_i = dim / "
-               "tr(-sum_j V_j x_ij grad W_ij^T) clamped to [0.9, 1.11] (as iisph's): pressure consistent with rho0 "
-               "g h on a settled packing; one more neighbour pass a step" },
+    [SO_TOL] = FLOE_PARAM_F("tolerance", 0.0005, 1e-7, 0.5, "",
+        "constant density solver: stop when the mean predicted compression mean(max(rho* / rho0 - 1, 0)) is "
+        "below this (0.0005 = 0.05%, Bender & Koschier's eta)"),
+    [SO_DIV_TOL] = FLOE_PARAM_F("divergence_tolerance", 0.001, 1e-7, 0.5, "",
+        "divergence-free solver: stop when mean(max(Drho/Dt, 0)) dt / rho0 is below this (0.001 = 0.1%, eta_v)"),
+    [SO_MIN_IT] = FLOE_PARAM_I("min_iterations", 2, 0, 100000, "",
+        "constant density solver: at least this many iterations (the paper: 2)"),
+    [SO_MAX_IT] = FLOE_PARAM_I("max_iterations", 100, 1, 100000, "",
+        "constant density solver: at most this many iterations"),
+    [SO_DIV_MAX_IT] = FLOE_PARAM_I("divergence_max_iterations", 100, 1, 100000, "",
+        "divergence-free solver: at most this many iterations (at least 1)"),
+    [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
+        "both solvers start from this times last step's summed P (0 = cold start)"),
+    [SO_DIVERGENCE] = FLOE_PARAM_B("divergence", 1,
+        "run the divergence-free solver before the constant density solver (false: constant density only)"),
+    [SO_FORCE_COURANT] = FLOE_PARAM_F("force_courant", 0.05, 0, 10, "",
+        "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)"),
+    [SO_DT_MAX] = FLOE_PARAM_F("dt_max", 0.005, 1e-7, 10, "s",
+        "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)"),
+    [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
+        "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
+        "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
+        "no limit"),
+    [SO_OMEGA] = FLOE_PARAM_F("omega", 0.5, 0.01, 1, "",
+        "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)"),
+    [SO_BOUNDARY] = FLOE_PARAM_S("boundary_pressure", "akinci", "akinci|mirror",
+        "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
+        "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
+        "force stays the adjoint of the density change)"),
+    [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale each pair gradient by (gamma_i + gamma_j) / 2 and the wall's by gamma_i, gamma_i = dim / "
+        "tr(-sum_j V_j x_ij grad W_ij^T) clamped to [0.9, 1.11] (as iisph's): pressure consistent with rho0 g h "
+        "on a settled packing; one more neighbour pass a step"),
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,             /* of both iterations */
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     {0},
 };
 
@@ -722,21 +674,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "dfsph",
-    .version = "1.0.0",
-    .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density solvers "
-               "with warm starts, Akinci boundaries",
-    .stages = stages,
-    .init = dfsph_init,
-    .fini = dfsph_fini,
-};
-
-FLOE_MODULE(dfsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(dfsph, .version = "1.0.0",
+                 .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density "
+                            "solvers with warm starts, Akinci boundaries",
+                 .stages = stages, .init = dfsph_init, .fini = dfsph_fini)

@@ -19,15 +19,6 @@ typedef struct dfsph_cfg {
     int corr;                           /* gradient_correction */
 } dfsph_cfg;
 
-/* Chebyshev weight of iteration k (1 before `delay`), from the previous one
- * (Wang 2015, as iisph's); shared so that both paths use the same floats */
-static inline float dfsph_cheb_weight(float rho, int64_t k, int64_t delay, float prev)
-{
-    if (!(rho > 0.0f) || k < delay)
-        return 1.0f;
-    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
-}
-
 /* the end of a step on either path: the time step proposals and the
  * statistics (dfsph.c) */
 void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v);

@@ -53,31 +53,22 @@ void dfsph_cl_free(struct dfsph_cl *c) { free(c); }
 
 static struct dfsph_cl *cl_state(floe_ctx *ctx, struct dfsph_cl **cp)
 {
-    if (*cp)
-        return *cp;
-    struct dfsph_cl *c = calloc(1, sizeof *c);
-    if (!c) {
+    struct dfsph_cl *c = *cp ? *cp : calloc(1, sizeof *c);
+    if (c && !*cp) {
+        c->read = (fn_read_t)api->cl_fn("clEnqueueReadBuffer");
+        c->fill = (fn_fill_t)api->cl_fn("clEnqueueFillBuffer");
+        c->queue = api->cl_queue(ctx);
+        if (c->read && c->fill && c->queue)
+            *cp = c;
+        else {
+            free(c);
+            api->fail(ctx, FLOE_ERR, "OpenCL: the runtime lacks an entry point dfsph needs");
+            return NULL;
+        }
+    } else if (!c) {
         api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
-        return NULL;
     }
-    c->read = (fn_read_t)api->cl_fn("clEnqueueReadBuffer");
-    c->fill = (fn_fill_t)api->cl_fn("clEnqueueFillBuffer");
-    c->queue = api->cl_queue(ctx);
-    if (!c->read || !c->fill || !c->queue) {
-        free(c);
-        api->fail(ctx, FLOE_ERR, "OpenCL: the runtime lacks an entry point dfsph needs");
-        return NULL;
-    }
-    *cp = c;
     return c;
-}
-
-static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *st)
-{
-    void *m = api->cl_scratch(ctx, name, bytes ? bytes : 16);
-    if (!m && *st == FLOE_OK)
-        *st = FLOE_ERR_NOMEM;
-    return m;
 }
 
 static int cl_check(floe_ctx *ctx, int32_t e, const char *what)
@@ -125,7 +116,7 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
                             ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
         if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 52.0 * n + 5.0 * row)))
             return st;
-        om = dfsph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         floe_cl_arg ua[] = {ARG(n),       ARG(S->xm),  ARG(S->ap),  ARG(S->gb),    ARG(S->co),   ARG(S->S),
                             ARG(S->P),    ARG(S->Pold), ARG(S->part), ARG(dtk),    ARG(div),     ARG(omega),
                             ARG(om),      ARG(S->rho0), ARG(S->kc), ARG(S->per),   ARG(S->cnt),  ARG(S->idx),
@@ -167,15 +158,16 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const float dt = (float)si->dt;
     int st;
 
+    /* one fluid set on the device; several, or gradient_correction: the C solve */
     floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
-    int nf, nb;
-    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) ||
-        (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
-        return st;
-    if (nf > 1 || c->corr)
+    int nf = 0, nb = 0;
+    st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf);
+    if (st == FLOE_OK && (nf > 1 || c->corr))
         return DFSPH_CL_USE_C;
-    if (nf == 0 || !(dt > 0.0f))
-        return FLOE_OK;
+    if (st == FLOE_OK)
+        st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb);
+    if (st != FLOE_OK || nf == 0 || !(dt > 0.0f))
+        return st;
 
     solver S;
     memset(&S, 0, sizeof S);
@@ -213,20 +205,21 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     S.a = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
     if (st)
         return st;
+    /* device scratch: float4 per particle (xm, u, gb, co, ap), float (S, P,
+     * Pold), the group sums, the read-back slot and the bits of max |v|^2 */
+    void *mx = NULL;
     const size_t n4 = (size_t)n * 16, n1 = (size_t)n * 4;
-    S.xm = scratch(ctx, "dfsph.xm", n4, &st);
-    S.u = scratch(ctx, "dfsph.u", n4, &st);
-    S.gb = scratch(ctx, "dfsph.gb", n4, &st);
-    S.co = scratch(ctx, "dfsph.co", n4, &st);
-    S.ap = scratch(ctx, "dfsph.ap", n4, &st);
-    S.S = scratch(ctx, "dfsph.S", n1, &st);
-    S.P = scratch(ctx, "dfsph.P", n1, &st);
-    S.Pold = scratch(ctx, "dfsph.Pold", n1, &st);
-    S.part = scratch(ctx, "dfsph.part", (size_t)S.nparts * 4, &st);
-    S.red = scratch(ctx, "dfsph.red", 16, &st);
-    void *mx = scratch(ctx, "dfsph.mx", 16, &st);
-    if (st)
-        return st == FLOE_ERR_NOMEM ? api->fail(ctx, st, "OpenCL: out of device memory (%u particles)", n) : st;
+    const struct {
+        void **buf;
+        const char *name;
+        size_t bytes;
+    } bufs[] = {{&S.xm, "dfsph.xm", n4}, {&S.u, "dfsph.u", n4},     {&S.gb, "dfsph.gb", n4},
+                {&S.co, "dfsph.co", n4}, {&S.ap, "dfsph.ap", n4},   {&S.S, "dfsph.S", n1},
+                {&S.P, "dfsph.P", n1},   {&S.Pold, "dfsph.Pold", n1}, {&S.part, "dfsph.part", (size_t)S.nparts * 4},
+                {&S.red, "dfsph.red", 16}, {&mx, "dfsph.mx", 16}};
+    for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++)
+        if (!(*bufs[k].buf = api->cl_scratch(ctx, bufs[k].name, bufs[k].bytes > 0 ? bufs[k].bytes : 16)))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: out of device memory (%u particles)", n);
 
     /* max |v|^2 starts at 0 (+0.0f bits) */
     const uint32_t zero = 0;
@@ -235,12 +228,12 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
 
     /* boundary pass, one launch per boundary set (at least one) */
     const float brho0 = c->beta * S.rho0;
-    const int lb = nb > 1 ? nb : 1;
-    for (int l = 0; l < lb; l++) {
+    for (int l = 0; l == 0 || l < nb; l++) {
+        const int32_t init = l == 0, fin = l + 1 >= nb;
         floe_cl_row rb;
-        if ((st = floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, &rb)))
+        st = floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, &rb);
+        if (st)
             return st;
-        int32_t init = l == 0, fin = l == lb - 1;
         floe_cl_arg a[] = {ARG(n),     ARG(x),     ARG(S.v),   ARG(m),    ARG(S.xm),  ARG(S.u),
                            ARG(S.gb),  ARG(S.kc),  ARG(S.per), ARG(brho0), ARG(init), ARG(fin),
                            ARG(rb.has), ARG(rb.x), ARG(rb.w),  ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch),

@@ -241,37 +241,6 @@ static inline void solve3(const float M[6], const float b[3], float x[3])
     x[2] = inv * (c2 * b[0] + (bb * c - a * f) * b[1] + (a * e - bb * bb) * b[2]);
 }
 
-/* Kernel gradient correction (gradient_correction): gamma_i = dim / tr M_i,
- * M_i = -sum_j V_j x_ij grad W_ij^T over fluid (V_j = m_j / rho0) and
- * boundary (V_b) neighbours, so that the corrected gradient of a linear
- * field is exact on average over directions (the scalar form of Bonet &
- * Lok 1999's L_i = M_i^-1). The settled packings of the tanks have tr M / dim
- * 0.98-0.99, which alone puts the hydrostatic pressure 1.5-2% high
- * (docs/iisph.md). Clamped to [0.9, 1/0.9]: at the free surface M_i is
- * deficient and the plain gradient is kept within 10%. */
-#define GAMMA_LO IISPH_GAMMA_LO
-FLOE_ROW_FN float gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
-                            const float *restrict xs, float inv_rho0, int dim, const int per)
-{
-    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-    float tr = 0.0f;
-    for (int b = 0; b < nt; b++) {
-        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
-        const uint32_t cnt = t[b].cnt[i];
-        const float *restrict xt = t[b].x, *restrict V = t[b].mass;
-        const float sc = t[b].boundary ? 1.0f : inv_rho0;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            s += V[j] * floe_kdw(kc, r2) * r2;
-        }
-        tr -= sc * s;
-    }
-    const float g = tr > 0.0f ? (float)dim / tr : 1.0f / GAMMA_LO;
-    return g < GAMMA_LO ? GAMMA_LO : (g > 1.0f / GAMMA_LO ? 1.0f / GAMMA_LO : g);
-}
-
 /* Fluid row: m_j grad W_ij of every pair and the neighbour's global index,
  * written into one lane of a SELL-8 block (stride 8); G += sum_j m_j grad W_ij,
  * *s2 += sum_j m_j |grad W_ij|^2, *dv += sum_j v_adv_j . m_j grad W_ij. The
@@ -625,12 +594,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int nf, nt, st;
     size_t N;
 
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -689,7 +654,9 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         if (corr) {
             float *restrict gam = s->gam + f[q].off;
             const float ir0 = 1.0f / w->rho0;
-#define GAMMA(i, per) gam[i] = gamma_one(&kc, tt[q], nt, i, w->x, ir0, si->dim, per)
+            /* gradient_correction: gamma_i = dim / tr M_i (<floe/sph.h>); the settled
+             * packings have tr M / dim 0.98-0.99, 1.5-2% of hydrostatic pressure */
+#define GAMMA(i, per) gam[i] = floe_gamma_one(&kc, tt[q], nt, i, w->x, ir0, si->dim, IISPH_GAMMA_LO, per)
             FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
         }
@@ -752,8 +719,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph.h) */
-        om = iisph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        /* Chebyshev acceleration from iteration `chebyshev_delay` on (<floe/sph.h>) */
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
@@ -813,19 +780,16 @@ static const floe_param_desc solve_params[] = {
         "relaxation of the Jacobi update (eq. 24; Ihmsen 2013: 0.5, Kim 2020: 0.8)"),
     [SO_TOLERANCE] = FLOE_PARAM_F("tolerance", 0.0005, 1e-7, 0.5, "",
         "stop when the average predicted compression mean(max(rho/rho0 - 1, 0)) is below this (0.0005 = 0.05%)"),
-    [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
-        .def = 2, .min = 1, .max = 100000, .unit = "",
-        .doc = "at least this many iterations (each: pressure accelerations, then density error and update)" },
-    [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "at most this many iterations; when still above tolerance the next dt is halved" },
+    [SO_MIN_IT] = FLOE_PARAM_I("min_iterations", 2, 1, 100000, "",
+        "at least this many iterations (each: pressure accelerations, then density error and update)"),
+    [SO_MAX_IT] = FLOE_PARAM_I("max_iterations", 100, 1, 100000, "",
+        "at most this many iterations; when still above tolerance the next dt is halved"),
     [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
         "initial pressure = warm_start * previous step's pressure (Ihmsen 2013: 0.5; 0 = cold start; "
         "above ~0.7 a deep tank at rest oscillates)"),
-    [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
-        .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
-        .doc = "boundary pressure: extrapolate = -psi_b (p_i + p_b)/rho_i^2 grad W_ib with p_b = p_i + rho_i g.(x_b - x_i) "
-               "where p_i > 0; mirror = the same with p_b = p_i (as wcsph); akinci = -psi_b p_i/rho_i^2 grad W_ib" },
+    [SO_BOUNDARY] = FLOE_PARAM_S("boundary_pressure", "extrapolate", "extrapolate|mirror|akinci",
+        "boundary pressure: extrapolate = -psi_b (p_i + p_b)/rho_i^2 grad W_ib with p_b = p_i + rho_i g.(x_b - x_i) "
+        "where p_i > 0; mirror = the same with p_b = p_i (as wcsph); akinci = -psi_b p_i/rho_i^2 grad W_ib"),
     [SO_BVISC] = FLOE_PARAM_F("boundary_viscosity", 0, 0, 100, "m^2/s",
         "kinematic viscosity against boundary particles (wall friction), added to a before the solve: "
         "2(dim+2) nu sum_b psi_b/rho_i (v_i.x_ib)/(r^2+0.01H^2) grad W_ib; 0 = free slip"),
@@ -837,17 +801,12 @@ static const floe_param_desc solve_params[] = {
     [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
         "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
         "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
-    [SO_CHEB] = FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",
-        "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
-        "(0 = plain relaxed Jacobi)"),
-    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
-        .def = 4, .min = 2, .max = 100000, .unit = "",
-        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
-    [SO_GRAD_CORR] = { FLOE_SIZED(floe_param_desc), .name = "gradient_correction", .type = FLOE_PARAM_BOOL,
-        .def = 0, .unit = "",
-        .doc = "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
-               "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "
-               "step" },
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
+    [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
+        "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "
+        "step"),
     {0},
 };
 
