@@ -325,11 +325,13 @@ Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
     destroy(&w[1]);
 }
 
-/* gradient_correction: the OpenCL backend runs the C solve on host copies,
- * so the answer is the cpu backend's (and not the uncorrected one) */
-Test(dfsph_cl, gradient_correction_runs_the_c_solve, .timeout = 300)
+/* gradient_correction on the device (dfsph_gamma, the corrected pair
+ * gradients in every pass): the cpu backend's answer, and not the
+ * uncorrected one */
+Test(dfsph_cl, solve_gradient_correction, .timeout = 300)
 {
     solve_opt o = {.iterations = 6, .gradient_correction = 1};
+    solve_agrees(3, 0, &o, "3D gradient_correction");
     solve_agrees(2, 0, &o, "2D gradient_correction");
     world w[2];
     for (int b = 0; b < 2; b++) {

@@ -165,4 +165,22 @@ inline float floe_group_sum(__local float *red, float v)
     const float3 d = floe_min_image(xi - xj.xyz, per);                      \
     const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
 
+/* gradient correction (floe_gamma_one of the C path, <floe/sph.h>): gamma_i
+ * = dim / tr M_i, tr M_i = -(sum_j m_j / rho0 dW/dr r over the fluid row of
+ * packed (x, m) + trb, the boundary part), clamped to [lo, 1/lo] */
+inline float floe_gamma_row(uint i, __global const float4 *xm, float trb, float4 kc, float4 per, float inv_rho0,
+                            float dim, float lo, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const float3 xi = xm[i].xyz;
+    float s = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        FLOE_XM_IJ(xm, idxf, pitchf);
+        s += xj.w * floe_dw_r(kc, r2) * r2;
+    }
+    const float t = -(inv_rho0 * s) - trb;
+    const float g = t > 0.0f ? dim / t : 1.0f / lo;
+    return g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+}
+
 #endif

@@ -35,7 +35,8 @@ __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global const float *m,
               __global float4 *xm, __global float4 *u, __global float4 *gb, float4 kc, float4 per, float brho0,
               int init, int fin, int hasb, __global const float *xb, __global const float *Vb,
-              __global const uint *cntb, __global const uint *idxb, uint pitchb, __global uint *mx)
+              __global const uint *cntb, __global const uint *idxb, uint pitchb, __global uint *mx, int kgc,
+              __global float *tr)
 {
     __local float red[WGS];
     const uint i = get_global_id(0);
@@ -43,14 +44,27 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
     if (i < n) {
         const float3 xi = floe_load3(x, i);
         float4 G = init ? (float4)(0.0f) : gb[i];
+        float trb = kgc && !init ? tr[i] : 0.0f; /* gradient_correction: sum_b V_b dW/dr r */
         if (hasb) {
-            float3 s;
-            FLOE_ROW_GRAD(cntb, idxb, pitchb, xb, Vb[j], s);
-            G.x += s.x;
-            G.y += s.y;
-            G.z += s.z;
-            G.w += (float)cntb[i];
+            float sx = 0.0f, sy = 0.0f, sz = 0.0f, st = 0.0f;
+            const uint cb = cntb[i];
+            for (uint k = 0; k < cb; k++) {
+                const uint j = idxb[k * pitchb + i];
+                FLOE_X_IJ(xb);
+                const float g = Vb[j] * floe_dw_r(kc, r2);
+                sx += g * d.x;
+                sy += g * d.y;
+                sz += g * d.z;
+                st += g * r2;
+            }
+            G.x += sx;
+            G.y += sy;
+            G.z += sz;
+            G.w += (float)cb;
+            trb += st;
         }
+        if (kgc)
+            tr[i] = trb;
         if (fin) {
             G.x *= brho0;
             G.y *= brho0;
@@ -68,6 +82,27 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
         floe_group_max(red, v2, mx);
 }
 
+/* gradient_correction (floe_gamma_one of the C path): gamma_i = dim / tr M_i,
+ * tr M_i = -(sum_j m_j / rho0 dW/dr r + the boundary part from setup_b),
+ * clamped to [lo, 1/lo]; the wall's gradients Gb scaled by gamma_i (the
+ * pair gradients by (gamma_i + gamma_j) / 2 in every pass) */
+__kernel void dfsph_gamma(uint n, __global const float4 *xm, __global float4 *gb, __global const float *tr,
+                          __global float *gam, float4 kc, float4 per, float inv_rho0, float dim, float lo,
+                          __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float g = floe_gamma_row(i, xm, tr[i], kc, per, inv_rho0, dim, lo, cntf, idxf, pitchf);
+    gam[i] = g;
+    const float4 G = gb[i];
+    gb[i] = (float4)(g * G.x, g * G.y, g * G.z, G.w);
+}
+
+/* m_j dW/dr / r of a pair, times (gamma_i + gamma_j) / 2 with
+ * gradient_correction (as the C path's stored gradients) */
+#define DF_G(kgc, dw) ((kgc) ? xj.w * ((dw) * (0.5f * (gi + gam[j]))) : xj.w * (dw))
+
 /* Fluid pass: D, few and lag into co = (D, few, lag, 0). cf = (rho0,
  * D_min, elim inputs: max_correction_speed, dt / spacing); few_limit the
  * neighbour count below which a particle takes no part in the divergence
@@ -75,18 +110,19 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
 __kernel void dfsph_setup_f(uint n, __global const float4 *xm, __global const float4 *gb,
                             __global const float *rho, __global float4 *co, float4 kc, float4 per, float4 cf,
                             uint few_limit, __global const uint *mx, __global const uint *cntf,
-                            __global const uint *idxf, uint pitchf)
+                            __global const uint *idxf, uint pitchf, int kgc, __global const float *gam)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
     const float4 xmi = xm[i];
     const float3 xi = xmi.xyz;
+    const float gi = kgc ? gam[i] : 1.0f;
     float sx = 0.0f, sy = 0.0f, sz = 0.0f, ss = 0.0f;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
         FLOE_XM_IJ(xm, idxf, pitchf);
-        const float dw = floe_dw_r(kc, r2), g = xj.w * dw;
+        const float dw = kgc ? floe_dw_r(kc, r2) * (0.5f * (gi + gam[j])) : floe_dw_r(kc, r2), g = xj.w * dw;
         sx += g * d.x;
         sy += g * d.y;
         sz += g * d.z;
@@ -122,13 +158,15 @@ __kernel void dfsph_predict(uint n, __global float4 *u, __global const float *a,
 
 /* Drho_i/Dt of u: u_i . Gb_i + sum_j (u_i - u_j) . m_j grad W_ij */
 inline float div_row(uint i, float3 xi, float4 ui, float4 Gb, __global const float4 *xm, __global const float4 *u,
-                     float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+                     float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf,
+                     const int kgc, __global const float *gam)
 {
+    const float gi = kgc ? gam[i] : 1.0f;
     float s = ui.x * Gb.x + ui.y * Gb.y + ui.z * Gb.z;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
         FLOE_XM_IJ(xm, idxf, pitchf);
-        const float g = xj.w * floe_dw_r(kc, r2);
+        const float g = DF_G(kgc, floe_dw_r(kc, r2));
         const float4 uj = u[j];
         s += (ui.x - uj.x) * (g * d.x) + (ui.y - uj.y) * (g * d.y) + (ui.z - uj.z) * (g * d.z);
     }
@@ -143,12 +181,14 @@ __kernel void dfsph_source(uint n, __global const float4 *xm, __global const flo
                            __global const float4 *co, __global const float *rho, __global const float *init,
                            int divergence, float dt, float warm, float rho0, __global float *S, __global float *P,
                            __global float *Pold, float4 kc, float4 per, __global const uint *cntf,
-                           __global const uint *idxf, uint pitchf)
+                           __global const uint *idxf, uint pitchf, int kgc, __global const float *gam)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const float d = div_row(i, xm[i].xyz, u[i], gb[i], xm, u, kc, per, cntf, idxf, pitchf);
+    const float3 xi = xm[i].xyz;
+    const float d = kgc ? div_row(i, xi, u[i], gb[i], xm, u, kc, per, cntf, idxf, pitchf, 1, gam)
+                        : div_row(i, xi, u[i], gb[i], xm, u, kc, per, cntf, idxf, pitchf, 0, gam);
     const float4 ci = co[i];
     const float rhoi = rho[i];
     S[i] = divergence ? (ci.y != 0.0f ? 0.0f : d) : rhoi + dt * d - rho0 - ci.z;
@@ -161,19 +201,20 @@ __kernel void dfsph_source(uint n, __global const float4 *xm, __global const flo
 /* a^p_i = -(P_i Gb_i + sum_j (P_i + P_j) m_j grad W_ij) */
 __kernel void dfsph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *gb,
                           __global float4 *ap, float4 kc, float4 per, __global const uint *cntf,
-                          __global const uint *idxf, uint pitchf)
+                          __global const uint *idxf, uint pitchf, int kgc, __global const float *gam)
 {
     const uint i = get_global_id(0);
     if (i >= n)
         return;
     const float3 xi = xm[i].xyz;
+    const float gi = kgc ? gam[i] : 1.0f;
     const float Pi = P[i];
     const float4 Gb = gb[i];
     float ax = Pi * Gb.x, ay = Pi * Gb.y, az = Pi * Gb.z;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
         FLOE_XM_IJ(xm, idxf, pitchf);
-        const float g = xj.w * floe_dw_r(kc, r2);
+        const float g = DF_G(kgc, floe_dw_r(kc, r2));
         const float cc = Pi + P[j];
         ax += cc * (g * d.x);
         ay += cc * (g * d.y);
@@ -191,19 +232,21 @@ __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 dfsph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *gb,
              __global const float4 *co, __global const float *S, __global const float *P, __global float *Pold,
              __global float *part, float dtk, int divergence, float omega, float cheb, float rho0, float4 kc,
-             float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+             float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf, int kgc,
+             __global const float *gam)
 {
     __local float red[WGS];
     const uint i = get_global_id(0), l = get_local_id(0);
     float e = 0.0f;
     if (i < n) {
         const float3 xi = xm[i].xyz;
+        const float gi = kgc ? gam[i] : 1.0f;
         const float4 ai = ap[i], Gb = gb[i];
         float s = ai.x * Gb.x + ai.y * Gb.y + ai.z * Gb.z;
         const uint c = cntf[i];
         for (uint k = 0; k < c; k++) {
             FLOE_XM_IJ(xm, idxf, pitchf);
-            const float g = xj.w * floe_dw_r(kc, r2);
+            const float g = DF_G(kgc, floe_dw_r(kc, r2));
             const float4 aj = ap[j];
             s += (ai.x - aj.x) * (g * d.x) + (ai.y - aj.y) * (g * d.y) + (ai.z - aj.z) * (g * d.z);
         }

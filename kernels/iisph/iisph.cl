@@ -175,19 +175,7 @@ __kernel void iisph_gamma(uint n, __global const float4 *xm, __global float4 *G,
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const float3 xi = xm[i].xyz;
-    float s = 0.0f;
-    const uint c = cntf[i];
-    for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 d = floe_min_image(xi - xj.xyz, per);
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-        s += xj.w * floe_dw_r(kc, r2) * r2;
-    }
-    const float t = -(inv_rho0 * s) - tr[i];
-    float g = t > 0.0f ? dim / t : 1.0f / lo;
-    g = g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+    const float g = floe_gamma_row(i, xm, tr[i], kc, per, inv_rho0, dim, lo, cntf, idxf, pitchf);
     gam[i] = g;
     float4 Gi = G[i], Ei = E[i];
     G[i] = (float4)(g * Gi.x, g * Gi.y, g * Gi.z, Gi.w);

@@ -21,8 +21,8 @@
  * minimum on waits for its 4 bytes (iisph_cl.c hides that wait by
  * enqueueing the next iteration speculatively; not done here).
  *
- * A scene with several non-empty fluid sets, or gradient_correction, runs
- * the C solve (the backend copies the data). Needs no OpenCL header: device objects are
+ * A scene with several non-empty fluid sets runs the C solve (the backend
+ * copies the data). Needs no OpenCL header: device objects are
  * void * through floe_api; the two runtime entry points used directly (a
  * read, a fill) come from api->cl_fn with their C signatures below. */
 #include "dfsph.h"
@@ -86,6 +86,8 @@ typedef struct solver {
     float kc[4], per[4], dt, rho0;
     void *xm, *u, *gb, *co, *ap, *S, *P, *Pold, *part, *red, *cnt, *idx;
     void *rho, *v, *a, *p, *kv;
+    void *gam;   /* gradient_correction: gamma per particle (else any buffer, unread) */
+    int32_t kgc; /* gradient_correction */
     double pairs;
 } solver;
 
@@ -106,21 +108,21 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
     floe_cl_arg sa[] = {ARG(n),    ARG(S->xm), ARG(S->u),    ARG(S->gb),  ARG(S->co), ARG(S->rho),
                         ARG(init), ARG(div),   ARG(dt),      ARG(warm),   ARG(S->rho0), ARG(S->S),
                         ARG(S->P), ARG(S->Pold), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx),
-                        ARG(S->pitch)};
+                        ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
     if ((st = api->cl_run(ctx, S->k_source, n, (int)(sizeof sa / sizeof *sa), sa, 100.0 * n + 5.0 * row)))
         return st;
     int64_t it = 0;
     float om = 1.0f;
     for (;;) {
-        floe_cl_arg aa[] = {ARG(n),   ARG(S->xm),  ARG(S->P),   ARG(S->gb),  ARG(S->ap),
-                            ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+        floe_cl_arg aa[] = {ARG(n),     ARG(S->xm),  ARG(S->P),   ARG(S->gb),  ARG(S->ap),     ARG(S->kc),
+                            ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
         if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 52.0 * n + 5.0 * row)))
             return st;
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         floe_cl_arg ua[] = {ARG(n),       ARG(S->xm),  ARG(S->ap),  ARG(S->gb),    ARG(S->co),   ARG(S->S),
                             ARG(S->P),    ARG(S->Pold), ARG(S->part), ARG(dtk),    ARG(div),     ARG(omega),
                             ARG(om),      ARG(S->rho0), ARG(S->kc), ARG(S->per),   ARG(S->cnt),  ARG(S->idx),
-                            ARG(S->pitch)};
+                            ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
         if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 76.0 * n + 5.0 * row)))
             return st;
         void *t = S->P; /* the new iterate is in Pold */
@@ -140,8 +142,8 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
                 break;
         }
     }
-    floe_cl_arg aa[] = {ARG(n),   ARG(S->xm),  ARG(S->P),   ARG(S->gb),  ARG(S->ap),
-                        ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch)};
+    floe_cl_arg aa[] = {ARG(n),     ARG(S->xm),  ARG(S->P),   ARG(S->gb),  ARG(S->ap),     ARG(S->kc),
+                        ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
     if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 52.0 * n + 5.0 * row)))
         return st;
     floe_cl_arg pa[] = {ARG(n), ARG(S->u), ARG(S->ap), ARG(S->P), ARG(dt), ARG(div),
@@ -158,11 +160,11 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const float dt = (float)si->dt;
     int st;
 
-    /* one fluid set on the device; several, or gradient_correction: the C solve */
+    /* one fluid set on the device; several: the C solve */
     floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf = 0, nb = 0;
     st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf);
-    if (st == FLOE_OK && (nf > 1 || c->corr))
+    if (st == FLOE_OK && nf > 1)
         return DFSPH_CL_USE_C;
     if (st == FLOE_OK)
         st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb);
@@ -178,12 +180,13 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     void *k_setup_b = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_setup_b");
     void *k_setup_f = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_setup_f");
     void *k_predict = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_predict");
+    void *k_gamma = c->corr ? api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_gamma") : NULL;
     S.k_source = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_source");
     S.k_accel = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_accel");
     S.k_update = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_update");
     S.k_reduce = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_reduce");
     S.k_apply = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_apply");
-    if (!k_setup_b || !k_setup_f || !k_predict || !S.k_source || !S.k_accel || !S.k_update || !S.k_reduce ||
+    if (!k_setup_b || !k_setup_f || !k_predict || (c->corr && !k_gamma) || !S.k_source || !S.k_accel || !S.k_update || !S.k_reduce ||
         !S.k_apply)
         return FLOE_ERR;
 
@@ -207,8 +210,9 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
         return st;
     /* device scratch: float4 per particle (xm, u, gb, co, ap), float (S, P,
      * Pold), the group sums, the read-back slot and the bits of max |v|^2 */
-    void *mx = NULL;
+    void *mx = NULL, *tr = NULL;
     const size_t n4 = (size_t)n * 16, n1 = (size_t)n * 4;
+    S.kgc = c->corr;
     const struct {
         void **buf;
         const char *name;
@@ -216,7 +220,8 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     } bufs[] = {{&S.xm, "dfsph.xm", n4}, {&S.u, "dfsph.u", n4},     {&S.gb, "dfsph.gb", n4},
                 {&S.co, "dfsph.co", n4}, {&S.ap, "dfsph.ap", n4},   {&S.S, "dfsph.S", n1},
                 {&S.P, "dfsph.P", n1},   {&S.Pold, "dfsph.Pold", n1}, {&S.part, "dfsph.part", (size_t)S.nparts * 4},
-                {&S.red, "dfsph.red", 16}, {&mx, "dfsph.mx", 16}};
+                {&S.red, "dfsph.red", 16}, {&mx, "dfsph.mx", 16},
+                {&S.gam, "dfsph.gam", c->corr ? n1 : 16}, {&tr, "dfsph.tr", c->corr ? n1 : 16}};
     for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++)
         if (!(*bufs[k].buf = api->cl_scratch(ctx, bufs[k].name, bufs[k].bytes > 0 ? bufs[k].bytes : 16)))
             return api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: out of device memory (%u particles)", n);
@@ -237,7 +242,7 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
         floe_cl_arg a[] = {ARG(n),     ARG(x),     ARG(S.v),   ARG(m),    ARG(S.xm),  ARG(S.u),
                            ARG(S.gb),  ARG(S.kc),  ARG(S.per), ARG(brho0), ARG(init), ARG(fin),
                            ARG(rb.has), ARG(rb.x), ARG(rb.w),  ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch),
-                           ARG(mx)};
+                           ARG(mx),     ARG(S.kgc), ARG(tr)};
         if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, 80.0 * n + 4.0 * rb.total)))
             return st;
     }
@@ -250,13 +255,21 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     S.idx = rf.idx;
     S.pitch = rf.pitch;
     S.pairs = rf.total;
+    if (c->corr) { /* gamma before any pair gradient uses it */
+        const float ir0 = 1.0f / S.rho0, dimf = (float)si->dim, lo = 0.9f;
+        floe_cl_arg a[] = {ARG(n),   ARG(S.xm), ARG(S.gb),  ARG(tr),   ARG(S.gam),    ARG(S.kc),    ARG(S.per),
+                           ARG(ir0), ARG(dimf), ARG(lo),    ARG(S.cnt), ARG(S.idx), ARG(S.pitch)};
+        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 56.0 * n + 20.0 * rf.total)))
+            return st;
+    }
     {
         /* D_min as the C path: 1e-6 rho0^2 / H^2; elim = max(corr, |v|max) dt / d */
         const float dmin = 1e-6f * S.rho0 * S.rho0 * kern.inv_H * kern.inv_H;
         const float cf[4] = {S.rho0, dmin, (float)c->corr_speed, (float)(dt / si->spacing)};
         const uint32_t few_limit = si->dim == 3 ? 20 : 7;
-        floe_cl_arg a[] = {ARG(n),   ARG(S.xm), ARG(S.gb), ARG(S.rho), ARG(S.co), ARG(S.kc),   ARG(S.per),
-                           ARG(cf),  ARG(few_limit), ARG(mx), ARG(S.cnt), ARG(S.idx), ARG(S.pitch)};
+        floe_cl_arg a[] = {ARG(n),   ARG(S.xm),      ARG(S.gb), ARG(S.rho), ARG(S.co),    ARG(S.kc),  ARG(S.per),
+                           ARG(cf),  ARG(few_limit), ARG(mx),   ARG(S.cnt), ARG(S.idx), ARG(S.pitch), ARG(S.kgc),
+                           ARG(S.gam)};
         if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 64.0 * n + 20.0 * rf.total)))
             return st;
     }
