@@ -128,6 +128,9 @@ struct floe_ctx {
 pset *ctx_set(floe_ctx *ctx, floe_set s);
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
+/* the same on the device (device.h's compact): keep a device buffer of n
+ * words, non-zero where a particle stays; *removed. FLOE_ERR without one. */
+int ctx_set_compact_device(floe_ctx *ctx, floe_set set, void *keep, uint32_t *removed);
 int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 /* api->set_moving: a boundary set sorted every step, its volumes its owner's */
@@ -196,5 +199,13 @@ int ctx_boundary_volumes(floe_ctx *ctx);
 int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain);
 /* the message of a bad particle i of set p after a stage (FLOE_ERR_BLOWUP) */
 int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what);
+/* the same quoting the position pos (3 floats) instead of the host copy's */
+int ctx_blowup_report_at(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what,
+                         const float *pos);
+/* count particles of set p that left the domain at a step and were deleted
+ * or clamped (ctx->outside), counted and logged (debug) the same on every
+ * backend; first: the lowest id among them (the index without ids) */
+void ctx_outside_event(floe_ctx *ctx, const pset *p, uint64_t count, uint32_t first, uint64_t step, double time,
+                       const char *stage);
 
 #endif

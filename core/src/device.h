@@ -36,6 +36,16 @@ typedef struct floe_backend_ops {
      * where it is current and has room, else that copy marked stale (a set
      * that grows without a round trip of what the device holds: emit.c) */
     int (*write_rows)(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t count);
+    /* particles removed from set p on the device, every attribute together,
+     * the survivors in their order (ctx_set_compact's result without the
+     * round trip): keep is a device buffer (api->cl_scratch, a kernel of the
+     * caller's) of p->n 32-bit words, non-zero where a particle stays; p->n
+     * becomes the survivors' count (one 4-byte read), *removed the others';
+     * the host copies are stale after. Ids are untouched (never reused).
+     * Called through ctx_set_compact_device (particles.c), which tells the
+     * core the set changed. The outside rule "delete" uses it (opencl/outside.c);
+     * so may sinks (emit.c). */
+    int (*compact)(floe_ctx *ctx, pset *p, void *keep, uint32_t *removed);
 
     /* ---- neighbour lists ---- */
     int (*neighbours)(floe_ctx *ctx, int reorder); /* the 'neighbours' stage on the device */

@@ -265,6 +265,20 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep)
     return FLOE_OK;
 }
 
+int ctx_set_compact_device(floe_ctx *ctx, floe_set set, void *keep, uint32_t *removed)
+{
+    pset *p = ctx_set(ctx, set);
+    *removed = 0;
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "compact: invalid particle set handle");
+    if (!ctx->dev || !keep)
+        return ctx_fail(ctx, FLOE_ERR, "compact on the device: no device, or no keep buffer");
+    int rc = ctx->dev->ops->compact(ctx, p, keep, removed);
+    if (!rc && *removed)
+        invalidate(ctx, p);
+    return rc;
+}
+
 static int reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
 {
     pset *p = ctx_set(ctx, set);

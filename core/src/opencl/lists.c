@@ -83,14 +83,12 @@ static int build_pairs(floe_ctx *ctx, const int *which, int n)
     return FLOE_OK;
 }
 
-int cl_neighbours(floe_ctx *ctx, int reorder)
+/* Sort every set that needs it (reordering fluid sets along the sort
+ * when asked), build the lists of every pair and read their counts
+ * without waiting. */
+static int build_all(floe_ctx *ctx, int reorder)
 {
-    int rb, rc;
-    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
-        return rc;
-    rc = ctx_nb_grid_ensure(ctx);
-    if (rc)
-        return rc;
+    int rc;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (p->is_static && CL->sets[s].sorted_valid)
@@ -130,6 +128,24 @@ int cl_neighbours(floe_ctx *ctx, int reorder)
     CL->nb_pending = 1;
     CL->lists_valid = 1;
     ctx->nb_valid = 0;
+    return FLOE_OK;
+}
+
+int cl_neighbours(floe_ctx *ctx, int reorder)
+{
+    int rb, rc;
+    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
+        return rc;
+    /* particles that left the domain in the last step: removed first where
+     * this build reorders the sets or waits anyway; else it goes ahead on
+     * them, and the settling looks (outside.c) */
+    if ((reorder || CL->nb_spec_off) && (rc = cl_outside_settle(ctx, NULL)))
+        return rc;
+    rc = ctx_nb_grid_ensure(ctx);
+    if (rc)
+        return rc;
+    if ((rc = build_all(ctx, reorder)))
+        return rc;
     ctx->nb_updates++;
     if (CL->nb_spec_off) {
         int rebuilt;
@@ -154,8 +170,6 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         return FLOE_OK;
     CL->nb_pending = 0;
     enum { NPAIR = MAX_SETS * MAX_SETS };
-    const int np = CL->nb_np;
-    cl_uint *st = nb_stats_host(ctx);
     double t0 = now_ms();
     cl_int e = F->clWaitForEvents(1, &CL->nb_ev);
     CL->wait_nb_ms += now_ms() - t0;
@@ -163,7 +177,27 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
     CL->nb_ev = NULL;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
-    int pending[NPAIR], npending = 0, rc;
+    int pending[NPAIR], npending = 0, rc, changed = 0;
+    /* the build went ahead on particles that had left the domain: removed
+     * now, the lists built again (no reorder: done, or not due), and the
+     * stages run on the old ones run again */
+    if (CL->out_pending && (rc = cl_outside_settle(ctx, &changed)))
+        return rc;
+    if (changed) {
+        if ((rc = build_all(ctx, 0)))
+            return rc;
+        CL->nb_pending = 0;
+        *rebuilt = 1;
+        t0 = now_ms();
+        e = F->clWaitForEvents(1, &CL->nb_ev);
+        CL->wait_nb_ms += now_ms() - t0;
+        F->clReleaseEvent(CL->nb_ev);
+        CL->nb_ev = NULL;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "reading the neighbour counts");
+    }
+    const int np = CL->nb_np;
+    cl_uint *st = nb_stats_host(ctx);
     for (int round = 0;; round++) {
         /* an overflow: kernels enqueued on the speculative lists may still
          * read them; let them finish before the lists are released */

@@ -45,6 +45,9 @@ static void destroy(floe_ctx *ctx)
     if (CL->nb_ev)
         F->clReleaseEvent(CL->nb_ev);
     CL->nb_ev = NULL;
+    if (CL->out_ev)
+        F->clReleaseEvent(CL->out_ev);
+    CL->out_ev = NULL;
     if (CL->profile && CL->steps)
         cl_print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
@@ -58,7 +61,7 @@ static void destroy(floe_ctx *ctx)
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
             cl_rel(ctx, &d->at[a].mem);
-        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
+        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp, &d->ckeep, &d->csrc};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
         for (int t = 0; t < MAX_SETS; t++) {
@@ -71,6 +74,7 @@ static void destroy(floe_ctx *ctx)
     cl_rel(ctx, &CL->stats);
     cl_rel(ctx, &CL->flags);
     cl_rel(ctx, &CL->speed);
+    cl_rel(ctx, &CL->outw);
     for (int k = 0; k < CL->nscr; k++)
         cl_rel(ctx, &CL->scr[k].mem);
     for (int k = 0; k < CL->npin; k++) {
@@ -118,11 +122,12 @@ static const floe_backend_ops opencl_ops = {
     .kind = FLOE_BACKEND_OPENCL,
     .describe = describe,
     .destroy = destroy,
-    .to_host = cl_to_host,
+    .to_host = cl_to_host_settled,
     .attr_state = cl_attr_state,
     .moved = moved,
     .capacity = cl_capacity,
     .write_rows = cl_write_rows,
+    .compact = cl_compact,
     .neighbours = cl_neighbours,
     .lists_pending = cl_lists_pending,
     .lists_settle = cl_lists_settle,
@@ -133,10 +138,10 @@ static const floe_backend_ops opencl_ops = {
     .stage_begin = cl_stage_begin,
     .stage_end = cl_stage_end,
     .step_end = cl_step_end,
-    .checks_flush = cl_checks_flush,
+    .checks_flush = cl_flush_settled,
     .gravity = cl_gravity,
     .integrate = cl_integrate,
-    .max_speed = cl_max_speed,
+    .max_speed = cl_max_speed_settled,
     .context = context,
     .queue = queue,
     .program = program,

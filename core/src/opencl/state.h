@@ -26,6 +26,8 @@
 #define MAX_KERNELS 48
 #define MAX_SCRATCH 32
 #define MAX_FLAGS 256
+#define FLAG_GROUP 8    /* words of one check launch: 4 attributes, 4 of the domain */
+#define FLAG_SPILL (FLAG_WIN * MAX_FLAGS) /* words past the windows: checks beyond MAX_FLAGS */
 #define FLAG_WIN 8      /* steps per read of the blow-up flags inside a run */
 #define MAX_KSTATS 64
 #define WG 128          /* local size of the element-wise launches */
@@ -59,6 +61,8 @@ typedef struct cl_setdev {
     double ltotal[MAX_SETS];
     cl_mem perm_tmp;
     size_t perm_bytes;
+    cl_mem ckeep, csrc;      /* compaction: flags scanned in place (n + 1), sources */
+    uint32_t ckeep_cap, csrc_cap;
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -74,6 +78,11 @@ typedef struct argcache {
     unsigned char val[ARGC_MAX][ARGC_BYTES];
 } argcache;
 
+/* What a flag word holds. attr < 0: a word read with the one before it
+ * (or unused); domain: FLAG_ATTR (2 i + Inf of attribute `attr`),
+ * FLAG_OUT_ERROR (the first index outside, then its x, y, z as floats),
+ * FLAG_OUT_CLAMP (~ the count clamped, then the lowest id). */
+enum { FLAG_ATTR = 0, FLAG_OUT_ERROR = 1, FLAG_OUT_CLAMP = 2 };
 typedef struct flag_slot {
     int stage, set, attr, domain;
 } flag_slot;
@@ -162,6 +171,20 @@ typedef struct cl_backend {
     cl_uint flag_base;      /* this step's block in the flag buffer */
     cl_mem pinned;          /* host-allocated buffer the flags are read into */
     cl_uint *pinned_fl;     /* its mapping, 2 windows (NULL: the pageable copies) */
+    /* The outside rule "delete" (outside.c): a check after a device stage
+     * that moved particles lowers two words per set of `outw` (~ the count
+     * outside, the lowest id), read at once without waiting; the particles
+     * are removed by a compaction on the device before anything else uses
+     * the set, or, where the next stages are the neighbour build and the
+     * stages run on its speculative lists, when those lists are settled
+     * (then built again and those stages run again). */
+    cl_mem outw;            /* 2 MAX_SETS words, all ones between checks */
+    cl_uint out_page[2 * MAX_SETS]; /* where they are read to without pinned memory */
+    cl_event out_ev;        /* that read */
+    int out_pending;        /* a read not looked at yet */
+    int out_stage;          /* the stage, step and time it checked */
+    uint64_t out_step;
+    double out_time;
     /* host side: time blocked in the neighbour-count and end-of-step reads */
     double wait_nb_ms, wait_end_ms;
     uint64_t wait_steps;
@@ -230,7 +253,14 @@ int cl_launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, con
 
 /* sort.c: the device cell sort of a set, and the reorder along it */
 int cl_sort(floe_ctx *ctx, int s);
+int cl_scan(floe_ctx *ctx, cl_mem buf, uint32_t m);
+int cl_permute_set(floe_ctx *ctx, int s, cl_mem perm, uint32_t m);
 int cl_reorder(floe_ctx *ctx, int s);
+
+/* compact.c: particles removed from a set on the device (the seam's compact) */
+int cl_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t *removed);
+/* those of set slot s outside the domain (the outside rule "delete") */
+int cl_compact_outside(floe_ctx *ctx, int s, uint32_t *removed);
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
 
 /* lists.c: neighbour lists built on the device */
@@ -248,6 +278,20 @@ int cl_report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots, in
 int cl_win_report(floe_ctx *ctx, int w);
 int cl_win_read(floe_ctx *ctx, int w, int blocking);
 int cl_checks_flush(floe_ctx *ctx);
+/* the queue finished, every check so far reported (the windows and this
+ * step's flags): before the host looks at, or renumbers, the particles */
+int cl_checks_now(floe_ctx *ctx);
+/* where the words of the outside rule "delete" are read to (2 per set
+ * slot; pinned memory where there is some) */
+cl_uint *cl_out_words(floe_ctx *ctx);
+
+/* outside.c: the outside rule "delete" settled (particles removed on the
+ * device); *changed (may be NULL) = 1 when a set lost particles */
+int cl_outside_settle(floe_ctx *ctx, int *changed);
+/* the seam's entries that must see the deletions first */
+void cl_to_host_settled(floe_ctx *ctx, pset *p, attr *at, int write);
+double cl_max_speed_settled(floe_ctx *ctx);
+int cl_flush_settled(floe_ctx *ctx);
 
 /* step.c: runs, steps, stages and their device times */
 void cl_run_begin(floe_ctx *ctx);
