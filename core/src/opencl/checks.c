@@ -22,18 +22,28 @@ static cl_int rule_code(const floe_ctx *ctx)
     return ctx->outside == FLOE_OUTSIDE_ERROR ? 1 : ctx->outside == FLOE_OUTSIDE_CLAMP ? 3 : 2;
 }
 
-cl_uint *cl_out_words(floe_ctx *ctx)
+cl_mem cl_stats(floe_ctx *ctx)
 {
-    cl_uint *p = cl_pinned(ctx, "core.outside", sizeof CL->out_page);
-    return p ? p : CL->out_page;
+    enum { NPAIR = MAX_SETS * MAX_SETS };
+    if (CL->stats)
+        return CL->stats;
+    if (!(CL->stats = cl_mk(ctx, (size_t)(STATS_PAIR0 + 2 * NPAIR) * 4)))
+        return NULL;
+    cl_uint ones = 0xffffffffu;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &ones, 4, 0, (size_t)STATS_PAIR0 * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        cl_err(ctx, e, "clEnqueueFillBuffer");
+        cl_rel(ctx, &CL->stats);
+    }
+    return CL->stats;
 }
 
 /* After an OpenCL stage: enqueue its blow-up checks (one launch per set it
  * writes, groups of four attributes, the first group with the domain's
  * outside rule where the stage moved the set), then its end marker. The
- * rule "delete" counts into outw, read at once without waiting
- * (outside.c removes the particles); "error" and "clamp" into the flag
- * words of the step, read with its window. */
+ * rule "delete" counts into the head of the stats buffer (outside.c
+ * removes the particles); "error" and "clamp" into the flag words of the
+ * step, read with its window. */
 int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
 {
     *host_timed = 1;
@@ -89,17 +99,9 @@ int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
                     return ctx_fail(ctx, FLOE_ERR, "set '%s' has no velocities to clamp", p->name);
                 bytes += 4.0 * n;
             }
-            if (dm == 2) { /* delete: the set's words of outw */
-                if (!CL->outw) {
-                    cl_uint ones = 0xffffffffu;
-                    if (!(CL->outw = cl_mk(ctx, sizeof CL->out_page)))
-                        return FLOE_ERR_NOMEM;
-                    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->outw, &ones, 4, 0, sizeof CL->out_page, 0, NULL,
-                                                      NULL);
-                    if (e != CL_SUCCESS)
-                        return cl_err(ctx, e, "clEnqueueFillBuffer");
-                }
-                dw = CL->outw;
+            if (dm == 2) { /* delete: the set's words at the head of stats */
+                if (!(dw = cl_stats(ctx)))
+                    return FLOE_ERR_NOMEM;
                 ds = 2u * (cl_uint)s;
                 deleting = 1;
             } else if (dm == 1 && room)
@@ -123,12 +125,9 @@ int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
                 return rc;
         }
     }
-    if (deleting) { /* the counts, without waiting: outside.c looks at them */
-        cl_int e = F->clEnqueueReadBuffer(CL->q, CL->outw, CL_FALSE, 0, (size_t)2 * ctx->npsets * 4, cl_out_words(ctx),
-                                          0, NULL, &CL->out_ev);
-        if (e != CL_SUCCESS)
-            return cl_err(ctx, e, "reading the particles outside the domain");
+    if (deleting) { /* outside.c looks at the words before the set is used */
         CL->out_pending = 1;
+        CL->out_in_counts = 0;
         CL->out_stage = i;
         CL->out_step = ctx->info.step;
         CL->out_time = ctx->info.time;

@@ -45,9 +45,6 @@ static void destroy(floe_ctx *ctx)
     if (CL->nb_ev)
         F->clReleaseEvent(CL->nb_ev);
     CL->nb_ev = NULL;
-    if (CL->out_ev)
-        F->clReleaseEvent(CL->out_ev);
-    CL->out_ev = NULL;
     if (CL->profile && CL->steps)
         cl_print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
@@ -74,7 +71,6 @@ static void destroy(floe_ctx *ctx)
     cl_rel(ctx, &CL->stats);
     cl_rel(ctx, &CL->flags);
     cl_rel(ctx, &CL->speed);
-    cl_rel(ctx, &CL->outw);
     for (int k = 0; k < CL->nscr; k++)
         cl_rel(ctx, &CL->scr[k].mem);
     for (int k = 0; k < CL->npin; k++) {

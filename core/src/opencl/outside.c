@@ -1,34 +1,37 @@
 /* OpenCL backend: the domain's outside rule "delete" on the device. The
  * check after a device stage that moved a set counts the particles outside
- * into two words per set (kernels/core/core.cl check_stage; checks.c reads
- * them at once, without waiting). Before anything else uses the set they
- * are looked at and, where particles left, removed by a compaction on the
- * device (compact.c), counted and logged as on the C path (blowup.c): after
- * the stage, so the same particles go at the same step. The one exception
- * keeps a step from waiting for the check: the next step's neighbour build
- * and the stages run on its speculative lists may go ahead; the lists'
- * settling (lists.c) looks at the words first and, where particles were
- * removed, builds the lists again, and the pipeline runs those stages
- * again, as after a list that overflowed. */
+ * into two words per set at the head of the neighbour counts' buffer
+ * (kernels/core/core.cl check_stage, checks.c), which come back with the
+ * next build's counts. Before anything else uses the set they are looked
+ * at (read now where they have not come back) and, where particles left,
+ * removed by a compaction on the device (compact.c), counted and logged as
+ * on the C path (blowup.c): the same particles go at the same step. The
+ * one exception keeps a step from waiting for the check: the next step's
+ * neighbour build and the stages run on its speculative lists may go
+ * ahead; the lists' settling (lists.c) looks at the words first and, where
+ * particles were removed, builds the lists again, and the pipeline runs
+ * those stages again, as after a list that overflowed. */
 #include "state.h"
 
 #include <string.h>
 
-int cl_outside_settle(floe_ctx *ctx, int *changed)
+int cl_outside_settle(floe_ctx *ctx, int *changed, const cl_uint *words)
 {
     if (changed)
         *changed = 0;
     if (!CL->out_pending)
         return FLOE_OK;
     CL->out_pending = 0;
-    double t0 = now_ms();
-    cl_int e = F->clWaitForEvents(1, &CL->out_ev);
-    CL->wait_end_ms += now_ms() - t0;
-    F->clReleaseEvent(CL->out_ev);
-    CL->out_ev = NULL;
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "reading the particles outside the domain");
-    const cl_uint *w = cl_out_words(ctx);
+    cl_uint w[2 * MAX_SETS];
+    if (words) /* with the neighbour counts, waited for */
+        memcpy(w, words, (size_t)2 * ctx->npsets * sizeof *w);
+    else {
+        double t0 = now_ms();
+        cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * ctx->npsets * 4, w, 0, NULL, NULL);
+        CL->wait_end_ms += now_ms() - t0;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "reading the particles outside the domain");
+    }
     int any = 0, rc;
     for (int s = 0; s < ctx->npsets; s++)
         any |= ctx->sets[s].kind == FLOE_SET_FLUID && w[2 * s] != 0xffffffffu;
@@ -36,25 +39,23 @@ int cl_outside_settle(floe_ctx *ctx, int *changed)
         return FLOE_OK;
     /* the checks so far name particles by index: reported before the
      * indices change (a blow-up is the run's end) */
-    cl_uint words[2 * MAX_SETS];
-    memcpy(words, w, (size_t)2 * ctx->npsets * sizeof *words);
     if ((rc = cl_checks_now(ctx)))
         return rc;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
-        if (p->kind != FLOE_SET_FLUID || words[2 * s] == 0xffffffffu)
+        if (p->kind != FLOE_SET_FLUID || w[2 * s] == 0xffffffffu)
             continue;
         uint32_t removed;
         if ((rc = cl_compact_outside(ctx, s, &removed)))
             return rc;
         if (removed)
-            ctx_outside_event(ctx, p, removed, words[2 * s + 1], CL->out_step, CL->out_time,
-                          ctx->stages[CL->out_stage].name);
+            ctx_outside_event(ctx, p, removed, w[2 * s + 1], CL->out_step, CL->out_time,
+                              ctx->stages[CL->out_stage].name);
         if ((rc = floe_set_moved(ctx, ctx_set_handle(ctx, s))))
             return rc;
     }
     cl_uint ones = 0xffffffffu;
-    e = F->clEnqueueFillBuffer(CL->q, CL->outw, &ones, 4, 0, sizeof CL->out_page, 0, NULL, NULL);
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &ones, 4, 0, (size_t)STATS_PAIR0 * 4, 0, NULL, NULL);
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "clEnqueueFillBuffer");
     if (changed)
@@ -64,14 +65,14 @@ int cl_outside_settle(floe_ctx *ctx, int *changed)
 
 void cl_to_host_settled(floe_ctx *ctx, pset *p, attr *at, int write)
 {
-    if (CL->out_pending && p->kind == FLOE_SET_FLUID && cl_outside_settle(ctx, NULL))
+    if (CL->out_pending && p->kind == FLOE_SET_FLUID && cl_outside_settle(ctx, NULL, NULL))
         ctx_log(ctx, FLOE_LOG_ERROR, "OpenCL: removing particles that left the domain failed: %s", ctx->error);
     cl_to_host(ctx, p, at, write);
 }
 
 double cl_max_speed_settled(floe_ctx *ctx)
 {
-    if (CL->out_pending && cl_outside_settle(ctx, NULL))
+    if (CL->out_pending && cl_outside_settle(ctx, NULL, NULL))
         ctx_log(ctx, FLOE_LOG_ERROR, "OpenCL: removing particles that left the domain failed: %s", ctx->error);
     return cl_max_speed(ctx);
 }
@@ -79,5 +80,5 @@ double cl_max_speed_settled(floe_ctx *ctx)
 int cl_flush_settled(floe_ctx *ctx)
 {
     int rc = cl_checks_flush(ctx);
-    return rc ? rc : cl_outside_settle(ctx, NULL);
+    return rc ? rc : cl_outside_settle(ctx, NULL, NULL);
 }

@@ -144,7 +144,8 @@ typedef struct cl_backend {
     int nb_pending;         /* a build whose counts have not been looked at */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
-    cl_uint nb_st_page[2 * MAX_SETS * MAX_SETS]; /* where they go without pinned memory */
+    /* where they go without pinned memory: the outside words, then the pairs' */
+    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS];
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -172,17 +173,17 @@ typedef struct cl_backend {
     cl_mem pinned;          /* host-allocated buffer the flags are read into */
     cl_uint *pinned_fl;     /* its mapping, 2 windows (NULL: the pageable copies) */
     /* The outside rule "delete" (outside.c): a check after a device stage
-     * that moved particles lowers two words per set of `outw` (~ the count
-     * outside, the lowest id), read at once without waiting; the particles
-     * are removed by a compaction on the device before anything else uses
-     * the set, or, where the next stages are the neighbour build and the
-     * stages run on its speculative lists, when those lists are settled
-     * (then built again and those stages run again). */
-    cl_mem outw;            /* 2 MAX_SETS words, all ones between checks */
-    cl_uint out_page[2 * MAX_SETS]; /* where they are read to without pinned memory */
-    cl_event out_ev;        /* that read */
-    int out_pending;        /* a read not looked at yet */
-    int out_stage;          /* the stage, step and time it checked */
+     * that moved particles lowers two words per set at the head of `stats`
+     * (~ the count outside, the lowest id); they come back with the next
+     * neighbour build's counts (no read of their own), or are read when
+     * the host must know sooner. The particles are removed by a compaction
+     * on the device before anything else uses the set, or, where the next
+     * stages are the neighbour build and the stages run on its speculative
+     * lists, when those lists are settled (then built again and those
+     * stages run again). */
+    int out_pending;        /* words lowered maybe, not looked at yet */
+    int out_in_counts;      /* the pending words ride with the counts' read */
+    int out_stage;          /* the stage, step and time they checked */
     uint64_t out_step;
     double out_time;
     /* host side: time blocked in the neighbour-count and end-of-step reads */
@@ -281,13 +282,17 @@ int cl_checks_flush(floe_ctx *ctx);
 /* the queue finished, every check so far reported (the windows and this
  * step's flags): before the host looks at, or renumbers, the particles */
 int cl_checks_now(floe_ctx *ctx);
-/* where the words of the outside rule "delete" are read to (2 per set
- * slot; pinned memory where there is some) */
-cl_uint *cl_out_words(floe_ctx *ctx);
+/* the buffer of the neighbour counts, headed by the outside rule's words
+ * (2 MAX_SETS of them, all ones between checks; pair p's two words at
+ * STATS_PAIR0 + 2 p) */
+#define STATS_PAIR0 (2 * MAX_SETS)
+cl_mem cl_stats(floe_ctx *ctx);
 
 /* outside.c: the outside rule "delete" settled (particles removed on the
- * device); *changed (may be NULL) = 1 when a set lost particles */
-int cl_outside_settle(floe_ctx *ctx, int *changed);
+ * device); words: the host copy of the stats buffer's head where it came
+ * back with the counts (waited for), else NULL (read now); *changed (may be
+ * NULL) = 1 when a set lost particles */
+int cl_outside_settle(floe_ctx *ctx, int *changed, const cl_uint *words);
 /* the seam's entries that must see the deletions first */
 void cl_to_host_settled(floe_ctx *ctx, pset *p, attr *at, int write);
 double cl_max_speed_settled(floe_ctx *ctx);

@@ -70,7 +70,7 @@ int cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
      * speculative lists that do not move particles: those run again once
      * the lists are settled, if particles were removed (outside.c) */
     if (CL->out_pending && !(use_cl && (core_neighbours(st) || (CL->nb_pending && !declares_write(st, "x")))) &&
-        (rc = cl_outside_settle(ctx, NULL)))
+        (rc = cl_outside_settle(ctx, NULL, NULL)))
         return rc;
     if (!use_cl) {
         /* a C stage: the host copies of what it declares, current; what
