@@ -25,7 +25,7 @@
 #define MAX_PROGS 32
 #define MAX_KERNELS 48
 #define MAX_SCRATCH 32
-#define MAX_FLAGS 256
+#define MAX_FLAGS 512   /* flag words per step: 64 check launches of FLAG_GROUP words */
 #define FLAG_GROUP 8    /* words of one check launch: 4 attributes, 4 of the domain */
 #define FLAG_SPILL (FLAG_WIN * MAX_FLAGS) /* words past the windows: checks beyond MAX_FLAGS */
 #define FLAG_WIN 8      /* steps per read of the blow-up flags inside a run */
