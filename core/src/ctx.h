@@ -128,9 +128,6 @@ struct floe_ctx {
 pset *ctx_set(floe_ctx *ctx, floe_set s);
 int ctx_set_resize(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep);
-/* the same on the device (device.h's compact): keep a device buffer of n
- * words, non-zero where a particle stays; *removed. FLOE_ERR without one. */
-int ctx_set_compact_device(floe_ctx *ctx, floe_set set, void *keep, uint32_t *removed);
 int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 /* api->set_moving: a boundary set sorted every step, its volumes its owner's */

@@ -123,28 +123,14 @@ __kernel void outside_where(__global uint *w, uint ws, __global const float *x)
         w[ws + 1 + k] = as_uint(x[3 * i + k]);
 }
 
-/* Compaction (core/src/opencl/compact.c): f[i] = keep[i] != 0 for i < n,
- * f[n] = 0; n + 1 work items */
-__kernel void compact_flags(uint n, __global const uint *keep, __global uint *f)
-{
-    const uint i = get_global_id(0);
-    if (i < n)
-        f[i] = keep[i] != 0u;
-    else if (i == n)
-        f[n] = 0u;
-}
-
-/* the same flags for the outside rule "delete": inside the domain */
+/* the outside rule "delete" (core/src/opencl/outside.c): keep flags for
+ * api->cl_set_compact, 1 where the particle is inside the domain */
 __kernel void outside_keep(uint n, __global const float *x, float4 lo, float4 hi, int dim, uint per,
-                           __global uint *f)
+                           __global uint *keep)
 {
     const uint i = get_global_id(0);
-    if (i > n)
+    if (i >= n)
         return;
-    if (i == n) {
-        f[n] = 0u;
-        return;
-    }
     int out = 0;
     for (int k = 0; k < dim; k++) {
         const float c = x[3 * i + k];
@@ -153,16 +139,7 @@ __kernel void outside_keep(uint n, __global const float *x, float4 lo, float4 hi
         if (!(per & (1u << k)) && (c < l || c > h))
             out = 1;
     }
-    f[i] = !out;
-}
-
-/* after the exclusive scan s of the flags (n + 1 words): where each kept
- * particle comes from, src[s[i]] = i, in the stable order */
-__kernel void compact_src(uint n, __global const uint *s, __global uint *src)
-{
-    const uint i = get_global_id(0);
-    if (i < n && s[i + 1] != s[i])
-        src[s[i]] = i;
+    keep[i] = !out;
 }
 
 /* max |v|^2 as the bits of a non-negative float (ordered like the value) */
@@ -181,6 +158,15 @@ __kernel void max_speed2(__global const float *v, uint n, __global uint *out)
     barrier(CLK_LOCAL_MEM_FENCE);
     if (get_local_id(0) == 0)
         atomic_max(out, lmax);
+}
+
+/* compaction (api->cl_set_compact): the kept particles' old indices in
+ * order, from the keep flags and their exclusive scan */
+__kernel void compact_order(__global const uint *keep, __global const uint *rank, uint n, __global uint *order)
+{
+    const uint i = get_global_id(0);
+    if (i < n && keep[i])
+        order[rank[i]] = i;
 }
 
 /* dst[k] = src[perm[k]] for elements of `comps` words */

@@ -278,6 +278,46 @@ __kernel void decide(uint n, __global const float *xf, __global float *fw, float
     atomic_inc(count);
 }
 
+/* The ice grows on the device (freeze_cl.c, ABI 1.10): the freezing flags
+ * as words to scan (rank) and the keep flags of the fluid's compaction */
+__kernel void move_flags(uint n, __global const int *fi, __global uint *rank, __global uint *keep)
+{
+    uint j = get_global_id(0);
+    if (j >= n)
+        return;
+    uint f = fi[2 * j + 1] != 0;
+    rank[j] = f;
+    keep[j] = 1u - f;
+}
+
+/* a frozen fluid particle j appended as ice row base + rank[j] (rank: the
+ * exclusive scan of the flags, so in fluid index order as on the host):
+ * position, mass, id; its own volume m / rho0; a full film (Gamma = m,
+ * where the ice carries Gamma); the growth direction, kind and time */
+__kernel void ice_append(uint n, __global const int *fi, __global const uint *rank, __global const float *fw,
+                         __global const float *xf, __global const float *mf, __global const uint *idf,
+                         float inv_rho0, float now, uint base, __global float *xi, __global float *mi,
+                         __global uint *idi, __global float *Vi, __global float *gi, int has_g, __global float *di,
+                         __global int *ki, __global float *ti)
+{
+    uint j = get_global_id(0);
+    if (j >= n || fi[2 * j + 1] == 0)
+        return;
+    uint w = base + rank[j];
+    for (int a = 0; a < 3; a++) {
+        xi[3 * w + a] = xf[3 * j + a];
+        di[3 * w + a] = fw[FW * (size_t)j + 17 + a];
+    }
+    float m = mf[j];
+    mi[w] = m;
+    idi[w] = idf[j];
+    Vi[w] = m * inv_rho0;
+    if (has_g)
+        gi[w] = m;
+    ki[w] = fi[2 * j + 1];
+    ti[w] = now;
+}
+
 __kernel void zero_f(uint n, __global float *a)
 {
     uint i = get_global_id(0);

@@ -36,6 +36,13 @@ static void moved(floe_ctx *ctx, pset *p)
     CL->lists_valid = 0;
 }
 
+static int set_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t n_keep)
+{
+    return cl_set_compact(ctx, p, (cl_mem)keep, n_keep);
+}
+
+static int scan_words(floe_ctx *ctx, void *buf, uint32_t n) { return cl_scan_words(ctx, (cl_mem)buf, n); }
+
 static void defer_checks(floe_ctx *ctx, int on) { CL->defer = on; }
 
 static void destroy(floe_ctx *ctx)
@@ -58,7 +65,7 @@ static void destroy(floe_ctx *ctx)
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
             cl_rel(ctx, &d->at[a].mem);
-        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp, &d->ckeep, &d->csrc};
+        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
         for (int t = 0; t < MAX_SETS; t++) {
@@ -68,6 +75,8 @@ static void destroy(floe_ctx *ctx)
     }
     for (int k = 0; k < 6; k++)
         cl_rel(ctx, &CL->scan_sums[k]);
+    cl_rel(ctx, &CL->cmp_rank);
+    cl_rel(ctx, &CL->cmp_perm);
     cl_rel(ctx, &CL->stats);
     cl_rel(ctx, &CL->flags);
     cl_rel(ctx, &CL->speed);
@@ -123,7 +132,6 @@ static const floe_backend_ops opencl_ops = {
     .moved = moved,
     .capacity = cl_capacity,
     .write_rows = cl_write_rows,
-    .compact = cl_compact,
     .neighbours = cl_neighbours,
     .lists_pending = cl_lists_pending,
     .lists_settle = cl_lists_settle,
@@ -147,6 +155,9 @@ static const floe_backend_ops opencl_ops = {
     .scratch = cl_scratch,
     .pinned = cl_pinned,
     .launch = run,
+    .set_resize = cl_set_resize,
+    .set_compact = set_compact,
+    .scan = scan_words,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)

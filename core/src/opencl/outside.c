@@ -4,7 +4,9 @@
  * (kernels/core/core.cl check_stage, checks.c), which come back with the
  * next build's counts. Before anything else uses the set they are looked
  * at (read now where they have not come back) and, where particles left,
- * removed by a compaction on the device (compact.c), counted and logged as
+ * removed by a compaction on the device (api->cl_set_compact's, resize.c:
+ * keep flags from the positions, the count known from the words, so no
+ * read), counted and logged as
  * on the C path (blowup.c): the same particles go at the same step. The
  * one exception keeps a step from waiting for the check: the next step's
  * neighbour build and the stages run on its speculative lists may go
@@ -45,14 +47,23 @@ int cl_outside_settle(floe_ctx *ctx, int *changed, const cl_uint *words)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID || w[2 * s] == 0xffffffffu)
             continue;
-        uint32_t removed;
-        if ((rc = cl_compact_outside(ctx, s, &removed)))
+        /* the check counted them; the positions have not moved since */
+        const cl_uint n = p->n, removed = ~w[2 * s], per = ctx->info.periodic;
+        const cl_int dim = ctx->info.dim;
+        if (removed > n)
+            return ctx_fail(ctx, FLOE_ERR, "OpenCL: %u particles of set '%s' (of %u) outside the domain", removed,
+                            p->name, n);
+        cl_mem x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+        cl_mem keep = cl_scratch(ctx, "core.outside_keep", (size_t)n * 4);
+        if (!x || !keep)
+            return FLOE_ERR;
+        cl_float4 lo = {{ctx->info.domain_min[0], ctx->info.domain_min[1], ctx->info.domain_min[2], 0}};
+        cl_float4 hi = {{ctx->info.domain_max[0], ctx->info.domain_max[1], ctx->info.domain_max[2], 0}};
+        if ((rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "outside_keep"), n, WG, 16.0 * n, ARG(n), ARG(x), ARG(lo),
+                         ARG(hi), ARG(dim), ARG(per), ARG(keep))) ||
+            (rc = ctx_set_compact_cl(ctx, ctx_set_handle(ctx, s), keep, n - removed)))
             return rc;
-        if (removed)
-            ctx_outside_event(ctx, p, removed, w[2 * s + 1], CL->out_step, CL->out_time,
-                              ctx->stages[CL->out_stage].name);
-        if ((rc = floe_set_moved(ctx, ctx_set_handle(ctx, s))))
-            return rc;
+        ctx_outside_event(ctx, p, removed, w[2 * s + 1], CL->out_step, CL->out_time, ctx->stages[CL->out_stage].name);
     }
     cl_uint ones = 0xffffffffu;
     cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &ones, 4, 0, (size_t)STATS_PAIR0 * 4, 0, NULL, NULL);

@@ -3,7 +3,7 @@
  * set's attributes along it (kernels/core/neighbours.cl, core.cl). */
 #include "state.h"
 
-static int scan_level(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
+static int scan(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
 {
     if (level >= 6)
         return ctx_fail(ctx, FLOE_ERR, "OpenCL: scan too deep");
@@ -18,7 +18,7 @@ static int scan_level(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
     if ((rc = LAUNCH(kb, (size_t)nblk * 256, 256, 8.0 * m, ARG(buf), ARG(m), ARG(sums))))
         return rc;
     if (nblk > 1) {
-        if ((rc = scan_level(ctx, sums, nblk, level + 1)))
+        if ((rc = scan(ctx, sums, nblk, level + 1)))
             return rc;
         if ((rc = LAUNCH(ka, (size_t)nblk * 256, 256, 8.0 * m, ARG(buf), ARG(m), ARG(sums))))
             return rc;
@@ -26,11 +26,8 @@ static int scan_level(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
     return FLOE_OK;
 }
 
-/* exclusive prefix sum of m words of buf, in place */
-int cl_scan(floe_ctx *ctx, cl_mem buf, uint32_t m)
-{
-    return scan_level(ctx, buf, m, 0);
-}
+/* exclusive prefix sum of n words in place (api->cl_scan, cl_set_compact) */
+int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n) { return n ? scan(ctx, buf, n, 0) : FLOE_OK; }
 
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn)
 {
@@ -83,7 +80,7 @@ int cl_sort(floe_ctx *ctx, int s)
                      ARG(d->key), ARG(d->rank), ARG(d->cs))))
         return rc;
     uint32_t m = ncells + 1;
-    if ((rc = cl_scan(ctx, d->cs, m)))
+    if ((rc = scan(ctx, d->cs, m, 0)))
         return rc;
     if ((rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_scatter"), n, WG, 16.0 * n, ARG(d->key), ARG(d->rank),
                      ARG(d->cs), ARG(n), ARG(d->tmp))))
@@ -95,14 +92,13 @@ int cl_sort(floe_ctx *ctx, int s)
                   ARG(d->spos));
 }
 
-/* Every attribute of set slot s gathered along perm: element k of the
- * first m becomes element perm[k] of before (reorder: a permutation of n;
- * compaction: the m kept of n, in order). The host copies become stale. */
-int cl_permute_set(floe_ctx *ctx, int s, cl_mem perm, uint32_t m)
+/* Physically reorder every attribute of a fluid set along the device sort. */
+int cl_reorder(floe_ctx *ctx, int s)
 {
     pset *p = &ctx->sets[s];
     cl_setdev *d = &CL->sets[s];
-    size_t need = (size_t)(m ? m : 1) * 12;
+    uint32_t n = p->n;
+    size_t need = (size_t)n * 12;
     int rc;
     if (!d->perm_tmp || d->perm_bytes < need) {
         cl_rel(ctx, &d->perm_tmp);
@@ -116,28 +112,18 @@ int cl_permute_set(floe_ctx *ctx, int s, cl_mem perm, uint32_t m)
         attr *at = &p->attrs[a];
         if ((rc = cl_sync(ctx, p, at)))
             return rc;
-        cl_uint comps = (cl_uint)(floe_type_size(at->type) / 4), mm = m;
+        cl_uint comps = (cl_uint)(floe_type_size(at->type) / 4);
         cl_mirror *mir = cl_mirror_of(ctx, p, at);
         cl_mem src = mir->mem;
-        if (m && (rc = LAUNCH(k, m, WG, 8.0 * comps * m + 4.0 * m, ARG(src), ARG(d->perm_tmp), ARG(perm), ARG(mm),
-                              ARG(comps))))
+        if ((rc = LAUNCH(k, n, WG, 8.0 * comps * n + 4.0 * n, ARG(src), ARG(d->perm_tmp), ARG(d->order), ARG(n),
+                         ARG(comps))))
             return rc;
-        cl_int e = m ? F->clEnqueueCopyBuffer(CL->q, d->perm_tmp, mir->mem, 0, 0, (size_t)m * comps * 4, 0, NULL, NULL)
-                     : CL_SUCCESS;
+        cl_int e = F->clEnqueueCopyBuffer(CL->q, d->perm_tmp, mir->mem, 0, 0, (size_t)n * comps * 4, 0, NULL, NULL);
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "clEnqueueCopyBuffer");
         mir->host_stale = 1;
     }
-    return FLOE_OK;
-}
-
-/* Physically reorder every attribute of a fluid set along the device sort. */
-int cl_reorder(floe_ctx *ctx, int s)
-{
-    int rc = cl_permute_set(ctx, s, CL->sets[s].order, ctx->sets[s].n);
-    if (rc)
-        return rc;
-    ctx->sets[s].sorted_valid = 0; /* the host sort no longer matches */
+    p->sorted_valid = 0; /* the host sort no longer matches */
     ctx->nb_valid = 0;
     return FLOE_OK;
 }

@@ -61,8 +61,6 @@ typedef struct cl_setdev {
     double ltotal[MAX_SETS];
     cl_mem perm_tmp;
     size_t perm_bytes;
-    cl_mem ckeep, csrc;      /* compaction: flags scanned in place (n + 1), sources */
-    uint32_t ckeep_cap, csrc_cap;
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -114,6 +112,8 @@ typedef struct cl_backend {
     int defer;              /* inside a run: a step may leave its blow-up checks to a later one */
     cl_mem scan_sums[6];
     uint32_t scan_cap[6];
+    cl_mem cmp_rank, cmp_perm; /* a compaction's ranks and order (resize.c) */
+    uint32_t cmp_cap[2];
     cl_mem stats, flags, speed;
     int nflags;
     flag_slot slots[MAX_FLAGS];
@@ -254,15 +254,15 @@ int cl_launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, con
 
 /* sort.c: the device cell sort of a set, and the reorder along it */
 int cl_sort(floe_ctx *ctx, int s);
-int cl_scan(floe_ctx *ctx, cl_mem buf, uint32_t m);
-int cl_permute_set(floe_ctx *ctx, int s, cl_mem perm, uint32_t m);
 int cl_reorder(floe_ctx *ctx, int s);
 
-/* compact.c: particles removed from a set on the device (the seam's compact) */
-int cl_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t *removed);
-/* those of set slot s outside the domain (the outside rule "delete") */
-int cl_compact_outside(floe_ctx *ctx, int s, uint32_t *removed);
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
+/* exclusive prefix sum of n words in place */
+int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n);
+
+/* resize.c: sets that change size on the device (ABI 1.10) */
+int cl_set_resize(floe_ctx *ctx, pset *p, uint32_t n);
+int cl_set_compact(floe_ctx *ctx, pset *p, cl_mem keep, uint32_t n_keep);
 
 /* lists.c: neighbour lists built on the device */
 int cl_neighbours(floe_ctx *ctx, int reorder);
