@@ -53,7 +53,7 @@ static void add_stage(floe_ctx *ctx, const char *stage, int n, const floe_param_
 }
 
 /* frames of `per_frame` fixed steps (a multiple of none of the windows'
- * 8), or adaptive steps; with_c: a C stage (hello.damp) in every step */
+ * 8), or adaptive steps; with_c: a C stage (hello.damp) after integrate */
 static outcome *slide(const char *backend, int rule, int frames, int per_frame, int adaptive, int with_c)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
@@ -90,12 +90,12 @@ static outcome *slide(const char *backend, int rule, int frames, int per_frame, 
     floe_param_kv vk[] = {KV_S("kind", "artificial"), KV_F("alpha", 0.05)};
     add_stage(ctx, "wcsph.viscosity", 2, vk);
     add_stage(ctx, "wcsph.pressure_force", 0, NULL);
-    if (with_c) {
+    add_stage(ctx, "integrate", 0, NULL);
+    if (with_c) { /* right after the stage that moves the particles */
         cr_assert_eq(floe_module_load(ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(ctx));
         floe_param_kv dk[] = {KV_F("rate", 0.01)};
         add_stage(ctx, "hello.damp", 1, dk);
     }
-    add_stage(ctx, "integrate", 0, NULL);
     snprintf(o->dir, sizeof o->dir, "/tmp/floe_test_outside.XXXXXX");
     cr_assert_not_null(mkdtemp(o->dir), "mkdtemp: %s", strerror(errno));
     floe_run_def r = floe_run_default_def();
