@@ -69,8 +69,9 @@ static const char help_bench[] =
     "usage: floe bench SCENE.lua [options]\n"
     "       floe bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             [--method cells|sorted_keys] [--layout uniform|sparse]\n"
-    "run a scene without writing frames and print particle-steps/s and the milliseconds\n"
-    "per step of every stage (the last sim:run of the scene); or time the neighbour search:\n"
+    "run a scene without writing frames and print steps/s, particle-steps/s, the milliseconds\n"
+    "per step of every stage, the CPU time per step and the milliseconds per frame of the\n"
+    "per-frame stages (the last sim:run of the scene); or time the neighbour search:\n"
     "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
     "\n"
     "options (scenes): as `floe run --help`; with --backend opencl also per-kernel times\n"
@@ -381,16 +382,28 @@ static int cmd_run(int argc, char **argv, int bench)
     int rc = floe_scene_run(&o, err, sizeof err);
     free(sets);
     if (sum.frames > 0 || sum.steps > 0) {
-        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.4g particle-steps/s\n",
-               o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s, sum.particle_steps_per_s);
+        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.1f steps/s, %.4g particle-steps/s\n",
+               o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s,
+               sum.wall_s > 0 ? (double)sum.steps / sum.wall_s : 0, sum.particle_steps_per_s);
         if (sum.steps > 0) {
             double total = 0;
             for (int i = 0; i < sum.nstages; i++)
-                total += sum.stage_ms[i];
-            printf("  per step: %.3f ms in stages\n", total / (double)sum.steps);
+                if (!sum.stage_per_frame[i])
+                    total += sum.stage_ms[i];
+            printf("  per step: %.3f ms in stages; %.3f ms of CPU time (all threads, the whole run)\n",
+                   total / (double)sum.steps, 1e3 * sum.cpu_s / (double)sum.steps);
             for (int i = 0; i < sum.nstages; i++)
-                printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
-                       total > 0 ? 100 * sum.stage_ms[i] / total : 0);
+                if (!sum.stage_per_frame[i])
+                    printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
+                           total > 0 ? 100 * sum.stage_ms[i] / total : 0);
+            for (int i = 0, first = 1; i < sum.nstages; i++)
+                if (sum.stage_per_frame[i] && sum.stage_calls[i]) {
+                    if (first)
+                        printf("  per frame (stages run once per output frame, frame 0 included):\n");
+                    first = 0;
+                    printf("    %-28s %9.3f ms  (%llu runs)\n", sum.stage_name[i],
+                           sum.stage_ms[i] / (double)sum.stage_calls[i], (unsigned long long)sum.stage_calls[i]);
+                }
         }
     }
     if (rc == FLOE_OK)

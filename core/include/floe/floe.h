@@ -285,6 +285,11 @@ typedef struct floe_run_summary {
     char stage_name[64][128]; /* copies: the summary outlives the context */
     double stage_ms[64];     /* total milliseconds per stage */
     int status;
+    /* appended: how often each stage ran, and whether once per output
+     * frame (ABI 1.5 per_frame: then its time is per frame, not per step) */
+    uint64_t stage_calls[64];
+    int stage_per_frame[64];
+    double cpu_s;            /* the process's CPU time over the run (all threads) */
 } floe_run_summary;
 
 floe_run_def floe_run_default_def(void);

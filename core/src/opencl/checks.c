@@ -132,7 +132,7 @@ int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
         CL->out_step = ctx->info.step;
         CL->out_time = ctx->info.time;
     }
-    if (CL->host_timing) {
+    if (CL->host_timing || st->per_frame) { /* a per-frame stage: its time, its work done */
         F->clFinish(CL->q);
         return FLOE_OK;
     }
