@@ -23,7 +23,7 @@ static const char usage[] =
     "                             neighbour search updates per second\n"
     "  bench surface OUT_DIR [floe surface's options]\n"
     "                             the surfacer alone on a run's frames: ms per frame\n"
-    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
+    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--mesher M] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
     "  compare SCENE.lua --vary K=A,B [--out DIR]\n"
@@ -415,12 +415,13 @@ static int cmd_run(int argc, char **argv, int bench)
 }
 
 static const char help_surface[] =
-    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format obj|ply|both]\n"
-    "                    [--threads N] [--backend cpu|opencl|auto] [--quiet]\n"
+    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format obj|ply|both|none]\n"
+    "                    [--mesher cubes|tetrahedra] [--threads N] [--backend cpu|opencl|auto] [--quiet]\n"
     "surface a finished run's particle frames: surface.NNNN.obj/.ply beside them\n"
-    "(marching tetrahedra of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
+    "(marching cubes of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
     "  --cell C      grid cell edge as a fraction of the particle spacing (0.5)\n"
-    "  --format F    mesh files to write (both)\n"
+    "  --format F    mesh files to write (both; none: make the meshes, write nothing)\n"
+    "  --mesher M    marching cubes, or tetrahedra (about three times the triangles) (cubes)\n"
     "  --threads N   OpenMP threads (all cores)\n"
     "  --backend B   where the colour field is splatted (cpu)\n"
     "It prints the time per frame (reading and writing included): the benchmark\n"
@@ -434,8 +435,11 @@ static int cmd_surface(int argc, char **argv)
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--method") && next && (!strcmp(next, "mc") || !strcmp(next, "anisotropic")))
             o.method = argv[++i];
-        else if (!strcmp(a, "--format") && next && (!strcmp(next, "obj") || !strcmp(next, "ply") || !strcmp(next, "both")))
+        else if (!strcmp(a, "--format") && next &&
+                 (!strcmp(next, "obj") || !strcmp(next, "ply") || !strcmp(next, "both") || !strcmp(next, "none")))
             o.format = argv[++i];
+        else if (!strcmp(a, "--mesher") && next && (!strcmp(next, "cubes") || !strcmp(next, "tetrahedra")))
+            o.mesher = argv[++i];
         else if (!strcmp(a, "--backend") && next && (!strcmp(next, "cpu") || !strcmp(next, "opencl") || !strcmp(next, "auto")))
             o.backend = argv[++i];
         else if (!strcmp(a, "--cell") && next) {

@@ -309,6 +309,7 @@ typedef struct floe_surface_opts {
     int threads;             /* 0 = OpenMP's default */
     const char *backend;     /* "cpu" (NULL), "opencl" or "auto": where the splat runs */
     const char *format;      /* "obj", "ply" or "both" (NULL = both) */
+    const char *mesher;      /* "cubes" (NULL) or "tetrahedra" */
 } floe_surface_opts;
 int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, size_t errlen);
 
