@@ -36,25 +36,49 @@ static long first_nonfinite(const float *f, size_t n)
     return -1;
 }
 
-int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
+static const attr *id_attr(const pset *p)
 {
-    const attr *id = NULL;
+    for (int a = 0; a < p->nattrs; a++)
+        if (!strcmp(p->attrs[a].name, "id") && p->attrs[a].type == FLOE_U32)
+            return &p->attrs[a];
+    return NULL;
+}
+
+int ctx_blowup_report_at(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what,
+                         const float *pos)
+{
     if (ctx->dev) { /* a device: the host copies of what the message quotes */
-        dev_host(ctx, (pset *)p, (attr *)&p->attrs[0], 0);
+        if (!pos)
+            dev_host(ctx, (pset *)p, (attr *)&p->attrs[0], 0);
         dev_host(ctx, (pset *)p, pset_attr((pset *)p, "id"), 0);
     }
-    for (int a = 0; a < p->nattrs; a++)
-        if (!strcmp(p->attrs[a].name, "id"))
-            id = &p->attrs[a];
-    const float *x = p->attrs[0].data;
+    const attr *id = id_attr(p);
+    const float *x = pos ? pos : (const float *)p->attrs[0].data + 3 * (size_t)i;
     char idtxt[48] = "";
     if (id)
         snprintf(idtxt, sizeof idtxt, " id %u", ((const uint32_t *)id->data)[i]);
     return ctx_fail(ctx, FLOE_ERR_BLOWUP,
                     "blow-up: %s: particle%s (index %u of set '%s') at (%g, %g, %g), step %llu, t = %.6g s, "
                     "after stage '%s'",
-                    what, idtxt, i, p->name, (double)x[3 * i], (double)x[3 * i + 1], (double)x[3 * i + 2],
+                    what, idtxt, i, p->name, (double)x[0], (double)x[1], (double)x[2],
                     (unsigned long long)ctx->info.step, ctx->info.time, stage);
+}
+
+int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what)
+{
+    return ctx_blowup_report_at(ctx, p, i, stage, what, NULL);
+}
+
+void ctx_outside_event(floe_ctx *ctx, const pset *p, uint64_t count, uint32_t first, uint64_t step, double time,
+                       const char *stage)
+{
+    ctx->outside_count += count;
+    ctx_log(ctx, FLOE_LOG_DEBUG,
+            "step %llu (t = %.6g s): %llu particle%s of set '%s' left the domain after stage '%s' and %s %s (the "
+            "lowest %s: %u)",
+            (unsigned long long)step, time, (unsigned long long)count, count == 1 ? "" : "s", p->name, stage,
+            count == 1 ? "was" : "were", ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
+            id_attr(p) ? "id" : "index", first);
 }
 
 static int writes(const stage_inst *st, const char *name, floe_set_kind kind)
@@ -84,15 +108,20 @@ static int outside_axis(const floe_ctx *ctx, const float *xi)
     return -1;
 }
 
-/* Particles of set s outside the domain, the first at index first: deleted
- * (the set compacted) or clamped back onto the faces they crossed with
- * their outward velocity zeroed, by ctx->outside; counted. */
-static int outside_apply(floe_ctx *ctx, int s, uint32_t first)
+/* Particles of set s outside the domain, the first at index first:
+ * deleted (the set compacted) or clamped back onto the faces they crossed
+ * with their outward velocity zeroed, by ctx->outside; counted. The OpenCL
+ * backend does the same on the device (kernels/core/core.cl check_stage,
+ * core/src/opencl/outside.c). */
+static int outside_apply(floe_ctx *ctx, int s, uint32_t first, const stage_inst *st)
 {
     pset *p = &ctx->sets[s];
     float *x = p->attrs[0].data, *v = pset_attr(p, "v")->data;
+    const attr *ida = id_attr(p);
+    const uint32_t *id = ida ? ida->data : NULL;
     const float *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
     uint64_t count = 0;
+    uint32_t lowest = UINT32_MAX;
     if (ctx->outside == FLOE_OUTSIDE_CLAMP) {
         for (uint32_t i = first; i < p->n; i++) {
             if (outside_axis(ctx, x + 3 * (size_t)i) < 0)
@@ -106,8 +135,9 @@ static int outside_apply(floe_ctx *ctx, int s, uint32_t first)
                 *xk = fminf(fmaxf(*xk, lo[k]), hi[k]);
             }
             count++;
+            lowest = id ? (id[i] < lowest ? id[i] : lowest) : (i < lowest ? i : lowest);
         }
-        ctx->outside_count += count;
+        ctx_outside_event(ctx, p, count, lowest, ctx->info.step, ctx->info.time, st->name);
         return floe_set_moved(ctx, ctx_set_handle(ctx, s));
     }
     uint8_t *keep = malloc(p->n);
@@ -115,11 +145,14 @@ static int outside_apply(floe_ctx *ctx, int s, uint32_t first)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "out of memory deleting particles that left the domain");
     for (uint32_t i = 0; i < p->n; i++) {
         keep[i] = i < first || outside_axis(ctx, x + 3 * (size_t)i) < 0;
-        count += !keep[i];
+        if (!keep[i]) {
+            count++;
+            lowest = id ? (id[i] < lowest ? id[i] : lowest) : (i < lowest ? i : lowest);
+        }
     }
+    ctx_outside_event(ctx, p, count, lowest, ctx->info.step, ctx->info.time, st->name);
     int rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
     free(keep);
-    ctx->outside_count += count;
     return rc;
 }
 
@@ -163,7 +196,7 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
         }
         if (out < n && ctx->outside == FLOE_OUTSIDE_ERROR)
             return ctx_blowup_report(ctx, p, (uint32_t)out, st->name, "left the simulation domain");
-        if (out < n && (rc = outside_apply(ctx, s, (uint32_t)out)))
+        if (out < n && (rc = outside_apply(ctx, s, (uint32_t)out, st)))
             return rc;
     }
     return FLOE_OK;

@@ -197,5 +197,13 @@ int ctx_boundary_volumes(floe_ctx *ctx);
 int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain);
 /* the message of a bad particle i of set p after a stage (FLOE_ERR_BLOWUP) */
 int ctx_blowup_report(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what);
+/* the same quoting the position pos (3 floats) instead of the host copy's */
+int ctx_blowup_report_at(floe_ctx *ctx, const pset *p, uint32_t i, const char *stage, const char *what,
+                         const float *pos);
+/* count particles of set p that left the domain at a step and were deleted
+ * or clamped (ctx->outside), counted and logged (debug) the same on every
+ * backend; first: the lowest id among them (the index without ids) */
+void ctx_outside_event(floe_ctx *ctx, const pset *p, uint64_t count, uint32_t first, uint64_t step, double time,
+                       const char *stage);
 
 #endif

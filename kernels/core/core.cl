@@ -40,9 +40,14 @@ __kernel void integrate(__global const float *a, __global float *v, __global flo
 /* Blow-up checks after an OpenCL stage, one launch per (stage, set): the
  * first particle (lowest index) with a non-finite component in each of up
  * to four attributes written (a0..a3, c = components, 0 = none) goes to
- * flags[slot + k] by atomic_min; with dom, the first particle of x outside
- * [lo, hi] on a non-periodic axis goes to flags[slot + 4]. No argument is
- * a NULL buffer (absent ones get a dummy). */
+ * flags[slot + k] by atomic_min. dom applies the domain's outside rule to
+ * x on the non-periodic axes (blowup.c's, the same comparisons):
+ *   1 (error)  the first particle outside goes to dw[ds] by atomic_min;
+ *   2 (delete) each one outside lowers dw[ds] by one (~dw[ds] counts them)
+ *              and dw[ds + 1] becomes the lowest id among them;
+ *   3 (clamp)  the same count, and each one is put back onto the faces it
+ *              crossed with its outward velocity zeroed, in place.
+ * No argument is a NULL buffer (absent ones get a dummy). */
 /* 0 if the row is finite, else 1 + (its first non-finite component is an
  * Inf): the flag word is 2 i + (Inf), so the report can say NaN or Inf as
  * the C path does, even when it is read a step later */
@@ -58,8 +63,9 @@ inline uint bad_row(__global const uint *a, uint c, uint i)
 
 __kernel void check_stage(uint n, __global const uint *a0, uint c0, __global const uint *a1, uint c1,
                           __global const uint *a2, uint c2, __global const uint *a3, uint c3,
-                          int dom, __global const float *x, float4 lo, float4 hi, int dim, uint per,
-                          __global uint *flags, uint slot)
+                          int dom, __global float *x, __global float *v, __global const uint *id, int hasid,
+                          float4 lo, float4 hi, int dim, uint per, __global uint *flags, uint slot,
+                          __global uint *dw, uint ds)
 {
     const uint i = get_global_id(0);
     if (i >= n)
@@ -82,9 +88,58 @@ __kernel void check_stage(uint n, __global const uint *a0, uint c0, __global con
             if (!(per & (1u << k)) && (c < l || c > h))
                 out = 1;
         }
-        if (out)
-            atomic_min(&flags[slot + 4], i);
+        if (!out)
+            return;
+        if (dom == 1) {
+            atomic_min(&dw[ds], i);
+            return;
+        }
+        atomic_dec(&dw[ds]);
+        atomic_min(&dw[ds + 1], hasid ? id[i] : i);
+        if (dom == 3)
+            for (int k = 0; k < dim; k++) {
+                if (per & (1u << k))
+                    continue;
+                const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+                const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+                const float c = x[3 * i + k], vk = v[3 * i + k];
+                if (c < l || c > h)
+                    v[3 * i + k] = c < l ? fmax(vk, 0.0f) : fmin(vk, 0.0f);
+                x[3 * i + k] = fmin(fmax(c, l), h);
+            }
     }
+}
+
+/* error rule: the position of the particle flagged in w[0] into w[1..3]
+ * (as the C path quotes it: where it was after the stage), one work item */
+__kernel void outside_where(__global uint *w, uint ws, __global const float *x)
+{
+    if (get_global_id(0) != 0)
+        return;
+    const uint i = w[ws];
+    if (i == 0xffffffffu)
+        return;
+    for (int k = 0; k < 3; k++)
+        w[ws + 1 + k] = as_uint(x[3 * i + k]);
+}
+
+/* the outside rule "delete" (core/src/opencl/outside.c): keep flags for
+ * api->cl_set_compact, 1 where the particle is inside the domain */
+__kernel void outside_keep(uint n, __global const float *x, float4 lo, float4 hi, int dim, uint per,
+                           __global uint *keep)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    int out = 0;
+    for (int k = 0; k < dim; k++) {
+        const float c = x[3 * i + k];
+        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+        if (!(per & (1u << k)) && (c < l || c > h))
+            out = 1;
+    }
+    keep[i] = !out;
 }
 
 /* max |v|^2 as the bits of a non-negative float (ordered like the value) */

@@ -5,7 +5,8 @@
  * where an overflowed pair is widened and built again. */
 #include "state.h"
 
-/* where the neighbour counts are read to: pinned memory where there is some */
+/* where the neighbour counts are read to (after the outside rule's words,
+ * state.h's STATS_PAIR0): pinned memory where there is some */
 static cl_uint *nb_stats_host(floe_ctx *ctx)
 {
     cl_uint *p = cl_pinned(ctx, "core.nb_stats", sizeof CL->nb_st_page);
@@ -71,26 +72,25 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 static int build_pairs(floe_ctx *ctx, const int *which, int n)
 {
     cl_uint zero = 0;
-    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, 0, (size_t)2 * CL->nb_np * 4, 0, NULL, NULL);
+    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4, (size_t)2 * CL->nb_np * 4, 0,
+                                      NULL, NULL);
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "clEnqueueFillBuffer");
     for (int k = 0; k < n; k++) {
         const int pr = which ? which[k] : k;
-        int rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)pr);
+        int rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr));
         if (rc)
             return rc;
     }
     return FLOE_OK;
 }
 
-int cl_neighbours(floe_ctx *ctx, int reorder)
+/* Sort every set that needs it (reordering fluid sets along the sort
+ * when asked), build the lists of every pair and read their counts
+ * without waiting. */
+static int build_all(floe_ctx *ctx, int reorder)
 {
-    int rb, rc;
-    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
-        return rc;
-    rc = ctx_nb_grid_ensure(ctx);
-    if (rc)
-        return rc;
+    int rc;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (p->is_static && CL->sets[s].sorted_valid)
@@ -106,8 +106,7 @@ int cl_neighbours(floe_ctx *ctx, int reorder)
         }
         CL->sets[s].sorted_valid = 1;
     }
-    enum { NPAIR = MAX_SETS * MAX_SETS };
-    if (!CL->stats && !(CL->stats = cl_mk(ctx, 2 * NPAIR * 4)))
+    if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
     int np = 0;
     for (int q = 0; q < ctx->npsets; q++)
@@ -121,15 +120,35 @@ int cl_neighbours(floe_ctx *ctx, int reorder)
     if ((rc = build_pairs(ctx, NULL, np)))
         return rc;
     /* the one small read of the neighbour update, the largest count and the
-     * total of every pair: without waiting for it */
+     * total of every pair, after the outside rule's words: without waiting */
     cl_uint *st = nb_stats_host(ctx);
-    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)2 * np * 4, st, 0, NULL, &CL->nb_ev);
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)(STATS_PAIR0 + 2 * np) * 4, st, 0, NULL,
+                                      &CL->nb_ev);
+    CL->out_in_counts = CL->out_pending;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
     F->clFlush(CL->q);
     CL->nb_pending = 1;
     CL->lists_valid = 1;
     ctx->nb_valid = 0;
+    return FLOE_OK;
+}
+
+int cl_neighbours(floe_ctx *ctx, int reorder)
+{
+    int rb, rc;
+    if (CL->nb_pending && (rc = cl_lists_settle(ctx, &rb))) /* an earlier build not looked at */
+        return rc;
+    /* particles that left the domain in the last step: removed first where
+     * this build reorders the sets or waits anyway; else it goes ahead on
+     * them, and the settling looks (outside.c) */
+    if ((reorder || CL->nb_spec_off) && (rc = cl_outside_settle(ctx, NULL, NULL)))
+        return rc;
+    rc = ctx_nb_grid_ensure(ctx);
+    if (rc)
+        return rc;
+    if ((rc = build_all(ctx, reorder)))
+        return rc;
     ctx->nb_updates++;
     if (CL->nb_spec_off) {
         int rebuilt;
@@ -154,8 +173,6 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         return FLOE_OK;
     CL->nb_pending = 0;
     enum { NPAIR = MAX_SETS * MAX_SETS };
-    const int np = CL->nb_np;
-    cl_uint *st = nb_stats_host(ctx);
     double t0 = now_ms();
     cl_int e = F->clWaitForEvents(1, &CL->nb_ev);
     CL->wait_nb_ms += now_ms() - t0;
@@ -163,7 +180,27 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
     CL->nb_ev = NULL;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
-    int pending[NPAIR], npending = 0, rc;
+    int pending[NPAIR], npending = 0, rc, changed = 0;
+    /* the build went ahead on particles that had left the domain: removed
+     * now, the lists built again (no reorder: done, or not due), and the
+     * stages run on the old ones run again */
+    if (CL->out_pending && (rc = cl_outside_settle(ctx, &changed, CL->out_in_counts ? nb_stats_host(ctx) : NULL)))
+        return rc;
+    if (changed) {
+        if ((rc = build_all(ctx, 0)))
+            return rc;
+        CL->nb_pending = 0;
+        *rebuilt = 1;
+        t0 = now_ms();
+        e = F->clWaitForEvents(1, &CL->nb_ev);
+        CL->wait_nb_ms += now_ms() - t0;
+        F->clReleaseEvent(CL->nb_ev);
+        CL->nb_ev = NULL;
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "reading the neighbour counts");
+    }
+    const int np = CL->nb_np;
+    cl_uint *st = nb_stats_host(ctx) + STATS_PAIR0;
     for (int round = 0;; round++) {
         /* an overflow: kernels enqueued on the speculative lists may still
          * read them; let them finish before the lists are released */
@@ -194,7 +231,8 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         if ((rc = build_pairs(ctx, pending, npending)))
             return rc;
         t0 = now_ms();
-        e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, 0, (size_t)2 * np * 4, st, 0, NULL, NULL);
+        e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, (size_t)STATS_PAIR0 * 4, (size_t)2 * np * 4, st, 0, NULL,
+                                   NULL);
         CL->wait_nb_ms += now_ms() - t0;
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "reading the neighbour counts");

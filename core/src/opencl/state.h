@@ -25,7 +25,9 @@
 #define MAX_PROGS 32
 #define MAX_KERNELS 48
 #define MAX_SCRATCH 32
-#define MAX_FLAGS 256
+#define MAX_FLAGS 512   /* flag words per step: 64 check launches of FLAG_GROUP words */
+#define FLAG_GROUP 8    /* words of one check launch: 4 attributes, 4 of the domain */
+#define FLAG_SPILL (FLAG_WIN * MAX_FLAGS) /* words past the windows: checks beyond MAX_FLAGS */
 #define FLAG_WIN 8      /* steps per read of the blow-up flags inside a run */
 #define MAX_KSTATS 64
 #define WG 128          /* local size of the element-wise launches */
@@ -74,6 +76,11 @@ typedef struct argcache {
     unsigned char val[ARGC_MAX][ARGC_BYTES];
 } argcache;
 
+/* What a flag word holds. attr < 0: a word read with the one before it
+ * (or unused); domain: FLAG_ATTR (2 i + Inf of attribute `attr`),
+ * FLAG_OUT_ERROR (the first index outside, then its x, y, z as floats),
+ * FLAG_OUT_CLAMP (~ the count clamped, then the lowest id). */
+enum { FLAG_ATTR = 0, FLAG_OUT_ERROR = 1, FLAG_OUT_CLAMP = 2 };
 typedef struct flag_slot {
     int stage, set, attr, domain;
 } flag_slot;
@@ -137,7 +144,8 @@ typedef struct cl_backend {
     int nb_pending;         /* a build whose counts have not been looked at */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
-    cl_uint nb_st_page[2 * MAX_SETS * MAX_SETS]; /* where they go without pinned memory */
+    /* where they go without pinned memory: the outside words, then the pairs' */
+    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS];
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -164,6 +172,20 @@ typedef struct cl_backend {
     cl_uint flag_base;      /* this step's block in the flag buffer */
     cl_mem pinned;          /* host-allocated buffer the flags are read into */
     cl_uint *pinned_fl;     /* its mapping, 2 windows (NULL: the pageable copies) */
+    /* The outside rule "delete" (outside.c): a check after a device stage
+     * that moved particles lowers two words per set at the head of `stats`
+     * (~ the count outside, the lowest id); they come back with the next
+     * neighbour build's counts (no read of their own), or are read when
+     * the host must know sooner. The particles are removed by a compaction
+     * on the device before anything else uses the set, or, where the next
+     * stages are the neighbour build and the stages run on its speculative
+     * lists, when those lists are settled (then built again and those
+     * stages run again). */
+    int out_pending;        /* words lowered maybe, not looked at yet */
+    int out_in_counts;      /* the pending words ride with the counts' read */
+    int out_stage;          /* the stage, step and time they checked */
+    uint64_t out_step;
+    double out_time;
     /* new rows of a growing set (cl_write_rows): a pinned staging ring
      * ("core.rows") copied from without waiting; the last copy's event */
     size_t rows_off, rows_cap;
@@ -237,6 +259,7 @@ int cl_launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, con
 /* sort.c: the device cell sort of a set, and the reorder along it */
 int cl_sort(floe_ctx *ctx, int s);
 int cl_reorder(floe_ctx *ctx, int s);
+
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
 /* exclusive prefix sum of n words in place */
 int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n);
@@ -260,6 +283,24 @@ int cl_report_flags(floe_ctx *ctx, const cl_uint *fl, const flag_slot *slots, in
 int cl_win_report(floe_ctx *ctx, int w);
 int cl_win_read(floe_ctx *ctx, int w, int blocking);
 int cl_checks_flush(floe_ctx *ctx);
+/* the queue finished, every check so far reported (the windows and this
+ * step's flags): before the host looks at, or renumbers, the particles */
+int cl_checks_now(floe_ctx *ctx);
+/* the buffer of the neighbour counts, headed by the outside rule's words
+ * (2 MAX_SETS of them, all ones between checks; pair p's two words at
+ * STATS_PAIR0 + 2 p) */
+#define STATS_PAIR0 (2 * MAX_SETS)
+cl_mem cl_stats(floe_ctx *ctx);
+
+/* outside.c: the outside rule "delete" settled (particles removed on the
+ * device); words: the host copy of the stats buffer's head where it came
+ * back with the counts (waited for), else NULL (read now); *changed (may be
+ * NULL) = 1 when a set lost particles */
+int cl_outside_settle(floe_ctx *ctx, int *changed, const cl_uint *words);
+/* the seam's entries that must see the deletions first */
+void cl_to_host_settled(floe_ctx *ctx, pset *p, attr *at, int write);
+double cl_max_speed_settled(floe_ctx *ctx);
+int cl_flush_settled(floe_ctx *ctx);
 
 /* step.c: runs, steps, stages and their device times */
 void cl_run_begin(floe_ctx *ctx);

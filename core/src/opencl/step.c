@@ -18,7 +18,7 @@ void cl_run_begin(floe_ctx *ctx)
 
 int cl_step_begin(floe_ctx *ctx)
 {
-    if (!CL->flags && !(CL->flags = cl_mk(ctx, FLAG_WIN * MAX_FLAGS * 4)))
+    if (!CL->flags && !(CL->flags = cl_mk(ctx, (FLAG_SPILL + FLAG_GROUP) * 4)))
         return FLOE_ERR_NOMEM;
     if (!CL->pinned) { /* reads into host-allocated memory do not wait for the copy */
         cl_int em;
@@ -48,25 +48,37 @@ int cl_step_begin(floe_ctx *ctx)
     return FLOE_OK;
 }
 
+static int declares_write(const stage_inst *st, const char *name)
+{
+    for (const floe_attr_desc *a = st->desc ? st->desc->attrs : NULL; a && a->name; a++)
+        if ((a->access & FLOE_WRITE) && !strcmp(a->name, name))
+            return 1;
+    return !st->desc; /* a host stage may write anything */
+}
+
+/* The core's neighbour search on the device */
+static int core_neighbours(const stage_inst *st)
+{
+    return st->desc && st->mod && !st->mod->dl && !strcmp(st->desc->name, "neighbours");
+}
+
 int cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
 {
-    int i = (int)(st - ctx->stages);
+    int i = (int)(st - ctx->stages), rc;
+    /* particles the outside rule deletes are removed before a stage sees
+     * the set, except by the neighbour build and the stages run on its
+     * speculative lists that do not move particles: those run again once
+     * the lists are settled, if particles were removed (outside.c) */
+    if (CL->out_pending && !(use_cl && (core_neighbours(st) || (CL->nb_pending && !declares_write(st, "x")))) &&
+        (rc = cl_outside_settle(ctx, NULL, NULL)))
+        return rc;
     if (!use_cl) {
         /* a C stage: the host copies of what it declares, current; what
          * it writes is then stale on the device. Host (Lua) stages may touch
-         * anything. Waiting here keeps device work out of its time. */
-        F->clFinish(CL->q);
-        /* settle the outstanding checks, earlier steps' and this step's so
-         * far, before the host looks at (or reorders) the particles */
-        int rc = cl_checks_flush(ctx);
-        if (!rc && CL->nflags) {
-            cl_uint fl[MAX_FLAGS];
-            cl_int e = F->clEnqueueReadBuffer(CL->q, CL->flags, CL_TRUE, (size_t)CL->flag_base * 4,
-                                              (size_t)CL->nflags * 4, fl, 0, NULL, NULL);
-            rc = e != CL_SUCCESS ? cl_err(ctx, e, "reading the blow-up checks")
-                                 : cl_report_flags(ctx, fl, CL->slots, CL->nflags, ctx->info.step, ctx->info.time);
-        }
-        if (rc)
+         * anything. Waiting here keeps device work out of its time; the
+         * outstanding checks, earlier steps' and this step's so far, are
+         * settled before the host looks at (or reorders) the particles. */
+        if ((rc = cl_checks_now(ctx)))
             return rc;
         if (!st->desc) {
             for (int s = 0; s < ctx->npsets; s++)
@@ -147,8 +159,8 @@ int cl_step_end(floe_ctx *ctx)
         }
         return FLOE_OK;
     }
-    /* waits for the step: its checks, then its timing */
-    if ((rc = cl_checks_flush(ctx)))
+    /* waits for the step: its checks (and deletions), then its timing */
+    if ((rc = cl_flush_settled(ctx)))
         return rc;
     cl_int e;
     double t0 = now_ms();
