@@ -1,5 +1,5 @@
-/* Settling tanks and the dam-break front for solver tests (test_dfsph.c;
- * the same measurements as test_iisph.c's): a tank with a kernel support
+/* Settling tanks and the dam-break front for the pressure solvers' tests
+ * (test_iisph.c, test_dfsph.c: the same measurements): a tank with a kernel support
  * of choice, total mass, the run record's compression, time averages of p
  * and y through a host stage, layer and slab pressure against rho0 g h with
  * h from the mass above, and the surge front of the body of water. */
@@ -165,7 +165,7 @@ static inline fixture tank_fixture(int dim, float d, float support, const float 
     return f;
 }
 
-/* test_iisph.c's front: a frame callback logging Z against T */
+/* the dam break's front: a frame callback logging Z against T */
 static inline int on_front(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 {
     front_log *L = user;

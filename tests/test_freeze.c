@@ -542,8 +542,11 @@ Test(freeze, clamped_coefficient_never_grows_against_the_flow)
 /* ---- the OpenCL backend ------------------------------------------------------ */
 
 /* The ledge after 100 steps on the cpu and the OpenCL backend (the water
- * solver on the device, the freezing stages on host copies): the ice sets
- * differ by under 1% of the ice count (ids in one set and not the other). */
+ * solver and the freezing stages on the device, the ice growing there
+ * through the core's cl_set_resize / cl_set_compact): the ice sets differ
+ * by under 1% of the ice count (ids in one set and not the other), and on
+ * the device too water + ice hold every id once and the initial mass
+ * exactly. */
 Test(freeze, cpu_and_opencl_ice_sets_agree)
 {
     need_opencl();
@@ -556,12 +559,32 @@ Test(freeze, cpu_and_opencl_ice_sets_agree)
     for (int b = 0; b < 2; b++) {
         o.backend = b ? "opencl" : "cpu";
         floe_ctx *ctx = ledge(&o);
+        const uint32_t n0 = count(ctx, "fluid");
+        double m0 = 0;
+        const float *m = attr(ctx, "fluid", "m", FLOE_F32);
+        for (uint32_t i = 0; i < n0; i++)
+            m0 += m[i];
         for (int s = 0; s < 100; s++)
             step(ctx);
         n[b] = count(ctx, "ice");
+        const uint32_t nf = count(ctx, "fluid");
+        cr_assert_eq(nf + n[b], n0, "%s: %u water + %u ice != %u", o.backend, nf, n[b], n0);
+        uint32_t *all = malloc(n0 * sizeof *all);
+        const uint32_t *idf = attr(ctx, "fluid", "id", FLOE_U32), *idi = attr(ctx, "ice", "id", FLOE_U32);
+        const float *mf = attr(ctx, "fluid", "m", FLOE_F32), *mi = attr(ctx, "ice", "m", FLOE_F32);
+        double mass = 0;
+        for (uint32_t i = 0; i < nf; i++)
+            all[i] = idf[i], mass += mf[i];
+        for (uint32_t i = 0; i < n[b]; i++)
+            all[nf + i] = idi[i], mass += mi[i];
+        cr_assert_eq(mass, m0, "%s: mass %.17g != %.17g", o.backend, mass, m0);
+        qsort(all, n0, sizeof *all, cmp_u32);
+        for (uint32_t i = 0; i < n0; i++)
+            cr_assert_eq(all[i], i, "%s: id %u missing or doubled", o.backend, i);
+        free(all);
         ids[b] = malloc((n[b] + 1) * sizeof *ids[b]);
         if (n[b])
-            memcpy(ids[b], attr(ctx, "ice", "id", FLOE_U32), n[b] * sizeof *ids[b]);
+            memcpy(ids[b], idi, n[b] * sizeof *ids[b]);
         qsort(ids[b], n[b], sizeof *ids[b], cmp_u32);
         floe_ctx_destroy(ctx);
     }

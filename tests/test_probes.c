@@ -88,6 +88,7 @@ Test(probes, still_tank_gauges_pressure_and_floor_force, .timeout = 300)
 {
     const float d = 0.01f, tank[3] = {0.2f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
     fixture f = fixture_tank(2, d, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx)); /* sph.density */
     cr_assert_eq(floe_module_load(f.ctx, "iisph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
     enum { NP = 6 };
     float pts[NP][3], gauges[3][3] = {{0.05f, 0, 0}, {0.1f, 0, 0}, {0.15f, 0, 0}};
@@ -111,7 +112,7 @@ Test(probes, still_tank_gauges_pressure_and_floor_force, .timeout = 300)
     for (int pass = 0; pass < 2; pass++) {
         floe_pipeline_clear(f.ctx);
         fixture_add(&f, "neighbours", 0, NULL);
-        fixture_add(&f, "iisph.density", 0, NULL);
+        fixture_add(&f, "sph.density", 0, NULL);
         fixture_add(&f, "gravity", 0, NULL);
         floe_param_kv kv[] = {KV_F("damping", pass ? 0 : 20), KV_B("gradient_correction", 1)};
         fixture_add(&f, "iisph.solve", 2, kv);

@@ -228,6 +228,34 @@ Test(sandbox, a_rerun_is_refused_or_replaces_and_never_mixes)
               "frames of the earlier run left mixed in");
 }
 
+/* floe bench (no frames, the run record only) run twice into one folder
+ * (scenes/bench/dam_break_gpu.lua names its own): the second replaces the first's record
+ * without --force; a folder holding an earlier run's frames is still refused
+ * and keeps them (docs/reliability.md) */
+Test(sandbox, a_bench_replaces_an_earlier_bench_record_and_never_frames)
+{
+    floe_scene_opts o = sc_opts();
+    const char *scene = SC_HEAD SC_SIM SC_BOX "sim:run{ frames = %d, dt = 0.01 }\n";
+    o.write_frames = 0;
+    cr_assert_eq(sc_run(&o, scene, 2), FLOE_OK, "%s", sc_err);
+    cr_assert(sc_exists("%s/run.yaml", sc_out));
+    cr_expect(!sc_exists("%s/fluid.0000.ply", sc_out), "a bench wrote frames");
+    cr_assert_eq(sc_run(&o, scene, 1), FLOE_OK, "a second bench: %s", sc_err);
+    char *r = sc_slurp("%s/run.yaml", sc_out);
+    cr_expect(strstr(r, "{frame: 1,") && !strstr(r, "{frame: 2,"), "not the second bench's record (1 frame):\n%s", r);
+    free(r);
+    o.write_frames = 1;
+    cr_assert_eq(sc_run(&o, scene, 2), FLOE_ERR_ARG, "a run over a bench's record needs --force");
+    o.force = 1;
+    cr_assert_eq(sc_run(&o, scene, 2), FLOE_OK, "%s", sc_err);
+    cr_assert(sc_exists("%s/fluid.0002.ply", sc_out));
+    o.force = 0;
+    o.write_frames = 0;
+    cr_assert_eq(sc_run(&o, scene, 1), FLOE_ERR_ARG);
+    sc_expect_err("holds an earlier run");
+    cr_expect(sc_exists("%s/fluid.0002.ply", sc_out), "a refused bench removes nothing");
+}
+
 Test(sandbox, a_second_sim_run_into_the_same_folder_continues_the_numbering)
 {
     floe_scene_opts o = sc_opts();

@@ -219,6 +219,9 @@ static const floe_api core_api = {
     .lua_mesh = floe_lua_mesh_load,
     .mesh_destroy = api_mesh_destroy,
     .boundary_mesh = api_boundary_mesh,
+    .cl_set_resize = ctx_set_resize_cl,
+    .cl_set_compact = ctx_set_compact_cl,
+    .cl_scan = api_cl_scan,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

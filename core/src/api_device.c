@@ -66,6 +66,15 @@ int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_a
 
 void *api_cl_fn(const char *name) { return backend_sym(name); }
 
+int api_cl_scan(floe_ctx *ctx, void *buf, uint32_t n)
+{
+    if (!ctx->dev)
+        return ctx_fail(ctx, FLOE_ERR, NOT_ACTIVE);
+    if (!buf)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_scan: no buffer");
+    return ctx->dev->ops->scan(ctx, buf, n);
+}
+
 void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes)
 {
     return ctx->dev ? ctx->dev->ops->pinned(ctx, name, bytes) : NULL;

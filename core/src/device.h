@@ -80,6 +80,13 @@ typedef struct floe_backend_ops {
     void *(*scratch)(floe_ctx *ctx, const char *name, size_t bytes);
     void *(*pinned)(floe_ctx *ctx, const char *name, size_t bytes);
     int (*launch)(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
+    /* ABI 1.10: a set's count changed on the device, its device copies kept
+     * as the truth (resize.c): new rows zero; compaction by a device buffer
+     * of keep flags (uint words, n_keep of them 1); an exclusive scan of n
+     * uint words in place. The caller sets p->n and invalidates. */
+    int (*set_resize)(floe_ctx *ctx, pset *p, uint32_t n);
+    int (*set_compact)(floe_ctx *ctx, pset *p, void *keep, uint32_t n_keep);
+    int (*scan)(floe_ctx *ctx, void *buf, uint32_t n);
 } floe_backend_ops;
 
 /* An implementation's state starts with this. */
@@ -133,5 +140,9 @@ void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
 int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
 void *api_cl_fn(const char *name);
 void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes);
+/* ABI 1.10 (particles.c, api_device.c) */
+int ctx_set_resize_cl(floe_ctx *ctx, floe_set set, uint32_t n);
+int ctx_set_compact_cl(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep);
+int api_cl_scan(floe_ctx *ctx, void *buf, uint32_t n);
 
 #endif

@@ -11,6 +11,7 @@
  * applied in that order: x' = R (S x) + t. */
 #include "ctx.h"
 
+#include <floe/lua_args.h> /* the table checks, shared with modules */
 #include <floe/mesh.h>
 
 #include <lauxlib.h>
@@ -28,43 +29,6 @@ int floe_lua_mesh_info(lua_State *L);
 floe_mesh *floe_lua_mesh_load(floe_ctx *ctx, void *L, int t, const char *fn);
 
 #define PLACEMENT_KEYS "file", "object", "scale", "rotation", "translation"
-
-/* Every key of the table at t is one of keys[] (NULL-terminated). */
-static void only_keys(lua_State *L, int t, const char *fn, const char *const *keys)
-{
-    lua_pushnil(L);
-    while (lua_next(L, t)) {
-        lua_pop(L, 1);
-        int ok = 0;
-        for (const char *const *k = keys; *k && !ok; k++)
-            ok = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), *k) == 0;
-        if (ok)
-            continue;
-        const char *bad = luaL_tolstring(L, -1, NULL);
-        luaL_Buffer b;
-        luaL_buffinit(L, &b);
-        for (const char *const *k = keys; *k; k++) {
-            luaL_addstring(&b, k == keys ? "" : ", ");
-            luaL_addstring(&b, *k);
-        }
-        luaL_pushresult(&b);
-        luaL_error(L, "%s: unknown key '%s' (accepted: %s)", fn, bad, lua_tostring(L, -1));
-    }
-}
-
-/* t[key] as a finite number (absent: def) */
-static double num_at(lua_State *L, int t, const char *fn, const char *key, double def)
-{
-    int type = lua_getfield(L, t, key);
-    double v = def;
-    if (type != LUA_TNIL) {
-        if (type != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1)))
-            luaL_error(L, "%s: '%s' must be a finite number (got %s)", fn, key, luaL_typename(L, -1));
-        v = lua_tonumber(L, -1);
-    }
-    lua_pop(L, 1);
-    return v;
-}
 
 /* The value at idx as {x, y, z} of finite numbers. */
 static void vec_at(lua_State *L, int idx, const char *fn, const char *what, float out[3])
@@ -128,10 +92,10 @@ static void read_rotation(lua_State *L, int t, const char *fn, floe_mesh_def *de
     int r = lua_gettop(L);
     if (lua_type(L, r) == LUA_TTABLE && lua_rawlen(L, r) == 0) {
         float axis[3];
-        only_keys(L, r, fn, AXIS_KEYS);
+        floe_lua_only_keys(L, r, fn, AXIS_KEYS);
         if (!vec_field(L, r, fn, "axis", axis) || !(fabsf(axis[0]) + fabsf(axis[1]) + fabsf(axis[2]) > 0))
             luaL_error(L, "%s: 'rotation' = { axis = {x, y, z}, angle = degrees } needs a non-zero axis", fn);
-        double angle = num_at(L, r, fn, "angle", NAN);
+        double angle = floe_lua_num(L, r, fn, "angle", NAN);
         if (isnan(angle))
             luaL_error(L, "%s: 'rotation' = { axis = ..., angle = degrees } needs the angle", fn);
         floe_rotation_axis_angle(def->rotation, axis, (float)angle);
@@ -221,12 +185,12 @@ int floe_lua_boundary_mesh(lua_State *L, floe_ctx *ctx)
     static const char *const KEYS[] = {PLACEMENT_KEYS, "layers", "container", "set", NULL};
     const char *fn = "sim:boundary_mesh";
     luaL_checktype(L, 2, LUA_TTABLE);
-    only_keys(L, 2, fn, KEYS);
+    floe_lua_only_keys(L, 2, fn, KEYS);
     need_3d(L, ctx, fn);
     floe_mesh_def def;
     read_placement(L, 2, fn, &def);
     floe_mesh_use use = {0};
-    double layers = num_at(L, 2, fn, "layers", 1);
+    double layers = floe_lua_num(L, 2, fn, "layers", 1);
     if (layers != floor(layers) || layers < 1 || layers > 8)
         luaL_error(L, "%s: 'layers' must be an integer in [1, 8] (got %f)", fn, (lua_Number)layers);
     use.layers = (int)layers;
@@ -244,11 +208,11 @@ int floe_lua_fluid_mesh(lua_State *L, floe_ctx *ctx)
     static const char *const KEYS[] = {PLACEMENT_KEYS, "density", "velocity", "allow_open", "set", NULL};
     const char *fn = "sim:fluid_mesh";
     luaL_checktype(L, 2, LUA_TTABLE);
-    only_keys(L, 2, fn, KEYS);
+    floe_lua_only_keys(L, 2, fn, KEYS);
     need_3d(L, ctx, fn);
     floe_mesh_def def;
     read_placement(L, 2, fn, &def);
-    double rho = num_at(L, 2, fn, "density", 1000);
+    double rho = floe_lua_num(L, 2, fn, "density", 1000);
     if (!(rho > 0))
         luaL_error(L, "%s: 'density' must be positive (got %f)", fn, (lua_Number)rho);
     float v[3] = {0, 0, 0};
@@ -294,7 +258,7 @@ int floe_lua_mesh_info(lua_State *L)
     static const char *const KEYS[] = {PLACEMENT_KEYS, NULL};
     const char *fn = "floe.mesh_info";
     luaL_checktype(L, 1, LUA_TTABLE);
-    only_keys(L, 1, fn, KEYS);
+    floe_lua_only_keys(L, 1, fn, KEYS);
     floe_mesh_def def;
     read_placement(L, 1, fn, &def);
     floe_mesh *m = load(L, fn, &def);

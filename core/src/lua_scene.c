@@ -180,6 +180,8 @@ FLOE_EXPORT int floe_scene_run(const floe_scene_opts *opt, char *err, size_t err
     const char *root = opt->resume ? opt->resume : opt->out_dir ? opt->out_dir : "out";
     if (opt->resume)
         flags |= FLOE_OUTPUT_RESUME;
+    if (opt->write_frames == 0) /* floe bench */
+        flags |= FLOE_OUTPUT_BENCH;
     floe_output *out = floe_output_create(root, flags, oerr, sizeof oerr);
     if (!out) {
         snprintf(err, errlen, "%s: %s", opt->path, oerr);

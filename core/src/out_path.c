@@ -193,8 +193,23 @@ static out_taken *find_taken(floe_output *out, const struct stat *st)
     return NULL;
 }
 
-/* Count (or, when remove, unlink) the earlier run's files in the folder. */
-static int earlier_run(int dirfd, int remove, char *first, size_t flen)
+/* run.yaml, run.N.yaml: a run's record */
+static int is_record(const char *name)
+{
+    size_t l = strlen(name);
+    if (strcmp(name, "run.yaml") == 0)
+        return 1;
+    if (l < 10 || strncmp(name, "run.", 4) != 0 || strcmp(name + l - 5, ".yaml") != 0)
+        return 0;
+    for (size_t i = 4; i < l - 5; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Count (or, when remove, unlink) the earlier run's files in the folder;
+ * *others (if not NULL) gets how many of them are not run records. */
+static int earlier_run(int dirfd, int remove, char *first, size_t flen, int *others)
 {
     int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -211,6 +226,8 @@ static int earlier_run(int dirfd, int remove, char *first, size_t flen)
             continue;
         if (n++ == 0 && first)
             snprintf(first, flen, "%s", e->d_name);
+        if (others && !is_record(e->d_name))
+            ++*others;
         if (remove && unlinkat(dirfd, e->d_name, 0) != 0) {
             int er = errno;
             closedir(d);
@@ -239,8 +256,12 @@ int out_take(floe_output *out, int dirfd, const char *shown, int *first_frame, i
         return 0;
     }
     char first[256] = "";
-    int force = (out->flags & FLOE_OUTPUT_FORCE) != 0;
-    int n = earlier_run(dirfd, force, first, sizeof first);
+    int force = (out->flags & FLOE_OUTPUT_FORCE) != 0, others = 0;
+    int n = earlier_run(dirfd, force, first, sizeof first, &others);
+    /* a benchmark writes its record only: it replaces an earlier one's
+     * records (a folder holding nothing else of a run), never frames */
+    if (n > 0 && !force && others == 0 && (out->flags & FLOE_OUTPUT_BENCH) && !(out->flags & FLOE_OUTPUT_RESUME))
+        n = earlier_run(dirfd, 1, NULL, 0, NULL) < 0 ? -1 : 0;
     if (n < 0)
         return fail(err, errlen, errno, "cannot %s the folder %s: %s", force ? "clear the earlier run in" : "list",
                     shown, strerror(errno));

@@ -265,6 +265,40 @@ int ctx_set_compact(floe_ctx *ctx, floe_set set, const uint8_t *keep)
     return FLOE_OK;
 }
 
+/* ABI 1.10: the same on the device, its copies kept as the truth */
+int ctx_set_resize_cl(floe_ctx *ctx, floe_set set, uint32_t n)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_set_resize: invalid particle set handle");
+    if (!ctx->dev)
+        return ctx_fail(ctx, FLOE_ERR, "cl_set_resize: the OpenCL backend is not active");
+    int rc = ctx->dev->ops->set_resize(ctx, p, n);
+    if (rc)
+        return rc;
+    p->n = n;
+    invalidate(ctx, p);
+    return FLOE_OK;
+}
+
+int ctx_set_compact_cl(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_set_compact: invalid particle set handle");
+    if (!ctx->dev)
+        return ctx_fail(ctx, FLOE_ERR, "cl_set_compact: the OpenCL backend is not active");
+    if (!keep || n_keep > p->n)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_set_compact: set '%s' has %u particles, %u to keep", p->name, p->n,
+                        n_keep);
+    int rc = ctx->dev->ops->set_compact(ctx, p, keep, n_keep);
+    if (rc)
+        return rc;
+    p->n = n_keep;
+    invalidate(ctx, p);
+    return FLOE_OK;
+}
+
 static int reorder(floe_ctx *ctx, floe_set set, const uint32_t *perm)
 {
     pset *p = ctx_set(ctx, set);

@@ -105,6 +105,15 @@ __kernel void max_speed2(__global const float *v, uint n, __global uint *out)
         atomic_max(out, lmax);
 }
 
+/* compaction (api->cl_set_compact): the kept particles' old indices in
+ * order, from the keep flags and their exclusive scan */
+__kernel void compact_order(__global const uint *keep, __global const uint *rank, uint n, __global uint *order)
+{
+    const uint i = get_global_id(0);
+    if (i < n && keep[i])
+        order[rank[i]] = i;
+}
+
 /* dst[k] = src[perm[k]] for elements of `comps` words */
 __kernel void permute(__global const uint *src, __global uint *dst, __global const uint *perm, uint n, uint comps)
 {

@@ -75,55 +75,14 @@ __kernel void film_update(uint n, __global const float *acc, __global const floa
     gam[i] = fmin(fmax(g, 0.0f), gmax);
 }
 
-/* eigen-decomposition of a symmetric 3x3 by cyclic Jacobi (<floe/anisotropy.h>
- * floe_sym3_eigen): ev descending, R[k] the eigenvector of ev[k] */
-inline void sym3_eigen(const float m[6], float ev[3], float R[3][3])
-{
-    float a[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
-    float v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-    for (int sweep = 0; sweep < 16; sweep++) {
-        float off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
-        float diag = a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2];
-        if (off <= 1e-14f * diag || off == 0.0f)
-            break;
-        for (int p = 0; p < 2; p++)
-            for (int q = p + 1; q < 3; q++) {
-                if (a[p][q] == 0.0f)
-                    continue;
-                float theta = (a[q][q] - a[p][p]) / (2.0f * a[p][q]);
-                float t = (theta >= 0 ? 1.0f : -1.0f) / (fabs(theta) + sqrt(theta * theta + 1.0f));
-                float c = 1.0f / sqrt(t * t + 1.0f), s = t * c;
-                for (int k = 0; k < 3; k++) {
-                    float akp = a[k][p], akq = a[k][q];
-                    a[k][p] = c * akp - s * akq;
-                    a[k][q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < 3; k++) {
-                    float apk = a[p][k], aqk = a[q][k];
-                    a[p][k] = c * apk - s * aqk;
-                    a[q][k] = s * apk + c * aqk;
-                }
-                for (int k = 0; k < 3; k++) {
-                    float vkp = v[k][p], vkq = v[k][q];
-                    v[k][p] = c * vkp - s * vkq;
-                    v[k][q] = s * vkp + c * vkq;
-                }
-            }
-    }
-    int o[3] = {0, 1, 2};
-    for (int i = 0; i < 2; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (a[o[j]][o[j]] > a[o[i]][o[i]]) {
-                int t = o[i];
-                o[i] = o[j];
-                o[j] = t;
-            }
-    for (int k = 0; k < 3; k++) {
-        ev[k] = a[o[k]][o[k]];
-        for (int r = 0; r < 3; r++)
-            R[k][r] = v[r][o[k]];
-    }
-}
+/* eigen-decomposition of a symmetric 3x3 by cyclic Jacobi, the text of
+ * <floe/anisotropy.h>'s floe_sym3_eigen in float: ev descending, R[k] the
+ * eigenvector of ev[k] */
+#define FLOE_SYM3_T float
+#define FLOE_SYM3_NAME sym3_eigen
+#define FLOE_SYM3_SWEEPS 16
+#define FLOE_SYM3_TOL 1e-14f
+#include "floe/sym3_eigen.h"
 
 /* eqs. 28-30: the kernel matrix G_j of a fluid particle near frost from its
  * fluid neighbours' weighted covariance (floe_aniso_matrix); I / H elsewhere */
@@ -276,6 +235,46 @@ __kernel void decide(uint n, __global const float *xf, __global float *fw, float
     w[18] = d.y;
     w[19] = d.z;
     atomic_inc(count);
+}
+
+/* The ice grows on the device (freeze_cl.c, ABI 1.10): the freezing flags
+ * as words to scan (rank) and the keep flags of the fluid's compaction */
+__kernel void move_flags(uint n, __global const int *fi, __global uint *rank, __global uint *keep)
+{
+    uint j = get_global_id(0);
+    if (j >= n)
+        return;
+    uint f = fi[2 * j + 1] != 0;
+    rank[j] = f;
+    keep[j] = 1u - f;
+}
+
+/* a frozen fluid particle j appended as ice row base + rank[j] (rank: the
+ * exclusive scan of the flags, so in fluid index order as on the host):
+ * position, mass, id; its own volume m / rho0; a full film (Gamma = m,
+ * where the ice carries Gamma); the growth direction, kind and time */
+__kernel void ice_append(uint n, __global const int *fi, __global const uint *rank, __global const float *fw,
+                         __global const float *xf, __global const float *mf, __global const uint *idf,
+                         float inv_rho0, float now, uint base, __global float *xi, __global float *mi,
+                         __global uint *idi, __global float *Vi, __global float *gi, int has_g, __global float *di,
+                         __global int *ki, __global float *ti)
+{
+    uint j = get_global_id(0);
+    if (j >= n || fi[2 * j + 1] == 0)
+        return;
+    uint w = base + rank[j];
+    for (int a = 0; a < 3; a++) {
+        xi[3 * w + a] = xf[3 * j + a];
+        di[3 * w + a] = fw[FW * (size_t)j + 17 + a];
+    }
+    float m = mf[j];
+    mi[w] = m;
+    idi[w] = idf[j];
+    Vi[w] = m * inv_rho0;
+    if (has_g)
+        gi[w] = m;
+    ki[w] = fi[2 * j + 1];
+    ti[w] = now;
 }
 
 __kernel void zero_f(uint n, __global float *a)

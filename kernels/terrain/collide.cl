@@ -10,24 +10,9 @@ typedef struct {
     float x0, z0, cell, inv_cell;
 } terrain_t;
 
-static void axis(float u, int n, int *i, float *f, int *inside)
-{
-    *inside = 1;
-    if (n < 2 || !(u > 0.0f)) {
-        *i = 0;
-        *f = 0.0f;
-        *inside = n >= 2 && u == 0.0f;
-        return;
-    }
-    if (u >= (float)(n - 1)) {
-        *i = n - 2;
-        *f = 1.0f;
-        *inside = u == (float)(n - 1);
-        return;
-    }
-    *i = (int)u;
-    *f = u - (float)*i;
-}
+/* one axis of the bilinear lookup: the C path's text (<floe/terrain.h>) */
+#include "floe/terrain_axis.h"
+#define axis floe_terrain_axis
 
 static float height(terrain_t t, __global const float *h, float x, float z, float *dx, float *dz)
 {

@@ -335,14 +335,6 @@ typedef struct iter {
     double tol;
 } iter;
 
-/* Chebyshev weight of iteration k (1 before `delay`), from the previous one */
-static inline float cheb_weight(float rho, int64_t k, int64_t delay, float prev)
-{
-    if (!(rho > 0.0f) || k < delay)
-        return 1.0f;
-    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
-}
-
 static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
@@ -355,7 +347,7 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        om = cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         *err = pass_update(s, N, dtk, divergence, c->omega, om);
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
@@ -398,12 +390,8 @@ static int st_solve(const floe_stage_call *call)
     if (min_it > max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
                          (long long)max_it);
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -548,54 +536,37 @@ static int st_solve(const floe_stage_call *call)
 /* ---- descriptors --------------------------------------------------------------- */
 
 static const floe_param_desc solve_params[] = {
-    [SO_TOL] = { FLOE_SIZED(floe_param_desc), .name = "tolerance", .type = FLOE_PARAM_FLOAT,
-        .def = 0.0005, .min = 1e-7, .max = 0.5, .unit = "",
-        .doc = "constant density solver: stop when the mean predicted compression mean(max(rho* / rho0 - 1, 0)) is "
-               "below this (0.0005 = 0.05%, Bender & Koschier's eta)" },
-    [SO_DIV_TOL] = { FLOE_SIZED(floe_param_desc), .name = "divergence_tolerance", .type = FLOE_PARAM_FLOAT,
-        .def = 0.001, .min = 1e-7, .max = 0.5, .unit = "",
-        .doc = "divergence-free solver: stop when mean(max(Drho/Dt, 0)) dt / rho0 is below this (0.001 = 0.1%, eta_v)" },
-    [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
-        .def = 2, .min = 0, .max = 100000, .unit = "",
-        .doc = "constant density solver: at least this many iterations (the paper: 2)" },
-    [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "constant density solver: at most this many iterations" },
-    [SO_DIV_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "divergence_max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "divergence-free solver: at most this many iterations (at least 1)" },
-    [SO_WARM] = { FLOE_SIZED(floe_param_desc), .name = "warm_start", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0, .max = 1, .unit = "",
-        .doc = "both solvers start from this times last step's summed P (0 = cold start)" },
-    [SO_DIVERGENCE] = { FLOE_SIZED(floe_param_desc), .name = "divergence", .type = FLOE_PARAM_BOOL,
-        .def = 1, .unit = "",
-        .doc = "run the divergence-free solver before the constant density solver (false: constant density only)" },
-    [SO_FORCE_COURANT] = { FLOE_SIZED(floe_param_desc), .name = "force_courant", .type = FLOE_PARAM_FLOAT,
-        .def = 0.05, .min = 0, .max = 10, .unit = "",
-        .doc = "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)" },
-    [SO_DT_MAX] = { FLOE_SIZED(floe_param_desc), .name = "dt_max", .type = FLOE_PARAM_FLOAT,
-        .def = 0.005, .min = 1e-7, .max = 10, .unit = "s",
-        .doc = "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)" },
-    [SO_CORR_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "max_correction_speed", .type = FLOE_PARAM_FLOAT,
-        .def = 0.1, .min = 0, .max = 1e4, .unit = "m/s",
-        .doc = "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
-               "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
-               "no limit" },
-    [SO_OMEGA] = { FLOE_SIZED(floe_param_desc), .name = "omega", .type = FLOE_PARAM_FLOAT,
-        .def = 0.5, .min = 0.01, .max = 1, .unit = "",
-        .doc = "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)" },
-    [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
-        .def_str = "akinci", .choices = "akinci|mirror", .unit = "",
-        .doc = "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
-               "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
-               "force stays the adjoint of the density change)" },
-    [SO_CHEB] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev", .type = FLOE_PARAM_FLOAT,
-        .def = 0.9, .min = 0, .max = 0.9999, .unit = "",
-        .doc = "Chebyshev acceleration of both Jacobi iterations (Wang 2015, as iisph's) with this estimate of "
-               "their spectral radius (0 = plain relaxed Jacobi)" },
-    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
-        .def = 4, .min = 2, .max = 100000, .unit = "",
-        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
+    [SO_TOL] = FLOE_PARAM_F("tolerance", 0.0005, 1e-7, 0.5, "",
+        "constant density solver: stop when the mean predicted compression mean(max(rho* / rho0 - 1, 0)) is "
+        "below this (0.0005 = 0.05%, Bender & Koschier's eta)"),
+    [SO_DIV_TOL] = FLOE_PARAM_F("divergence_tolerance", 0.001, 1e-7, 0.5, "",
+        "divergence-free solver: stop when mean(max(Drho/Dt, 0)) dt / rho0 is below this (0.001 = 0.1%, eta_v)"),
+    [SO_MIN_IT] = FLOE_PARAM_I("min_iterations", 2, 0, 100000, "",
+        "constant density solver: at least this many iterations (the paper: 2)"),
+    [SO_MAX_IT] = FLOE_PARAM_I("max_iterations", 100, 1, 100000, "",
+        "constant density solver: at most this many iterations"),
+    [SO_DIV_MAX_IT] = FLOE_PARAM_I("divergence_max_iterations", 100, 1, 100000, "",
+        "divergence-free solver: at most this many iterations (at least 1)"),
+    [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
+        "both solvers start from this times last step's summed P (0 = cold start)"),
+    [SO_DIVERGENCE] = FLOE_PARAM_B("divergence", 1,
+        "run the divergence-free solver before the constant density solver (false: constant density only)"),
+    [SO_FORCE_COURANT] = FLOE_PARAM_F("force_courant", 0.05, 0, 10, "",
+        "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)"),
+    [SO_DT_MAX] = FLOE_PARAM_F("dt_max", 0.005, 1e-7, 10, "s",
+        "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)"),
+    [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
+        "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
+        "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
+        "no limit"),
+    [SO_OMEGA] = FLOE_PARAM_F("omega", 0.5, 0.01, 1, "",
+        "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)"),
+    [SO_BOUNDARY] = FLOE_PARAM_S("boundary_pressure", "akinci", "akinci|mirror",
+        "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
+        "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
+        "force stays the adjoint of the density change)"),
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,             /* of both iterations */
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     {0},
 };
 
@@ -621,21 +592,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "dfsph",
-    .version = "1.0.0",
-    .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density solvers "
-               "with warm starts, Akinci boundaries",
-    .stages = stages,
-    .init = dfsph_init,
-    .fini = dfsph_fini,
-};
-
-FLOE_MODULE(dfsph)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(dfsph, .version = "1.0.0",
+                 .summary = "Divergence-free SPH (Bender & Koschier 2015/2017): divergence-free and constant density "
+                            "solvers with warm starts, Akinci boundaries",
+                 .stages = stages, .init = dfsph_init, .fini = dfsph_fini)

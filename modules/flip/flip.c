@@ -17,6 +17,8 @@
  * the equations, parameters and units. */
 #include "flip.h"
 
+#include <floe/module_desc.h>
+
 #include <stdlib.h>
 
 const floe_api *flip_api;
@@ -58,15 +60,12 @@ static void flip_fini(void *state)
 
 /* ---- descriptors ------------------------------------------------------------ */
 
-#define PF(n, d, lo, hi, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = doc_ }
-#define PV(n, x, y, z, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
-#define PS(n, d, ch, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = doc_ }
-#define PB(n, d, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_BOOL, .def = d, .unit = "", .doc = doc_ }
-#define FLUID(n, t, acc) { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PV FLOE_PARAM_V
+#define PS FLOE_PARAM_S
+#define PB FLOE_PARAM_B
+#define FLUID FLOE_ATTR_FLUID
 
 static const floe_param_desc splat_params[] = {
     [SP_CELL] = PF("cell", 0, 0, 1e3, "m", "grid cell edge h; 0 = 2 x the sim spacing. One grid per simulation, made on the first "
@@ -170,21 +169,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "flip",
-    .version = "1.0.0",
-    .summary = "Grid-splat PIC/FLIP liquid (Guay 2013): splat once, solve on the grid, no particle sorting; "
-               "SDF obstacles, shallow water",
-    .stages = stages,
-    .init = flip_init,
-    .fini = flip_fini,
-};
-
-FLOE_MODULE(flip)
-{
-    flip_api = core;
-    return &module;
-}
+FLOE_MODULE_DESC_API(flip, flip_api, .version = "1.0.0",
+                     .summary = "Grid-splat PIC/FLIP liquid (Guay 2013): splat once, solve on the grid, no particle "
+                                "sorting; SDF obstacles, shallow water",
+                     .stages = stages, .init = flip_init, .fini = flip_fini)

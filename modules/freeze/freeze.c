@@ -8,14 +8,12 @@
 
 FLOE_MODULE_API_DEFINE;
 
-#define PF(n, d, lo, hi, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = doc_ }
-#define PI_(n, d, lo, hi, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_INT, .def = d, .min = lo, .max = hi, .unit = "", .doc = doc_ }
-#define PS(n, d, ch, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = doc_ }
-#define PB(n, d, doc_) { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_BOOL, .def = d, .unit = "", .doc = doc_ }
-#define A(k, n, t, acc) { FLOE_SIZED(floe_attr_desc), .kind = k, .name = n, .type = t, .access = acc }
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PI_(n, d, lo, hi, doc_) FLOE_PARAM_I(n, d, lo, hi, "", doc_)
+#define PS FLOE_PARAM_S
+#define PB FLOE_PARAM_B
+#define A FLOE_ATTR
 #define COLD_DOC "cold solids: boundary sets, comma-separated (\"\" = every boundary set but the ice set)"
 #define ICE_DOC "the boundary set that holds the ice (sim:boundary_set)"
 
@@ -99,8 +97,7 @@ static const floe_attr_desc th_attrs[] = {
     {0},
 };
 
-#define PV(n, x, y, z, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
+#define PV FLOE_PARAM_V
 static const floe_param_desc pic_params[] = {
     PV("eye", 1, 0.8, 1.2, "m", "camera position"),
     PV("target", 0, 0.2, 0, "m", "point the camera looks at"),
@@ -181,23 +178,7 @@ static int fz_load(void *state, floe_state_io *in)
     return FLOE_OK;
 }
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "freeze",
-    .version = "1.0.0",
-    .summary = "Freezing water on cold solids: Kim 2020's film, anisotropic growth direction and glaze/icicle "
-               "phase change; or heat conduction with latent heat",
-    .stages = stages,
-    .init = fz_init,
-    .fini = fz_fini,
-    .save = fz_save,
-    .load = fz_load,
-};
-
-FLOE_MODULE(freeze)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(freeze, .version = "1.0.0",
+                 .summary = "Freezing water on cold solids: Kim 2020's film, anisotropic growth direction and "
+                            "glaze/icicle phase change; or heat conduction with latent heat",
+                 .stages = stages, .init = fz_init, .fini = fz_fini, .save = fz_save, .load = fz_load)

@@ -1,12 +1,10 @@
 /* The freezing module's OpenCL path: freeze.film, freeze.direction and
  * freeze.transition on the device (kernels/freeze/freeze.cl), one launch
- * per fluid -> boundary neighbour list of the core. The ice set still
- * grows on the host: in a step where some water freezes, the freezing
- * flags are read back and the particles move between the sets through the
- * core's set_resize / set_compact (which copy the sets to the host); in a
- * step where nothing freezes the only read is the count (4 bytes). One
- * fluid set and 3D scenes; other cases are refused with a message (the cpu
- * backend runs them). */
+ * per fluid -> boundary neighbour list of the core. The ice set grows on
+ * the device too (grow_ice: the core's cl_set_resize / cl_set_compact, ABI
+ * 1.10): the host reads the count of frozen particles each step (4 bytes)
+ * and no set comes back. One fluid set and 3D scenes; other cases are
+ * refused with a message (the cpu backend runs them). */
 #include "freeze.h"
 
 #include <floe/cl_module.h>
@@ -226,6 +224,58 @@ int fz_direction_cl(const floe_stage_call *c)
     return st;
 }
 
+/* The ice grows on the device: the frozen particles appended to the ice
+ * set in fluid index order (a scan of the flags), then squeezed out of the
+ * fluid set (the core's cl_set_resize and cl_set_compact, ABI 1.10): no
+ * set comes to the host. */
+static int grow_ice(floe_ctx *ctx, fz_state *s, void *fi, void *fw, uint32_t frozen)
+{
+    fz_parts *p = &s->p;
+    const uint32_t nf = p->nf;
+    void *rank = scratch(ctx, "freeze.rank", ((size_t)nf + 1) * 4), *keep = scratch(ctx, "freeze.keep", (size_t)nf * 4);
+    void *kf = kern(ctx, "move_flags"), *ka = kern(ctx, "ice_append");
+    int st;
+    if ((st = need(ctx, "move kernels", kf && ka ? kf : NULL)) || (st = need(ctx, "move buffers", rank && keep ? rank : NULL)))
+        return st;
+    floe_cl_arg a[] = {ARG(nf), {sizeof(void *), &fi}, {sizeof(void *), &rank}, {sizeof(void *), &keep}};
+    if ((st = api->cl_run(ctx, kf, nf, 4, a, 12.0 * nf)) || (st = api->cl_scan(ctx, rank, nf)))
+        return st;
+    floe_set_info ii;
+    if (api->set_info(ctx, p->ice, &ii) != FLOE_OK)
+        return api->fail(ctx, FLOE_ERR, "the ice set has gone");
+    const uint32_t base = ii.n;
+    if ((st = api->cl_set_resize(ctx, p->ice, base + frozen)))
+        return st;
+    void *xf = attr(ctx, p->fset[0], "x", FLOE_VEC3, FLOE_READ, &st);
+    void *mf = attr(ctx, p->fset[0], "m", FLOE_F32, FLOE_READ, &st);
+    void *idf = attr(ctx, p->fset[0], "id", FLOE_U32, FLOE_READ, &st);
+    void *xi = attr(ctx, p->ice, "x", FLOE_VEC3, FLOE_WRITE, &st);
+    void *mi = attr(ctx, p->ice, "m", FLOE_F32, FLOE_WRITE, &st);
+    void *idi = attr(ctx, p->ice, "id", FLOE_U32, FLOE_WRITE, &st);
+    void *Vi = attr(ctx, p->ice, "V", FLOE_F32, FLOE_WRITE, &st);
+    void *di = attr(ctx, p->ice, "ice_dir", FLOE_VEC3, FLOE_WRITE, &st);
+    void *ki = attr(ctx, p->ice, "ice_kind", FLOE_I32, FLOE_WRITE, &st);
+    void *ti = attr(ctx, p->ice, "ice_time", FLOE_F32, FLOE_WRITE, &st);
+    void *gi = api->cl_attr(ctx, p->ice, "Gamma", FLOE_F32, FLOE_WRITE); /* with freeze.film only */
+    if (st)
+        return st;
+    const int32_t has_g = gi != NULL;
+    const float inv_rho0 = 1.0f / p->frho[0];
+    const float now = (float)(api->sim(ctx)->time + api->sim(ctx)->dt);
+    floe_cl_arg b[] = {ARG(nf),          {sizeof(void *), &fi},  {sizeof(void *), &rank}, {sizeof(void *), &fw},
+                       {sizeof(void *), &xf},  {sizeof(void *), &mf},  {sizeof(void *), &idf}, ARG(inv_rho0),
+                       ARG(now),         ARG(base),              {sizeof(void *), &xi},   {sizeof(void *), &mi},
+                       {sizeof(void *), &idi}, {sizeof(void *), &Vi},  {sizeof(void *), &gi}, ARG(has_g),
+                       {sizeof(void *), &di},  {sizeof(void *), &ki},  {sizeof(void *), &ti}};
+    if ((st = api->cl_run(ctx, ka, nf, 19, b, 0)))
+        return st;
+    if ((st = api->cl_set_compact(ctx, p->fset[0], keep, nf - frozen)))
+        return st;
+    p->fn[0] = p->nf = nf - frozen;
+    p->foff[1] = p->nf;
+    return FLOE_OK;
+}
+
 int fz_transition_cl(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
@@ -281,33 +331,11 @@ int fz_transition_cl(const floe_stage_call *c)
     uint32_t frozen = 0;
     if ((st = read_back(ctx, cnt, sizeof frozen, &frozen)))
         return st;
-    long moved = 0;
-    if (frozen) { /* the flags and directions back, then the move on the host */
-        int32_t *fih = malloc((size_t)2 * nf * sizeof *fih), *kh = malloc((size_t)nf * sizeof *kh);
-        float *fwh = malloc((size_t)FW * nf * sizeof *fwh), *dh = malloc(3 * (size_t)nf * sizeof *dh);
-        uint8_t *f = malloc(nf);
-        if (!fih || !kh || !fwh || !dh || !f)
-            st = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
-        if (!st)
-            st = read_back(ctx, fi, (size_t)2 * nf * sizeof *fih, fih);
-        if (!st)
-            st = read_back(ctx, fw, (size_t)FW * nf * sizeof *fwh, fwh);
-        for (uint32_t j = 0; !st && j < nf; j++) {
-            f[j] = fih[2 * j + 1] != 0;
-            kh[j] = fih[2 * j + 1];
-            memcpy(&dh[3 * (size_t)j], &fwh[(size_t)FW * j + 17], 3 * sizeof *dh);
-        }
-        /* the host copies of the sets (api->attr copies them from the device) */
-        if (!st)
-            st = fz_copy_fluid(ctx, s);
-        if (!st && (moved = fz_move_to_ice(ctx, s, f, dh, kh, NULL)) < 0)
-            st = (int)moved;
-        free(fih);
-        free(kh);
-        free(fwh);
-        free(dh);
-        free(f);
-    }
+    if (frozen > nf)
+        return api->fail(ctx, FLOE_ERR, "freeze (OpenCL): %u of %u fluid particles frozen", frozen, nf);
+    if (frozen && (st = grow_ice(ctx, s, fi, fw, frozen)))
+        return st;
+    const long moved = frozen;
     if (!st) {
         floe_set_info ii;
         api->set_info(ctx, p->ice, &ii);

@@ -19,20 +19,6 @@ static int grow(void **p, size_t *cap, size_t n, size_t es)
     return 0;
 }
 
-/* is `name` one of the comma-separated names of list? */
-static int listed(const char *list, const char *name)
-{
-    size_t l = strlen(name);
-    for (const char *c = list; *c;) {
-        const char *comma = strchr(c, ',');
-        size_t cl = comma ? (size_t)(comma - c) : strlen(c);
-        if (cl == l && strncmp(c, name, l) == 0)
-            return 1;
-        c = comma ? comma + 1 : c + cl;
-    }
-    return 0;
-}
-
 static int check_names(floe_ctx *ctx, const char *list)
 {
     for (const char *c = list; *c;) {
@@ -83,7 +69,7 @@ int fz_resolve(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
                          ice, ice);
     if (ii.kind != FLOE_SET_BOUNDARY)
         return api->fail(ctx, FLOE_ERR_ARG, "ice set '%s' is a fluid set: it must be a boundary set", ice);
-    if (cold[0] && listed(cold, ice))
+    if (cold[0] && floe_name_listed(cold, ice))
         return api->fail(ctx, FLOE_ERR_ARG, "cold = \"%s\" names the ice set '%s'", cold, ice);
     int rc = check_names(ctx, cold);
     if (rc)
@@ -118,7 +104,7 @@ int fz_resolve(floe_ctx *ctx, fz_state *s, const char *cold, const char *ice)
             if (api->set_info(ctx, sets[k], &in) != FLOE_OK)
                 return api->fail(ctx, FLOE_ERR, "boundary set %d: no info", k);
             int is_ice = sets[k].id == p->ice.id;
-            if (pass == 0 && (is_ice || (cold[0] && !listed(cold, in.name))))
+            if (pass == 0 && (is_ice || (cold[0] && !floe_name_listed(cold, in.name))))
                 continue;
             if (pass == 1 && !is_ice)
                 continue;

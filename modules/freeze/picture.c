@@ -128,19 +128,6 @@ static int encode(const img *im, membuf *out)
     return out->oom ? -1 : 0;
 }
 
-static int listed(const char *list, const char *name)
-{
-    size_t l = strlen(name);
-    for (const char *c = list; *c;) {
-        const char *comma = strchr(c, ',');
-        size_t cl = comma ? (size_t)(comma - c) : strlen(c);
-        if (cl == l && strncmp(c, name, l) == 0)
-            return 1;
-        c = comma ? comma + 1 : c + cl;
-    }
-    return 0;
-}
-
 int fz_picture(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
@@ -188,7 +175,7 @@ int fz_picture(const floe_stage_call *c)
         if (api->set_info(ctx, sets[k], &in) != FLOE_OK || !in.n)
             continue;
         int is_ice = strcmp(in.name, pv[PIC_ICE].s) == 0;
-        if (in.kind == FLOE_SET_BOUNDARY && !is_ice && !listed(pv[PIC_SOLIDS].s, in.name))
+        if (in.kind == FLOE_SET_BOUNDARY && !is_ice && !floe_name_listed(pv[PIC_SOLIDS].s, in.name))
             continue;
         const float *x = api->attr(ctx, sets[k], "x", FLOE_VEC3);
         const int32_t *kind = is_ice ? api->attr(ctx, sets[k], "ice_kind", FLOE_I32) : NULL;

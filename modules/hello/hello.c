@@ -150,20 +150,12 @@ static int hello_load(void *state, floe_state_io *in)
     return in->read(in, &s->damp_calls, sizeof s->damp_calls) ? FLOE_ERR : FLOE_OK;
 }
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR, /* the ABI this file was built for */
-    .name = "hello", /* must match FLOE_MODULE(hello) and the file floe_hello.so */
-    .version = "1.0.0",
-    .summary = "Template module: velocity damping and a speed report",
-    .stages = stages,
-    .init = hello_init, .fini = hello_fini, /* both optional */
-    .save = hello_save, .load = hello_load, /* optional too */
-};
-
-/* The entry point: const floe_module_desc *floe_module_hello(const floe_api *core) */
-FLOE_MODULE(hello)
-{
-    api = core; /* keep the table: the module links against nothing of the core */
-    return &module;
-}
+/* The descriptor and the entry point, const floe_module_desc *floe_module_hello(const
+ * floe_api *core), in one go (<floe/module_desc.h>): the descriptor gets its
+ * size, the ABI this file was built for and .name = "hello" (which must match
+ * the file floe_hello.so), and the entry point keeps the core's table in
+ * `api` (the module links against nothing of the core) and returns it. */
+FLOE_MODULE_DESC(hello, .version = "1.0.0", .summary = "Template module: velocity damping and a speed report",
+                 .stages = stages,
+                 .init = hello_init, .fini = hello_fini,  /* both optional */
+                 .save = hello_save, .load = hello_load)  /* optional too */

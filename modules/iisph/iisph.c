@@ -625,12 +625,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int nf, nt, st;
     size_t N;
 
-    if ((st = floe_fluid_sets(api, ctx, f, &nf, &N)) != FLOE_OK)
-        return st;
-    if (N == 0 || !(dt > 0.0f))
-        return FLOE_OK;
-    if (N >= UINT32_MAX)
-        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", N);
+    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+        return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
 
@@ -752,8 +748,8 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     float om = 1.0f;
     for (;;) {
         pass_accel(s, N);
-        /* Chebyshev acceleration from iteration `chebyshev_delay` on (iisph.h) */
-        om = iisph_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
+        /* Chebyshev acceleration from iteration `chebyshev_delay` on (<floe/sph.h>) */
+        om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
@@ -813,19 +809,16 @@ static const floe_param_desc solve_params[] = {
         "relaxation of the Jacobi update (eq. 24; Ihmsen 2013: 0.5, Kim 2020: 0.8)"),
     [SO_TOLERANCE] = FLOE_PARAM_F("tolerance", 0.0005, 1e-7, 0.5, "",
         "stop when the average predicted compression mean(max(rho/rho0 - 1, 0)) is below this (0.0005 = 0.05%)"),
-    [SO_MIN_IT] = { FLOE_SIZED(floe_param_desc), .name = "min_iterations", .type = FLOE_PARAM_INT,
-        .def = 2, .min = 1, .max = 100000, .unit = "",
-        .doc = "at least this many iterations (each: pressure accelerations, then density error and update)" },
-    [SO_MAX_IT] = { FLOE_SIZED(floe_param_desc), .name = "max_iterations", .type = FLOE_PARAM_INT,
-        .def = 100, .min = 1, .max = 100000, .unit = "",
-        .doc = "at most this many iterations; when still above tolerance the next dt is halved" },
+    [SO_MIN_IT] = FLOE_PARAM_I("min_iterations", 2, 1, 100000, "",
+        "at least this many iterations (each: pressure accelerations, then density error and update)"),
+    [SO_MAX_IT] = FLOE_PARAM_I("max_iterations", 100, 1, 100000, "",
+        "at most this many iterations; when still above tolerance the next dt is halved"),
     [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
         "initial pressure = warm_start * previous step's pressure (Ihmsen 2013: 0.5; 0 = cold start; "
         "above ~0.7 a deep tank at rest oscillates)"),
-    [SO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
-        .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
-        .doc = "boundary pressure: extrapolate = -psi_b (p_i + p_b)/rho_i^2 grad W_ib with p_b = p_i + rho_i g.(x_b - x_i) "
-               "where p_i > 0; mirror = the same with p_b = p_i (as wcsph); akinci = -psi_b p_i/rho_i^2 grad W_ib" },
+    [SO_BOUNDARY] = FLOE_PARAM_S("boundary_pressure", "extrapolate", "extrapolate|mirror|akinci",
+        "boundary pressure: extrapolate = -psi_b (p_i + p_b)/rho_i^2 grad W_ib with p_b = p_i + rho_i g.(x_b - x_i) "
+        "where p_i > 0; mirror = the same with p_b = p_i (as wcsph); akinci = -psi_b p_i/rho_i^2 grad W_ib"),
     [SO_BVISC] = FLOE_PARAM_F("boundary_viscosity", 0, 0, 100, "m^2/s",
         "kinematic viscosity against boundary particles (wall friction), added to a before the solve: "
         "2(dim+2) nu sum_b psi_b/rho_i (v_i.x_ib)/(r^2+0.01H^2) grad W_ib; 0 = free slip"),
@@ -837,17 +830,12 @@ static const floe_param_desc solve_params[] = {
     [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
         "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
         "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
-    [SO_CHEB] = FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",
-        "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral radius "
-        "(0 = plain relaxed Jacobi)"),
-    [SO_CHEB_DELAY] = { FLOE_SIZED(floe_param_desc), .name = "chebyshev_delay", .type = FLOE_PARAM_INT,
-        .def = 4, .min = 2, .max = 100000, .unit = "",
-        .doc = "plain Jacobi iterations before the Chebyshev weights start" },
-    [SO_GRAD_CORR] = { FLOE_SIZED(floe_param_desc), .name = "gradient_correction", .type = FLOE_PARAM_BOOL,
-        .def = 0, .unit = "",
-        .doc = "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
-               "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "
-               "step" },
+    [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,
+    [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
+    [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale each pair gradient by (gamma_i + gamma_j) / 2, gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) "
+        "clamped to [0.9, 1.11]: pressure consistent with rho0 g h on any packing; one more neighbour pass a "
+        "step"),
     {0},
 };
 

@@ -26,18 +26,6 @@ typedef struct iisph_cfg {
 /* gradient_correction: gamma_i is clamped to [IISPH_GAMMA_LO, 1 / IISPH_GAMMA_LO] */
 #define IISPH_GAMMA_LO 0.9f
 
-/* Chebyshev semi-iterative acceleration (Wang 2015) of the Jacobi
- * iteration: the weight of iteration k (1-based), given the previous one;
- * 1 (plain Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2),
- * then om_k+1 = 4 / (4 - rho^2 om_k). The iterate is then
- * p_prev + om (Jacobi(p) - p_prev). Shared so that both paths use the same floats. */
-static inline float iisph_cheb_weight(float rho, int64_t k, int64_t delay, float prev)
-{
-    if (!(rho > 0.0f) || k < delay)
-        return 1.0f;
-    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
-}
-
 /* the OpenCL path (iisph_cl.c); *cl is its device state, created on demand.
  * IISPH_CL_USE_C: the scene needs the C solve (several non-empty fluid sets) */
 #define IISPH_CL_USE_C 1

@@ -168,7 +168,7 @@ static int enqueue_iteration(solver *S, int64_t r)
 {
     floe_ctx *ctx = S->ctx;
     void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3], *pp = S->p[(r + 2) % 3];
-    S->om = iisph_cheb_weight(S->cheb_rho, r + 1, S->cheb_delay, S->om);
+    S->om = floe_cheb_weight(S->cheb_rho, r + 1, S->cheb_delay, S->om);
     const uint32_t n = S->n;
     int st;
     floe_cl_arg aa[] = {ARG(n),      ARG(S->xm),  ARG(S->P),   ARG(S->G),     ARG(S->E),    ARG(ap),

@@ -12,6 +12,8 @@
 #define _GNU_SOURCE /* posix_spawn_file_actions_addfchdir_np (glibc 2.29) */
 #include "raycast.h"
 
+#include <floe/module_desc.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -380,15 +382,12 @@ static int st_render(const floe_stage_call *call)
     return FLOE_OK;
 }
 
-#define PF(n, d, lo, hi, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = doc_ }
-#define PI_(n, d, lo, hi, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_INT, .def = d, .min = lo, .max = hi, .unit = "", .doc = doc_ }
-#define PV(n, x, y, z, u, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_VEC3, .def_vec = {x, y, z}, .unit = u, .doc = doc_ }
-#define PS(n, d, ch, doc_) \
-    { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = doc_ }
-#define PB(n, d, doc_) { FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_BOOL, .def = d, .unit = "", .doc = doc_ }
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PI_(n, d, lo, hi, doc_) FLOE_PARAM_I(n, d, lo, hi, "", doc_)
+#define PV FLOE_PARAM_V
+#define PS FLOE_PARAM_S
+#define PB FLOE_PARAM_B
 
 static const floe_param_desc render_params[] = {
     [RP_GRID] = PS("grid", "flip.rho", NULL, "F32 density grid to render"),
@@ -421,20 +420,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "raycast",
-    .version = "1.0.0",
-    .summary = "Ray-cast surfacer: renders a density grid (flip.rho) to PNG frames through libpng; mp4 through ffmpeg",
-    .stages = stages,
-    .init = rc_init,
-    .fini = rc_fini,
-};
-
-FLOE_MODULE(raycast)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(raycast, .version = "1.0.0",
+                 .summary = "Ray-cast surfacer: renders a density grid (flip.rho) to PNG frames through libpng; mp4 "
+                            "through ffmpeg",
+                 .stages = stages, .init = rc_init, .fini = rc_fini)

@@ -16,6 +16,7 @@
  * function (and, for meshes, the file). */
 #include "rigid.h"
 
+#include <floe/lua_args.h>
 #include <floe/mesh.h>
 
 #include <lauxlib.h>
@@ -41,41 +42,9 @@ static int lerr(lua_State *L, const char *fmt, ...)
     return luaL_error(L, "%s", buf);
 }
 
-static void only_keys(lua_State *L, int t, const char *fn, const char *const *keys)
-{
-    lua_pushnil(L);
-    while (lua_next(L, t)) {
-        lua_pop(L, 1);
-        int ok = 0;
-        for (const char *const *k = keys; *k && !ok; k++)
-            ok = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), *k) == 0;
-        if (ok)
-            continue;
-        luaL_Buffer b;
-        const char *bad = luaL_tolstring(L, -1, NULL);
-        luaL_buffinit(L, &b);
-        for (const char *const *k = keys; *k; k++) {
-            luaL_addstring(&b, k == keys ? "" : ", ");
-            luaL_addstring(&b, *k);
-        }
-        luaL_pushresult(&b);
-        lerr(L, "%s: unknown key '%s' (accepted: %s)", fn, bad, lua_tostring(L, -1));
-    }
-}
-
-/* t[key] as a finite number; def when absent */
-static double num(lua_State *L, int t, const char *fn, const char *key, double def)
-{
-    int ty = lua_getfield(L, t, key);
-    double v = def;
-    if (ty != LUA_TNIL) {
-        if (ty != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1)))
-            lerr(L, "%s: '%s' must be a finite number (got %s)", fn, key, luaL_typename(L, -1));
-        v = lua_tonumber(L, -1);
-    }
-    lua_pop(L, 1);
-    return v;
-}
+/* the kit's table checks (<floe/lua_args.h>, which sim:boundary_mesh's use too) */
+#define only_keys floe_lua_only_keys
+#define num floe_lua_num
 
 /* the value at idx as a vector of `dim` (2 or 3) finite numbers; z = 0 when 2 */
 static void vec_at(lua_State *L, int idx, const char *fn, const char *what, int dim, double out[3])

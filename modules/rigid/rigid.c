@@ -248,19 +248,7 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR,
-    .name = "rigid", .version = "1.0.0",
-    .summary = "Rigid bodies in SPH fluid: Akinci 2012 coupling, ODE for contacts, friction and joints",
-    .stages = stages,
-    .init = rigid_init, .fini = rigid_fini,
-    .save = rigid_save, .load = rigid_load,
-    .lua_open = rigid_lua_open,
-};
-
-FLOE_MODULE(rigid)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(rigid, .version = "1.0.0",
+                 .summary = "Rigid bodies in SPH fluid: Akinci 2012 coupling, ODE for contacts, friction and joints",
+                 .stages = stages, .init = rigid_init, .fini = rigid_fini, .save = rigid_save, .load = rigid_load,
+                 .lua_open = rigid_lua_open)

@@ -64,19 +64,10 @@ typedef struct parts {
     uint32_t n;
 } parts;
 
+/* every set when the list is empty, else those it names */
 static int set_chosen(const char *list, const char *name)
 {
-    if (!list[0])
-        return 1;
-    size_t l = strlen(name);
-    for (const char *c = list; *c;) {
-        const char *comma = strchr(c, ',');
-        size_t cl = comma ? (size_t)(comma - c) : strlen(c);
-        if (cl == l && strncmp(c, name, l) == 0)
-            return 1;
-        c = comma ? comma + 1 : c + cl;
-    }
-    return 0;
+    return !list[0] || floe_name_listed(list, name);
 }
 
 static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
@@ -252,18 +243,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-static const floe_module_desc module = {
-    .size = sizeof(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR,
-    .abi_minor = FLOE_ABI_MINOR,
-    .name = "surface",
-    .version = "1.0.0",
-    .summary = "water surfaces as meshes (OBJ, PLY) each output frame: isotropic and anisotropic kernels",
-    .stages = stages,
-};
-
-FLOE_MODULE(surface)
-{
-    api = core;
-    return &module;
-}
+FLOE_MODULE_DESC(surface, .version = "1.0.0",
+                 .summary = "water surfaces as meshes (OBJ, PLY) each output frame: isotropic and anisotropic kernels",
+                 .stages = stages)

@@ -17,6 +17,8 @@
  * from frame to frame); the traversal is parallel over vertex rows. */
 #include "carpet.h"
 
+#include <floe/module_sets.h> /* floe_grow */
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +27,7 @@ enum { P_CELL, P_RADIUS, P_LEAF, P_FALL, P_COLOUR, P_IMAGE, P_MESH };
 
 #define MAX_DEPTH 32
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 1024;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
+#define grow floe_grow /* <floe/module_sets.h> */
 
 /* gather every fluid particle as (x, top, z, vx, vz) */
 static int gather(tm_carpet *c, floe_ctx *ctx, float r)

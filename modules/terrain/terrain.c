@@ -15,6 +15,8 @@
  * docs/terrain.md. */
 #include "carpet.h"
 
+#include <floe/module_desc.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,13 +99,11 @@ static int tm_load(void *state, floe_state_io *in)
     return in->read(in, s->wet, n * sizeof *s->wet) ? FLOE_ERR : FLOE_OK;
 }
 
-#define PF(n, d, lo, hi, u, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = dc}
-#define PI(n, d, lo, hi, u, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_INT, .def = d, .min = lo, .max = hi, .unit = u, .doc = dc}
-#define PS(n, d, ch, dc) \
-    {FLOE_SIZED(floe_param_desc), .name = n, .type = FLOE_PARAM_STRING, .def_str = d, .choices = ch, .unit = "", .doc = dc}
-#define FLUID(n, t, acc) {FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc}
+/* short names for the kit's descriptor macros (<floe/module_desc.h>) */
+#define PF FLOE_PARAM_F
+#define PI FLOE_PARAM_I
+#define PS FLOE_PARAM_S
+#define FLUID FLOE_ATTR_FLUID
 
 /* parameter order: collide.c's enum */
 static const floe_param_desc collide_params[] = {
@@ -162,19 +162,7 @@ static const floe_stage_desc stages[] = {
      .run = tm_carpet_run, .run_cl = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},
     {0}};
 
-static const floe_module_desc module = {
-    FLOE_SIZED(floe_module_desc),
-    .abi_major = FLOE_ABI_MAJOR, .abi_minor = FLOE_ABI_MINOR,
-    .name = "terrain",
-    .version = "1.0.0",
-    .summary = "Water on height-field terrain (Kipfer & Westermann 2006): collision, wet map, carpet surface",
-    .stages = stages,
-    .init = tm_init, .fini = tm_fini,
-    .save = tm_save, .load = tm_load,
-};
-
-FLOE_MODULE(terrain)
-{
-    tm_api = core;
-    return &module;
-}
+FLOE_MODULE_DESC_API(terrain, tm_api, .version = "1.0.0",
+                     .summary = "Water on height-field terrain (Kipfer & Westermann 2006): collision, wet map, carpet "
+                                "surface",
+                     .stages = stages, .init = tm_init, .fini = tm_fini, .save = tm_save, .load = tm_load)

@@ -318,55 +318,50 @@ static const floe_attr_desc visc_attrs[] = {
     {0},
 };
 
-#define P_FLOAT(nm, d, lo, hi, u, txt) \
-    { FLOE_SIZED(floe_param_desc), .name = nm, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, .unit = u, .doc = txt }
-
 static const floe_param_desc laminar_params[] = {
-    [LA_NU] = P_FLOAT("nu", 1e-6, 0, 100, "m^2/s",
-                      "kinematic viscosity between fluid particles (water 1e-6, glycerol 1.1e-3, honey ~7e-3)"),
-    [LA_BOUNDARY_NU] = P_FLOAT("boundary_nu", -1, -1, 100, "m^2/s",
-                               "kinematic viscosity against boundary particles (walls at rest, no-slip); "
-                               "-1: same as nu, 0: free slip"),
-    [LA_FORM] = { FLOE_SIZED(floe_param_desc), .name = "form", .type = FLOE_PARAM_STRING, .def_str = "morris",
-                  .choices = "morris|monaghan", .unit = "",
-                  .doc = "morris: Morris et al. 1997, a_i += nu sum_j m_j (1/rho_i+1/rho_j) (x_ij.grad W_ij)/(r^2+eps H^2) v_ij "
-                         "(accurate on coarse neighbourhoods); monaghan: 2(d+2) nu sum_j V_j (v_ij.x_ij)/(r^2+eps H^2) grad W_ij "
-                         "(conserves angular momentum, ~30% low at H = 2d)" },
-    [LA_WALL] = { FLOE_SIZED(floe_param_desc), .name = "wall_velocity", .type = FLOE_PARAM_STRING,
-                  .def_str = "mirror", .choices = "zero|mirror", .unit = "",
-                  .doc = "velocity given to boundary particles of walls at rest: mirror = -v_i (Takeda 1994, Morris 1997 "
-                         "extrapolation with d_b = d_i: no-slip at the wall surface), zero = 0 (no-slip about a "
-                         "third of a spacing inside the wall)" },
-    [LA_EPS] = P_FLOAT("eps", 0.01, 1e-6, 1, "",
-                       "regulariser: |x_ij|^2 + eps H^2 in the denominator (H = support radius)"),
-    [LA_DIFFUSION] = P_FLOAT("diffusion_number", 0.125, 0, 10, "",
-                             "explicit-diffusion limit: proposes dt <= diffusion_number d^2 / max(nu, boundary_nu) "
-                             "(d = spacing); 0 proposes nothing"),
+    [LA_NU] = FLOE_PARAM_F("nu", 1e-6, 0, 100, "m^2/s",
+        "kinematic viscosity between fluid particles (water 1e-6, glycerol 1.1e-3, honey ~7e-3)"),
+    [LA_BOUNDARY_NU] = FLOE_PARAM_F("boundary_nu", -1, -1, 100, "m^2/s",
+        "kinematic viscosity against boundary particles (walls at rest, no-slip); "
+        "-1: same as nu, 0: free slip"),
+    [LA_FORM] = FLOE_PARAM_S("form", "morris", "morris|monaghan",
+        "morris: Morris et al. 1997, a_i += nu sum_j m_j (1/rho_i+1/rho_j) (x_ij.grad W_ij)/(r^2+eps H^2) v_ij "
+        "(accurate on coarse neighbourhoods); monaghan: 2(d+2) nu sum_j V_j (v_ij.x_ij)/(r^2+eps H^2) grad W_ij "
+        "(conserves angular momentum, ~30% low at H = 2d)"),
+    [LA_WALL] = FLOE_PARAM_S("wall_velocity", "mirror", "zero|mirror",
+        "velocity given to boundary particles of walls at rest: mirror = -v_i (Takeda 1994, Morris 1997 "
+        "extrapolation with d_b = d_i: no-slip at the wall surface), zero = 0 (no-slip about a "
+        "third of a spacing inside the wall)"),
+    [LA_EPS] = FLOE_PARAM_F("eps", 0.01, 1e-6, 1, "",
+        "regulariser: |x_ij|^2 + eps H^2 in the denominator (H = support radius)"),
+    [LA_DIFFUSION] = FLOE_PARAM_F("diffusion_number", 0.125, 0, 10, "",
+        "explicit-diffusion limit: proposes dt <= diffusion_number d^2 / max(nu, boundary_nu) "
+        "(d = spacing); 0 proposes nothing"),
     {0},
 };
 
 static const floe_param_desc kim_params[] = {
-    [KI_BETA0] = P_FLOAT("beta0", 0.1, 0, 100, "",
-                         "bulk viscosity coefficient beta0 of eq. 37 (Kim 2020: 0.1)"),
-    [KI_BETA1] = P_FLOAT("beta1", 10, 0, 1e4, "m/s",
-                         "sound-wave speed beta1 of eq. 37/40 (Kim 2020: 10); "
-                         "equivalent nu = beta0 beta1 H / (2 (dim + 2))"),
-    [KI_BOUNDARY_BETA0] = P_FLOAT("boundary_beta0", 1, 0, 100, "",
-                                  "coefficient of the boundary viscosity eq. 40 (as written it has none: 1); "
-                                  "0 switches eq. 40 off"),
-    [KI_EPS] = P_FLOAT("eps", 0.01, 1e-6, 1, "",
-                       "regulariser of u_ij (eq. 38): |x_ij|^2 + eps H^2"),
-    [KI_DIFFUSION] = P_FLOAT("diffusion_number", 0.125, 0, 10, "",
-                             "proposes dt <= diffusion_number d^2 / nu_eq with the equivalent viscosity "
-                             "nu_eq = max(beta0, boundary_beta0) beta1 H / (2 (dim + 2)); 0 proposes nothing"),
+    [KI_BETA0] = FLOE_PARAM_F("beta0", 0.1, 0, 100, "",
+        "bulk viscosity coefficient beta0 of eq. 37 (Kim 2020: 0.1)"),
+    [KI_BETA1] = FLOE_PARAM_F("beta1", 10, 0, 1e4, "m/s",
+        "sound-wave speed beta1 of eq. 37/40 (Kim 2020: 10); "
+        "equivalent nu = beta0 beta1 H / (2 (dim + 2))"),
+    [KI_BOUNDARY_BETA0] = FLOE_PARAM_F("boundary_beta0", 1, 0, 100, "",
+        "coefficient of the boundary viscosity eq. 40 (as written it has none: 1); "
+        "0 switches eq. 40 off"),
+    [KI_EPS] = FLOE_PARAM_F("eps", 0.01, 1e-6, 1, "",
+        "regulariser of u_ij (eq. 38): |x_ij|^2 + eps H^2"),
+    [KI_DIFFUSION] = FLOE_PARAM_F("diffusion_number", 0.125, 0, 10, "",
+        "proposes dt <= diffusion_number d^2 / nu_eq with the equivalent viscosity "
+        "nu_eq = max(beta0, boundary_beta0) beta1 H / (2 (dim + 2)); 0 proposes nothing"),
     {0},
 };
 
 static const floe_param_desc xsph_params[] = {
-    [XS_ALPHA] = P_FLOAT("alpha", 0.01, 0, 1, "",
-                         "fraction of the relative velocity smoothed per step between fluid particles"),
-    [XS_BOUNDARY_ALPHA] = P_FLOAT("boundary_alpha", 0, 0, 1, "",
-                                  "the same against boundary particles at rest (a sticky wall); 0 = none"),
+    [XS_ALPHA] = FLOE_PARAM_F("alpha", 0.01, 0, 1, "",
+        "fraction of the relative velocity smoothed per step between fluid particles"),
+    [XS_BOUNDARY_ALPHA] = FLOE_PARAM_F("boundary_alpha", 0, 0, 1, "",
+        "the same against boundary particles at rest (a sticky wall); 0 = none"),
     {0},
 };
 

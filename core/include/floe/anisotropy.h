@@ -41,54 +41,14 @@ static inline double floe_aniso_weight(double r2, double inv_r)
 /* Eigen-decomposition of a symmetric 3x3 matrix by cyclic Jacobi rotations:
  * eval[0] >= eval[1] >= eval[2], evec[k] the unit eigenvector of eval[k]
  * (the columns of R, stored as rows). Converges to machine precision in a
- * few sweeps; exact for diagonal input. */
-static inline void floe_sym3_eigen(const double m[6], double eval[3], double evec[3][3])
-{
-    double a[3][3] = {{m[0], m[1], m[2]}, {m[1], m[3], m[4]}, {m[2], m[4], m[5]}};
-    double v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-    for (int sweep = 0; sweep < 32; sweep++) {
-        double off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
-        double diag = a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2];
-        if (off <= 1e-30 * diag || off == 0.0)
-            break;
-        for (int p = 0; p < 2; p++)
-            for (int q = p + 1; q < 3; q++) {
-                if (a[p][q] == 0.0)
-                    continue;
-                double theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
-                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int k = 0; k < 3; k++) { /* A <- A J */
-                    double akp = a[k][p], akq = a[k][q];
-                    a[k][p] = c * akp - s * akq;
-                    a[k][q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < 3; k++) { /* A <- J^T A */
-                    double apk = a[p][k], aqk = a[q][k];
-                    a[p][k] = c * apk - s * aqk;
-                    a[q][k] = s * apk + c * aqk;
-                }
-                for (int k = 0; k < 3; k++) { /* V <- V J */
-                    double vkp = v[k][p], vkq = v[k][q];
-                    v[k][p] = c * vkp - s * vkq;
-                    v[k][q] = s * vkp + c * vkq;
-                }
-            }
-    }
-    int o[3] = {0, 1, 2};
-    for (int i = 0; i < 2; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (a[o[j]][o[j]] > a[o[i]][o[i]]) {
-                int t = o[i];
-                o[i] = o[j];
-                o[j] = t;
-            }
-    for (int k = 0; k < 3; k++) {
-        eval[k] = a[o[k]][o[k]];
-        for (int r = 0; r < 3; r++)
-            evec[k][r] = v[r][o[k]];
-    }
-}
+ * few sweeps; exact for diagonal input. The text is <floe/sym3_eigen.h>,
+ * which the kernels instantiate in float.
+ *   void floe_sym3_eigen(const double m[6], double eval[3], double evec[3][3]) */
+#define FLOE_SYM3_T double
+#define FLOE_SYM3_NAME floe_sym3_eigen
+#define FLOE_SYM3_SWEEPS 32
+#define FLOE_SYM3_TOL 1e-30
+#include <floe/sym3_eigen.h>
 
 typedef struct floe_aniso_def {
     double H;        /* support radius of the isotropic kernel */

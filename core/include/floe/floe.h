@@ -342,8 +342,12 @@ int floe_cl_devices(void (*fn)(const char *line, void *u), void *u);
  * A context without an output writes where out_dir says (docs/reliability.md). */
 typedef struct floe_output floe_output;
 /* FLOE_OUTPUT_RESUME (--resume): the root holds the run being resumed; its
- * folders are taken as they are (nothing refused, nothing removed). */
-enum { FLOE_OUTPUT_CONFINE = 1, FLOE_OUTPUT_FORCE = 2, FLOE_OUTPUT_RESUME = 4 };
+ * folders are taken as they are (nothing refused, nothing removed).
+ * FLOE_OUTPUT_BENCH (floe bench: runs write their records, no frames): a
+ * folder whose earlier run left only run records (run.yaml, run.N.yaml: an
+ * earlier benchmark) is taken without FORCE, those records replaced; one
+ * holding frames or other run files is refused as without the flag. */
+enum { FLOE_OUTPUT_CONFINE = 1, FLOE_OUTPUT_FORCE = 2, FLOE_OUTPUT_RESUME = 4, FLOE_OUTPUT_BENCH = 8 };
 floe_output *floe_output_create(const char *root, unsigned flags, char *err, size_t errlen);
 void floe_output_destroy(floe_output *out);
 /* out outlives the context (NULL detaches). */

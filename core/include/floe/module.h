@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 9
+#define FLOE_ABI_MINOR 10
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -384,6 +384,18 @@ typedef struct floe_api {
     /* floe_boundary_mesh of <floe/mesh.h>: boundary particles on the mesh's
      * surface appended to `set`; the count added, or < 0 with the message set. */
     long (*boundary_mesh)(floe_ctx *ctx, floe_set set, const struct floe_mesh *m, const struct floe_mesh_use *use);
+    /* ---- appended in ABI 1.10: sets that change size on the device ------
+     * set_resize and set_compact without the host round trip: the device
+     * copies stay the truth (the host copies are brought back only when a
+     * C stage or an output asks). cl_set_resize: rows added are zero.
+     * cl_set_compact: keep is a device buffer of the set's count of uint
+     * words (1 keep, 0 drop), n_keep of them 1 (the caller counted them);
+     * the kept particles keep their order. Both end the set's neighbour
+     * lists and cell sort, like set_resize. On the cpu backend: FLOE_ERR. */
+    int (*cl_set_resize)(floe_ctx *ctx, floe_set set, uint32_t n);
+    int (*cl_set_compact)(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep);
+    /* Exclusive prefix sum of n uint words of a device buffer, in place. */
+    int (*cl_scan)(floe_ctx *ctx, void *buf, uint32_t n);
 } floe_api;
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);

@@ -5,6 +5,8 @@
  *   floe_fluid f[FLOE_MAX_SETS]; int nf; size_t total;
  *   if ((st = floe_fluid_sets(api, ctx, f, &nf, &total))) return st;
  *   const float *x = floe_need_read(api, ctx, f[0].set, f[0].info.name, "x", FLOE_VEC3, &st);
+ *   if (floe_name_listed(call->param[P_SETS].s, f[0].info.name)) ...   (a list of set names)
+ *   if (floe_grow((void **)&s->buf, &s->cap, n, sizeof *s->buf)) ...        (a growing array)
  */
 #ifndef FLOE_MODULE_SETS_H
 #define FLOE_MODULE_SETS_H
@@ -12,6 +14,8 @@
 #include <floe/module.h>
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define FLOE_MODULE_MAX_SETS FLOE_MAX_SETS /* an older name of <floe/types.h>'s limit */
 
@@ -51,6 +55,39 @@ static inline int floe_fluid_sets(const floe_api *api, floe_ctx *ctx, floe_fluid
     if (total)
         *total = off;
     return FLOE_OK;
+}
+
+/* Room for `need` elements of `elem` bytes in the array *p of *cap
+ * elements, grown with realloc (doubling from 1024); 0, or -1 when out of
+ * memory (*p and *cap unchanged). */
+static inline int floe_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 1024;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Is `name` one of the comma-separated names of `list` (a stage's "sets"
+ * parameter, "water,ice")? An empty list names none; names match whole. */
+static inline int floe_name_listed(const char *list, const char *name)
+{
+    size_t l = strlen(name);
+    for (const char *c = list; *c;) {
+        const char *comma = strchr(c, ',');
+        size_t cl = comma ? (size_t)(comma - c) : strlen(c);
+        if (cl == l && strncmp(c, name, l) == 0)
+            return 1;
+        c = comma ? comma + 1 : c + cl;
+    }
+    return 0;
 }
 
 /* An attribute's host data (api->attr: on the OpenCL backend a write

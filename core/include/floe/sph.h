@@ -3,8 +3,10 @@
  * static inline or a macro and reaches the core through the floe_api table.
  *
  * What it holds (docs/modules.md walks a solver written on it):
- *   FLOE_MODULE_API_DEFINE / _EXTERN  one `api` pointer for all the files of a module
- *   FLOE_SPH_MODULE                   the descriptor and the entry point that sets `api`
+ *   <floe/module_desc.h>              one `api` pointer for all the files of a module
+ *                                     (FLOE_MODULE_API_DEFINE), the descriptor and entry point
+ *                                     (FLOE_MODULE_DESC, also named FLOE_SPH_MODULE), the
+ *                                     parameter, attribute and stage descriptor macros
  *   FLOE_STATE_INIT, floe_scratch     a zeroed module state, per-particle scratch arrays
  *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
  *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
@@ -19,6 +21,8 @@
  *                                     a stage reads (api->attr_read), the data it writes
  *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
  *                                     stage over fluid and boundary neighbours reads
+ *   floe_solver_sets, floe_cheb_weight,  a pressure solve's sets, the Chebyshev weights of its
+ *   FLOE_PARAM_CHEBYSHEV(_DELAY)      Jacobi iteration and their parameters (iisph, dfsph)
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -32,40 +36,13 @@
 
 #include <floe/kernel.h>
 #include <floe/module.h>
+#include <floe/module_desc.h>
 #include <floe/module_sets.h>
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- one api pointer per module ---------------------------------------------
- * As SQLite's extension macros do: the file with the entry point writes
- *     FLOE_MODULE_API_DEFINE;          and, in FLOE_MODULE(name), api = core;
- * every other file of the module (its OpenCL path, say) writes
- *     FLOE_MODULE_API_EXTERN;
- * and all of them use `api`. The symbol is hidden: it never leaves the
- * module's shared library. */
-#if defined(__GNUC__) && !defined(_WIN32)
-#define FLOE_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define FLOE_HIDDEN
-#endif
-#define FLOE_MODULE_API_DEFINE FLOE_HIDDEN const floe_api *api = NULL
-#define FLOE_MODULE_API_EXTERN extern FLOE_HIDDEN const floe_api *api
-
-/* The descriptor and the entry point of a module written on the kit (the
- * file that writes FLOE_MODULE_API_DEFINE), which hands it the core's api:
- *     FLOE_SPH_MODULE(mymod, .version = "1.0.0", .summary = "...", .stages = stages);
- * (.init, .fini, .save, .load as floe_module_desc has them). */
-#define FLOE_SPH_MODULE(nm, ...)                                                                          \
-    static const floe_module_desc floe_sph_module_ = {FLOE_SIZED(floe_module_desc), .abi_major = FLOE_ABI_MAJOR, \
-                                                      .abi_minor = FLOE_ABI_MINOR, .name = #nm, __VA_ARGS__};     \
-    FLOE_MODULE(nm)                                                                                       \
-    {                                                                                                     \
-        api = core;                                                                                       \
-        return &floe_sph_module_;                                                                         \
-    }
 
 /* A module state that starts zeroed, for floe_module_desc.init:
  * FLOE_STATE_INIT(my_init, my_state) defines static int my_init(floe_ctx *, void **). */
@@ -416,11 +393,7 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
 
 /* ---- descriptors ---------------------------------------------------------------- */
 
-/* an attribute of every fluid set, and one every boundary set offers (read) */
-#define FLOE_ATTR_FLUID(n, t, acc) \
-    { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_FLUID, .name = n, .type = t, .access = acc }
-#define FLOE_ATTR_BOUND(n, t) \
-    { FLOE_SIZED(floe_attr_desc), .kind = FLOE_SET_BOUNDARY, .name = n, .type = t, .access = FLOE_READ }
+/* FLOE_ATTR_FLUID, FLOE_ATTR_BOUND: <floe/module_desc.h> */
 /* what every stage over boundary neighbours reads of them: x and V */
 #define FLOE_ATTRS_BOUND_READ FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32)
 /* what a stage summing over fluid and boundary neighbours reads: x, v, m,
@@ -457,18 +430,48 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
 /* the acceleration a force stage adds to */
 #define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
 
-/* a float parameter */
-#define FLOE_PARAM_F(nm, d, lo, hi, u, txt)                                                                   \
-    {                                                                                                         \
-        FLOE_SIZED(floe_param_desc), .name = nm, .type = FLOE_PARAM_FLOAT, .def = d, .min = lo, .max = hi, \
-            .unit = u, .doc = txt                                                                             \
-    }
+/* ==== pressure solvers (iisph, dfsph) ========================================== */
 
-/* a stage named nm, run by st_<id> and st_<id>_cl, with <id>_params and <id>_attrs */
-#define FLOE_STAGE(id, nm, text)                                                                         \
-    {                                                                                                    \
-        FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
-            .params = id##_params, .attrs = id##_attrs                                                   \
-    }
+/* A pressure solve's fluid sets (floe_fluid_sets) and their particles *N,
+ * before a step of time step dt: FLOE_OK to solve, FLOE_SKIP when there is
+ * nothing to solve (no fluid particle, or dt <= 0: the stage returns
+ * FLOE_OK), or an error: more than 2^32 - 2 particles, which the solvers'
+ * uint32_t indices cannot hold. */
+#define FLOE_SKIP 1
+static inline int floe_solver_sets(const floe_api *api, floe_ctx *ctx, float dt, floe_fluid *f, int *nf, size_t *N)
+{
+    int st = floe_fluid_sets(api, ctx, f, nf, N);
+    if (st != FLOE_OK)
+        return st;
+    if (*N == 0 || !(dt > 0.0f))
+        return FLOE_SKIP;
+    if (*N >= UINT32_MAX)
+        return api->fail(ctx, FLOE_ERR_ARG, "%zu fluid particles, at most 2^32 - 2 supported", *N);
+    return FLOE_OK;
+}
+
+/* Chebyshev semi-iterative acceleration (Wang 2015) of a Jacobi iteration:
+ * the weight of iteration k (1-based), given the previous one; 1 (plain
+ * Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2), then
+ * om_k+1 = 4 / (4 - rho^2 om_k). The iterate is then
+ * p_prev + om (Jacobi(p) - p_prev). One definition, so that the solvers and
+ * their C and OpenCL paths use the same floats. */
+static inline float floe_cheb_weight(float rho, int64_t k, int64_t delay, float prev)
+{
+    if (!(rho > 0.0f) || k < delay)
+        return 1.0f;
+    return k == delay ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * prev);
+}
+
+/* the two parameters of that acceleration: rho's estimate, and `delay` */
+#define FLOE_PARAM_CHEBYSHEV                                                                                    \
+    FLOE_PARAM_F("chebyshev", 0.9, 0, 0.9999, "",                                                               \
+                 "Chebyshev acceleration of the Jacobi iteration (Wang 2015) with this estimate of its spectral " \
+                 "radius (0 = plain relaxed Jacobi)")
+#define FLOE_PARAM_CHEBYSHEV_DELAY                      \
+    FLOE_PARAM_I("chebyshev_delay", 4, 2, 100000, "", \
+                 "plain Jacobi iterations before the Chebyshev weights start")
+
+/* FLOE_PARAM_F and FLOE_STAGE: <floe/module_desc.h> */
 
 #endif

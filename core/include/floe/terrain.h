@@ -15,6 +15,7 @@
 #define FLOE_TERRAIN_H
 
 #include <floe/module.h>
+#include <floe/terrain_axis.h> /* floe_terrain_axis: one axis of the lookup, shared with the kernels */
 
 #include <math.h>
 
@@ -40,27 +41,6 @@ static inline int floe_terrain_view(const floe_grid_info *g, floe_terrain *t)
     t->inv_cell = 1.0f / g->cell;
     t->h = (const float *)g->data;
     return 0;
-}
-
-/* One axis of the bilinear lookup: the lower sample index and the
- * fraction towards the next, clamped to the grid (flat outside). */
-static inline void floe_terrain_axis(float u, int n, int *i, float *f, int *inside)
-{
-    *inside = 1;
-    if (n < 2 || !(u > 0.0f)) { /* NaN lands here too */
-        *i = 0;
-        *f = 0.0f;
-        *inside = n >= 2 && u == 0.0f;
-        return;
-    }
-    if (u >= (float)(n - 1)) {
-        *i = n - 2;
-        *f = 1.0f;
-        *inside = u == (float)(n - 1);
-        return;
-    }
-    *i = (int)u;
-    *f = u - (float)*i;
 }
 
 /* Bilinear height at (x, z); with dx/dz the slopes dh/dx, dh/dz (0 along

@@ -36,6 +36,13 @@ static void moved(floe_ctx *ctx, pset *p)
     CL->lists_valid = 0;
 }
 
+static int set_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t n_keep)
+{
+    return cl_set_compact(ctx, p, (cl_mem)keep, n_keep);
+}
+
+static int scan_words(floe_ctx *ctx, void *buf, uint32_t n) { return cl_scan_words(ctx, (cl_mem)buf, n); }
+
 static void defer_checks(floe_ctx *ctx, int on) { CL->defer = on; }
 
 static void destroy(floe_ctx *ctx)
@@ -68,6 +75,8 @@ static void destroy(floe_ctx *ctx)
     }
     for (int k = 0; k < 6; k++)
         cl_rel(ctx, &CL->scan_sums[k]);
+    cl_rel(ctx, &CL->cmp_rank);
+    cl_rel(ctx, &CL->cmp_perm);
     cl_rel(ctx, &CL->stats);
     cl_rel(ctx, &CL->flags);
     cl_rel(ctx, &CL->speed);
@@ -146,6 +155,9 @@ static const floe_backend_ops opencl_ops = {
     .scratch = cl_scratch,
     .pinned = cl_pinned,
     .launch = run,
+    .set_resize = cl_set_resize,
+    .set_compact = set_compact,
+    .scan = scan_words,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)

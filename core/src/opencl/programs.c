@@ -96,8 +96,11 @@ cl_prog *cl_program_get(floe_ctx *ctx, const char *module, const char *file)
         cl_err(ctx, e, "clCreateProgramWithSource");
         return NULL;
     }
-    char opts[4400];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -I %s", dir);
+    char opts[4096 + sizeof FLOE_SOURCE_INCLUDE_DIR + sizeof FLOE_INSTALL_INCLUDE_DIR + 64];
+    /* the kernels' folder, then the public headers' (a text shared by C and
+     * OpenCL C, <floe/sym3_eigen.h>: the source tree's, then the installed) */
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -I %s -I %s -I %s", dir, FLOE_SOURCE_INCLUDE_DIR,
+             FLOE_INSTALL_INCLUDE_DIR);
     e = F->clBuildProgram(prog, 1, &CL->dev, opts, NULL, NULL);
     if (e != CL_SUCCESS) {
         size_t ll = 0;

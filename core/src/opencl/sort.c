@@ -26,6 +26,9 @@ static int scan(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
     return FLOE_OK;
 }
 
+/* exclusive prefix sum of n words in place (api->cl_scan, cl_set_compact) */
+int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n) { return n ? scan(ctx, buf, n, 0) : FLOE_OK; }
+
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn)
 {
     const nb_grid *g = &ctx->nbgrid;

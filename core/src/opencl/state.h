@@ -105,6 +105,8 @@ typedef struct cl_backend {
     int defer;              /* inside a run: a step may leave its blow-up checks to a later one */
     cl_mem scan_sums[6];
     uint32_t scan_cap[6];
+    cl_mem cmp_rank, cmp_perm; /* a compaction's ranks and order (resize.c) */
+    uint32_t cmp_cap[2];
     cl_mem stats, flags, speed;
     int nflags;
     flag_slot slots[MAX_FLAGS];
@@ -232,6 +234,12 @@ int cl_launch(floe_ctx *ctx, cl_kernel k, size_t n, size_t local, int nargs, con
 int cl_sort(floe_ctx *ctx, int s);
 int cl_reorder(floe_ctx *ctx, int s);
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
+/* exclusive prefix sum of n words in place */
+int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n);
+
+/* resize.c: sets that change size on the device (ABI 1.10) */
+int cl_set_resize(floe_ctx *ctx, pset *p, uint32_t n);
+int cl_set_compact(floe_ctx *ctx, pset *p, cl_mem keep, uint32_t n_keep);
 
 /* lists.c: neighbour lists built on the device */
 int cl_neighbours(floe_ctx *ctx, int reorder);
