@@ -1,12 +1,15 @@
 -- 2D dam break of Martin & Moyce (1952), n^2 = 2: a water column of width a
--- and height 2a collapses along a dry floor. The column first settles behind
+-- and height 2a collapses along a dry floor. With --set experiment=koshizuka_oka
+-- the same column (L = a) in Koshizuka & Oka's (1996) tank, 4a long, against
+-- their measured front (a = 0.146 m is their laboratory's column). The column first settles behind
 -- a gate (hydrostatic pressure, like the experiment's water at rest), then
 -- the gate is removed. The probe "front" writes the surge front Z = z/a
 -- against T = t sqrt(2 g / a) (front.probe.csv), beside the measured front it is
 -- compared with (tests/validation/); on_frame logs it too.
 --
 --   floe run scenes/dam_break_2d.lua [--set solver=wcsph|iisph|dfsph] [--set a=0.1] [--set resolution=40]
---       [--set walls=no_slip|free_slip]
+--                                    [--set experiment=martin_moyce|koshizuka_oka]
+--                                    [--set walls=no_slip|free_slip]
 --   floe compare scenes/dam_break_2d.lua --vary solver=wcsph,iisph,dfsph --out DIR
 local floe = require "floe"
 
@@ -14,16 +17,28 @@ local water = floe.preset "water"
 local a = floe.param("a", 0.1)
 local res = floe.param("resolution", 40)
 local solver = floe.param("solver", "wcsph")
+local experiment = floe.param("experiment", "martin_moyce")
+-- per experiment: the tank's length in a, the last T compared, the measured front
+local experiments = {
+  martin_moyce = { tank = 5, T_end = 2.6,
+                   reference = "../tests/validation/dambreak2d_martin_moyce_n2eq2_a2.25in_table2_front.csv" },
+  koshizuka_oka = { tank = 4, T_end = 3.2,
+                    reference = "../tests/validation/dambreak2d_koshizuka_oka_1996_experiment.csv" },
+}
+local E = experiments[experiment]
+if not E then
+  error(string.format("experiment '%s': expected martin_moyce or koshizuka_oka", experiment))
+end
 local d = a / res
 local g = 9.81
 
 local sim = floe.sim{
   dim = 2, spacing = d, gravity = { 0, -g },
-  domain = { min = { -4 * d, -4 * d }, max = { 5 * a + 4 * d, 6 * a } },
+  domain = { min = { -4 * d, -4 * d }, max = { E.tank * a + 4 * d, 6 * a } },
 }
 sim:load{ "sph", "wcsph", "iisph", "dfsph", "hello", "viscosity" }
 sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = water.density }
-sim:boundary_box{ min = { 0, 0 }, max = { 5 * a, 3 * a }, layers = 2, open_top = true }
+sim:boundary_box{ min = { 0, 0 }, max = { E.tank * a, 3 * a }, layers = 2, open_top = true }
 sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }, set = "gate" }
 
 -- One step per solver; damping settles the column behind the gate. WCSPH:
@@ -76,7 +91,7 @@ sim:pipeline(pipeline(false))
 local t0 = sim.time
 local scale = math.sqrt(2 * g / a)
 sim:probe{ name = "front", kind = "front", axis = "x", time_origin = t0, time_scale = scale, scale = 1 / a,
-           reference = "../tests/validation/dambreak2d_martin_moyce_n2eq2_a2.25in_table2_front.csv" }
+           reference = E.reference }
 sim:on_frame(function(s, st)
   if st.frame % 10 == 0 then
     local xmax = 0
@@ -87,4 +102,4 @@ sim:on_frame(function(s, st)
     floe.log(string.format("T = %.3f  Z = %.3f", (st.time - t0) * scale, (xmax + 0.5 * d) / a))
   end
 end)
-sim:run{ end_time = 2.6 / scale, fps = 200, out = "out/dam_break_2d", name = "water", formats = { "ply", "vtk" } }
+sim:run{ end_time = E.T_end / scale, fps = 200, out = "out/dam_break_2d", name = "water", formats = { "ply", "vtk" } }

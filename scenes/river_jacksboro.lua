@@ -10,8 +10,15 @@
 -- edge leaves through a sink.
 --
 --   floe run scenes/river_jacksboro.lua [--set spacing=0.03] [--set seconds=20]
---   floe bench scenes/river_jacksboro.lua --set spacing=0.015 --set lake_level=0.73 --set fps=200 --frames 2
---       (99k particles in the lake, the source running: docs/performance.md)
+--   floe bench scenes/river_jacksboro.lua --set spacing=0.015 --set lake_level=0.73 --set fps=200 \
+--       --set warmup=1 --set seconds=0.1 --set carpet_files=0
+--       (99k particles in the lake, the source running, the carpet built every
+--       frame; 1M at spacing=0.007: docs/performance.md, "Rivers on terrain")
+--   warmup=K: a first run of K frames that the figures leave out (kernel
+--       builds, first uploads, the lists' first sizing); the bench reports
+--       the second run. carpet_files=0: the carpet is built every frame but
+--       its PLY and PNG are not encoded (floe bench writes no files anyway).
+--       Use --set seconds, not --frames (which would cut the warm-up too).
 --
 -- Output per frame: the water particles, the carpet (carpet.NNNN.ply with
 -- depth, speed and flow per vertex; carpet.NNNN.png), the wet map
@@ -22,6 +29,7 @@ local d = floe.param("spacing", 0.03)
 local seconds = floe.param("seconds", 20)
 local rate = floe.param("rate", 0.02)          -- m^3/s at the source (20 l/s)
 local lake_level = floe.param("lake_level", 0) -- > 0: the basin filled to this height at the start
+local carpet_files = floe.param("carpet_files", 1) -- 0: the carpet built every frame, no carpet files
 local px = 0.0745                              -- one pixel at 1:1000
 
 local sim = floe.sim{
@@ -58,10 +66,14 @@ sim:pipeline{
   { "terrain.collide", restitution = 0.1, friction = 0.3, wet_friction = 0.05, freeze_speed = 0.02 },
   "emit",
   "terrain.output",
-  { "terrain.carpet", cell = 1, radius = 1.5, colour = "depth" },
+  { "terrain.carpet", cell = 1, radius = 1.5, colour = "depth", mesh = carpet_files, image = carpet_files },
 }
 
 local fps = floe.param("fps", 10)
+local warmup = floe.param("warmup", 0)
+if warmup > 0 then
+  sim:run{ frames = warmup, fps = fps, out = "out/river_jacksboro", attributes = { "v", "id" } }
+end
 local r = sim:run{ end_time = seconds, fps = fps, out = "out/river_jacksboro", attributes = { "v", "id" } }
 local f = sim:flow()
 floe.log(string.format("%d particles; %.1f kg in, %.1f kg out (%d emitted, %d removed)", sim:count "fluid",

@@ -44,6 +44,23 @@ static const char *const FLIP =
     "  { 'flip.grid', speed_of_sound = 20 }, { 'flip.advect', pic = 0.05 } }\n"
     RUN();
 
+/* ice frozen on a moving (kinematic) body and carried with it
+ * (freeze.carry): the ice set becomes a moving set during the run */
+static const char *const FREEZE_CARRY =
+    SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.02, gravity = {0, -9.81, 0},\n"
+    "  domain = { min = {-0.1, -0.1, -0.1}, max = {0.7, 0.6, 0.5} } }\n"
+    "sim:load{ 'sph', 'iisph', 'viscosity', 'freeze' }\n"
+    "local rigid = sim:load 'rigid'\n"
+    "rigid.body{ name = 'box', shape = 'box', size = {0.16, 0.08, 0.16}, density = 900, position = {0.2, 0.15, 0.2},\n"
+    "  kinematic = function(t) return { position = {0.2 + 0.25 * t, 0.15, 0.2}, rotation = {0, 90 * t, 0} } end }\n"
+    "sim:boundary_box{ min = {0, 0, 0}, max = {0.6, 0.5, 0.4}, layers = 2, set = 'tank' }\n"
+    "sim:boundary_set{ name = 'ice' }\n"
+    "sim:fluid_box{ min = {0.14, 0.22, 0.14}, max = {0.26, 0.3, 0.26}, velocity = {0, -0.5, 0} }\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', { 'viscosity.kim', boundary_beta0 = 1 }, 'iisph.solve',\n"
+    "  { 'freeze.film', cold = 'bodies', alpha = 30 }, 'freeze.direction',\n"
+    "  { 'freeze.transition', glaze = 10, icicle = 30, fr = 'none' }, 'integrate', 'rigid.step', 'freeze.carry' }\n"
+    RUN();
+
 static void write_scene(const char *text)
 {
     FILE *f = fopen(sc_scene, "w");
@@ -107,6 +124,14 @@ static void interrupted_and_resumed(const char *scene)
 Test(checkpoint, wcsph_resumed_frames_are_byte_identical) { interrupted_and_resumed(WCSPH); }
 Test(checkpoint, iisph_resumed_frames_are_byte_identical) { interrupted_and_resumed(IISPH); }
 Test(checkpoint, flip_resumed_frames_are_byte_identical) { interrupted_and_resumed(FLIP); }
+
+/* the ice set was made moving by freeze.carry after the scene's set-up: the
+ * resume marks it moving again, and the ice goes on moving with the body */
+Test(checkpoint, ice_carried_by_a_body_resumed_frames_are_byte_identical)
+{
+    interrupted_and_resumed(FREEZE_CARRY);
+    cr_expect_eq(frames_identical("ice", 10), 11);
+}
 
 Test(checkpoint, module_state_survives_the_resume)
 {

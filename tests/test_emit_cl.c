@@ -1,13 +1,15 @@
 /* Sources and sinks on the OpenCL backend: a set that grows and shrinks
- * between device stages (WCSPH on the device, the emit stage on host
- * copies) keeps its ids, emits what the C path emits and removes what it
- * removes, and ends with the
- * particles the C path ends with; layers go straight into the device copies
- * when those have room. Skips without an OpenCL device. */
+ * between device stages (WCSPH on the device) keeps its ids, emits what the
+ * C path emits and removes what it removes, and ends with the particles
+ * the C path ends with; layers go straight into the device copies (grown
+ * there when full), and the sinks flag, count and remove particles on the
+ * device (the set compacted there, never copied back for it). Skips
+ * without an OpenCL device. */
 #include "cl_fixture.h"
 #include "sim_fixture.h"
 
 #include "ctx.h"
+#include "device.h"
 #include "emit.h"
 
 #include <stdlib.h>
@@ -79,10 +81,28 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
                 (unsigned long long)c.flow.emitted, (unsigned long long)c.flow.removed, g.n,
                 (unsigned long long)g.flow.emitted, (unsigned long long)g.flow.removed);
     cr_assert_eq(g.flow.emitted, c.flow.emitted, "the sources emit by time alone");
-    cr_log_info("layers appended into the device copies: %llu (the rest through the host); steps whose sinks "
-                "were found empty on the device: %llu", (unsigned long long)g.flow.device_appends,
-                (unsigned long long)g.flow.device_sink_checks);
+    const uint64_t layers = g.flow.emitted / g.flow.layer[0];
+    cr_log_info("layers appended into the device copies: %llu of %llu (%llu of them growing the copies on the "
+                "device); steps whose sinks were found empty on the device: %llu",
+                (unsigned long long)g.flow.device_appends, (unsigned long long)layers,
+                (unsigned long long)g.flow.device_grows, (unsigned long long)g.flow.device_sink_checks);
+    /* every layer straight into the device copies, none through a round trip of the set */
+    cr_assert_eq(g.flow.device_appends, layers);
+    cr_assert_gt(g.flow.device_grows, 0, "the set should have outgrown its device copies at least once");
+    cr_log_info("steps whose sinks removed particles: %llu on the device, %llu on the host (C path: %llu); mass "
+                "out %.9g kg on the device, %.9g kg on the C path", (unsigned long long)g.flow.device_compactions,
+                (unsigned long long)g.flow.host_compactions, (unsigned long long)c.flow.host_compactions,
+                g.flow.mass_out, c.flow.mass_out);
     cr_assert_gt(g.flow.device_sink_checks, 0, "the device check of the sinks should have run");
+    /* the set is compacted on the device, never copied back for it */
+    cr_assert_gt(g.flow.device_compactions, 0, "the sinks should have removed particles on the device");
+    cr_assert_eq(g.flow.host_compactions, 0, "no compaction through the host on the device path");
+    cr_assert_eq(c.flow.device_compactions, 0);
+    /* from the step after the first layer left (half a spacing at 1.5 m/s): every step's sinks on the device */
+    const uint64_t before = (uint64_t)ceil(0.5 * 0.02 / (1.5 * 4e-4) - 1e-9);
+    cr_assert_eq(g.flow.device_compactions + g.flow.device_sink_checks, steps - before,
+                 "every step's sinks checked on the device");
+    cr_assert_lt(fabs(g.flow.mass_out - c.flow.mass_out), 1e-6 * c.flow.mass_out, "the same mass removed");
     cr_assert_gt(g.flow.device_appends, 0, "the device path of the sources should have run");
     cr_assert_eq(c.flow.device_appends, 0);
     cr_assert_gt(c.flow.removed, 20, "the sink should have removed water");
@@ -111,4 +131,80 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
     cr_assert_lt(worst, 0.05, "positions by id within 2.5 spacings");
     free(seen);
     free(c.ids), free(c.x), free(g.ids), free(g.x);
+}
+
+/* The device compaction (device.h's set_compact, which the sinks use)
+ * against the host's (ctx_set_compact): 27,000 particles, every attribute filled with distinct
+ * values, a third removed at random; the survivors, in order, with every
+ * attribute, the same on both. 27,000 flags scan in seven blocks, two levels. */
+Test(emit_cl, the_device_compaction_equals_the_host_compaction, .timeout = 600)
+{
+    need_opencl();
+    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
+    floe_ctx *ctx[2];
+    floe_set set[2];
+    for (int b = 0; b < 2; b++) {
+        floe_sim_def def = floe_sim_default_def();
+        def.dim = 3;
+        def.spacing = 0.01f;
+        def.threads = 1;
+        def.backend = b ? "opencl" : "cpu";
+        for (int k = 0; k < 3; k++)
+            def.domain_min[k] = -0.1f, def.domain_max[k] = 0.5f;
+        char err[512];
+        ctx[b] = floe_ctx_create(&def, err, sizeof err);
+        cr_assert_not_null(ctx[b], "%s", err);
+        floe_ctx_set_log_level(ctx[b], FLOE_LOG_WARN);
+        set[b] = floe_set_create(ctx[b], "fluid", FLOE_SET_FLUID, 1000);
+        const float lo[3] = {0, 0, 0}, hi[3] = {0.3f, 0.3f, 0.3f};
+        cr_assert_eq(floe_fill_box(ctx[b], set[b], lo, hi, NULL), 27000);
+        floe_attr_add(ctx[b], set[b], "p", FLOE_F32);
+        floe_attr_add(ctx[b], set[b], "a", FLOE_VEC3);
+    }
+    const uint32_t n = floe_set_size(ctx[0], set[0]);
+    static const char *const names[] = {"x", "v", "a", "rho", "p", "m", "id"};
+    static const floe_type types[] = {FLOE_VEC3, FLOE_VEC3, FLOE_VEC3, FLOE_F32, FLOE_F32, FLOE_F32, FLOE_U32};
+    for (int b = 0; b < 2; b++)
+        for (int a = 0; a < 6; a++) { /* distinct values: row i, attribute a */
+            float *f = floe_attr(ctx[b], set[b], names[a], types[a]);
+            cr_assert_not_null(f, "attribute %s", names[a]);
+            const int c = types[a] == FLOE_VEC3 ? 3 : 1;
+            for (uint32_t i = 0; i < n; i++)
+                for (int k = 0; k < c; k++)
+                    f[c * i + k] = (float)(a * 1000003 + 3 * i + (uint32_t)k) * 1e-3f;
+        }
+    uint8_t *keep = malloc(n);
+    uint32_t *kw = malloc(n * sizeof *kw), expect = 0;
+    srand(7);
+    for (uint32_t i = 0; i < n; i++) {
+        keep[i] = rand() % 3 != 0;
+        kw[i] = keep[i];
+        expect += keep[i];
+    }
+    cr_assert_eq(ctx_set_compact(ctx[0], set[0], keep), FLOE_OK);
+    const floe_api *api = floe_core_api();
+    /* the set on the device first: a device stage's view (every attribute uploaded) */
+    for (int a = 0; a < 7; a++)
+        cr_assert_not_null(api->cl_attr(ctx[1], set[1], names[a], types[a], FLOE_READ | FLOE_WRITE));
+    void *buf = api->cl_scratch(ctx[1], "test.keep", n * sizeof *kw);
+    typedef int32_t (*wr_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
+    void *fw = api->cl_fn("clEnqueueWriteBuffer");
+    wr_fn w;
+    memcpy(&w, &fw, sizeof w);
+    cr_assert(buf && fw);
+    cr_assert_eq(w(api->cl_queue(ctx[1]), buf, 1, 0, n * sizeof *kw, kw, 0, NULL, NULL), 0);
+    cr_assert_eq(ctx_set_compact_cl(ctx[1], set[1], buf, expect), FLOE_OK, "%s", floe_ctx_error(ctx[1]));
+    const uint32_t removed = n - expect;
+    cr_assert_eq(floe_set_size(ctx[0], set[0]), expect);
+    cr_assert_eq(floe_set_size(ctx[1], set[1]), expect);
+    for (int a = 0; a < 7; a++) {
+        const int c = types[a] == FLOE_VEC3 ? 3 : 1;
+        const void *h = floe_attr(ctx[0], set[0], names[a], types[a]), *d = floe_attr(ctx[1], set[1], names[a], types[a]);
+        cr_assert_eq(memcmp(h, d, (size_t)expect * c * 4), 0, "attribute %s differs after the compaction", names[a]);
+    }
+    cr_log_info("%u particles, %u removed on the device: every attribute of the %u survivors equal to the host's", n,
+                removed, expect);
+    free(keep), free(kw);
+    floe_ctx_destroy(ctx[0]);
+    floe_ctx_destroy(ctx[1]);
 }

@@ -87,7 +87,7 @@ Test(rigid, falls_then_rests_on_the_floor)
  * sum_i m_i a_i (its internal pressure forces cancel) must equal minus the
  * force the module gives the sphere, to 1e-5 of it, on every step the two
  * touch. Checked in a Lua stage after rigid.force. */
-Test(rigid, third_law_per_step)
+static void third_law(const char *couple)
 {
     floe_scene_opts o = sc_opts();
     int rc = sc_run(&o,
@@ -98,7 +98,7 @@ Test(rigid, third_law_per_step)
         "local b = rigid.body{ name = 'ball', shape = 'sphere', radius = 0.08, density = 800, position = {0.05, 0} }\n"
         "local worst, touched = 0, 0\n"
         "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
-        "  { 'rigid.viscosity', alpha = 0.1, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force',\n"
+        "  %s,\n"
         "  function(s)\n"
         "    local fx, fy = 0, 0\n"
         "    for i = 1, s:count 'fluid' do local m = s:get('fluid', 'm', i); local ax, ay = s:get('fluid', 'a', i); fx = fx + m * ax; fy = fy + m * ay end\n"
@@ -109,8 +109,37 @@ Test(rigid, third_law_per_step)
         "sim:run{ end_time = 0.1, fps = 10, dt = 0.0005, out = 'law' }\n"
         "floe.log(string.format('third law: %%d steps in contact, worst |F_fluid + F_body| / |F_body| = %%.3g', touched, worst))\n"
         "assert(touched > 20, 'the blob must hit the ball (' .. touched .. ' steps)')\n"
-        "assert(worst < 1e-5, 'third law broken: ' .. worst)\n");
+        "assert(worst < 1e-5, 'third law broken: ' .. worst)\n", couple);
     cr_assert_eq(rc, 0, "%s", sc_err);
+}
+
+Test(rigid, third_law_per_step)
+{
+    third_law("{ 'rigid.viscosity', alpha = 0.1, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force'");
+}
+
+/* rigid.force{alpha}: the friction in the pressure's pass, the same law */
+Test(rigid, third_law_per_step_one_pass)
+{
+    third_law("'wcsph.pressure_force', { 'rigid.force', alpha = 0.1, speed_of_sound = 20 }");
+}
+
+/* the friction once: rigid.viscosity and rigid.force{alpha} together are refused */
+Test(rigid, friction_in_two_stages_is_refused)
+{
+    floe_scene_opts o = sc_opts();
+    int rc = sc_run(&o,
+        SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-1, -1}, max = {1, 1} } }\n"
+        "sim:load{ 'sph', 'wcsph' }\n"
+        "local rigid = sim:load 'rigid'\n"
+        "sim:fluid_box{ min = {-0.2, -0.2}, max = {0.2, 0} }\n"
+        "rigid.body{ name = 'ball', shape = 'sphere', radius = 0.08, density = 500, position = {0, 0.04} }\n"
+        "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+        "  { 'rigid.viscosity', alpha = 0.1 }, 'wcsph.pressure_force', { 'rigid.force', alpha = 0.1 },\n"
+        "  'integrate', 'rigid.step' }\n"
+        "sim:run{ frames = 1, fps = 100, dt = 0.001, out = 'twice' }\n");
+    cr_assert_neq(rc, 0, "the scene should fail");
+    cr_expect(strstr(sc_err, "keep one of the two") != NULL, "got:\n%s", sc_err);
 }
 
 /* Bad input: clear errors naming the file (and the line) and the problem. */

@@ -1,7 +1,17 @@
 /* The rigid module's OpenCL path (kernels/rigid/rigid.cl) against its C
  * path: a 2D box of density ratio 0.5 released in a small WCSPH tank
  * (d = 0.02 m, about 400 particles), its trajectory in bodies.csv over
- * 0.5 s: positions within 1e-3 relative. Skipped without an OpenCL device (PoCL on CI). */
+ * 0.5 s: positions and the quaternion within 1e-3 relative (the issue's
+ * tolerance). Skipped without an OpenCL device (PoCL on CI).
+ *
+ * The two paths sum the fluid's rows in different float orders; what the
+ * test can see of that depends on how fast the fluid amplifies rounding.
+ * With the fluid's artificial viscosity at alpha = 0.05 the 400 particles
+ * are chaotic enough to grow 1e-7 into 7.6e-4 (native build) or 3.7e-3
+ * (the generic build of make sanitize-generic) within 0.5 s; at alpha =
+ * 0.2 the same box, released the same way, differs by 4.2e-5 in position
+ * and 2.5e-5 in the quaternion (PoCL, native build): the test checks the
+ * coupling, not the fluid's sensitivity to rounding. */
 #include "cl_fixture.h"
 #include "scene_fixture.h"
 
@@ -12,16 +22,16 @@ TestSuite(rigid_cl, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
 #define SCENE                                                                                                       \
     SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, " \
             "max = {0.6, 0.8} } }\n"                                                                                \
-            "sim:load 'wcsph'\n"                                                                                    \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                                          \
             "local rigid = sim:load 'rigid'\n"                                                                      \
             "sim:fluid_box{ min = {0, 0}, max = {0.5, 0.3} }\n"                                                     \
-            "sim:boundary_box{ min = {0, 0}, max = {0.5, 0.6}, layers = 2, open_top = true }\n"                    \
+            "sim:boundary_box{ min = {0, 0}, max = {0.5, 0.6}, layers = 2, open_top = true }\n"                     \
             "rigid.walls{ min = {0, 0}, max = {0.5, 0.6}, open_top = true }\n"                                      \
             "rigid.body{ name = 'box', shape = 'box', size = {0.12, 0.12}, density = 500, position = {0.25, 0.33}, " \
             "rotation = 10 }\n"                                                                                     \
-            "sim:pipeline{ 'neighbours', 'wcsph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
-            "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05, speed_of_sound = 20 },\n"                   \
-            "  { 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force',\n" \
+            "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"    \
+            "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.2 },\n"                                          \
+            "  %s,\n"                                                                                                 \
             "  'integrate', 'rigid.step', 'rigid.output' }\n"                                                       \
             "sim:run{ end_time = 0.5, fps = 20, dt = 0.0005, out = 'o' }\n"
 
@@ -45,7 +55,7 @@ static int rows(const char *dir, double r[][5], int max)
     return n;
 }
 
-Test(rigid_cl, trajectory_matches_the_c_path)
+static void compare(const char *couple)
 {
     need_opencl();
     char out_c[400], out_cl[400];
@@ -54,11 +64,11 @@ Test(rigid_cl, trajectory_matches_the_c_path)
     floe_scene_opts o = sc_opts();
     o.out_dir = out_c;
     o.backend = "cpu";
-    cr_assert_eq(sc_run(&o, SCENE), 0, "%s", sc_err);
+    cr_assert_eq(sc_run(&o, SCENE, couple), 0, "%s", sc_err);
     o = sc_opts();
     o.out_dir = out_cl;
     o.backend = "opencl";
-    cr_assert_eq(sc_run(&o, SCENE), 0, "%s", sc_err);
+    cr_assert_eq(sc_run(&o, SCENE, couple), 0, "%s", sc_err);
     double a[64][5], b[64][5];
     const int na = rows(out_c, a, 64), nb = rows(out_cl, b, 64);
     cr_assert_eq(na, 11, "frames of the C path: %d", na);
@@ -73,14 +83,20 @@ Test(rigid_cl, trajectory_matches_the_c_path)
         worst_q = fmax(worst_q, dq);
         moved = fmax(moved, fabs(a[k][2] - a[0][2]));
     }
-    /* the orientation drifts further (float sums of the fluid in another
-     * order; 3.5e-3 of the quaternion measured on PoCL): checked at 1e-2 */
     cr_log_info("C vs OpenCL over 0.5 s: position %.3g relative, quaternion %.3g (the box moved %.4f m)", worst,
                 worst_q, moved);
-    cr_assert(worst_q < 1e-2, "orientations differ by %.3g", worst_q);
     cr_assert(moved > 0.005, "the box should move (%.4f m)", moved);
-    /* the issue's 1e-3 holds in the native (AVX2) build (7.6e-4); the
-     * generic build of make sanitize-generic sums rows in another order and
-     * the contact amplifies it to 3.7e-3: not met there (docs/rigid.md) */
-    cr_assert(worst < 5e-3, "trajectories differ by %.3g relative", worst);
+    cr_assert(worst < 1e-3, "trajectories differ by %.3g relative", worst);
+    cr_assert(worst_q < 1e-3, "orientations differ by %.3g", worst_q);
+}
+
+Test(rigid_cl, trajectory_matches_the_c_path)
+{
+    compare("{ 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 }, 'wcsph.pressure_force', 'rigid.force'");
+}
+
+/* the friction in rigid.force's pass (alpha > 0): one kernel pass a step */
+Test(rigid_cl, one_pass_trajectory_matches_the_c_path)
+{
+    compare("'wcsph.pressure_force', { 'rigid.force', alpha = 0.05, speed_of_sound = 20 }");
 }

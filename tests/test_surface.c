@@ -77,17 +77,23 @@ static void out_dir(char *buf, size_t len, const char *tag)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* surface the context's particles once (frame 0) with `stage` and read the PLY back */
-static void surface(floe_ctx *ctx, const char *stage, const char *tag, tmesh *m)
+/* surface the context's particles once (frame 0) with `stage` and its
+ * mesher ("cubes", "tetrahedra") and read the PLY back */
+static void surface_with(floe_ctx *ctx, const char *stage, const char *mesher, const char *tag, tmesh *m)
 {
     char dir[1024], path[1100];
     out_dir(dir, sizeof dir, tag);
     floe_pipeline_clear(ctx);
-    floe_param_kv kv[] = {{"format", FLOE_PARAM_STRING, {.s = "ply"}}};
-    cr_assert_eq(floe_pipeline_add(ctx, stage, kv, 1), FLOE_OK, "%s", floe_ctx_error(ctx));
+    floe_param_kv kv[] = {{"format", FLOE_PARAM_STRING, {.s = "ply"}}, {"mesher", FLOE_PARAM_STRING, {.s = mesher}}};
+    cr_assert_eq(floe_pipeline_add(ctx, stage, kv, 2), FLOE_OK, "%s", floe_ctx_error(ctx));
     cr_assert_eq(floe_frame_stages(ctx, dir, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
     snprintf(path, sizeof path, "%s/surface.0000.ply", dir);
     cr_assert_eq(tmesh_read_ply(path, m), 0, "cannot read %s", path);
+}
+
+static void surface(floe_ctx *ctx, const char *stage, const char *tag, tmesh *m)
+{
+    surface_with(ctx, stage, "cubes", tag, m);
 }
 
 static void check_closed_sphere(const tmesh *m, const char *what)
@@ -103,18 +109,20 @@ static void check_closed_sphere(const tmesh *m, const char *what)
     cr_assert_eq(tmesh_components(m), 1u, "%s: more than one piece", what);
 }
 
-static void sphere_case(const char *stage, double vol_tol)
+static void sphere_case(const char *stage, const char *mesher, double vol_tol)
 {
     floe_ctx *ctx = make_ctx(-3, 3);
     floe_set s = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
     const float R = 20 * D, c[3] = {0.013f, -0.021f, 0.007f}; /* off the lattice's symmetry */
     cr_assert_gt(floe_fill_sphere(ctx, s, c, R, NULL), 30000);
     tmesh m;
-    surface(ctx, stage, "sphere", &m);
-    check_closed_sphere(&m, stage);
+    surface_with(ctx, stage, mesher, "sphere", &m);
+    char what[128];
+    snprintf(what, sizeof what, "%s (%s)", stage, mesher);
+    check_closed_sphere(&m, what);
     double vol, area, v0 = 4.0 / 3.0 * FLOE_PI * R * R * R, a0 = 4 * FLOE_PI * R * R;
     tmesh_volume_area(&m, &vol, &area);
-    printf("%s: volume %.5f (sphere %.5f, %+.2f%%), area %.4f (%.4f, %+.2f%%)\n", stage, vol, v0,
+    printf("%s: volume %.5f (sphere %.5f, %+.2f%%), area %.4f (%.4f, %+.2f%%)\n", what, vol, v0,
            100 * (vol / v0 - 1), area, a0, 100 * (area / a0 - 1));
     cr_assert_lt(fabs(vol / v0 - 1), vol_tol, "%s: volume %g vs %g", stage, vol, v0);
     cr_assert_lt(fabs(area / a0 - 1), 0.05, "%s: area %g vs %g", stage, area, a0);
@@ -122,8 +130,47 @@ static void sphere_case(const char *stage, double vol_tol)
     floe_ctx_destroy(ctx);
 }
 
-Test(surface, sphere_isotropic) { sphere_case("surface.mc", 0.04); }
-Test(surface, sphere_anisotropic) { sphere_case("surface.anisotropic", 0.02); }
+Test(surface, sphere_isotropic) { sphere_case("surface.mc", "cubes", 0.04); }
+Test(surface, sphere_anisotropic) { sphere_case("surface.anisotropic", "cubes", 0.02); }
+Test(surface, sphere_anisotropic_tetrahedra) { sphere_case("surface.anisotropic", "tetrahedra", 0.02); }
+
+/* Particles thrown anywhere in a box: a field full of bubbles, drops,
+ * thin bridges and saddles, so the cells meet every corner pattern,
+ * ambiguous faces included. Both meshers, both kernels: every edge in
+ * exactly two triangles in opposite directions, and every piece a closed
+ * orientable surface (Euler characteristic even). */
+Test(surface, random_cloud_is_a_closed_manifold)
+{
+    floe_ctx *ctx = make_ctx(-1, 3);
+    floe_set s = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
+    const float lo[3] = {0, 0, 0}, hi[3] = {14 * D, 14 * D, 14 * D};
+    cr_assert_eq(floe_fill_box(ctx, s, lo, hi, NULL), 14 * 14 * 14);
+    /* a third of the fluid's density, anywhere: clusters above the iso value */
+    float *x = floe_attr(ctx, s, "x", FLOE_VEC3);
+    srand(5);
+    for (uint32_t i = 0; i < 3 * floe_set_size(ctx, s); i++)
+        x[i] = 20 * D * (float)rand() / (float)RAND_MAX;
+    const char *stage[2] = {"surface.mc", "surface.anisotropic"}, *mesher[2] = {"cubes", "tetrahedra"};
+    uint32_t nt[2][2];
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            tmesh m;
+            surface_with(ctx, stage[a], mesher[b], "cloud", &m);
+            uint64_t edges;
+            long bad = tmesh_bad_edges(&m, &edges), euler = (long)m.nv - (long)edges + (long)m.nt;
+            uint32_t pieces = tmesh_components(&m);
+            printf("cloud, %s (%s): %u triangles, %u pieces, Euler %ld, %ld bad edges\n", stage[a], mesher[b], m.nt,
+                   pieces, euler, bad);
+            cr_assert_gt(m.nt, 1000u);
+            cr_assert_eq(bad, 0, "%s (%s): %ld edges not shared by two opposite triangles", stage[a], mesher[b], bad);
+            cr_assert_eq(euler % 2, 0, "%s (%s): Euler characteristic %ld", stage[a], mesher[b], euler);
+            nt[a][b] = m.nt;
+            tmesh_free(&m);
+        }
+    for (int a = 0; a < 2; a++)
+        cr_assert_lt(nt[a][0], nt[a][1], "%s: cubes %u triangles, tetrahedra %u", stage[a], nt[a][0], nt[a][1]);
+    floe_ctx_destroy(ctx);
+}
 
 /* mean angle (deg) of the vertex normals from +y on the slab's top face,
  * away from its edges */

@@ -273,6 +273,9 @@ Test(terrain, carpet_over_a_still_pool_and_dry_ground)
 {
     const double d = 0.04, top = 0.32; /* the pool's surface */
     floe_scene_opts o = sc_opts();
+    floe_run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    o.summary = &sum;
     int rc = sc_run(&o, SC_HEAD BASIN
                     "local sim = floe.sim{ dim = 3, spacing = %g, domain = { min = {-0.1, -0.1, -0.1}, max = {1.1, 1.2, 1.1} } }\n"
                     "sim:load 'terrain'\n"
@@ -282,6 +285,16 @@ Test(terrain, carpet_over_a_still_pool_and_dry_ground)
                     "              { 'terrain.carpet', mesh = 2, cell = 0.5 } }\n"
                     "sim:run{ frames = 2, fps = 1000, dt = 1e-4 }\n", d, top);
     cr_assert_eq(rc, FLOE_OK, "%s", sc_err);
+    /* the run's summary (floe bench's figures): the per-frame stages ran once
+     * per frame, frame 0 included, the others once per step */
+    cr_assert_eq(sum.steps, 20);
+    for (int i = 0; i < sum.nstages; i++) {
+        const int frame_stage = !strcmp(sum.stage_name[i], "terrain.output") || !strcmp(sum.stage_name[i], "terrain.carpet");
+        cr_assert_eq(sum.stage_per_frame[i], frame_stage, "stage %s", sum.stage_name[i]);
+        cr_assert_eq(sum.stage_calls[i], frame_stage ? 3u : 20u, "stage %s ran %llu times", sum.stage_name[i],
+                     (unsigned long long)sum.stage_calls[i]);
+    }
+    cr_assert_gt(sum.cpu_s, 0);
     const char *dir = sc_out; /* the run writes into the output root */
     cr_assert(sc_exists("%s/terrain.ply", dir), "terrain.ply in %s", dir);
     cr_assert(sc_exists("%s/wet.0000.png", dir) && sc_exists("%s/wet.0002.png", dir));

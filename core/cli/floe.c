@@ -23,7 +23,7 @@ static const char usage[] =
     "                             neighbour search updates per second\n"
     "  bench surface OUT_DIR [floe surface's options]\n"
     "                             the surfacer alone on a run's frames: ms per frame\n"
-    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--threads N] [--backend B] [--quiet]\n"
+    "  surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format F] [--mesher M] [--threads N] [--backend B] [--quiet]\n"
     "                             meshes (surface.NNNN.obj/.ply) of a finished run's particle\n"
     "                             frames; C = cell edge / spacing (0.5)\n"
     "  compare SCENE.lua --vary K=A,B [--out DIR]\n"
@@ -69,8 +69,9 @@ static const char help_bench[] =
     "usage: floe bench SCENE.lua [options]\n"
     "       floe bench neighbours [--n N] [--dim D] [--iters K] [--threads T]\n"
     "                             [--method cells|sorted_keys] [--layout uniform|sparse]\n"
-    "run a scene without writing frames and print particle-steps/s and the milliseconds\n"
-    "per step of every stage (the last sim:run of the scene); or time the neighbour search:\n"
+    "run a scene without writing frames and print steps/s, particle-steps/s, the milliseconds\n"
+    "per step of every stage, the CPU time per step and the milliseconds per frame of the\n"
+    "per-frame stages (the last sim:run of the scene); or time the neighbour search:\n"
     "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
     "\n"
     "options (scenes): as `floe run --help`; with --backend opencl also per-kernel times\n"
@@ -381,16 +382,28 @@ static int cmd_run(int argc, char **argv, int bench)
     int rc = floe_scene_run(&o, err, sizeof err);
     free(sets);
     if (sum.frames > 0 || sum.steps > 0) {
-        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.4g particle-steps/s\n",
-               o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s, sum.particle_steps_per_s);
+        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.1f steps/s, %.4g particle-steps/s\n",
+               o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s,
+               sum.wall_s > 0 ? (double)sum.steps / sum.wall_s : 0, sum.particle_steps_per_s);
         if (sum.steps > 0) {
             double total = 0;
             for (int i = 0; i < sum.nstages; i++)
-                total += sum.stage_ms[i];
-            printf("  per step: %.3f ms in stages\n", total / (double)sum.steps);
+                if (!sum.stage_per_frame[i])
+                    total += sum.stage_ms[i];
+            printf("  per step: %.3f ms in stages; %.3f ms of CPU time (all threads, the whole run)\n",
+                   total / (double)sum.steps, 1e3 * sum.cpu_s / (double)sum.steps);
             for (int i = 0; i < sum.nstages; i++)
-                printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
-                       total > 0 ? 100 * sum.stage_ms[i] / total : 0);
+                if (!sum.stage_per_frame[i])
+                    printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
+                           total > 0 ? 100 * sum.stage_ms[i] / total : 0);
+            for (int i = 0, first = 1; i < sum.nstages; i++)
+                if (sum.stage_per_frame[i] && sum.stage_calls[i]) {
+                    if (first)
+                        printf("  per frame (stages run once per output frame, frame 0 included):\n");
+                    first = 0;
+                    printf("    %-28s %9.3f ms  (%llu runs)\n", sum.stage_name[i],
+                           sum.stage_ms[i] / (double)sum.stage_calls[i], (unsigned long long)sum.stage_calls[i]);
+                }
         }
     }
     if (rc == FLOE_OK)
@@ -402,12 +415,13 @@ static int cmd_run(int argc, char **argv, int bench)
 }
 
 static const char help_surface[] =
-    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format obj|ply|both]\n"
-    "                    [--threads N] [--backend cpu|opencl|auto] [--quiet]\n"
+    "usage: floe surface OUT_DIR [--method mc|anisotropic] [--cell C] [--format obj|ply|both|none]\n"
+    "                    [--mesher cubes|tetrahedra] [--threads N] [--backend cpu|opencl|auto] [--quiet]\n"
     "surface a finished run's particle frames: surface.NNNN.obj/.ply beside them\n"
-    "(marching tetrahedra of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
+    "(marching cubes of the SPH colour field; anisotropic: Yu & Turk kernels)\n"
     "  --cell C      grid cell edge as a fraction of the particle spacing (0.5)\n"
-    "  --format F    mesh files to write (both)\n"
+    "  --format F    mesh files to write (both; none: make the meshes, write nothing)\n"
+    "  --mesher M    marching cubes, or tetrahedra (about three times the triangles) (cubes)\n"
     "  --threads N   OpenMP threads (all cores)\n"
     "  --backend B   where the colour field is splatted (cpu)\n"
     "It prints the time per frame (reading and writing included): the benchmark\n"
@@ -421,8 +435,11 @@ static int cmd_surface(int argc, char **argv)
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--method") && next && (!strcmp(next, "mc") || !strcmp(next, "anisotropic")))
             o.method = argv[++i];
-        else if (!strcmp(a, "--format") && next && (!strcmp(next, "obj") || !strcmp(next, "ply") || !strcmp(next, "both")))
+        else if (!strcmp(a, "--format") && next &&
+                 (!strcmp(next, "obj") || !strcmp(next, "ply") || !strcmp(next, "both") || !strcmp(next, "none")))
             o.format = argv[++i];
+        else if (!strcmp(a, "--mesher") && next && (!strcmp(next, "cubes") || !strcmp(next, "tetrahedra")))
+            o.mesher = argv[++i];
         else if (!strcmp(a, "--backend") && next && (!strcmp(next, "cpu") || !strcmp(next, "opencl") || !strcmp(next, "auto")))
             o.backend = argv[++i];
         else if (!strcmp(a, "--cell") && next) {

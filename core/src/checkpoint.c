@@ -425,6 +425,11 @@ static int restore_set(floe_ctx *ctx, rd *r, const char *shown)
                         CKPT_FILE);
     floe_set h = floe_set_find(ctx, name);
     pset *p = ctx_set(ctx, h);
+    /* a module's every_frame set it marked moving during the run (the
+     * freeze module's ice on moving bodies): moving again */
+    if (p && (int32_t)p->kind == kind && kind == FLOE_SET_BOUNDARY && p->every_frame && p->is_static && !is_static &&
+        ctx_set_moving(ctx, h) != FLOE_OK)
+        return FLOE_ERR;
     if (!p || (int32_t)p->kind != kind || p->is_static != is_static)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the scene's set-up made no %s particle set '%s' as the "
                         "checkpoint %s/%s has", kind == FLOE_SET_FLUID ? "fluid" : "boundary", name, shown, CKPT_FILE);

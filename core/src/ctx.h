@@ -69,6 +69,7 @@ typedef struct stage_inst {
     floe_value param[MAX_PARAMS];
     char *param_str[MAX_PARAMS]; /* owned copies of string values */
     double ms_total, ms_frame;
+    uint64_t calls;          /* runs in the current floe_run */
     int moves;               /* may move particles (stage_moves): ends the kernel sums */
     int per_frame;           /* runs once per output frame, not in the step (ABI 1.5) */
     int corrects;            /* corrects an integrator's positions (ABI 1.7 floe_stage_desc.corrects) */

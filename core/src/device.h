@@ -66,6 +66,10 @@ typedef struct floe_backend_ops {
     int (*gravity)(floe_ctx *ctx);
     int (*integrate)(floe_ctx *ctx);
     double (*max_speed)(floe_ctx *ctx);
+    /* a frame's statistics of fluid set p reduced on the device: kinetic
+     * energy, potential energy, sum and largest of the positive density
+     * errors (run.c's frame_stats, without copying the set back) */
+    int (*frame_stats)(floe_ctx *ctx, pset *p, double out[4]);
 
     /* ---- what modules reach through floe_api (ABI 1.1, api_device.c) ---- */
     void *(*context)(floe_ctx *ctx);

@@ -239,23 +239,29 @@ static int active(const source *s, double t)
     return s->on && t >= s->def.start && (s->def.stop <= s->def.start || t < s->def.stop);
 }
 
-/* OpenCL: append the n new particles into the device copies directly, when
- * every device copy that holds the truth has room (the device copies follow
- * the set's capacity, which doubles): the rest of the set stays where it
- * is, instead of a round trip of every attribute. 1 when done, 0 when the
- * host path must do it (a device copy to grow, no OpenCL), -1 on error. */
+/* OpenCL: append the n new particles into the device copies directly: the
+ * rest of the set stays where it is, instead of a round trip of every
+ * attribute. A device copy without room grows on the device (the backend's
+ * set_resize: a copy into a buffer of the set's doubled capacity). 1 when
+ * done, 2 when done after growing, 0 when the host path must do it (no
+ * OpenCL), -1 on error. */
 static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
     if (!ctx->dev)
         return 0;
     const uint32_t n0 = p->n, n1 = n0 + n;
+    int room = 1;
     for (int a = 0; a < p->nattrs; a++) {
         const attr *at = &p->attrs[a];
         if ((dev_attr_state(ctx, p, at) & DEV_HOST_STALE) && ctx->dev->ops->capacity(ctx, p, at) < n1)
-            return 0;
+            room = 0;
     }
+    if (!room && !ctx->dev->ops->set_resize)
+        return 0;
     if (ctx_set_reserve(p, n1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "source: out of memory for %u particles", n1), -1;
+    if (!room && ctx->dev->ops->set_resize(ctx, p, n1)) /* grown on the device, the new rows zero */
+        return -1;
     const float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
     for (int a = 0; a < p->nattrs; a++) {
         attr *at = &p->attrs[a];
@@ -279,7 +285,7 @@ static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n
             return ctx_fail(ctx, FLOE_ERR, "source: OpenCL write of '%s' failed", at->name), -1;
     }
     p->n = n1;
-    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : 1;
+    return floe_set_moved(ctx, ctx_set_handle(ctx, (int)(p - ctx->sets))) ? -1 : room ? 1 : 2;
 }
 
 static int run_sources(floe_ctx *ctx, struct emit_state *e)
@@ -322,7 +328,8 @@ static int run_sources(floe_ctx *ctx, struct emit_state *e)
         const int dev = append_on_device(ctx, p, e->buf, n, v0);
         if (dev < 0)
             return FLOE_ERR;
-        e->flow.device_appends += dev;
+        e->flow.device_appends += dev > 0;
+        e->flow.device_grows += dev == 2;
         if (!dev && geom_append(ctx, s->def.set, p, e->buf, n, v0) < 0)
             return FLOE_ERR_NOMEM;
         e->flow.emitted += n;
@@ -346,17 +353,21 @@ static int in_sink(const floe_ctx *ctx, const emit_sink_def *s, const float *x)
     return 1;
 }
 
-/* OpenCL: how many particles of set q are in a sink, counted on the device
- * (kernels/core/emit.cl); -1 when the host must look (no device path). The
- * edge sink's inner box is domain_min + width .. domain_max - width: the
- * bounds in_sink compares against. */
-static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
+/* OpenCL: the sinks of set q on the device (kernels/core/emit.cl): the
+ * particles inside are flagged, counted and their mass summed (8 bytes
+ * back), and where there are any the set is compacted on the device along
+ * the flags (device.h's set_compact, opencl/resize.c: a scan of the flags,
+ * one gather per attribute): the set never comes back to the host. 1 when
+ * done, 0 when the host must look (no device path), -1 on error. The edge
+ * sink's inner box is domain_min + width .. domain_max - width: the bounds
+ * in_sink compares against. */
+static int sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
 {
     typedef int32_t (*rw_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
     void *fw = api_cl_fn("clEnqueueWriteBuffer"), *fr = api_cl_fn("clEnqueueReadBuffer");
-    void *k = fw && fr ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
+    void *k = fw && fr && ctx->dev->ops->set_compact ? api_cl_kernel(ctx, "core", "emit.cl", "sinks") : NULL;
     if (!k)
-        return -1;
+        return 0;
     rw_fn w, r;
     memcpy(&w, &fw, sizeof w);
     memcpy(&r, &fr, sizeof r);
@@ -370,18 +381,35 @@ static long sinks_on_device(floe_ctx *ctx, struct emit_state *e, int q)
             b[5 + a] = d->edge ? ctx->info.domain_max[a] - d->width : d->max[a];
         }
     }
-    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bc = api_cl_scratch(ctx, "emit.count", 4);
-    void *x = api_cl_attr(ctx, ctx_set_handle(ctx, q), "x", FLOE_VEC3, FLOE_READ);
-    uint32_t zero = 0, count = 0, n = ctx->sets[q].n;
+    const floe_set set = ctx_set_handle(ctx, q);
+    uint32_t zero[2] = {0, 0}, out[2] = {0, 0}, n = ctx->sets[q].n;
+    void *bs = api_cl_scratch(ctx, "emit.sinks", sizeof box), *bo = api_cl_scratch(ctx, "emit.out", sizeof out);
+    void *keep = api_cl_scratch(ctx, "emit.keep", (size_t)n * sizeof(uint32_t));
+    void *x = api_cl_attr(ctx, set, "x", FLOE_VEC3, FLOE_READ), *m = api_cl_attr(ctx, set, "m", FLOE_F32, FLOE_READ);
     int nsk = e->nsink, dim = ctx->info.dim;
-    if (!bs || !bc || !x || w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
-        w(api_cl_queue(ctx), bc, 0, 0, 4, &zero, 0, NULL, NULL))
+    if (!bs || !bo || !keep || !x || !m ||
+        w(api_cl_queue(ctx), bs, 0, 0, (size_t)8 * nsk * sizeof(float), box, 0, NULL, NULL) ||
+        w(api_cl_queue(ctx), bo, 0, 0, sizeof zero, zero, 0, NULL, NULL))
+        return 0;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(m), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk),
+                       FLOE_CL_ARG(dim), FLOE_CL_ARG(keep), FLOE_CL_ARG(bo)};
+    if (api_cl_run(ctx, k, n, 8, a, 20.0 * n) || r(api_cl_queue(ctx), bo, 1, 0, sizeof out, out, 0, NULL, NULL))
+        return ctx_fail(ctx, FLOE_ERR, "sink: the device check failed"), -1;
+    if (!out[0]) {
+        e->flow.device_sink_checks++;
+        return 1;
+    }
+    if (out[0] > n)
+        return ctx_fail(ctx, FLOE_ERR, "sink: %u of %u particles counted in the sinks", out[0], n), -1;
+    const uint32_t removed = out[0];
+    if (ctx_set_compact_cl(ctx, set, keep, n - removed))
         return -1;
-    floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(bs), FLOE_CL_ARG(nsk), FLOE_CL_ARG(dim),
-                       FLOE_CL_ARG(bc)};
-    if (api_cl_run(ctx, k, n, 6, a, 12.0 * n) || r(api_cl_queue(ctx), bc, 1, 0, 4, &count, 0, NULL, NULL))
-        return -1;
-    return (long)count;
+    float mass;
+    memcpy(&mass, &out[1], sizeof mass);
+    e->flow.removed += removed;
+    e->flow.mass_out += mass;
+    e->flow.device_compactions++;
+    return 1;
 }
 
 static int run_sinks(floe_ctx *ctx, struct emit_state *e)
@@ -390,9 +418,12 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
         pset *p = &ctx->sets[q];
         if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
             continue;
-        if ((dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE) && sinks_on_device(ctx, e, q) == 0) {
-            e->flow.device_sink_checks++;
-            continue; /* nothing leaves: the positions stay on the device */
+        if (ctx->dev && (dev_attr_state(ctx, p, pset_attr(p, "x")) & DEV_HOST_STALE)) {
+            const int dev = sinks_on_device(ctx, e, q); /* the positions stay on the device */
+            if (dev < 0)
+                return FLOE_ERR;
+            if (dev)
+                continue;
         }
         dev_host(ctx, p, pset_attr(p, "x"), 0);
         dev_host(ctx, p, pset_attr(p, "m"), 0);
@@ -406,11 +437,16 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
         }
         uint32_t gone = 0;
         double mass = 0;
-        for (uint32_t i = 0; i < p->n; i++) {
+        uint8_t *keep = e->keep;
+        const emit_sink_def *sk = e->sink;
+        const int nsk = e->nsink;
+        const long n = (long)p->n;
+#pragma omp parallel for schedule(static) reduction(+ : gone, mass)
+        for (long i = 0; i < n; i++) {
             int out = 0;
-            for (int s = 0; s < e->nsink && !out; s++)
-                out = in_sink(ctx, &e->sink[s], x + 3 * i);
-            e->keep[i] = !out;
+            for (int s = 0; s < nsk && !out; s++)
+                out = in_sink(ctx, &sk[s], x + 3 * i);
+            keep[i] = !out;
             if (out) {
                 gone++;
                 mass += m[i];
@@ -423,6 +459,7 @@ static int run_sinks(floe_ctx *ctx, struct emit_state *e)
             return rc;
         e->flow.removed += gone;
         e->flow.mass_out += mass;
+        e->flow.host_compactions++;
     }
     return FLOE_OK;
 }

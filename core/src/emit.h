@@ -33,7 +33,10 @@ typedef struct emit_flow {
     double mass_out;         /* mass of the particles the sinks removed */
     uint64_t emitted, removed;
     uint64_t device_appends; /* OpenCL: layers appended into the device copies (no round trip) */
+    uint64_t device_grows;   /* OpenCL: of those, appends that grew the device copies on the device */
     uint64_t device_sink_checks; /* OpenCL: set-steps whose sinks were found empty on the device */
+    uint64_t device_compactions; /* OpenCL: set-steps whose sinks removed particles on the device */
+    uint64_t host_compactions; /* set-steps whose sinks removed particles on the host */
     double speed[64];        /* each source's speed (m/s), after the lattice's rounding */
     uint32_t layer[64];      /* particles per layer of each source */
 } emit_flow;

@@ -508,6 +508,7 @@ static int run_stage(floe_ctx *ctx, int i)
     if (!rc && use_cl)
         rc = ctx->dev->ops->stage_end(ctx, i, &host_timed);
     double ms = now_ms() - t0;
+    st->calls++;
     if (host_timed) {
         st->ms_total += ms;
         st->ms_frame += ms;

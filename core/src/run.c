@@ -64,6 +64,13 @@ floe_run_def floe_run_default_def(void)
     return d;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double wall_now(void)
 {
     struct timespec ts;
@@ -100,7 +107,16 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
-        dev_host_set(ctx, p, 0); /* a device: once per frame */
+        double d[4];
+        if (ctx->dev && ctx->dev->ops->frame_stats && ctx->dev->ops->frame_stats(ctx, p, d) == FLOE_OK) {
+            ke += d[0]; /* reduced on the device: the set stays there */
+            pe += d[1];
+            err_sum += d[2];
+            err_max = d[3] > err_max ? d[3] : err_max;
+            n += p->n;
+            continue;
+        }
+        dev_host_set(ctx, p, 0); /* a device without the reduction: the set back, once per frame */
         const float *x = pset_attr(p, "x")->data, *v = pset_attr(p, "v")->data;
         const float *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         double rho0 = p->rest_density > 0 ? p->rest_density : 1;
@@ -444,13 +460,13 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         memcpy(frames, ck.run.frames, (size_t)k0 * sizeof *frames);
     rec.frames = frames;
     for (int i = 0; i < ctx->nstages; i++)
-        ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0;
+        ctx->stages[i].ms_total = ctx->stages[i].ms_frame = 0, ctx->stages[i].calls = 0;
     if (ctx->dev) /* kernel statistics per run, like the stage times */
         ctx->dev->ops->run_begin(ctx);
     progress prog;
     progress_start(&prog, def.frames, def.progress);
     /* an adaptive run continues from the last step of the previous run */
-    double t0 = wall_now(), dt_prev = resumed ? ck.run.dt_prev : ctx->dt_last;
+    double t0 = wall_now(), c0 = cpu_now(), dt_prev = resumed ? ck.run.dt_prev : ctx->dt_last;
     uint64_t steps_total = resumed ? ck.run.steps_total : 0, particle_steps = resumed ? ck.run.particle_steps : 0;
     int stopped = 0;
     if (out.dir >= 0 && (out.rec = rec_begin_at(out.dir, out.rec_name, &rec)) < 0)
@@ -567,10 +583,13 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         sum->steps = steps_total;
         sum->sim_time = ctx->info.time - t_start;
         sum->wall_s = wall_now() - t0;
+        sum->cpu_s = cpu_now() - c0;
         sum->particle_steps_per_s = sum->wall_s > 0 ? (double)particle_steps / sum->wall_s : 0;
         for (int i = 0; i < ctx->nstages && i < 64; i++) {
             snprintf(sum->stage_name[i], sizeof sum->stage_name[i], "%s", ctx->stages[i].name);
             sum->stage_ms[i] = ctx->stages[i].ms_total;
+            sum->stage_calls[i] = ctx->stages[i].calls;
+            sum->stage_per_frame[i] = ctx->stages[i].per_frame;
             sum->nstages++;
         }
         sum->status = rc;

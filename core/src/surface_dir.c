@@ -192,10 +192,11 @@ int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, siz
                                                                                                       : FLOE_ERR;
     char stage[64];
     snprintf(stage, sizeof stage, "surface.%s", method && !strcmp(method, "mc") ? "mc" : "anisotropic");
-    floe_param_kv kv[2] = {{"cell", FLOE_PARAM_FLOAT, {.f = cell > 0 ? cell : 0.5}},
-                           {"format", FLOE_PARAM_STRING, {.s = o->format ? o->format : "both"}}};
+    floe_param_kv kv[3] = {{"cell", FLOE_PARAM_FLOAT, {.f = cell > 0 ? cell : 0.5}},
+                           {"format", FLOE_PARAM_STRING, {.s = o->format ? o->format : "both"}},
+                           {"mesher", FLOE_PARAM_STRING, {.s = o->mesher ? o->mesher : "cubes"}}};
     if (!rc && !(rc = floe_module_load(ctx, "surface")))
-        rc = floe_pipeline_add(ctx, stage, kv, 2);
+        rc = floe_pipeline_add(ctx, stage, kv, 3);
     if (!rc) {
         floe_ctx_set_log_level(ctx, show ? FLOE_LOG_WARN : FLOE_LOG_INFO); /* the bar, not a line per frame */
         rc = surface_frames(ctx, dir, &fs, sets, show);

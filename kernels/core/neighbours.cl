@@ -42,15 +42,27 @@ __kernel void nb_keys(__global const float *x, uint n, float4 go, int4 gn, __glo
 }
 
 /* Exclusive scan of blocks of SCAN_WG * SCAN_PER words in place; block
- * totals into sums[group]. Local size SCAN_WG. */
-__kernel void scan_block(__global uint *data, uint n, __global uint *sums)
+ * totals into sums[group]. Local size SCAN_WG. Work item l scans words
+ * l SCAN_PER .. l SCAN_PER + SCAN_PER - 1 of its block; the block moves
+ * between global and local memory in coalesced rows (word k SCAN_WG + l by
+ * item l), local memory padded by a word per 32 so that the items' runs of
+ * SCAN_PER words fall into different banks. */
+#define SCAN_PAD(i) ((i) + ((i) >> 5))
+__kernel __attribute__((reqd_work_group_size(SCAN_WG, 1, 1)))
+void scan_block(__global uint *data, uint n, __global uint *sums)
 {
     __local uint tmp[SCAN_WG];
+    __local uint blk[SCAN_PAD(SCAN_WG * SCAN_PER)];
     const uint lid = get_local_id(0), g = get_group_id(0);
-    const uint base = g * SCAN_WG * SCAN_PER + lid * SCAN_PER;
+    const uint gbase = g * SCAN_WG * SCAN_PER;
+    for (int k = 0; k < SCAN_PER; k++) {
+        const uint w = (uint)k * SCAN_WG + lid;
+        blk[SCAN_PAD(w)] = gbase + w < n ? data[gbase + w] : 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
     uint v[SCAN_PER], s = 0;
     for (int k = 0; k < SCAN_PER; k++) {
-        v[k] = base + k < n ? data[base + k] : 0u;
+        v[k] = blk[SCAN_PAD(lid * SCAN_PER + k)];
         s += v[k];
     }
     tmp[lid] = s;
@@ -63,22 +75,30 @@ __kernel void scan_block(__global uint *data, uint n, __global uint *sums)
     }
     uint run = tmp[lid] - s; /* exclusive */
     for (int k = 0; k < SCAN_PER; k++) {
-        if (base + k < n)
-            data[base + k] = run;
+        blk[SCAN_PAD(lid * SCAN_PER + k)] = run;
         run += v[k];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 0; k < SCAN_PER; k++) {
+        const uint w = (uint)k * SCAN_WG + lid;
+        if (gbase + w < n)
+            data[gbase + w] = blk[SCAN_PAD(w)];
     }
     if (lid == SCAN_WG - 1)
         sums[g] = tmp[lid];
 }
 
+/* the block's offset added to each of its words (coalesced rows) */
 __kernel void scan_add(__global uint *data, uint n, __global const uint *sums)
 {
     const uint lid = get_local_id(0), g = get_group_id(0);
-    const uint base = g * SCAN_WG * SCAN_PER + lid * SCAN_PER;
+    const uint gbase = g * SCAN_WG * SCAN_PER;
     const uint add = sums[g];
-    for (int k = 0; k < SCAN_PER; k++)
-        if (base + k < n)
-            data[base + k] += add;
+    for (int k = 0; k < SCAN_PER; k++) {
+        const uint w = gbase + (uint)k * SCAN_WG + lid;
+        if (w < n)
+            data[w] += add;
+    }
 }
 
 __kernel void nb_scatter(__global const uint *key, __global const uint *rank, __global const uint *start, uint n,

@@ -123,4 +123,64 @@ inline float3 floe_load3(__global const float *x, uint i)
         s = (float3)(sx_, sy_, sz_);                         \
     } while (0)
 
+/* ---- work-group reductions (work groups of FLOE_WGS = 128 items) ---------- */
+#define FLOE_WGS 128
+
+/* max over the work group of a non-negative float, then one atomic max on
+ * its bits into *out (non-negative floats order as their bit patterns) */
+inline void floe_group_max(__local float *red, float v, __global uint *out)
+{
+    const uint l = get_local_id(0);
+    red[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = FLOE_WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] = fmax(red[l], red[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0)
+        atomic_max(out, as_uint(red[0]));
+}
+
+/* the sum over the work group (a fixed-order tree: deterministic), valid in
+ * item 0 */
+inline float floe_group_sum(__local float *red, float v)
+{
+    const uint l = get_local_id(0);
+    red[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = FLOE_WGS / 2; h > 0; h >>= 1) {
+        if (l < h)
+            red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return red[0];
+}
+
+/* inside a row loop over packed (x, m) neighbours: j, xj = (x_j, m_j), d = x_i
+ * - x_j (minimum image) and r2, with i, k, xi and per in scope */
+#define FLOE_XM_IJ(xm, idx, pitch)                                           \
+    const uint j = idx[k * (pitch) + i];                                     \
+    const float4 xj = xm[j];                                                 \
+    const float3 d = floe_min_image(xi - xj.xyz, per);                      \
+    const float r2 = d.x * d.x + d.y * d.y + d.z * d.z
+
+/* gradient correction (floe_gamma_one of the C path, <floe/sph.h>): gamma_i
+ * = dim / tr M_i, tr M_i = -(sum_j m_j / rho0 dW/dr r over the fluid row of
+ * packed (x, m) + trb, the boundary part), clamped to [lo, 1/lo] */
+inline float floe_gamma_row(uint i, __global const float4 *xm, float trb, float4 kc, float4 per, float inv_rho0,
+                            float dim, float lo, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const float3 xi = xm[i].xyz;
+    float s = 0.0f;
+    const uint c = cntf[i];
+    for (uint k = 0; k < c; k++) {
+        FLOE_XM_IJ(xm, idxf, pitchf);
+        s += xj.w * floe_dw_r(kc, r2) * r2;
+    }
+    const float t = -(inv_rho0 * s) - trb;
+    const float g = t > 0.0f ? dim / t : 1.0f / lo;
+    return g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+}
+
 #endif

@@ -277,6 +277,100 @@ __kernel void ice_append(uint n, __global const int *fi, __global const uint *ra
     ti[w] = now;
 }
 
+/* freeze.carry (carry_cl.c). One buffer w: per body the count and sums of
+ * r0 and x (7 floats from w[0]), the means of r0 and x (6 from mo), the
+ * sums S = (r0 - r0m)(r0 - r0m)^T and M = (x - xm)(r0 - r0m)^T (18 from so),
+ * and the poses c, R (row-major; 12 a body) of the last call (from po) and
+ * this one's (from pn). */
+__kernel void carry_sums(uint n, __global const float *x, __global const float *r0, __global const uint *body,
+                         volatile __global float *w)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    volatile __global float *a = w + 7 * (size_t)body[i];
+    add_f(a, 1.0f);
+    for (int k = 0; k < 3; k++) {
+        add_f(a + 1 + k, r0[3 * i + k]);
+        add_f(a + 4 + k, x[3 * i + k]);
+    }
+}
+
+__kernel void carry_moments(uint n, __global const float *x, __global const float *r0, __global const uint *body,
+                            volatile __global float *w, uint mo, uint so)
+{
+    uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    __global const float *m = w + mo + 6 * (size_t)body[i];
+    volatile __global float *a = w + so + 18 * (size_t)body[i];
+    float q[3], y[3];
+    for (int k = 0; k < 3; k++)
+        q[k] = r0[3 * i + k] - m[k], y[k] = x[3 * i + k] - m[3 + k];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            add_f(a + 3 * r + c, q[r] * q[c]);
+            add_f(a + 9 + 3 * r + c, y[r] * q[c]);
+        }
+}
+
+inline float3 carry_map(__global const float *P, float3 q)
+{
+    return (float3)(P[0] + P[3] * q.x + P[4] * q.y + P[5] * q.z, P[1] + P[6] * q.x + P[7] * q.y + P[8] * q.z,
+                    P[2] + P[9] * q.x + P[10] * q.y + P[11] * q.z);
+}
+
+/* a new ice particle (kb 0) attached to what is nearest within H at the
+ * last call's poses: a body particle, or ice attached before (kb_old) */
+__kernel void carry_attach(uint ni, __global const float *xi, __global const int *kb_old, __global int *kb,
+                           __global float *ri, uint nbp, __global const float *r0, __global const uint *body,
+                           __global const float *w, uint po, float H)
+{
+    uint i = get_global_id(0);
+    if (i >= ni || kb_old[i] != 0)
+        return;
+    float3 p = floe_load3(xi, i);
+    float best = H * H;
+    int k = -1;
+    for (uint j = 0; j < nbp; j++) {
+        float3 d = carry_map(w + po + 12 * (size_t)body[j], floe_load3(r0, j)) - p;
+        float d2 = dot(d, d);
+        if (d2 < best)
+            best = d2, k = (int)body[j] + 1;
+    }
+    for (uint j = 0; j < ni; j++) {
+        if (kb_old[j] == 0)
+            continue;
+        float3 d = floe_load3(xi, j) - p;
+        float d2 = dot(d, d);
+        if (d2 < best)
+            best = d2, k = kb_old[j];
+    }
+    kb[i] = k > 0 ? k : -1;
+    if (k <= 0)
+        return;
+    __global const float *P = w + po + 12 * (size_t)(k - 1);
+    float3 d = p - (float3)(P[0], P[1], P[2]);
+    ri[3 * i] = P[3] * d.x + P[6] * d.y + P[9] * d.z; /* R^T d */
+    ri[3 * i + 1] = P[4] * d.x + P[7] * d.y + P[10] * d.z;
+    ri[3 * i + 2] = P[5] * d.x + P[8] * d.y + P[11] * d.z;
+}
+
+/* attached ice at c + R r0 of this call's poses; v its displacement / dt */
+__kernel void carry_place(uint ni, __global float *xi, __global float *vi, int has_v, __global const int *kb,
+                          __global const float *ri, __global const float *w, uint pn, uint nb, float dt)
+{
+    uint i = get_global_id(0);
+    if (i >= ni || kb[i] <= 0 || (uint)kb[i] > nb)
+        return;
+    float3 y = carry_map(w + pn + 12 * (size_t)(kb[i] - 1), floe_load3(ri, i));
+    if (has_v) {
+        float3 v = dt > 0.0f ? (y - floe_load3(xi, i)) / dt : (float3)(0.0f);
+        vi[3 * i] = v.x, vi[3 * i + 1] = v.y, vi[3 * i + 2] = v.z;
+    }
+    xi[3 * i] = y.x, xi[3 * i + 1] = y.y, xi[3 * i + 2] = y.z;
+}
+
 __kernel void zero_f(uint n, __global float *a)
 {
     uint i = get_global_id(0);

@@ -23,22 +23,6 @@
 
 /* ---- per-step set-up ------------------------------------------------------ */
 
-/* max over the work group of a non-negative float, then one atomic max on
- * its bits (non-negative floats order as their bit patterns) */
-inline void group_max(__local float *red, float v, __global uint *out)
-{
-    const uint l = get_local_id(0);
-    red[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint h = WGS / 2; h > 0; h >>= 1) {
-        if (l < h)
-            red[l] = fmax(red[l], red[l + h]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0)
-        atomic_max(out, as_uint(red[0]));
-}
-
 /* x = M^-1 b for the symmetric 3x3 M = (xx yy zz xy xz yz), as solve3 */
 inline float3 solve3(const float M[6], float3 b)
 {
@@ -175,12 +159,12 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         }
     }
     if (fin) {
-        group_max(red, v2, mx);
-        group_max(red, a2, mx + 1);
+        floe_group_max(red, v2, mx);
+        floe_group_max(red, a2, mx + 1);
     }
 }
 
-/* gradient_correction (gamma_one of the C path): gamma_i = dim / tr M_i,
+/* gradient_correction (floe_gamma_one of the C path): gamma_i = dim / tr M_i,
  * tr M_i = -(sum_j m_j / rho0 dW/dr r + the boundary part from setup_b),
  * clamped to [lo, 1/lo]; the boundary sums G_b and E are scaled by gamma_i
  * (setup_f adds the fluid part with pair factors (gamma_i + gamma_j) / 2). */
@@ -191,19 +175,7 @@ __kernel void iisph_gamma(uint n, __global const float4 *xm, __global float4 *G,
     const uint i = get_global_id(0);
     if (i >= n)
         return;
-    const float3 xi = xm[i].xyz;
-    float s = 0.0f;
-    const uint c = cntf[i];
-    for (uint k = 0; k < c; k++) {
-        const uint j = idxf[k * pitchf + i];
-        const float4 xj = xm[j];
-        const float3 d = floe_min_image(xi - xj.xyz, per);
-        const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-        s += xj.w * floe_dw_r(kc, r2) * r2;
-    }
-    const float t = -(inv_rho0 * s) - tr[i];
-    float g = t > 0.0f ? dim / t : 1.0f / lo;
-    g = g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+    const float g = floe_gamma_row(i, xm, tr[i], kc, per, inv_rho0, dim, lo, cntf, idxf, pitchf);
     gam[i] = g;
     float4 Gi = G[i], Ei = E[i];
     G[i] = (float4)(g * Gi.x, g * Gi.y, g * Gi.z, Gi.w);

@@ -1,55 +1,75 @@
 /* The rigid module's coupling on the device (modules/rigid/rigid_cl.c):
  * the same pair terms as modules/rigid/couple.c, one fluid particle per work
  * item. Each fluid particle keeps its pairs' forces and torques on (at
- * most) two bodies in two slots; a third body in one row is counted in
- * `over` and the host takes the step's sums on the C path instead. The
- * sums per body are one work group each, in a fixed order. Neighbour lists
- * are neighbour-major: idx[k * pitch + i]. */
+ * most) two bodies; its work group sums them per body (couple), then one
+ * work group per body adds the groups' entries (reduce_bodies): the
+ * reduction reads about 8 words per 128 fluid particles and body, not the
+ * particles themselves. Everything in a fixed order. Neighbour lists are
+ * neighbour-major: idx[k * pitch + i]. */
 #include "core/sph.h"
 
-/* kind 0: wcsph pressure, 1: iisph pressure, 2: viscosity (added to a too).
- * prm = (fi scale, beta, hyd, eps), g = gravity, cvisc */
-__kernel void couple(uint n, int kind, __global const float *x, __global const float *m, __global const float *rho,
-                     __global const float *p, __global const float *v, __global float *a, float4 kc, float4 per,
-                     float rho0, float beta, int hyd, float cvisc, float eps, float4 g,
-                     __global const float *xb, __global const float *Vb, __global const float *vb,
-                     __global const uint *bid, __global const uint *cnt, __global const uint *idx, uint pitch,
-                     __global const float *cen, __global int *slot_id, __global float *slot, __global uint *over)
+#define WGS 128 /* api->cl_run's work-group size (modules/rigid/rigid_cl.c) */
+#define KMAX 8  /* bodies one work group of fluid particles may touch */
+
+/* kind 0: wcsph pressure, 1: iisph pressure, 2: viscosity (added to a too);
+ * visc (kinds 0, 1): the viscosity too, in the same pass (rigid.force{alpha}).
+ * One work item per fluid particle; the group's slots are then summed per
+ * body in local memory, in particle order, by the group's first item: at
+ * most KMAX (body, F, T) entries per group of WGS fluid particles go out
+ * (gid = -1: unused). The fluid is sorted by cell, so a group spans a few
+ * cells and touches a body or two; most groups touch none and write only
+ * their -1 ids. A third body in one row, or more than KMAX in one group,
+ * is counted in `over` and the host takes the step's sums on the C path. */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+couple(uint n, int kind, int visc, __global const float *x, __global const float *m, __global const float *rho,
+       __global const float *p, __global const float *v, __global float *a, float4 kc, float4 per, float rho0,
+       float beta, int hyd, float cvisc, float eps, float4 g, __global const float *xb, __global const float *Vb,
+       __global const float *vb, __global const uint *bid, __global const uint *cnt, __global const uint *idx,
+       uint pitch, __global const float *cen, __global int *gid, __global float *gs, __global uint *over)
 {
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
+    __local int lid_[2 * WGS];
+    __local float ls[12 * WGS];
+    __local int any;
+    const uint i = get_global_id(0), li = get_local_id(0), grp = get_group_id(0);
+    if (li == 0)
+        any = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
     int id0 = -1, id1 = -1;
     float s0[6] = {0, 0, 0, 0, 0, 0}, s1[6] = {0, 0, 0, 0, 0, 0};
-    const uint c = cnt[i];
-    float3 ai = (float3)(0.0f);
+    const uint c = i < n ? cnt[i] : 0;
     if (c) {
         const float3 xi = floe_load3(x, i);
         const float irho = 1.0f / rho[i];
+        const int vs = kind == 2 || visc;
+        const float fv = vs ? cvisc * rho0 * 0.5f * irho : 0.0f;
         float fi = 0.0f, on = 0.0f;
         if (kind == 0)
             fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
         else if (kind == 1) {
             fi = -beta * rho0 * (p[i] / (rho[i] * rho[i]));
             on = hyd && p[i] > 0.0f ? rho0 * irho : 0.0f;
-        } else
-            fi = cvisc * rho0 * 0.5f * irho;
+        }
         const float mi = m[i];
+        float3 ai = (float3)(0.0f);
         int third = 0;
         for (uint k = 0; k < c; k++) {
             const uint j = idx[k * pitch + i];
             const float3 d = floe_min_image(xi - floe_load3(xb, j), per);
             const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-            float gg = Vb[j] * floe_dw_r(kc, r2);
-            if (kind == 1)
-                gg *= fi + on * (g.x * d.x + g.y * d.y + g.z * d.z);
-            else if (kind == 2) {
+            const float w = Vb[j] * floe_dw_r(kc, r2);
+            /* gv: viscous (the fluid and the body), gp: pressure (the body only) */
+            float gp = 0.0f, gv = 0.0f;
+            if (vs) {
                 const float3 vij = floe_load3(v, i) - floe_load3(vb, j);
-                gg *= fi * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps);
-            } else
-                gg *= fi;
+                gv = w * (fv * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps));
+            }
+            if (kind == 1)
+                gp = w * (fi + on * (g.x * d.x + g.y * d.y + g.z * d.z));
+            else if (kind == 0)
+                gp = w * fi;
+            const float gg = kind == 2 ? gv : visc ? gp + gv : gp;
             const float3 aib = gg * d;
-            ai += aib;
+            ai += gv * d;
             const float3 fb = -mi * aib;
             const int o = (int)bid[j];
             const float3 r = floe_load3(xb, j) - floe_load3(cen, (uint)o);
@@ -65,52 +85,95 @@ __kernel void couple(uint n, int kind, __global const float *x, __global const f
         }
         if (third)
             atomic_inc(over);
-        if (kind == 2) {
+        if (vs) {
             a[3 * i] += ai.x;
             a[3 * i + 1] += ai.y;
             a[3 * i + 2] += ai.z;
         }
+        any = 1; /* every writer writes the same value */
     }
-    slot_id[2 * i] = id0;
-    slot_id[2 * i + 1] = id1;
+    lid_[2 * li] = id0;
+    lid_[2 * li + 1] = id1;
     for (int k = 0; k < 6; k++) {
-        slot[12 * i + k] = s0[k];
-        slot[12 * i + 6 + k] = s1[k];
+        ls[12 * li + k] = s0[k];
+        ls[12 * li + 6 + k] = s1[k];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (li != 0)
+        return;
+    int tid[KMAX];
+    float ts[KMAX][6];
+    int nt = 0, full = 0;
+    for (int e = 0; e < KMAX; e++)
+        tid[e] = -1;
+    if (any)
+        for (uint q = 0; q < 2 * WGS; q++) {
+            const int o = lid_[q];
+            if (o < 0)
+                continue;
+            int e = 0;
+            while (e < nt && tid[e] != o)
+                e++;
+            if (e == nt) {
+                if (nt == KMAX) {
+                    full = 1;
+                    continue;
+                }
+                tid[nt++] = o;
+                for (int k = 0; k < 6; k++)
+                    ts[e][k] = 0.0f;
+            }
+            for (int k = 0; k < 6; k++)
+                ts[e][k] += ls[6 * q + k];
+        }
+    if (full)
+        atomic_inc(over);
+    for (int e = 0; e < KMAX; e++) {
+        gid[KMAX * grp + e] = tid[e];
+        if (e < nt)
+            for (int k = 0; k < 6; k++)
+                gs[6 * (KMAX * grp + e) + k] = ts[e][k];
     }
 }
 
-/* partial sums: item (body, chunk) sums the slots of particles
- * [chunk * len, (chunk + 1) * len) that belong to the body, in order */
-__kernel void reduce_chunks(uint items, uint n, uint nchunks, uint len, __global const int *slot_id,
-                            __global const float *slot, __global float *part)
+/* out[6 b..] = body b's entries of every group, one work group per body:
+ * item li sums groups li, li + WGS, ... in order, then a fixed tree adds
+ * the items' sums (the same bits every run). The first group also puts
+ * the `over` count after the sums (out[6 nb], as bits) and clears it. */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+reduce_bodies(uint nb, uint ngroups, __global const int *gid, __global const float *gs, __global float *out,
+              __global uint *over)
 {
-    const uint it = get_global_id(0);
-    if (it >= items)
-        return;
-    const int body = (int)(it / nchunks);
-    const uint ch = it % nchunks, i0 = ch * len, i1 = min(n, i0 + len);
-    float s[6] = {0, 0, 0, 0, 0, 0};
-    for (uint i = i0; i < i1; i++)
-        for (int q = 0; q < 2; q++)
-            if (slot_id[2 * i + q] == body)
-                for (int k = 0; k < 6; k++)
-                    s[k] += slot[12 * i + 6 * q + k];
-    for (int k = 0; k < 6; k++)
-        part[6 * it + k] = s[k];
-}
-
-/* out[6 body..] = the body's chunks summed in order */
-__kernel void reduce_bodies(uint nb, uint nchunks, __global const float *part, __global float *out)
-{
-    const uint b = get_global_id(0);
+    __local float red[6 * WGS];
+    const uint b = get_group_id(0), li = get_local_id(0);
     if (b >= nb)
-        return;
+        return; /* the whole group: nb groups are launched */
     float s[6] = {0, 0, 0, 0, 0, 0};
-    for (uint c = 0; c < nchunks; c++)
-        for (int k = 0; k < 6; k++)
-            s[k] += part[6 * (b * nchunks + c) + k];
+    for (uint grp = li; grp < ngroups; grp += WGS)
+        for (int e = 0; e < KMAX; e++) {
+            const int o = gid[KMAX * grp + e];
+            if (o < 0)
+                break; /* entries are filled from the front */
+            if (o == (int)b)
+                for (int k = 0; k < 6; k++)
+                    s[k] += gs[6 * (KMAX * grp + e) + k];
+        }
     for (int k = 0; k < 6; k++)
-        out[6 * b + k] = s[k];
+        red[6 * li + k] = s[k];
+    for (uint h = WGS / 2; h > 0; h >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (li < h)
+            for (int k = 0; k < 6; k++)
+                red[6 * li + k] += red[6 * (li + h) + k];
+    }
+    if (li == 0) {
+        for (int k = 0; k < 6; k++)
+            out[6 * b + k] = red[k];
+        if (b == 0) {
+            ((__global uint *)out)[6 * nb] = *over;
+            *over = 0;
+        }
+    }
 }
 
 /* the body particles from the poses: pose[20 b..] = (c, R row-major, v, w):

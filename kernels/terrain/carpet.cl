@@ -57,12 +57,15 @@ __kernel void splat(uint n, __global const float *x, __global uint *zimg, float 
         }
 }
 
-__kernel void flow(uint n, __global const float *x, __global const float *v, __global const uint *zimg,
-                   __global float *acc, float r, float R, float x0, float z0, float cs, int nx, int nz)
+/* buf: the z-image (nv words), then the sums (3 floats per vertex) */
+__kernel void flow(uint n, __global const float *x, __global const float *v, __global uint *buf, uint nv,
+                   float r, float R, float x0, float z0, float cs, int nx, int nz)
 {
     const uint gid = get_global_id(0);
     if (gid >= n)
         return;
+    __global const uint *zimg = buf;
+    __global float *acc = (__global float *)(buf + nv);
     VERTEX_BOX;
     const float top = x[3 * gid + 1] + r;
     const float R2 = R * R;

@@ -16,7 +16,9 @@ local M = {}
 M.attributes = { "v", "id", "m", "ice_kind", "ice_dir", "ice_time", "Gamma", "T" }
 
 -- opts.cold: the cold solid sets (comma-separated); opts.surface: the ice surface
--- mesh; opts.picture: freeze.picture's parameters (a PNG a frame), or nil
+-- mesh; opts.picture: freeze.picture's parameters (a PNG a frame), or nil;
+-- opts.after_integrate: stages after integrate (a moving body's "rigid.step");
+-- opts.carry: the moving bodies' set ("bodies"): ice grown on them moves with them
 function M.pipeline(opts)
   local model = floe.param("model", "kim")
   local steps = {
@@ -43,6 +45,8 @@ function M.pipeline(opts)
     error("model must be kim or thermal, not " .. tostring(model))
   end
   steps[#steps + 1] = "integrate"
+  for _, s in ipairs(opts.after_integrate or {}) do steps[#steps + 1] = s end
+  if opts.carry then steps[#steps + 1] = { "freeze.carry", bodies = opts.carry } end
   if opts.surface then
     steps[#steps + 1] = { "surface.anisotropic", sets = "ice", name = "ice_surface", format = "obj" }
   end

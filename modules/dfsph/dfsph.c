@@ -51,7 +51,7 @@
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
-#include <floe/sph.h>
+#include "dfsph.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -61,7 +61,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_CHEB, SO_CHEB_DELAY };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY };
 
 /* ---- state: per-step scratch, grown as needed ------------------------------ */
 
@@ -80,8 +80,10 @@ typedef struct dfsph_state {
     float *rho;         /* N: rho (all fluid sets, global index) */
     float *rho0;        /* N: rest density of the particle's set */
     float *lag;         /* N: compression present now that is left to later steps */
+    float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
     double *part;       /* chunk partial sums */
+    struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
 } dfsph_state;
 
 static int dfsph_init(floe_ctx *ctx, void **state)
@@ -97,8 +99,8 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 static void free_particles(dfsph_state *s)
 {
     free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
-    free(s->rho), free(s->rho0), free(s->lag), free(s->few), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = NULL;
+    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->part);
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = NULL;
     s->few = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -117,6 +119,7 @@ static void dfsph_fini(void *state)
         return;
     free_particles(s);
     free_pairs(s);
+    dfsph_cl_free(s->cl);
     free(s);
 }
 
@@ -137,9 +140,10 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->rho = malloc(cap * sizeof(float));
     s->rho0 = malloc(cap * sizeof(float));
     s->lag = malloc(cap * sizeof(float));
+    s->gam = malloc(cap * sizeof(float));
     s->few = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->few ||
         !s->part) {
         free_particles(s);
         return -1;
@@ -177,6 +181,7 @@ typedef struct setup {
     float rho0;
     float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
     int few_limit;          /* fewer neighbours than this: no divergence solve */
+    int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
     dfsph_state *s;
 } setup;
 
@@ -185,7 +190,7 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
 {
     const floe_kconst *kc = u->kc;
     dfsph_state *s = u->s;
-    const size_t gi = u->off + i;
+    const size_t gi = u->off + i, gi_ = gi;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
     float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, s2 = 0.0f;
     size_t o = s->off[gi];
@@ -201,9 +206,10 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
             continue;
         }
         float sx = 0, sy = 0, sz = 0, ss = 0;
+        const float gam_i = s->gam[gi_], *restrict gt = s->gam + tg->off;
         for (uint32_t k = 0; k < cnt; k++) {
             FLOE_X_IJ(per);
-            const float dw = floe_kdw(kc, r2), g = w[j] * dw;
+            const float dw = u->corr ? floe_kdw(kc, r2) * (0.5f * (gam_i + gt[j])) : floe_kdw(kc, r2), g = w[j] * dw;
             s->nj[o + k] = (uint32_t)tg->off + j;
             s->gx[o + k] = g * dx;
             s->gy[o + k] = g * dy;
@@ -215,9 +221,10 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
         G[0] += sx, G[1] += sy, G[2] += sz;
         s2 += ss;
     }
-    /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g */
+    /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g; gamma_i
+     * (1 without gradient_correction) on the boundary's gradients */
     for (int k = 0; k < 3; k++) {
-        Gb[k] *= u->beta * u->rho0;
+        Gb[k] *= u->beta * u->rho0 * s->gam[gi];
         G[k] += Gb[k];
         s->Gb[3 * gi + k] = Gb[k];
     }
@@ -364,21 +371,43 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
 
 /* ---- the stage ---------------------------------------------------------------------- */
 
-static int st_solve(const floe_stage_call *call)
+/* the parameters of dfsph.solve, once per call */
+static void decode(const floe_stage_call *call, dfsph_cfg *c)
+{
+    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
+    *c = (dfsph_cfg){
+        .tol = call->param[SO_TOL].f,
+        .tol_v = call->param[SO_DIV_TOL].f,
+        .min_it = call->param[SO_MIN_IT].i,
+        .max_it = call->param[SO_MAX_IT].i,
+        .max_it_v = call->param[SO_DIV_MAX_IT].i,
+        .warm = (float)call->param[SO_WARM].f,
+        .omega = (float)call->param[SO_OMEGA].f,
+        .cheb_rho = (float)call->param[SO_CHEB].f,
+        .beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f,
+        .cheb_delay = call->param[SO_CHEB_DELAY].i,
+        .divergence = call->param[SO_DIVERGENCE].b,
+        .force_courant = call->param[SO_FORCE_COURANT].f,
+        .dt_max = call->param[SO_DT_MAX].f,
+        .corr_speed = call->param[SO_CORR_SPEED].f,
+        .corr = call->param[SO_GRAD_CORR].b,
+    };
+}
+
+static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
 {
     floe_ctx *ctx = call->ctx;
     dfsph_state *s = call->state;
     const floe_sim_info *si = api->sim(ctx);
     const floe_kconst kc = floe_kconst_make(si);
-    const double tol = call->param[SO_TOL].f, tol_v = call->param[SO_DIV_TOL].f;
-    const int64_t min_it = call->param[SO_MIN_IT].i, max_it = call->param[SO_MAX_IT].i;
-    const int64_t max_it_v = call->param[SO_DIV_MAX_IT].i;
-    const float warm = (float)call->param[SO_WARM].f, dt = (float)si->dt;
-    const int divergence = call->param[SO_DIVERGENCE].b;
-    const float omega = (float)call->param[SO_OMEGA].f, cheb_rho = (float)call->param[SO_CHEB].f;
-    const int64_t cheb_delay = call->param[SO_CHEB_DELAY].i;
-    const char *bmode = call->param[SO_BOUNDARY].s ? call->param[SO_BOUNDARY].s : "akinci";
-    const float beta = !strcmp(bmode, "mirror") ? 2.0f : 1.0f;
+    const double tol = c->tol, tol_v = c->tol_v;
+    const int64_t min_it = c->min_it, max_it = c->max_it;
+    const int64_t max_it_v = c->max_it_v;
+    const float warm = c->warm, dt = (float)si->dt;
+    const int divergence = c->divergence;
+    const float omega = c->omega, cheb_rho = c->cheb_rho;
+    const int64_t cheb_delay = c->cheb_delay;
+    const float beta = c->beta;
     floe_fluid f[FLOE_MODULE_MAX_SETS];
     floe_target t[FLOE_MODULE_MAX_SETS][2 * FLOE_MODULE_MAX_SETS];
     int nt[FLOE_MODULE_MAX_SETS];
@@ -430,7 +459,7 @@ static int st_solve(const floe_stage_call *call)
      * by max(max_correction_speed, |v|max) dt, a fraction vc dt / d of the
      * spacing: removed at once, a 1% overlap at dt = 1e-4 s would launch
      * particles at 1% of d / dt (as in iisph's solve) */
-    const double corr = call->param[SO_CORR_SPEED].f;
+    const double corr = c->corr_speed;
     const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
     for (size_t i = 0; i < N; i++)
         s->lag[i] = s->rho0[i] * floe_pos(s->rho[i] / s->rho0[i] - 1.0f - elim);
@@ -446,11 +475,33 @@ static int st_solve(const floe_stage_call *call)
     /* set-up, and u = v; the previous step's sums for the warm starts */
     float *v[FLOE_MODULE_MAX_SETS] = {0}, *a[FLOE_MODULE_MAX_SETS] = {0}, *p[FLOE_MODULE_MAX_SETS] = {0};
     float *kv[FLOE_MODULE_MAX_SETS] = {0};
+    /* gradient_correction: every gamma before any pair gradient uses it */
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        float *restrict gam = s->gam + f[q].off;
+        if (n == 0)
+            continue;
+        if (!c->corr) {
+            for (uint32_t i = 0; i < n; i++)
+                gam[i] = 1.0f;
+            continue;
+        }
+        const float *xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        if (!xq)
+            return FLOE_ERR_ARG;
+        const float ir0 = 1.0f / f[q].info.rest_density;
+        const floe_target *tq = t[q];
+        const int ntq = nt[q];
+#define GAMMA(i, per) gam[i] = floe_gamma_one(&kc, tq, ntq, i, xq, ir0, si->dim, 0.9f, per)
+        FLOE_PAR_FOR(kc.periodic, n, GAMMA);
+#undef GAMMA
+    }
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7, s};
+        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
+                   c->corr, s};
         u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
         u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
@@ -511,6 +562,13 @@ static int st_solve(const floe_stage_call *call)
             p[q][i] = Pq[i] * rho[i] * rho[i];
         }
     }
+    dfsph_step_end(ctx, c, it, err, it_v, err_v);
+    return FLOE_OK;
+}
+
+void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v)
+{
+    const floe_sim_info *si = api->sim(ctx);
     /* the next step: the force condition on gravity (a fluid at rest has no
      * speed for the CFL condition to bound dt by), and at most dt_max
      * (SPlisHSPlasH's cflMaxTimeStep). Gravity, not |a|max: a velocity
@@ -518,20 +576,40 @@ static int st_solve(const floe_stage_call *call)
      * velocity difference) would shrink dt, which raises it further; force
      * stages that need a bound propose their own (the viscosity's
      * diffusion number). */
-    const double fc = call->param[SO_FORCE_COURANT].f;
+    const double fc = c->force_courant;
     const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
                           (double)si->gravity[2] * si->gravity[2]);
     if (fc > 0.0 && g > 0.0)
         api->dt_limit(ctx, fc * sqrt(si->spacing / g));
-    api->dt_limit(ctx, call->param[SO_DT_MAX].f);
+    api->dt_limit(ctx, c->dt_max);
     api->stat(ctx, "dfsph.iterations", (double)it);
     api->stat(ctx, "dfsph.density_error", err);
-    if (divergence) {
+    if (c->divergence) {
         api->stat(ctx, "dfsph.divergence_iterations", (double)it_v);
         api->stat(ctx, "dfsph.divergence_error", err_v);
     }
-    return FLOE_OK;
 }
+
+/* decode once, then the device solve (dfsph_cl.c) or the C solve; a scene
+ * with several fluid sets takes the C solve on either path */
+static int run_solve(const floe_stage_call *call, int cl)
+{
+    dfsph_state *s = call->state;
+    dfsph_cfg c;
+    int st;
+    if (!s)
+        return api->fail(call->ctx, FLOE_ERR, "module state missing");
+    decode(call, &c);
+    if (c.min_it > c.max_it)
+        return api->fail(call->ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)",
+                         (long long)c.min_it, (long long)c.max_it);
+    if (cl && (st = dfsph_cl_solve(call->ctx, &c, &s->cl)) != DFSPH_CL_USE_C)
+        return st;
+    return solve_c(call, &c);
+}
+
+static int st_solve(const floe_stage_call *call) { return run_solve(call, 0); }
+static int st_solve_cl(const floe_stage_call *call) { return run_solve(call, 1); }
 
 /* ---- descriptors --------------------------------------------------------------- */
 
@@ -565,6 +643,10 @@ static const floe_param_desc solve_params[] = {
         "wall pressure: akinci = Akinci's force -psi_b P_i grad W_ib (Bender & Koschier's), mirror = p_b = "
         "p_i (-2 psi_b P_i grad W_ib, as wcsph); the boundary's density term carries the same factor (the "
         "force stays the adjoint of the density change)"),
+    [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale each pair gradient by (gamma_i + gamma_j) / 2 and the wall's by gamma_i, gamma_i = dim / "
+        "tr(-sum_j V_j x_ij grad W_ij^T) clamped to [0.9, 1.11] (as iisph's): pressure consistent with rho0 g h "
+        "on a settled packing; one more neighbour pass a step"),
     [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,             /* of both iterations */
     [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     {0},
@@ -588,7 +670,7 @@ static const floe_stage_desc stages[] = {
       .doc = "DFSPH: divergence-free solver on v, then constant density solver on v + dt a, Akinci boundaries; "
              "adds the pressure acceleration to a (after a density stage, 'gravity' and other forces, before "
              "'integrate')",
-      .run = st_solve, .params = solve_params, .attrs = solve_attrs },
+      .run = st_solve, .run_cl = st_solve_cl, .params = solve_params, .attrs = solve_attrs },
     {0},
 };
 

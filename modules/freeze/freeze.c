@@ -97,6 +97,21 @@ static const floe_attr_desc th_attrs[] = {
     {0},
 };
 
+static const floe_param_desc carry_params[] = {
+    PS("ice", "ice", NULL, ICE_DOC),
+    PS("bodies", "bodies", NULL,
+       "the moving boundary set of the bodies: particles with 'body' (index) and 'r0' (position in the body frame), "
+       "as the rigid module's"),
+    {0},
+};
+static const floe_attr_desc carry_attrs[] = {
+    /* and the ice's x (and v where a set has one): not declared, as the
+     * bodies' x is rigid.step's and only the ice's changes here */
+    A(FLOE_SET_BOUNDARY, "ice_body", FLOE_I32, FLOE_READ | FLOE_WRITE),
+    A(FLOE_SET_BOUNDARY, "ice_r0", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
+    {0},
+};
+
 #define PV FLOE_PARAM_V
 static const floe_param_desc pic_params[] = {
     PV("eye", 1, 0.8, 1.2, "m", "camera position"),
@@ -127,6 +142,10 @@ static const floe_stage_desc stages[] = {
      .doc = "heat conduction (Cleary & Monaghan 1999) between water, ice and cold solids with latent heat "
             "(enthalpy method); water that has given its latent heat moves to the ice set",
      .run = fz_thermal, .params = th_params, .attrs = th_attrs},
+    {FLOE_SIZED(floe_stage_desc), .name = "carry",
+     .doc = "after the bodies moved (rigid.step): ice that grew on a moving body, or on ice attached to one, moves "
+            "with it (its pose read from the body's particles)",
+     .run = fz_carry, .run_cl = fz_carry_cl, .params = carry_params, .attrs = carry_attrs},
     {FLOE_SIZED(floe_stage_desc), .name = "picture",
      .doc = "once a frame: a PNG of the water, the ice (glaze white, icicles cyan) and chosen solids as shaded "
             "spheres through a pinhole camera",
@@ -159,6 +178,7 @@ static void fz_fini(void *state)
         free(s->qbuf[t]);
     free(s->qbuf);
     free(s->qcap);
+    free(s->carry_pose);
     free(s);
 }
 

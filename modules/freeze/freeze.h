@@ -12,6 +12,7 @@
  *              solids and ice) in contiguous arrays, and moving frozen
  *              particles from the fluid sets to the ice set
  *   cells.c    the module's cell lists (queries from solid and ice particles)
+ *   carry.c    ice attached to moving bodies (the rigid module's) moves with them
  *   picture.c  a PNG a frame of water, ice and solids (libpng)
  *
  * Ice is a boundary set the scene makes (sim:boundary_set), so every solver
@@ -74,6 +75,11 @@ typedef struct fz_state {
     float gamma_max;
     /* thermal: initial enthalpies set */
     int thermal_started;
+    /* carry: the ice set marked moving; the bodies' poses of the last call */
+    int carry_started;
+    void *carry_pose;
+    uint32_t carry_nb;
+    uint32_t carry_cl_n, carry_cl_nb; /* OpenCL: the bodies' set size and body count read */
 } fz_state;
 
 /* An attribute's host data for writing (floe_need's error when absent) */
@@ -129,6 +135,19 @@ int fz_transition(const floe_stage_call *c);
 
 /* ---- thermal.c ---- */
 int fz_thermal(const floe_stage_call *c);
+
+/* ---- carry.c ---- */
+enum { CA_ICE, CA_BODIES };
+typedef struct fz_pose {
+    double c[3], R[3][3]; /* x = c + R r0 */
+} fz_pose;
+int fz_carry(const floe_stage_call *c);
+int fz_carry_cl(const floe_stage_call *c); /* carry_cl.c */
+int fz_carry_sets(const floe_stage_call *c, floe_set *ice, floe_set_info *ii, floe_set *bs, floe_set_info *bi);
+/* body k's pose from its particles: count and sums of r0 and x (sum[0..6]),
+ * S = sum (r0 - r0m)(r0 - r0m)^T, M = sum (x - xm)(r0 - r0m)^T */
+int fz_pose_solve(floe_ctx *ctx, const char *set, uint32_t k, const double sum[7], const double S[3][3],
+                  const double M[3][3], fz_pose *P);
 
 /* ---- picture.c ---- */
 int fz_picture(const floe_stage_call *c);

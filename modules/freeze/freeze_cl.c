@@ -180,8 +180,13 @@ int fz_direction_cl(const floe_stage_call *c)
         if (!st)
             st = zero(ctx, gv, 3 * in.n);
     }
-    if (st || !nf)
+    if (st)
         return st;
+    if (!nf) { /* all the water froze: nothing to freeze either */
+        s->cl_g_step = si->step;
+        s->cl_g_valid = 1;
+        return FLOE_OK;
+    }
     void *G = fw_buf(ctx, nf), *near = fi_buf(ctx, nf);
     void *xf = attr(ctx, p->fset[0], "x", FLOE_VEC3, FLOE_READ, &st);
     void *vf = attr(ctx, p->fset[0], "v", FLOE_VEC3, FLOE_READ, &st);
@@ -260,6 +265,8 @@ static int grow_ice(floe_ctx *ctx, fz_state *s, void *fi, void *fw, uint32_t fro
     if (st)
         return st;
     const int32_t has_g = gi != NULL;
+    if (!gi)
+        gi = mi; /* no NULL buffer argument (some runtimes reject it): a dummy, unwritten */
     const float inv_rho0 = 1.0f / p->frho[0];
     const float now = (float)(api->sim(ctx)->time + api->sim(ctx)->dt);
     floe_cl_arg b[] = {ARG(nf),          {sizeof(void *), &fi},  {sizeof(void *), &rank}, {sizeof(void *), &fw},

@@ -241,37 +241,6 @@ static inline void solve3(const float M[6], const float b[3], float x[3])
     x[2] = inv * (c2 * b[0] + (bb * c - a * f) * b[1] + (a * e - bb * bb) * b[2]);
 }
 
-/* Kernel gradient correction (gradient_correction): gamma_i = dim / tr M_i,
- * M_i = -sum_j V_j x_ij grad W_ij^T over fluid (V_j = m_j / rho0) and
- * boundary (V_b) neighbours, so that the corrected gradient of a linear
- * field is exact on average over directions (the scalar form of Bonet &
- * Lok 1999's L_i = M_i^-1). The settled packings of the tanks have tr M / dim
- * 0.98-0.99, which alone puts the hydrostatic pressure 1.5-2% high
- * (docs/iisph.md). Clamped to [0.9, 1/0.9]: at the free surface M_i is
- * deficient and the plain gradient is kept within 10%. */
-#define GAMMA_LO IISPH_GAMMA_LO
-FLOE_ROW_FN float gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
-                            const float *restrict xs, float inv_rho0, int dim, const int per)
-{
-    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
-    float tr = 0.0f;
-    for (int b = 0; b < nt; b++) {
-        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
-        const uint32_t cnt = t[b].cnt[i];
-        const float *restrict xt = t[b].x, *restrict V = t[b].mass;
-        const float sc = t[b].boundary ? 1.0f : inv_rho0;
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            s += V[j] * floe_kdw(kc, r2) * r2;
-        }
-        tr -= sc * s;
-    }
-    const float g = tr > 0.0f ? (float)dim / tr : 1.0f / GAMMA_LO;
-    return g < GAMMA_LO ? GAMMA_LO : (g > 1.0f / GAMMA_LO ? 1.0f / GAMMA_LO : g);
-}
-
 /* Fluid row: m_j grad W_ij of every pair and the neighbour's global index,
  * written into one lane of a SELL-8 block (stride 8); G += sum_j m_j grad W_ij,
  * *s2 += sum_j m_j |grad W_ij|^2, *dv += sum_j v_adv_j . m_j grad W_ij. The
@@ -685,7 +654,9 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         if (corr) {
             float *restrict gam = s->gam + f[q].off;
             const float ir0 = 1.0f / w->rho0;
-#define GAMMA(i, per) gam[i] = gamma_one(&kc, tt[q], nt, i, w->x, ir0, si->dim, per)
+            /* gradient_correction: gamma_i = dim / tr M_i (<floe/sph.h>); the settled
+             * packings have tr M / dim 0.98-0.99, 1.5-2% of hydrostatic pressure */
+#define GAMMA(i, per) gam[i] = floe_gamma_one(&kc, tt[q], nt, i, w->x, ir0, si->dim, IISPH_GAMMA_LO, per)
             FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
         }

@@ -18,7 +18,10 @@
  *
  *   a_ib = 2 alpha H c rho0 V_b min(v_ib . x_ib, 0) / (2 rho_i (r^2 + 0.01 H^2)) grad W_ib
  *
- * added to the fluid here, the opposite to the body.
+ * added to the fluid here, the opposite to the body. rigid.force{alpha}
+ * evaluates it in the pressure's pass (one walk of the rows instead of two;
+ * the fluid's a gets the same terms, added after the solver's instead of
+ * before).
  *
  * Sums: the fluid particles are cut into fixed chunks; each chunk sums its
  * pairs per body in order (double), the chunks run in parallel and are
@@ -48,6 +51,7 @@ static double *chunk_sums(rigid_state *s, size_t nchunks)
 
 typedef struct pass {
     int kind;                   /* 0 pressure (wcsph), 1 pressure (iisph), 2 viscosity */
+    int visc;                   /* kinds 0, 1: the viscosity in the same pass (rigid.force{alpha}) */
     float beta, hyd, cvisc, eps;
     float g[3];
     int sums_only;              /* viscosity: the bodies' sums only, the fluid's a left alone */
@@ -87,9 +91,10 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
         const float *m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         const float *rho = floe_attr_of(api, ctx, &f[q], "rho", FLOE_F32);
         const float *p = ps->kind != 2 ? floe_attr_of(api, ctx, &f[q], "p", FLOE_F32) : NULL;
-        const float *v = ps->kind == 2 ? floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3) : NULL;
-        float *a = ps->kind == 2 && !ps->sums_only ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
-        if (!x || !m || !rho || (ps->kind != 2 && !p) || (ps->kind == 2 && (!v || (!a && !ps->sums_only)))) {
+        const int visc = ps->kind == 2 || ps->visc;
+        const float *v = visc ? floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3) : NULL;
+        float *a = visc && !ps->sums_only ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
+        if (!x || !m || !rho || (ps->kind != 2 && !p) || (visc && (!v || (!a && !ps->sums_only)))) {
             st = FLOE_ERR_ARG;
             break;
         }
@@ -112,13 +117,13 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
                 const float xi = x[3 * i], yi = x[3 * i + 1], zi = x[3 * i + 2];
                 /* the factor of V_b (dW/dr / r) x_ib in a_ib, common to the row */
                 float fi = 0.0f, on = 0.0f, irho = 1.0f / rho[i];
+                const float fv = visc ? ps->cvisc * rho0 * 0.5f * irho : 0.0f;
                 if (ps->kind == 0)
                     fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
                 else if (ps->kind == 1) {
                     fi = -ps->beta * rho0 * (p[i] / (rho[i] * rho[i]));
                     on = ps->hyd != 0.0f && p[i] > 0.0f ? rho0 * irho : 0.0f;
-                } else
-                    fi = ps->cvisc * rho0 * 0.5f * irho;
+                }
                 float ai[3] = {0.0f, 0.0f, 0.0f};
                 for (uint32_t k = 0; k < cnt; k++) {
                     const uint32_t j = row[k];
@@ -126,17 +131,23 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
                     if (si->periodic)
                         floe_periodic_delta(si, dd);
                     const float r2 = dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2];
-                    float g = Vb[j] * floe_kdw(&kc, r2);
-                    if (ps->kind == 1)
-                        g *= fi + on * (ps->g[0] * dd[0] + ps->g[1] * dd[1] + ps->g[2] * dd[2]);
-                    else if (ps->kind == 2) {
+                    const float w = Vb[j] * floe_kdw(&kc, r2);
+                    /* gv: the viscous factor (on the fluid and the body),
+                     * gp: the pressure factor (the body only: the solver
+                     * gave the fluid its share) */
+                    float gp = 0.0f, gv = 0.0f;
+                    if (visc) {
                         const float vx = (v[3 * i] - vb[3 * j]) * dd[0] + (v[3 * i + 1] - vb[3 * j + 1]) * dd[1] +
                                          (v[3 * i + 2] - vb[3 * j + 2]) * dd[2];
-                        g *= fi * floe_neg(vx) / (r2 + ps->eps);
-                    } else
-                        g *= fi;
+                        gv = w * (fv * floe_neg(vx) / (r2 + ps->eps));
+                    }
+                    if (ps->kind == 1)
+                        gp = w * (fi + on * (ps->g[0] * dd[0] + ps->g[1] * dd[1] + ps->g[2] * dd[2]));
+                    else if (ps->kind == 0)
+                        gp = w * fi;
+                    const float g = ps->kind == 2 ? gv : ps->visc ? gp + gv : gp;
                     const float aib[3] = {g * dd[0], g * dd[1], g * dd[2]};
-                    ai[0] += aib[0], ai[1] += aib[1], ai[2] += aib[2];
+                    ai[0] += gv * dd[0], ai[1] += gv * dd[1], ai[2] += gv * dd[2];
                     /* the body: -m_i a_ib at x_b */
                     const double fb[3] = {-(double)m[i] * aib[0], -(double)m[i] * aib[1], -(double)m[i] * aib[2]};
                     const uint32_t o = bid[j];
@@ -190,8 +201,10 @@ static pass make_pass(rigid_state *s, int kind, const rigid_couple *c, double al
 {
     const floe_sim_info *si = api->sim(s->ctx);
     const float H = si->support;
-    pass ps = {.kind = kind, .beta = c ? c->beta : 2.0f, .hyd = c ? (float)c->hyd : 0.0f,
-               .cvisc = (float)(2.0 * alpha * H * c0), .eps = 0.01f * H * H};
+    if (kind != 2 && c && c->alpha > 0.0) /* rigid.force{alpha}: the viscosity in the pressure's pass */
+        alpha = c->alpha, c0 = c->c0;
+    pass ps = {.kind = kind, .visc = kind != 2 && c && c->alpha > 0.0, .beta = c ? c->beta : 2.0f,
+               .hyd = c ? (float)c->hyd : 0.0f, .cvisc = (float)(2.0 * alpha * H * c0), .eps = 0.01f * H * H};
     memcpy(ps.g, si->gravity, sizeof ps.g);
     return ps;
 }

@@ -46,6 +46,7 @@ static void rigid_fini(void *state)
     free(s->b);
     free(s->j);
     free(s->part);
+    free(s->cl_cen);
     free(s->csv);
     free(s);
 }
@@ -53,7 +54,7 @@ static void rigid_fini(void *state)
 /* ---- stages ----------------------------------------------------------------- */
 
 enum { VI_ALPHA, VI_SPEED };
-enum { FO_SOLVER, FO_BOUNDARY };
+enum { FO_SOLVER, FO_BOUNDARY, FO_ALPHA, FO_SPEED };
 
 static int have_bodies(const floe_stage_call *call)
 {
@@ -61,25 +62,24 @@ static int have_bodies(const floe_stage_call *call)
     return s && s->nb > 0 && s->set.id;
 }
 
-static int st_viscosity(const floe_stage_call *call)
+static int viscosity(const floe_stage_call *call, int cl)
 {
     if (!have_bodies(call) || call->param[VI_ALPHA].f == 0.0)
         return FLOE_OK;
-    return rigid_couple_viscosity(call->state, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
+    rigid_state *s = call->state;
+    s->visc_ran = 1;
+    return cl ? rigid_cl_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f)
+              : rigid_couple_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
 }
 
-
-static int st_viscosity_cl(const floe_stage_call *call)
-{
-    if (!have_bodies(call) || call->param[VI_ALPHA].f == 0.0)
-        return FLOE_OK;
-    return rigid_cl_viscosity(call->state, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
-}
+static int st_viscosity(const floe_stage_call *call) { return viscosity(call, 0); }
+static int st_viscosity_cl(const floe_stage_call *call) { return viscosity(call, 1); }
 
 static int decode_force(const floe_stage_call *call, rigid_couple *c)
 {
     const char *solver = call->param[FO_SOLVER].s, *bp = call->param[FO_BOUNDARY].s;
-    *c = (rigid_couple){.solver = strcmp(solver, "iisph") == 0 ? RIGID_IISPH : RIGID_WCSPH, .beta = 2.0f};
+    *c = (rigid_couple){.solver = strcmp(solver, "iisph") == 0 ? RIGID_IISPH : RIGID_WCSPH, .beta = 2.0f,
+                        .alpha = call->param[FO_ALPHA].f, .c0 = call->param[FO_SPEED].f};
     if (c->solver == RIGID_IISPH) {
         if (!strcmp(bp, "akinci"))
             c->beta = 1.0f;
@@ -88,14 +88,25 @@ static int decode_force(const floe_stage_call *call, rigid_couple *c)
     return FLOE_OK;
 }
 
-static int st_force(const floe_stage_call *call)
+/* the friction once: rigid.viscosity or rigid.force{alpha}, not both */
+static int force(const floe_stage_call *call, int cl)
 {
     if (!have_bodies(call))
         return FLOE_OK;
+    rigid_state *s = call->state;
     rigid_couple c;
     decode_force(call, &c);
-    return rigid_couple_pressure(call->state, &c);
+    const int both = c.alpha > 0.0 && s->visc_ran;
+    s->visc_ran = 0;
+    if (both)
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
+                         "step too: keep one of the two");
+    return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
 }
+
+static int st_force(const floe_stage_call *call) { return force(call, 0); }
+static int st_force_cl(const floe_stage_call *call) { return force(call, 1); }
 
 
 static int step_common(const floe_stage_call *call, int cl)
@@ -114,15 +125,6 @@ static int step_common(const floe_stage_call *call, int cl)
 
 static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
 static int st_step_cl(const floe_stage_call *call) { return step_common(call, 1); }
-
-static int st_force_cl(const floe_stage_call *call)
-{
-    if (!have_bodies(call))
-        return FLOE_OK;
-    rigid_couple c;
-    decode_force(call, &c);
-    return rigid_cl_pressure(call->state, &c);
-}
 
 
 static int st_output(const floe_stage_call *call)
@@ -205,6 +207,12 @@ static const floe_param_desc force_params[] = {
     [FO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
         .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
         .doc = "iisph: the solve's boundary_pressure (set both alike; gradient_correction off)" },
+    [FO_ALPHA] = { FLOE_SIZED(floe_param_desc), .name = "alpha", .type = FLOE_PARAM_FLOAT,
+        .def = 0, .min = 0, .max = 10, .unit = "",
+        .doc = "> 0: rigid.viscosity's friction in this stage's pass over the rows (one pass instead of two; "
+               "leave rigid.viscosity out then)" },
+    [FO_SPEED] = { FLOE_SIZED(floe_param_desc), .name = "speed_of_sound", .type = FLOE_PARAM_FLOAT,
+        .def = 25, .min = 1e-6, .max = 1e6, .unit = "m/s", .doc = "c of that viscosity, 2 alpha H c" },
     {0},
 };
 
@@ -219,6 +227,7 @@ static const floe_attr_desc visc_attrs[] = {
 static const floe_attr_desc force_attrs[] = {
     FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ),
     FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_READ),
+    FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_BOUND("x", FLOE_VEC3), FLOE_ATTR_BOUND("V", FLOE_F32),
     {0},
 };
@@ -235,7 +244,8 @@ static const floe_stage_desc stages[] = {
       .run = st_viscosity, .run_cl = st_viscosity_cl, .params = visc_params, .attrs = visc_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "force",
       .doc = "the fluid's pressure forces on the body particles (the solver's boundary formula, Newton's third law), "
-             "summed per body into a force and a torque (after the pressure stage, before integrate)",
+             "summed per body into a force and a torque (after the pressure stage, before integrate); with alpha > 0 "
+             "also rigid.viscosity's friction, in the same pass",
       .run = st_force, .run_cl = st_force_cl, .params = force_params, .attrs = force_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "step",
       .doc = "the bodies' step through ODE (fluid forces, gravity, contacts, joints, kinematic poses), then the body "

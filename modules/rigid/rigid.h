@@ -80,6 +80,11 @@ typedef struct rigid_state {
     int32_t *part_id;           /* 2 per particle: the two bodies, -1 none */
     size_t part_cap;
     uint64_t overflow;          /* rows that touched a third body (reported) */
+    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state */
+    float *cl_cen;
+    uint32_t cl_cen_cap;
+    int cl_over_ready;          /* the device counter of rows on the host is zero */
+    int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
     char *csv;
     size_t csv_len, csv_cap;
@@ -108,6 +113,7 @@ typedef struct rigid_couple {
     int solver;                 /* RIGID_WCSPH or RIGID_IISPH */
     float beta;                 /* iisph: 2 (mirror, extrapolate) or 1 (akinci) */
     int hyd;                    /* iisph extrapolate: the hydrostatic wall term */
+    double alpha, c0;           /* > 0: the viscosity (rigid.viscosity's terms) in the same pass */
 } rigid_couple;
 enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);

@@ -1,8 +1,8 @@
 /* The OpenCL path of the coupling (kernels/rigid/rigid.cl): the pair forces
  * and their sums per body on the device, the bodies' state on the host.
- * Per step: the centres up (nb x 3 floats), the sums down (nb x 6 floats
- * and a counter), the poses up (nb x 20 floats): small copies, the
- * particles stay on the device. A fluid particle whose row touches a third
+ * Per stage: the centres up (nb x 3 floats, not waited for), the sums
+ * down (nb x 6 floats and a counter, one read); per step the poses up
+ * (nb x 20 floats): small copies, the particles stay on the device. A fluid particle whose row touches a third
  * body (rare: three bodies within 2 d of it) sends that step's sums to the
  * C path (couple.c), which computes them from host copies. */
 #include "rigid.h"
@@ -14,12 +14,13 @@
 
 #define FILE_CL "rigid.cl"
 #define ARG(v) FLOE_CL_ARG(v)
-#define CHUNK_CL 4096
+#define WGS 128 /* api->cl_run's work-group size: the kernels' reqd_work_group_size */
+#define KMAX 8  /* (body, sums) entries per work group, as in rigid.cl */
 
 typedef int (*fn_write_t)(void *, void *, unsigned, size_t, size_t, const void *, unsigned, const void *, void *);
 typedef int (*fn_read_t)(void *, void *, unsigned, size_t, size_t, void *, unsigned, const void *, void *);
 
-static int copy(floe_ctx *ctx, void *mem, void *host, size_t bytes, int up)
+static int copy(floe_ctx *ctx, void *mem, void *host, size_t bytes, int up, int wait)
 {
     static fn_write_t wr;
     static fn_read_t rd;
@@ -29,8 +30,8 @@ static int copy(floe_ctx *ctx, void *mem, void *host, size_t bytes, int up)
     }
     if (!wr || !rd)
         return api->fail(ctx, FLOE_ERR, "OpenCL: no clEnqueueWriteBuffer/ReadBuffer");
-    int e = up ? wr(api->cl_queue(ctx), mem, 1, 0, bytes, host, 0, NULL, NULL)
-               : rd(api->cl_queue(ctx), mem, 1, 0, bytes, host, 0, NULL, NULL);
+    int e = up ? wr(api->cl_queue(ctx), mem, wait ? 1u : 0u, 0, bytes, host, 0, NULL, NULL)
+               : rd(api->cl_queue(ctx), mem, wait ? 1u : 0u, 0, bytes, host, 0, NULL, NULL);
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL: copy of %zu bytes failed (%d)", bytes, e) : FLOE_OK;
 }
 
@@ -42,9 +43,8 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     floe_ctx *ctx = s->ctx;
     const floe_sim_info *si = api->sim(ctx);
     void *kcouple = api->cl_kernel(ctx, "rigid", FILE_CL, "couple");
-    void *kchunks = api->cl_kernel(ctx, "rigid", FILE_CL, "reduce_chunks");
     void *kbodies = api->cl_kernel(ctx, "rigid", FILE_CL, "reduce_bodies");
-    if (!kcouple || !kchunks || !kbodies)
+    if (!kcouple || !kbodies)
         return FLOE_ERR;
     float kc[4], per[4];
     floe_cl_consts(si, kc, per);
@@ -55,22 +55,37 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     floe_cl_set bs = {.set = s->set};
     api->set_info(ctx, s->set, &bs.info);
     const uint32_t nb = (uint32_t)s->nb;
-    float *cen = malloc((size_t)nb * 3 * sizeof *cen), *out = malloc((size_t)nb * 6 * sizeof *out);
-    if (!cen || !out) {
-        free(cen), free(out);
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+    /* the centres go up without waiting: the buffer stays as it is until
+     * this call's read below, which comes after the copy */
+    float *cen = s->cl_cen;
+    if (s->cl_cen_cap < nb) {
+        free(s->cl_cen);
+        s->cl_cen_cap = 0;
+        if (!(cen = s->cl_cen = malloc((size_t)nb * 3 * sizeof *cen)))
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+        s->cl_cen_cap = nb;
     }
+    /* the sums (6 floats a body) and the rows that met a third body (the
+     * last word) in one read */
+    const size_t out_bytes = ((size_t)nb * 6 + 1) * sizeof(float);
+    float *out = api->cl_pinned(ctx, "rigid.out_host", out_bytes);
+    float *out_mem = out ? NULL : malloc(out_bytes);
+    if (!out)
+        out = out_mem;
+    if (!out)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < nb; k++)
         for (int d = 0; d < 3; d++)
             cen[3 * k + d] = (float)s->b[k].x[d];
     void *dcen = api->cl_scratch(ctx, "rigid.cen", (size_t)nb * 3 * sizeof(float));
-    void *dout = api->cl_scratch(ctx, "rigid.out", (size_t)nb * 6 * sizeof(float));
+    void *dout = api->cl_scratch(ctx, "rigid.out", out_bytes);
     void *dover = api->cl_scratch(ctx, "rigid.over", sizeof(uint32_t));
-    st = dcen && dout && dover ? copy(ctx, dcen, cen, (size_t)nb * 3 * sizeof(float), 1)
+    st = dcen && dout && dover ? copy(ctx, dcen, cen, (size_t)nb * 3 * sizeof(float), 1, 0)
                                : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
-    uint32_t zero = 0;
-    if (!st)
-        st = copy(ctx, dover, &zero, sizeof zero, 1);
+    static const uint32_t zero = 0;
+    if (!st && !s->cl_over_ready) /* reduce_bodies clears it after each use */
+        if (!(st = copy(ctx, dover, (void *)&zero, sizeof zero, 1, 0)))
+            s->cl_over_ready = 1;
     void *xb = NULL, *Vb = NULL, *vb = NULL, *bid = NULL;
     if (!st) {
         xb = floe_cl_attr(api, ctx, &bs, "x", FLOE_VEC3, FLOE_READ, &st);
@@ -82,11 +97,18 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     }
     const float g4[4] = {si->gravity[0], si->gravity[1], si->gravity[2], 0.0f};
     const float H = si->support;
-    const float cvisc = (float)(2.0 * alpha * H * c0), eps = 0.01f * H * H;
+    float cvisc = (float)(2.0 * alpha * H * c0);
+    const float eps = 0.01f * H * H;
     const float beta = c ? c->beta : 2.0f;
     const int32_t hyd = c ? c->hyd : 0, k32 = kind;
+    const int32_t visc = kind != 2 && c && c->alpha > 0.0; /* rigid.force{alpha}: the viscosity in this pass */
+    if (visc)
+        cvisc = (float)(2.0 * c->alpha * H * c->c0);
+    uint32_t over = 0;
     for (int q = 0; q < nf && !st; q++) {
         const uint32_t n = f[q].info.n;
+        if (n == 0)
+            continue;
         floe_cl_nlist nl;
         if ((st = api->cl_neighbours(ctx, f[q].set, s->set, &nl)))
             break;
@@ -94,42 +116,40 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         void *m = floe_cl_attr(api, ctx, &f[q], "m", FLOE_F32, FLOE_READ, &st);
         void *rho = floe_cl_attr(api, ctx, &f[q], "rho", FLOE_F32, FLOE_READ, &st);
         void *p = kind != 2 ? floe_cl_attr(api, ctx, &f[q], "p", FLOE_F32, FLOE_READ, &st) : rho;
-        void *v = kind == 2 ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
-        void *a = kind == 2 ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
-        void *sid = api->cl_scratch(ctx, "rigid.slot_id", (size_t)n * 2 * sizeof(int32_t));
-        void *slot = api->cl_scratch(ctx, "rigid.slot", (size_t)n * 12 * sizeof(float));
-        const uint32_t nchunks = (n + CHUNK_CL - 1) / CHUNK_CL, items = nchunks * nb, len = CHUNK_CL;
-        void *part = api->cl_scratch(ctx, "rigid.part", (size_t)(items ? items : 1) * 6 * sizeof(float));
-        if (st || !sid || !slot || !part) {
+        void *v = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
+        void *a = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
+        const uint32_t ngroups = (n + WGS - 1) / WGS;
+        void *gid = api->cl_scratch(ctx, "rigid.gid", (size_t)ngroups * KMAX * sizeof(int32_t));
+        void *gs = api->cl_scratch(ctx, "rigid.gs", (size_t)ngroups * KMAX * 6 * sizeof(float));
+        if (st || !gid || !gs) {
             st = st ? st : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
             break;
         }
         const float rho0 = f[q].info.rest_density;
-        floe_cl_arg a1[] = {ARG(n), ARG(k32), ARG(x), ARG(m), ARG(rho), ARG(p), ARG(v), ARG(a), ARG(kc), ARG(per),
+        floe_cl_arg a1[] = {ARG(n), ARG(k32), ARG(visc), ARG(x), ARG(m), ARG(rho), ARG(p), ARG(v), ARG(a), ARG(kc), ARG(per),
                             ARG(rho0), ARG(beta), ARG(hyd), ARG(cvisc), ARG(eps), ARG(g4), ARG(xb), ARG(Vb), ARG(vb),
-                            ARG(bid), ARG(nl.count), ARG(nl.idx), ARG(nl.pitch), ARG(dcen), ARG(sid), ARG(slot),
+                            ARG(bid), ARG(nl.count), ARG(nl.idx), ARG(nl.pitch), ARG(dcen), ARG(gid), ARG(gs),
                             ARG(dover)};
-        if ((st = api->cl_run(ctx, kcouple, n, (int)(sizeof a1 / sizeof *a1), a1, 64.0 * n + 16.0 * nl.total)))
+        if ((st = api->cl_run(ctx, kcouple, n, (int)(sizeof a1 / sizeof *a1), a1,
+                              8.0 * n + 40.0 * nl.total + 4.0 * KMAX * ngroups)))
             break;
-        floe_cl_arg a2[] = {ARG(items), ARG(n), ARG(nchunks), ARG(len), ARG(sid), ARG(slot), ARG(part)};
-        if ((st = api->cl_run(ctx, kchunks, items, (int)(sizeof a2 / sizeof *a2), a2, 8.0 * n * nb)))
+        floe_cl_arg a2[] = {ARG(nb), ARG(ngroups), ARG(gid), ARG(gs), ARG(dout), ARG(dover)};
+        if ((st = api->cl_run(ctx, kbodies, (size_t)nb * WGS, (int)(sizeof a2 / sizeof *a2), a2,
+                              4.0 * KMAX * ngroups * nb)))
             break;
-        floe_cl_arg a3[] = {ARG(nb), ARG(nchunks), ARG(part), ARG(dout)};
-        if ((st = api->cl_run(ctx, kbodies, nb, (int)(sizeof a3 / sizeof *a3), a3, 24.0 * items)))
-            break;
-        if ((st = copy(ctx, dout, out, (size_t)nb * 6 * sizeof(float), 0)))
+        if ((st = copy(ctx, dout, out, out_bytes, 0, 1)))
             break;
         for (uint32_t k = 0; k < nb; k++)
             for (int d = 0; d < 3; d++) {
                 F[3 * k + d] += out[6 * k + d];
                 T[3 * k + d] += out[6 * k + 3 + d];
             }
+        uint32_t o;
+        memcpy(&o, out + 6 * (size_t)nb, sizeof o);
+        over += o;
     }
-    uint32_t over = 0;
-    if (!st)
-        st = copy(ctx, dover, &over, sizeof over, 0);
     *over_total = over;
-    free(cen), free(out);
+    free(out_mem);
     return st;
 }
 
@@ -190,7 +210,7 @@ int rigid_cl_place(rigid_state *s)
         }
     }
     void *dpose = api->cl_scratch(ctx, "rigid.pose", (size_t)nb * 20 * sizeof(float));
-    int st = dpose ? copy(ctx, dpose, pose, (size_t)nb * 20 * sizeof(float), 1)
+    int st = dpose ? copy(ctx, dpose, pose, (size_t)nb * 20 * sizeof(float), 1, 1)
                    : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffer");
     free(pose);
     floe_cl_set bs = {.set = s->set};

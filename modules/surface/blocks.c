@@ -55,7 +55,7 @@ int sgrid_init(sgrid *g, mem_meter *m, const double lo[3], const double hi[3], d
     for (int k = 0; k < 3; k++) {
         g->lo[k] = floor(lo[k] / cell) * cell;
         double nb = ceil((hi[k] - g->lo[k]) / cell / BLOCK) + 1;
-        if (!(nb < (double)(1 << 17))) /* points below 2^20: tets.c packs them in a key */
+        if (!(nb < (double)(1 << 17))) /* points below 2^20: mesher.c packs them in a key */
             return FLOE_ERR_ARG;
         g->max_block[k] = (int32_t)nb;
     }

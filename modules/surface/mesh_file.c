@@ -135,16 +135,23 @@ int mesh_ply(const mesh *m, char **buf, size_t *len)
     if (!b)
         return FLOE_ERR_NOMEM;
     memcpy(b, head, (size_t)hl);
-    for (uint32_t i = 0; i < m->nv; i++) {
+    /* fixed-size records: each vertex and face at its own offset */
+    const long nv = (long)m->nv, nt = (long)m->nt;
+#pragma omp parallel for if (nv > 65536)
+    for (long i = 0; i < nv; i++) {
+        char *q = p + 24 * (size_t)i;
         for (int k = 0; k < 3; k++)
-            p = put32(p, &m->v[3 * (size_t)i + k]);
+            q = put32(q, &m->v[3 * (size_t)i + k]);
         for (int k = 0; k < 3; k++)
-            p = put32(p, &m->nrm[3 * (size_t)i + k]);
+            q = put32(q, &m->nrm[3 * (size_t)i + k]);
     }
-    for (uint32_t t = 0; t < m->nt; t++) {
-        *p++ = 3;
+    p += 24 * (size_t)nv;
+#pragma omp parallel for if (nt > 65536)
+    for (long t = 0; t < nt; t++) {
+        char *q = p + 13 * (size_t)t;
+        *q++ = 3;
         for (int k = 0; k < 3; k++)
-            p = put32(p, &m->tri[3 * (size_t)t + k]);
+            q = put32(q, &m->tri[3 * (size_t)t + k]);
     }
     *buf = b;
     *len = n;

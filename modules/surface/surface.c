@@ -1,7 +1,7 @@
 /* The surface module: water surfaces as meshes, once per output frame.
  *
  *   surface.mc           colour field of isotropic kernels on a sparse grid,
- *                        iso value, marching tetrahedra (the patent's step 6)
+ *                        iso value, marching cubes (the patent's step 6)
  *   surface.anisotropic  the same with Yu & Turk 2013 kernels (Kim 2020
  *                        eqs. 41-42): smoothed centres, weighted covariance,
  *                        its eigen-decomposition, clamped stretch, G
@@ -19,7 +19,7 @@
 
 FLOE_MODULE_API_DEFINE;
 
-enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_SMOOTH, P_RADIUS, P_STRETCH, P_NMIN };
+enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_MESHER, P_SMOOTH, P_RADIUS, P_STRETCH, P_NMIN };
 
 #define COMMON_PARAMS                                                                                              \
     [P_SETS] = {FLOE_SIZED(floe_param_desc), .name = "sets", .type = FLOE_PARAM_STRING, .def_str = "", .unit = "", \
@@ -31,9 +31,13 @@ enum { P_SETS, P_CELL, P_ISO, P_SUPPORT, P_FORMAT, P_NAME, P_SMOOTH, P_RADIUS, P
     [P_SUPPORT] = {FLOE_SIZED(floe_param_desc), .name = "support", .type = FLOE_PARAM_FLOAT, .def = 0, .min = 0,   \
                    .max = 10, .unit = "", .doc = "kernel support radius in spacings; 0 = the simulation's"},       \
     [P_FORMAT] = {FLOE_SIZED(floe_param_desc), .name = "format", .type = FLOE_PARAM_STRING, .def_str = "both",     \
-                  .choices = "obj|ply|both", .unit = "", .doc = "mesh files written each frame"},                 \
+                  .choices = "obj|ply|both|none", .unit = "",                                                     \
+                  .doc = "mesh files written each frame (none: the mesh is made, not written: benchmarks)"}, \
     [P_NAME] = {FLOE_SIZED(floe_param_desc), .name = "name", .type = FLOE_PARAM_STRING, .def_str = "surface",      \
-                .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"}
+                .unit = "", .doc = "file base name: NAME.NNNN.obj / .ply in the output folder"},             \
+    [P_MESHER] = {FLOE_SIZED(floe_param_desc), .name = "mesher", .type = FLOE_PARAM_STRING, .def_str = "cubes",   \
+                  .choices = "cubes|tetrahedra", .unit = "",                                                       \
+                  .doc = "marching cubes, or marching tetrahedra (about three times the triangles)"}
 
 static const floe_param_desc mc_params[] = {COMMON_PARAMS, {0}};
 
@@ -112,9 +116,17 @@ static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
 
 /* ---- one frame --------------------------------------------------------------- */
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 typedef struct frame_out {
     uint32_t stretched;
     int32_t blocks;
+    double t_kern, t_splat, t_mesh; /* seconds: kernels' shapes, field, mesher */
 } frame_out;
 
 static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const parts *p, mem_meter *m,
@@ -129,12 +141,15 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u kernels", p->n);
     for (uint32_t i = 0; i < p->n; i++)
         k[i].V = p->V[i];
+    double t = now_s();
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        if (kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched)) {
+        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->n, &o, m, &fo->stretched)
+                         : kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched);
+        if (krc) {
             meter_free(m, k, kb);
-            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+            return device ? krc : api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
         }
     } else {
         kerns_isotropic(k, p->x, p->n, H);
@@ -147,17 +162,28 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
         }
     if (!p->n)
         lo[0] = lo[1] = lo[2] = hi[0] = hi[1] = hi[2] = 0;
+    fo->t_kern = now_s() - t;
+    t = now_s();
     sgrid g;
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
         rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
+    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
+    /* on the device, marching cubes reads the values where the splat left them */
+    const int device_mesh = device && mk == MESHER_CUBES;
     if (!rc && device)
-        rc = field_splat_cl(ctx, &g, k, p->n);
+        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh, aniso);
     else if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
-    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, out)))
-        rc = api->fail(ctx, rc, "out of memory for the mesh");
+    fo->t_splat = now_s() - t;
+    t = now_s();
+    if (!rc && device_mesh)
+        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
+    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+        rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
+                                                     : "the marching-cubes table's loops do not close (a bug)");
+    fo->t_mesh = now_s() - t;
     fo->blocks = g.nblocks;
     sgrid_free(&g);
     return rc;
@@ -185,12 +211,6 @@ static int write_files(floe_ctx *ctx, const floe_value *pv, const mesh *me, mem_
     return FLOE_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int surface_run(const floe_stage_call *c, int aniso, int device)
 {
@@ -204,12 +224,13 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
     mem_meter m = {0, 0};
     parts p = {0};
     mesh me = {.mem = &m};
-    frame_out fo = {0, 0};
+    frame_out fo = {0};
     int rc = gather(ctx, c->param[P_SETS].s, &p, &m);
     if (!rc)
         rc = build_mesh(ctx, c->param, aniso, device, &p, &m, &me, &fo);
     meter_free(&m, p.x, (size_t)p.n * 3 * sizeof *p.x);
     meter_free(&m, p.V, (size_t)p.n * sizeof *p.V);
+    const double t_files = now_s();
     if (!rc)
         rc = write_files(ctx, c->param, &me, &m);
     if (!rc) {
@@ -219,8 +240,9 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
         else
             api->log(ctx, FLOE_LOG_INFO,
                      "%s: frame %d: %u particles (%u stretched), %d blocks, %u vertices, %u triangles, "
-                     "peak %.1f MB, %.0f ms",
-                     c->name, si->frame, p.n, fo.stretched, fo.blocks, me.nv, me.nt, mb, 1e3 * (now_s() - t0));
+                     "peak %.1f MB, %.0f ms (kernels %.0f, field %.0f, mesh %.0f, files %.0f)",
+                     c->name, si->frame, p.n, fo.stretched, fo.blocks, me.nv, me.nt, mb, 1e3 * (now_s() - t0),
+                     1e3 * fo.t_kern, 1e3 * fo.t_splat, 1e3 * fo.t_mesh, 1e3 * (now_s() - t_files));
         api->stat(ctx, "surface_peak_mb", mb);
         api->stat(ctx, "surface_triangles", me.nt);
     }
@@ -230,13 +252,13 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
 
 static int run_mc(const floe_stage_call *c) { return surface_run(c, 0, 0); }
 static int run_aniso(const floe_stage_call *c) { return surface_run(c, 1, 0); }
-/* OpenCL backend: the splat on the device (surface_cl.c) */
+/* OpenCL backend: the anisotropic kernels' shapes and the splat on the device (surface_cl.c) */
 static int run_mc_cl(const floe_stage_call *c) { return surface_run(c, 0, 1); }
 static int run_aniso_cl(const floe_stage_call *c) { return surface_run(c, 1, 1); }
 
 static const floe_stage_desc stages[] = {
     {FLOE_SIZED(floe_stage_desc), .name = "mc", .run = run_mc, .run_cl = run_mc_cl, .params = mc_params, .attrs = attrs, .per_frame = 1,
-     .doc = "mesh of the colour field of isotropic kernels (iso value, marching tetrahedra), once per frame"},
+     .doc = "mesh of the colour field of isotropic kernels (iso value, marching cubes), once per frame"},
     {FLOE_SIZED(floe_stage_desc), .name = "anisotropic", .run = run_aniso, .run_cl = run_aniso_cl, .params = aniso_params, .attrs = attrs,
      .per_frame = 1,
      .doc = "mesh of the colour field of Yu & Turk anisotropic kernels (smoothed centres, covariance), once per frame"},

@@ -1,5 +1,6 @@
 /* The surface module's shared types: a sparse grid of 8^3-point blocks, the
- * field splat, the marching-tetrahedra mesher and the mesh files. */
+ * field splat, the marching-cubes and marching-tetrahedra meshers and the
+ * mesh files. */
 #ifndef FLOE_SURFACE_H
 #define FLOE_SURFACE_H
 
@@ -61,6 +62,29 @@ typedef struct kern {
     float ext[3];
 } kern;
 
+/* The particles sorted by cells of half the neighbourhood radius
+ * (field.c; kernels/surface/aniso.cl reads the same arrays): cell keys x
+ * fastest (21 bits an axis), so the cells of one (dy, dz) row are one run
+ * of the entries. */
+#define CELL_DIV 2
+#define ROW_CELLS (2 * CELL_DIV + 1)
+#define ROWS (ROW_CELLS * ROW_CELLS)
+#define LANES 8 /* candidates a neighbourhood row takes at once */
+#define KEY_MASK 0x1fffff
+typedef struct cell_sort {
+    uint64_t *key;           /* sorted cell keys */
+    uint32_t *idx;           /* particle of each entry */
+    float *xs[3];            /* positions in entry order, one array per axis,
+                              * LANES zeros of padding after the last */
+    uint32_t *cell;          /* first entry of each occupied cell, and n */
+    uint64_t *ckey;          /* key of each occupied cell, then UINT64_MAX */
+    uint32_t ncell;
+    double lo[3], inv, h;
+    uint32_t n;
+} cell_sort;
+int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m);
+void cells_free(cell_sort *cs, mem_meter *m);
+
 typedef struct aniso_opts {
     float H;                 /* kernel support */
     float lambda;            /* Laplacian smoothing of the centres */
@@ -75,6 +99,11 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
 /* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
+/* the same on the OpenCL device (surface_cl.c, kernels/surface/aniso.cl):
+ * the host sorts, the device sums the neighbourhoods and decomposes;
+ * api->fail's status on an error */
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+                         uint32_t *n_stretched);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
 _Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
@@ -88,10 +117,12 @@ typedef struct splat_lists {
 int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
 void splat_lists_free(sgrid *g, splat_lists *sl);
 /* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
- * item per grid point; api->fail's status on an error */
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n);
+ * item per grid point; the values come back when read_back is set, the
+ * kernels go up unless kerns_anisotropic_cl left them there
+ * (kernels_there); api->fail's status on an error */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there);
 
-/* ---- the mesh (tets.c) ----------------------------------------------------- */
+/* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 
 typedef struct mesh {
     float *v, *nrm;          /* 3 per vertex */
@@ -101,11 +132,36 @@ typedef struct mesh {
     mem_meter *mem;
 } mesh;
 
-/* marching tetrahedra on the iso value: a closed, oriented 2-manifold
- * (every cell split into the same six tetrahedra around its diagonal), with
- * vertices welded per grid edge and area-weighted vertex normals */
-int mesh_extract(const sgrid *g, float iso, mesh *out);
+/* the marching-cubes table (cubes.c): for each pattern of inside corners
+ * (bit c: corner c at offset (c & 1, c >> 1 & 1, c >> 2 & 1) is inside),
+ * triangles on the cell's edges mc_edge (corner pairs, the first corner's
+ * bits a subset of the second's), counter-clockwise seen from outside */
+#define MC_MAX_TRI 12
+typedef struct mc_table {
+    uint8_t ntri[256];
+    uint8_t tri[256][MC_MAX_TRI][3];
+} mc_table;
+extern const int mc_edge[12][2];
+/* 0, or -1 when a pattern's segments do not close into loops (a bug) */
+int mc_table_build(mc_table *t);
+
+typedef enum mesher_kind { MESHER_CUBES, MESHER_TETRAHEDRA } mesher_kind;
+
+/* the iso surface as a closed, oriented 2-manifold with vertices welded per
+ * grid edge and area-weighted vertex normals: marching cubes (cubes.c's
+ * table) or marching tetrahedra (every cell split into the same six
+ * tetrahedra around its diagonal: about three times the triangles) */
+int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out);
 void mesh_free(mesh *m);
+/* the table, built on first use; NULL if it does not close (a bug) */
+const mc_table *mc_table_get(void);
+/* out's area-weighted vertex normals (allocated) */
+int mesh_normals(mesh *out);
+/* marching cubes on the OpenCL device (surface_cl.c, kernels/surface/mc.cl)
+ * over the values field_splat_cl left there (read_back = 0): the mesh
+ * mesh_extract(MESHER_CUBES) makes, vertices numbered alike; api->fail's
+ * status on an error */
+int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out);
 
 /* ---- files (mesh_file.c) ---------------------------------------------------- */
 

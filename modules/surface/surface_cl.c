@@ -1,9 +1,16 @@
-/* The OpenCL path of the surface stages: the colour field splat runs on the
- * device (kernels/surface/splat.cl), one work item per grid point over the
- * kernels listed for its block; the kernels' shapes (neighbourhoods,
- * eigen-decompositions) and the mesher stay on the host. The lists are
+/* The OpenCL path of the surface stages: everything but the cell sorts,
+ * the splat lists, the vertex normals and the files. The Yu & Turk kernels
+ * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
+ * field.c does), the sorted positions and cell lists go up, one work item
+ * per particle sums its neighbourhood and decomposes it, and the kernel
+ * records come back; the same again on the smoothed centres for Taubin's
+ * step. The colour field splat (kernels/surface/splat.cl): one work item
+ * per grid point over the kernels listed for its block; the lists are
  * built as for the host splat; the kernels, lists and block coordinates go
- * up, the values come back. */
+ * up. Marching cubes (kernels/surface/mc.cl) reads the values where the
+ * splat left them: count, scan (the core's cl_scan), emit; the triangles
+ * and vertices come back (marching tetrahedra: the values come back and
+ * the host meshes them). */
 #include "surface.h"
 
 #include <string.h>
@@ -11,6 +18,11 @@
 typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
 typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
 
+/* Device buffers: the core's named scratch (at most 32 names a run, shared
+ * by all modules), so the phases share eight of them, surface.s0 .. s7
+ * (the queue runs in order: a phase's kernels are done before the next
+ * phase's writes); surface.kernels, .blocks and .values hold what one
+ * phase leaves to the next. */
 static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data, size_t bytes, void **buf)
 {
     *buf = api->cl_scratch(ctx, name, bytes ? bytes : 4);
@@ -20,7 +32,102 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
 }
 
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)
+static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
+{
+    void *pw = api->cl_fn("clEnqueueWriteBuffer"), *pr = api->cl_fn("clEnqueueReadBuffer");
+    memcpy(w, &pw, sizeof *w);
+    memcpy(r, &pr, sizeof *r);
+    return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
+}
+
+/* the sorted cells on the device: buffers in the order of the kernels'
+ * arguments X, Y, Z, ckey, cell, key, idx */
+static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *buf[7])
+{
+    const size_t n = cs->n, pad = n + LANES, nc = (size_t)cs->ncell + 1;
+    int rc = FLOE_OK;
+    static const char *const names[7] = {"surface.s0", "surface.s1", "surface.s2", "surface.s3",
+                                         "surface.s4", "surface.s5", "surface.s6"};
+    const void *data[7] = {cs->xs[0], cs->xs[1], cs->xs[2], cs->ckey, cs->cell, cs->key, cs->idx};
+    const size_t bytes[7] = {pad * 4, pad * 4, pad * 4, nc * 8, nc * 4, n * 8, n * 4};
+    for (int b = 0; b < 7 && !rc; b++)
+        rc = upload(ctx, w, names[b], data[b], bytes[b], &buf[b]);
+    return rc;
+}
+
+static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n)
+{
+    int32_t e = r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
+}
+
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+                         uint32_t *n_stretched)
+{
+    *n_stretched = 0;
+    if (n == 0)
+        return FLOE_OK;
+    write_fn w;
+    read_fn r;
+    int rc = get_fns(ctx, &w, &r);
+    void *shape = rc ? NULL : api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_shape");
+    void *infl = shape ? api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_inflate") : NULL;
+    if (!infl)
+        return rc ? rc : FLOE_ERR;
+    cell_sort cs;
+    if (cells_build(&cs, x, n, o->radius, m))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+    void *buf[7], *bk, *bst;
+    const uint32_t zero = 0;
+    if (!(rc = upload_cells(ctx, w, &cs, buf)) && !(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
+        !(rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst))) {
+        const double r_ = o->radius, H = o->H, kr = o->kr;
+        const float lambda = o->lambda;
+        const int n_min = o->n_min;
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),      FLOE_CL_ARG(buf[0]), FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
+                           FLOE_CL_ARG(buf[3]), FLOE_CL_ARG(buf[4]), FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
+                           FLOE_CL_ARG(buf[6]), FLOE_CL_ARG(bk),     FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
+                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv), FLOE_CL_ARG(cs.h), FLOE_CL_ARG(r_),
+                           FLOE_CL_ARG(lambda), FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),     FLOE_CL_ARG(n_min),
+                           FLOE_CL_ARG(bst)};
+        rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n);
+        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
+        if (!rc && e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
+        if (!rc)
+            rc = read_kernels(ctx, r, bk, k, n);
+    }
+    cells_free(&cs, m);
+    if (rc || !(o->lambda > 0))
+        return rc;
+    /* Taubin's step on the smoothed centres, sorted again */
+    size_t bytes = (size_t)n * 3 * sizeof(float);
+    float *c = meter_alloc(m, bytes, 0);
+    if (!c)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+    for (uint32_t i = 0; i < n; i++)
+        memcpy(&c[3 * (size_t)i], k[i].c, sizeof k[i].c);
+    rc = cells_build(&cs, c, n, o->radius, m) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods")
+                                              : FLOE_OK;
+    meter_free(m, c, bytes);
+    if (rc)
+        return rc;
+    if (!(rc = upload_cells(ctx, w, &cs, buf))) {
+        const double r_ = o->radius, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
+        floe_cl_arg a[] = {FLOE_CL_ARG(n),       FLOE_CL_ARG(buf[0]),   FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
+                           FLOE_CL_ARG(buf[3]),  FLOE_CL_ARG(buf[4]),   FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
+                           FLOE_CL_ARG(buf[6]),  FLOE_CL_ARG(bk),       FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
+                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv),  FLOE_CL_ARG(cs.h),  FLOE_CL_ARG(r_),
+                           FLOE_CL_ARG(mu)};
+        rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
+        if (!rc)
+            rc = read_kernels(ctx, r, bk, k, n);
+    }
+    cells_free(&cs, m);
+    return rc;
+}
+
+int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
 {
     write_fn w;
     read_fn r;
@@ -38,9 +145,9 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)
     }
     void *bk, *bs, *bl, *bc, *bv;
     const size_t npts = (size_t)g->nblocks * BLOCK_PTS;
-    if (!(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.start", sl.start, sl.sb, &bs)) &&
-        !(rc = upload(ctx, w, "surface.list", sl.list, sl.lb, &bl)) &&
+    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)) &&
+        !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)) &&
+        !(rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl)) &&
         !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
         !(rc = upload(ctx, w, "surface.values", NULL, npts * sizeof(float), &bv)) && npts) {
         uint32_t np = (uint32_t)npts;
@@ -48,10 +155,139 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n)
         floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bk), FLOE_CL_ARG(bs), FLOE_CL_ARG(bl), FLOE_CL_ARG(bc),
                            FLOE_CL_ARG(bv), FLOE_CL_ARG(lo0), FLOE_CL_ARG(lo1), FLOE_CL_ARG(lo2), FLOE_CL_ARG(cell)};
         rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * sl.lb / 4);
-        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
+        int32_t e = rc || !read_back ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the grid values failed (error %d)", (int)e);
     }
     splat_lists_free(g, &sl);
     return rc;
+}
+
+/* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
+ * are numbered by first use along the triangles, as mesher.c's merge
+ * numbers them */
+int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
+{
+    const mc_table *t = mc_table_get();
+    if (!t)
+        return api->fail(ctx, FLOE_ERR, "the marching-cubes table's loops do not close (a bug)");
+    if (!g->nblocks)
+        return mesh_normals(out);
+    write_fn w;
+    read_fn r;
+    int rc = get_fns(ctx, &w, &r);
+    void *kc = rc ? NULL : api->cl_kernel(ctx, "surface", "mc.cl", "mc_count");
+    void *ke = kc ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_emit") : NULL;
+    if (!ke)
+        return rc ? rc : FLOE_ERR;
+    const size_t nb = (size_t)g->nblocks, npts = nb * BLOCK_PTS;
+    if (npts >= UINT32_MAX)
+        return api->fail(ctx, FLOE_ERR_ARG, "%zu grid points: too many for the device mesher", npts);
+    /* each block's 2x2x2 neighbourhood, as mesher.c's block_triangulate finds it */
+    const size_t snb = nb * 8 * sizeof(int32_t);
+    int32_t *nbr = meter_alloc(out->mem, snb, 0);
+    if (!nbr)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
+#pragma omp parallel for if (nb >= 1024)
+    for (size_t b = 0; b < nb; b++)
+        for (int c = 0; c < 8; c++)
+            nbr[8 * b + c] = sgrid_find(g, g->coord[3 * b] + (c & 1), g->coord[3 * b + 1] + (c >> 1 & 1),
+                                        g->coord[3 * b + 2] + (c >> 2 & 1));
+    void *bv = api->cl_scratch(ctx, "surface.values", npts * sizeof(float));
+    void *bc = api->cl_scratch(ctx, "surface.blocks", nb * 3 * sizeof(int32_t));
+    void *bn, *bnt, *btri, *btc, *bvc, *bvo, *bto;
+    const uint32_t zero = 0;
+    uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
+    rc = bv && bc ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
+    if (!rc && !(rc = upload(ctx, w, "surface.s2", nbr, snb, &bn)) &&
+        !(rc = upload(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
+        !(rc = upload(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
+        !(rc = upload(ctx, w, "surface.s5", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
+        !(rc = upload(ctx, w, "surface.s6", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
+        /* the word after the last point stays 0: the scans leave the totals there */
+        int32_t e = w(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        e = e ? e : w(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
+    }
+    if (!rc) {
+        floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bv), FLOE_CL_ARG(bn), FLOE_CL_ARG(bnt),
+                           FLOE_CL_ARG(iso), FLOE_CL_ARG(btc), FLOE_CL_ARG(bvc)};
+        rc = api->cl_run(ctx, kc, npts, (int)(sizeof a / sizeof *a), a, 4.0 * 4 * npts);
+    }
+    if (!rc && !(rc = api->cl_scan(ctx, btc, np + 1)) && !(rc = api->cl_scan(ctx, bvc, np + 1))) {
+        int32_t e = r(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof tot[0], &tot[0], 0, NULL, NULL);
+        e = e ? e : r(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof tot[1], &tot[1], 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh's counts failed (error %d)", (int)e);
+    }
+    const uint32_t nt = tot[0], nv = tot[1], nc = 3 * nt;
+    if (!rc && (uint64_t)nt * 3 >= UINT32_MAX)
+        rc = api->fail(ctx, FLOE_ERR_ARG, "%u triangles: too many for the device mesher", nt);
+    const size_t sv = (size_t)nv * 3 * sizeof(float), st = (size_t)nt * 3 * sizeof(uint32_t);
+    void *bfirst, *bflag, *bvf;
+    uint32_t nkept = 0;
+    if (!rc && !(rc = upload(ctx, w, "surface.s0", NULL, sv, &bvo)) &&
+        !(rc = upload(ctx, w, "surface.s1", NULL, st, &bto))) {
+        const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
+        floe_cl_arg a[] = {FLOE_CL_ARG(np),  FLOE_CL_ARG(bv),   FLOE_CL_ARG(bn),   FLOE_CL_ARG(bc),
+                           FLOE_CL_ARG(bnt), FLOE_CL_ARG(btri), FLOE_CL_ARG(iso),  FLOE_CL_ARG(btc),
+                           FLOE_CL_ARG(bvc), FLOE_CL_ARG(lo0),  FLOE_CL_ARG(lo1),  FLOE_CL_ARG(lo2),
+                           FLOE_CL_ARG(cell), FLOE_CL_ARG(bvo), FLOE_CL_ARG(bto)};
+        rc = api->cl_run(ctx, ke, npts, (int)(sizeof a / sizeof *a), a, 8.0 * npts + (double)sv + (double)st);
+    }
+    /* the vertices numbered by first use along the triangles, as mesher.c's
+     * merge numbers them: first corner of each vertex, flags, scan, rewrite */
+    void *k1 = rc ? NULL : api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_init");
+    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_min") : NULL;
+    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_first_flag") : NULL;
+    void *k4 = k3 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_renumber_vertices") : NULL;
+    void *k5 = k4 ? api->cl_kernel(ctx, "surface", "mc.cl", "mc_renumber_corners") : NULL;
+    if (!rc && !k5)
+        rc = FLOE_ERR;
+    if (!rc && !(rc = upload(ctx, w, "surface.s5", NULL, (size_t)nv * sizeof(uint32_t), &bfirst)) &&
+        !(rc = upload(ctx, w, "surface.s6", NULL, ((size_t)nc + 1) * sizeof(uint32_t), &bflag)) &&
+        !(rc = upload(ctx, w, "surface.s2", NULL, sv, &bvf))) {
+        int32_t e = w(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
+        floe_cl_arg a1[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst)};
+        floe_cl_arg a2[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst)};
+        floe_cl_arg a3[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag)};
+        floe_cl_arg a4[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag), FLOE_CL_ARG(bvo), FLOE_CL_ARG(bvf)};
+        floe_cl_arg a5[] = {FLOE_CL_ARG(nc), FLOE_CL_ARG(bto), FLOE_CL_ARG(bfirst), FLOE_CL_ARG(bflag)};
+        if (!rc && nv && !(rc = api->cl_run(ctx, k1, nv, 2, a1, 4.0 * nv)) && nc &&
+            !(rc = api->cl_run(ctx, k2, nc, 3, a2, 8.0 * nc)) && !(rc = api->cl_run(ctx, k3, nc, 4, a3, 12.0 * nc)) &&
+            !(rc = api->cl_scan(ctx, bflag, nc + 1)) && !(rc = api->cl_run(ctx, k4, nv, 5, a4, 32.0 * nv)) &&
+            !(rc = api->cl_run(ctx, k5, nc, 4, a5, 12.0 * nc))) {
+            e = r(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof nkept, &nkept, 0, NULL, NULL);
+            if (e || nkept > nv)
+                rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the vertex count failed (error %d, %u of %u)", (int)e,
+                               nkept, nv);
+        }
+    }
+    if (!rc) {
+        out->tri = meter_alloc(out->mem, st, 0);
+        out->v = meter_alloc(out->mem, sv, 0);
+        if (!out->tri || !out->v)
+            rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
+    }
+    if (!rc) {
+        out->t_cap = nt;
+        out->v_cap = nv;
+        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 1, 0, (size_t)nkept * 3 * sizeof(float), out->v, 0, NULL, NULL) : 0;
+        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
+        if (e)
+            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
+        out->nv = nkept;
+        out->nt = nt;
+        long bad = 0;
+#pragma omp parallel for reduction(+ : bad) if (nc > 65536)
+        for (long q = 0; q < (long)nc; q++)
+            bad += out->tri[q] >= nkept;
+        if (!rc && bad)
+            rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
+    }
+    meter_free(out->mem, nbr, snb);
+    return rc ? rc : mesh_normals(out);
 }

@@ -1,7 +1,8 @@
 /* terrain.carpet on the OpenCL backend: the z-image construction of
  * Kipfer & Westermann (kernels/terrain/carpet.cl). The particles stay on
  * the device; the z-image (one unsigned int per vertex) and the flow sums
- * (three floats per vertex) come back, and the host finishes the carpet as
+ * (three floats per vertex), one buffer zeroed on the device, come back in
+ * one read (into pinned memory where there is some), and the host finishes the carpet as
  * the C path does (tm_carpet_finish: landing or falling, depth, speed) and
  * writes its files. The heights equal the C path's (a max of the same
  * floats); the flow sums differ in their order of addition. */
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
 typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
 
 static float unordered(uint32_t u)
@@ -28,24 +28,22 @@ int tm_carpet_build_cl(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const
     int rc = tm_carpet_layout(c, ctx, t, par->cell, si->dim);
     if (rc)
         return rc;
-    write_fn w;
+    typedef int32_t (*fill_fn)(void *, void *, const void *, size_t, size_t, size_t, uint32_t, const void *, void *);
+    fill_fn fill;
     read_fn rd;
-    void *pw = tm_api->cl_fn("clEnqueueWriteBuffer"), *pr = tm_api->cl_fn("clEnqueueReadBuffer");
-    memcpy(&w, &pw, sizeof w);
+    void *pf = tm_api->cl_fn("clEnqueueFillBuffer"), *pr = tm_api->cl_fn("clEnqueueReadBuffer");
+    memcpy(&fill, &pf, sizeof fill);
     memcpy(&rd, &pr, sizeof rd);
     void *ks = tm_api->cl_kernel(ctx, "terrain", "carpet.cl", "splat");
     void *kf = tm_api->cl_kernel(ctx, "terrain", "carpet.cl", "flow");
-    if (!w || !rd || !ks || !kf)
-        return ks && kf ? tm_api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes") : FLOE_ERR;
+    if (!fill || !rd || !ks || !kf)
+        return ks && kf ? tm_api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or fills") : FLOE_ERR;
     const size_t nv = (size_t)c->nx * c->nz;
-    void *zimg = tm_api->cl_scratch(ctx, "terrain.zimage", nv * sizeof(uint32_t));
-    void *acc = tm_api->cl_scratch(ctx, "terrain.flow", nv * 3 * sizeof(float));
-    /* zeros from the host: the z-image's 0 is below every float */
-    float *zero = c->fx; /* nv floats of host scratch, overwritten below */
-    memset(zero, 0, nv * sizeof(float));
-    int32_t e = !zimg || !acc ? -1 : w(tm_api->cl_queue(ctx), zimg, 1, 0, nv * sizeof(uint32_t), zero, 0, NULL, NULL);
-    for (int q = 0; q < 3 && !e; q++)
-        e = w(tm_api->cl_queue(ctx), acc, 1, q * nv * sizeof(float), nv * sizeof(float), zero, 0, NULL, NULL);
+    /* one device buffer: the z-image (nv words), then the flow sums (3 nv
+     * floats), zeroed on the device (the z-image's 0 is below every float) */
+    void *buf = tm_api->cl_scratch(ctx, "terrain.carpet", nv * 4 * sizeof(float));
+    const uint32_t zero = 0;
+    int32_t e = !buf ? -1 : fill(tm_api->cl_queue(ctx), buf, &zero, sizeof zero, 0, nv * 4 * sizeof(float), 0, NULL, NULL);
     if (e)
         return tm_api->fail(ctx, FLOE_ERR, "terrain.carpet: device buffers for %zu vertices (error %d)", nv, (int)e);
     floe_set sets[TM_MAX_SETS];
@@ -65,11 +63,12 @@ int tm_carpet_build_cl(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const
                 return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.carpet: a fluid set without x or v");
             uint32_t n = info.n;
             if (pass == 0) {
-                floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(zimg), FLOE_CL_ARG(r), FLOE_CL_ARG(R),
+                floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(buf), FLOE_CL_ARG(r), FLOE_CL_ARG(R),
                                    FLOE_CL_ARG(x0), FLOE_CL_ARG(z0), FLOE_CL_ARG(cs), FLOE_CL_ARG(nx), FLOE_CL_ARG(nz)};
                 rc = tm_api->cl_run(ctx, ks, n, (int)(sizeof a / sizeof *a), a, 12.0 * n);
             } else {
-                floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(v), FLOE_CL_ARG(zimg), FLOE_CL_ARG(acc),
+                uint32_t nvert = (uint32_t)nv;
+                floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(v), FLOE_CL_ARG(buf), FLOE_CL_ARG(nvert),
                                    FLOE_CL_ARG(r), FLOE_CL_ARG(R), FLOE_CL_ARG(x0), FLOE_CL_ARG(z0), FLOE_CL_ARG(cs),
                                    FLOE_CL_ARG(nx), FLOE_CL_ARG(nz)};
                 rc = tm_api->cl_run(ctx, kf, n, (int)(sizeof a / sizeof *a), a, 24.0 * n);
@@ -77,26 +76,28 @@ int tm_carpet_build_cl(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const
             if (rc)
                 return rc;
         }
-    /* back: the z-image into top (as its bits, then decoded), the sums */
-    uint32_t *zi = (uint32_t *)c->top;
-    float *sums = malloc(nv * 3 * sizeof(float));
-    if (!sums)
+    /* back in one read, into pinned memory where the runtime gives some:
+     * the z-image decoded into top, the sums into the flow */
+    const size_t bytes = nv * 4 * sizeof(float);
+    uint32_t *back = tm_api->cl_pinned(ctx, "terrain.carpet", bytes), *own = NULL;
+    if (!back && !(back = own = malloc(bytes)))
         return tm_api->fail(ctx, FLOE_ERR_NOMEM, "terrain.carpet: out of memory");
-    e = rd(tm_api->cl_queue(ctx), zimg, 1, 0, nv * sizeof(uint32_t), zi, 0, NULL, NULL);
-    if (!e)
-        e = rd(tm_api->cl_queue(ctx), acc, 1, 0, nv * 3 * sizeof(float), sums, 0, NULL, NULL);
+    e = rd(tm_api->cl_queue(ctx), buf, 1, 0, bytes, back, 0, NULL, NULL);
     if (e) {
-        free(sums);
+        free(own);
         return tm_api->fail(ctx, FLOE_ERR, "terrain.carpet: reading the z-image back failed (error %d)", (int)e);
     }
-    for (size_t k = 0; k < nv; k++) {
-        const uint32_t u = zi[k];
+    const float *sums = (const float *)(back + nv);
+    const long nvl = (long)nv;
+#pragma omp parallel for schedule(static)
+    for (long k = 0; k < nvl; k++) {
+        const uint32_t u = back[k];
         c->top[k] = u ? unordered(u) : -INFINITY;
         const float ws = sums[3 * k];
         c->fx[k] = ws > 0 ? sums[3 * k + 1] / ws : 0.0f;
         c->fz[k] = ws > 0 ? sums[3 * k + 2] / ws : 0.0f;
     }
-    free(sums);
+    free(own);
     tm_carpet_finish(c, t, par);
     return FLOE_OK;
 }

@@ -2,7 +2,7 @@
 -- particles, d = 0.025 m, WCSPH) with floating boxes in its path: the cost
 -- of the rigid coupling and ODE against the step (issue 15).
 --
---   floe bench scenes/bench/dam_break_59k_bodies.lua --threads 2 [--set bodies=10] [--set seconds=0.25]
+--   floe bench scenes/bench/dam_break_59k_bodies.lua --threads 2 [--set bodies=10] [--set seconds=0.25] [--set one_pass=0]
 local floe = require "floe"
 
 local seconds = floe.param("seconds", 0.25)
@@ -27,10 +27,14 @@ for k = 1, nbodies do
   placed = placed + 1
 end
 floe.log(string.format("bench: %d fluid particles, %d bodies (%d body particles)", n, placed, sim:count "bodies"))
-sim:pipeline{
-  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
-  { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 },
-  { "wcsph.pressure_force", xsph = viscosity }, "rigid.force",
-  "integrate", "rigid.step",
-}
+-- one_pass = 1 (default): the fluid-body friction in rigid.force's pass over
+-- the rows; 0: the separate rigid.viscosity stage (two passes a step)
+local couple = floe.param("one_pass", 1) == 1
+  and { { "wcsph.pressure_force", xsph = viscosity }, { "rigid.force", alpha = 0.02, speed_of_sound = 20 } }
+  or { { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 }, { "wcsph.pressure_force", xsph = viscosity }, "rigid.force" }
+local stages = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
+for _, st in ipairs(couple) do stages[#stages + 1] = st end
+stages[#stages + 1] = "integrate"
+stages[#stages + 1] = "rigid.step"
+sim:pipeline(stages)
 sim:run{ end_time = seconds, fps = 20, dt = 0.0005, out = "out/bench_dam_break_59k_bodies" }

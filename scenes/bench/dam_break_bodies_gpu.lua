@@ -2,7 +2,7 @@
 -- boxes (default 100) on a GPU: the rigid coupling on the device (issue 15,
 -- at least 500 steps/s on an H200).
 --
---   floe bench scenes/bench/dam_break_bodies_gpu.lua --backend opencl [--set n=1M] [--set bodies=100] [--set steps=500]
+--   floe bench scenes/bench/dam_break_bodies_gpu.lua --backend opencl [--set n=1M] [--set bodies=100] [--set steps=500] [--set one_pass=0]
 local floe = require "floe"
 
 local function count(s)
@@ -35,10 +35,14 @@ for k = 1, nbodies do
 end
 floe.log(string.format("bench: %d fluid particles, %d bodies (%d body particles), spacing %.5g m, %d steps",
   n, nbodies, sim:count "bodies", d, steps))
-sim:pipeline{
-  "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
-  { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 },
-  { "wcsph.pressure_force", xsph = floe.param("viscosity", 0.01) }, "rigid.force",
-  "integrate", "rigid.step",
-}
+-- one_pass = 1 (default): the fluid-body friction in rigid.force's pass over
+-- the rows; 0: the separate rigid.viscosity stage (two passes a step)
+local couple = floe.param("one_pass", 1) == 1
+  and { { "wcsph.pressure_force", xsph = floe.param("viscosity", 0.01) }, { "rigid.force", alpha = 0.02, speed_of_sound = 20 } }
+  or { { "rigid.viscosity", alpha = 0.02, speed_of_sound = 20 }, { "wcsph.pressure_force", xsph = floe.param("viscosity", 0.01) }, "rigid.force" }
+local stages = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
+for _, st in ipairs(couple) do stages[#stages + 1] = st end
+stages[#stages + 1] = "integrate"
+stages[#stages + 1] = "rigid.step"
+sim:pipeline(stages)
 sim:run{ end_time = steps * dt, fps = 1 / (steps * dt), dt = dt, out = "out/bench_dam_break_bodies_gpu" }

@@ -50,38 +50,9 @@ static inline double floe_aniso_weight(double r2, double inv_r)
 #define FLOE_SYM3_TOL 1e-30
 #include <floe/sym3_eigen.h>
 
-typedef struct floe_aniso_def {
-    double H;        /* support radius of the isotropic kernel */
-    double kr;       /* largest ratio of the principal axes (Yu & Turk k_r, 4) */
-    int n_min;       /* fewer neighbours: isotropic kernel (Yu & Turk N_eps, 25) */
-} floe_aniso_def;
-
-/* The kernel matrix G (row-major 3x3, symmetric) of a particle from the
- * weighted covariance cov of its n neighbours; returns the longest semi-axis
- * of the kernel's support ellipsoid |G x| <= 1, in units of H (1 for the
- * isotropic kernel, at most kr^(2/3)). */
-static inline double floe_aniso_matrix(const floe_aniso_def *d, const double cov[6], int n, double G[9])
-{
-    double ev[3], R[3][3];
-    floe_sym3_eigen(cov, ev, R);
-    if (n < d->n_min || !(ev[0] > 0) || !isfinite(ev[0])) {
-        for (int k = 0; k < 9; k++)
-            G[k] = k % 4 == 0 ? 1.0 / d->H : 0.0;
-        return 1.0;
-    }
-    double s[3] = {ev[0], fmax(ev[1], ev[0] / d->kr), fmax(ev[2], ev[0] / d->kr)};
-    double ax[3], norm = cbrt(s[0] * s[1] * s[2]);
-    for (int k = 0; k < 3; k++)
-        ax[k] = s[k] / norm; /* semi-axes in units of H, product 1 */
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++) {
-            double g = 0;
-            for (int k = 0; k < 3; k++)
-                g += R[k][r] * R[k][c] / ax[k];
-            G[3 * r + c] = g / d->H;
-        }
-    return ax[0];
-}
+/* floe_aniso_def and floe_aniso_matrix: one text for C and OpenCL C
+ * (kernels/surface/aniso.cl includes it too) */
+#include <floe/aniso_matrix.h>
 
 #ifdef __cplusplus
 }

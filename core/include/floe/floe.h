@@ -285,6 +285,11 @@ typedef struct floe_run_summary {
     char stage_name[64][128]; /* copies: the summary outlives the context */
     double stage_ms[64];     /* total milliseconds per stage */
     int status;
+    /* appended: how often each stage ran, and whether once per output
+     * frame (ABI 1.5 per_frame: then its time is per frame, not per step) */
+    uint64_t stage_calls[64];
+    int stage_per_frame[64];
+    double cpu_s;            /* the process's CPU time over the run (all threads) */
 } floe_run_summary;
 
 floe_run_def floe_run_default_def(void);
@@ -304,6 +309,7 @@ typedef struct floe_surface_opts {
     int threads;             /* 0 = OpenMP's default */
     const char *backend;     /* "cpu" (NULL), "opencl" or "auto": where the splat runs */
     const char *format;      /* "obj", "ply" or "both" (NULL = both) */
+    const char *mesher;      /* "cubes" (NULL) or "tetrahedra" */
 } floe_surface_opts;
 int floe_surface_dir(const char *dir, const floe_surface_opts *o, char *err, size_t errlen);
 

@@ -474,4 +474,33 @@ static inline float floe_cheb_weight(float rho, int64_t k, int64_t delay, float 
 
 /* FLOE_PARAM_F and FLOE_STAGE: <floe/module_desc.h> */
 
+/* Kernel gradient correction (iisph's and dfsph's gradient_correction):
+ * gamma_i = dim / tr M_i, M_i = -sum_j V_j x_ij grad W_ij^T over fluid
+ * (V_j = m_j / rho0) and boundary (V_b) neighbours of the targets t, so that
+ * the corrected gradient of a linear field is exact on average over
+ * directions (the scalar form of Bonet & Lok 1999's L_i = M_i^-1). Clamped
+ * to [lo, 1/lo]: at the free surface M_i is deficient and the plain
+ * gradient is kept within 1 - lo. */
+FLOE_ROW_FN float floe_gamma_one(const floe_kconst *kc, const floe_target *t, int nt, uint32_t i,
+                                 const float *restrict xs, float inv_rho0, int dim, float lo, const int per)
+{
+    const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
+    float tr = 0.0f;
+    for (int b = 0; b < nt; b++) {
+        const uint32_t *restrict id = t[b].idx + (size_t)i * t[b].stride;
+        const uint32_t cnt = t[b].cnt[i];
+        const float *restrict xt = t[b].x, *restrict V = t[b].mass;
+        const float sc = t[b].boundary ? 1.0f : inv_rho0;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s += V[j] * floe_kdw(kc, r2) * r2;
+        }
+        tr -= sc * s;
+    }
+    const float g = tr > 0.0f ? (float)dim / tr : 1.0f / lo;
+    return g < lo ? lo : (g > 1.0f / lo ? 1.0f / lo : g);
+}
+
 #endif

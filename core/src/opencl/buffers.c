@@ -122,10 +122,36 @@ int cl_write_rows(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t cou
         m->dev_stale = 1; /* the host is current here (a caller checks host_stale first) */
         return FLOE_OK;
     }
-    const size_t es = floe_type_size(at->type);
-    cl_int e = F->clEnqueueWriteBuffer(CL->q, m->mem, CL_TRUE, (size_t)first * es, (size_t)count * es,
-                                       (const char *)at->data + (size_t)first * es, 0, NULL, NULL);
-    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "writing new rows of an attribute");
+    const size_t es = floe_type_size(at->type), bytes = (size_t)count * es;
+    const char *src = (const char *)at->data + (size_t)first * es;
+    /* without waiting: the rows go through a pinned staging ring (the host
+     * copy may change before the copy is done); a full ring waits for the
+     * last copy out of it, long done by then */
+    if (CL->rows_off + bytes > CL->rows_cap) {
+        if (CL->rows_ev) {
+            F->clWaitForEvents(1, &CL->rows_ev);
+            F->clReleaseEvent(CL->rows_ev);
+            CL->rows_ev = NULL;
+        }
+        CL->rows_off = 0;
+        CL->rows_cap = bytes > ((size_t)1 << 20) ? bytes : (size_t)1 << 20;
+    }
+    char *ring = cl_pinned(ctx, "core.rows", CL->rows_cap);
+    if (!ring) { /* no pinned memory: a copy that waits */
+        cl_int e = F->clEnqueueWriteBuffer(CL->q, m->mem, CL_TRUE, (size_t)first * es, bytes, src, 0, NULL, NULL);
+        return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "writing new rows of an attribute");
+    }
+    memcpy(ring + CL->rows_off, src, bytes);
+    cl_event ev = NULL;
+    cl_int e = F->clEnqueueWriteBuffer(CL->q, m->mem, CL_FALSE, (size_t)first * es, bytes, ring + CL->rows_off, 0, NULL,
+                                       &ev);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "writing new rows of an attribute");
+    CL->rows_off += (bytes + 63) & ~(size_t)63;
+    if (CL->rows_ev)
+        F->clReleaseEvent(CL->rows_ev);
+    CL->rows_ev = ev;
+    return FLOE_OK;
 }
 
 void *cl_attr(floe_ctx *ctx, pset *p, attr *at, unsigned access)

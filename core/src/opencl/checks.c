@@ -68,7 +68,7 @@ int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
                 return rc;
         }
     }
-    if (CL->host_timing) {
+    if (CL->host_timing || st->per_frame) { /* a per-frame stage: its time, its work done */
         F->clFinish(CL->q);
         return FLOE_OK;
     }

@@ -52,6 +52,9 @@ static void destroy(floe_ctx *ctx)
     if (CL->nb_ev)
         F->clReleaseEvent(CL->nb_ev);
     CL->nb_ev = NULL;
+    if (CL->rows_ev)
+        F->clReleaseEvent(CL->rows_ev);
+    CL->rows_ev = NULL;
     if (CL->profile && CL->steps)
         cl_print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
@@ -146,6 +149,7 @@ static const floe_backend_ops opencl_ops = {
     .gravity = cl_gravity,
     .integrate = cl_integrate,
     .max_speed = cl_max_speed,
+    .frame_stats = cl_frame_stats,
     .context = context,
     .queue = queue,
     .program = program,

@@ -164,6 +164,10 @@ typedef struct cl_backend {
     cl_uint flag_base;      /* this step's block in the flag buffer */
     cl_mem pinned;          /* host-allocated buffer the flags are read into */
     cl_uint *pinned_fl;     /* its mapping, 2 windows (NULL: the pageable copies) */
+    /* new rows of a growing set (cl_write_rows): a pinned staging ring
+     * ("core.rows") copied from without waiting; the last copy's event */
+    size_t rows_off, rows_cap;
+    cl_event rows_ev;
     /* host side: time blocked in the neighbour-count and end-of-step reads */
     double wait_nb_ms, wait_end_ms;
     uint64_t wait_steps;
@@ -267,6 +271,9 @@ int cl_step_end(floe_ctx *ctx);
 int cl_gravity(floe_ctx *ctx);
 int cl_integrate(floe_ctx *ctx);
 double cl_max_speed(floe_ctx *ctx);
+
+/* frame_stats.c: a frame's statistics of a fluid set, reduced on the device */
+int cl_frame_stats(floe_ctx *ctx, pset *p, double out[4]);
 
 /* profile.c: FLOE_CL_PROFILE's kernel table, FLOE_CL_WAITS' host waits */
 void cl_print_profile(floe_ctx *ctx);

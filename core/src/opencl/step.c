@@ -82,6 +82,10 @@ int cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
                 }
         return FLOE_OK;
     }
+    if (st->per_frame) { /* between steps: timed by the host, the steps' work done first */
+        F->clFinish(CL->q);
+        return FLOE_OK;
+    }
     if (i >= 0 && i < MAX_STAGES)
         CL->stage_cl[i] = 1;
     if (CL->host_timing)

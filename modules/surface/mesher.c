@@ -1,4 +1,8 @@
-/* Marching tetrahedra on the sparse grid. Every cell is cut into the six
+/* The meshers on the sparse grid: marching cubes (the table of cubes.c) by
+ * default, or marching tetrahedra. Both put their vertices on grid edges,
+ * welded by the edge's key, and triangulate the blocks in parallel.
+ *
+ * Marching tetrahedra: every cell is cut into the six
  * tetrahedra around its diagonal from corner 0 to corner 7 (Kuhn / Freudenthal:
  * the same cut in every cell, so neighbouring cells' tetrahedra share whole
  * faces). A point is inside when its value exceeds the iso value; inside a
@@ -95,6 +99,7 @@ typedef struct cellx {
     vmap *map;
     mesh *out;
     uint64_t *vkey;          /* the key of each vertex of out, when not NULL */
+    const mc_table *mc;      /* marching cubes; NULL: tetrahedra */
 } cellx;
 
 static void corner_offset(int c, int o[3])
@@ -211,28 +216,114 @@ static int tetrahedron(cellx *x, const int tet[4])
     return rc ? rc : triangle(x, e2, tet, in);
 }
 
+/* the cell's triangles from the marching-cubes table */
+static int cube(cellx *x, int pattern)
+{
+    const mc_table *t = x->mc;
+    for (int i = 0; i < t->ntri[pattern]; i++) {
+        uint32_t v[3];
+        for (int k = 0; k < 3; k++) {
+            const int *e = mc_edge[t->tri[pattern][i][k]];
+            if (edge_vertex(x, e[0], e[1], &v[k]))
+                return FLOE_ERR_NOMEM;
+        }
+        if (mesh_reserve(x->out, 0))
+            return FLOE_ERR_NOMEM;
+        memcpy(&x->out->tri[3 * (size_t)x->out->nt++], v, sizeof v);
+    }
+    return FLOE_OK;
+}
+
 static const int tets[6][4] = {{0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7}, {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7}};
 
+static void normalise(float *n)
+{
+    float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (l > 0)
+        n[0] /= l, n[1] /= l, n[2] /= l;
+    else
+        n[0] = n[2] = 0, n[1] = 1; /* only degenerate triangles around it */
+}
+
+static void face_normal(const mesh *m, uint32_t t, float n[3])
+{
+    const uint32_t *i = &m->tri[3 * (size_t)t];
+    const float *a = &m->v[3 * (size_t)i[0]], *b = &m->v[3 * (size_t)i[1]], *c = &m->v[3 * (size_t)i[2]];
+    float u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    n[0] = u[1] * w[2] - u[2] * w[1], n[1] = u[2] * w[0] - u[0] * w[2], n[2] = u[0] * w[1] - u[1] * w[0];
+}
+
+/* the area-weighted vertex normals: each vertex sums the (unnormalised)
+ * normals of its triangles in triangle order */
 static void vertex_normals(mesh *m)
 {
     memset(m->nrm, 0, (size_t)m->nv * 3 * sizeof *m->nrm);
     for (uint32_t t = 0; t < m->nt; t++) {
-        const uint32_t *i = &m->tri[3 * (size_t)t];
-        const float *a = &m->v[3 * (size_t)i[0]], *b = &m->v[3 * (size_t)i[1]], *c = &m->v[3 * (size_t)i[2]];
-        float u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, w[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-        float n[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+        float n[3];
+        face_normal(m, t, n);
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < 3; j++)
-                m->nrm[3 * (size_t)i[k] + j] += n[j];
+                m->nrm[3 * (size_t)m->tri[3 * (size_t)t + k] + j] += n[j];
     }
-    for (uint32_t v = 0; v < m->nv; v++) {
-        float *n = &m->nrm[3 * (size_t)v];
-        float l = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-        if (l > 0)
-            n[0] /= l, n[1] /= l, n[2] /= l;
-        else
-            n[0] = n[2] = 0, n[1] = 1; /* only degenerate triangles around it */
+    for (uint32_t v = 0; v < m->nv; v++)
+        normalise(&m->nrm[3 * (size_t)v]);
+}
+
+/* the same on all threads, the same sums in the same order: each vertex's
+ * triangles listed (counted, placed, then sorted: the lists are short),
+ * then each vertex sums its own; FLOE_ERR_NOMEM leaves nrm untouched */
+static int vertex_normals_par(mesh *m)
+{
+    const size_t nv = m->nv, nt = m->nt, ss = (nv + 1) * sizeof(uint32_t), sl = 3 * nt * sizeof(uint32_t),
+                 sf = 3 * nt * sizeof(float);
+    uint32_t *start = meter_alloc(m->mem, ss, 1), *pos = meter_alloc(m->mem, ss, 0),
+             *list = meter_alloc(m->mem, sl, 0);
+    float *fn = meter_alloc(m->mem, sf, 0);
+    int rc = start && pos && list && fn ? FLOE_OK : FLOE_ERR_NOMEM;
+    if (!rc) {
+        const long lt = (long)nt, lv = (long)nv;
+#pragma omp parallel for
+        for (long t = 0; t < lt; t++) {
+            face_normal(m, (uint32_t)t, &fn[3 * (size_t)t]);
+            for (int k = 0; k < 3; k++) {
+#pragma omp atomic
+                start[m->tri[3 * (size_t)t + k] + 1]++;
+            }
+        }
+        for (size_t v = 0; v < nv; v++)
+            start[v + 1] += start[v];
+        memcpy(pos, start, ss);
+#pragma omp parallel for
+        for (long t = 0; t < lt; t++)
+            for (int k = 0; k < 3; k++) {
+                uint32_t at;
+#pragma omp atomic capture
+                at = pos[m->tri[3 * (size_t)t + k]]++;
+                list[at] = (uint32_t)t;
+            }
+#pragma omp parallel for schedule(dynamic, 4096)
+        for (long v = 0; v < lv; v++) {
+            uint32_t *l = &list[start[v]];
+            const uint32_t len = start[v + 1] - start[v];
+            for (uint32_t i = 1; i < len; i++) /* insertion sort: triangle order */
+                for (uint32_t j = i; j > 0 && l[j - 1] > l[j]; j--) {
+                    uint32_t x = l[j];
+                    l[j] = l[j - 1];
+                    l[j - 1] = x;
+                }
+            float n[3] = {0, 0, 0};
+            for (uint32_t i = 0; i < len; i++)
+                for (int j = 0; j < 3; j++)
+                    n[j] += fn[3 * (size_t)l[i] + j];
+            normalise(n);
+            memcpy(&m->nrm[3 * (size_t)v], n, sizeof n);
+        }
     }
+    meter_free(m->mem, start, ss);
+    meter_free(m->mem, pos, ss);
+    meter_free(m->mem, list, sl);
+    meter_free(m->mem, fn, sf);
+    return rc;
 }
 
 /* values of the 2x2x2 blocks from block b upwards (corners of b's cells) */
@@ -270,18 +361,21 @@ static int block_triangulate(const sgrid *g, float iso, int32_t b, cellx *x, blo
     for (int lz = 0; lz < BLOCK && !rc; lz++)
         for (int ly = 0; ly < BLOCK && !rc; ly++)
             for (int lx = 0; lx < BLOCK && !rc; lx++) {
-                int nin = 0;
+                int pattern = 0;
                 for (int c = 0; c < 8; c++) {
                     x->f[c] = value_at(g, nb, lx + (c & 1), ly + (c >> 1 & 1), lz + (c >> 2 & 1));
-                    nin += x->f[c] > iso;
+                    pattern |= (x->f[c] > iso) << c;
                 }
-                if (nin == 0 || nin == 8)
+                if (pattern == 0 || pattern == 255)
                     continue;
                 x->p[0] = (int64_t)bc[0] * BLOCK + lx;
                 x->p[1] = (int64_t)bc[1] * BLOCK + ly;
                 x->p[2] = (int64_t)bc[2] * BLOCK + lz;
-                for (int t = 0; t < 6 && !rc; t++)
-                    rc = tetrahedron(x, tets[t]);
+                if (x->mc)
+                    rc = cube(x, pattern);
+                else
+                    for (int t = 0; t < 6 && !rc; t++)
+                        rc = tetrahedron(x, tets[t]);
             }
     /* empty the block's hash slots for the next block */
     vmap *m = x->map;
@@ -360,8 +454,35 @@ static void free_pieces(block_mesh *bm, int32_t n, mem_meter *m, size_t bytes)
     m->now -= bytes;
 }
 
-int mesh_extract(const sgrid *g, float iso, mesh *out)
+const mc_table *mc_table_get(void)
 {
+    static mc_table table; /* the same every time: built under a lock, read after */
+    static int table_ready;
+    int ok;
+#pragma omp critical(surface_mc_table)
+    {
+        if (!table_ready)
+            table_ready = mc_table_build(&table) == 0 ? 1 : -1;
+        ok = table_ready;
+    }
+    return ok > 0 ? &table : NULL;
+}
+
+int mesh_normals(mesh *out)
+{
+    out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
+    if (!out->nrm && out->nv)
+        return FLOE_ERR_NOMEM;
+    if (out->nt < 65536 || vertex_normals_par(out))
+        vertex_normals(out);
+    return FLOE_OK;
+}
+
+int mesh_extract(const sgrid *g, float iso, mesher_kind kind, mesh *out)
+{
+    const mc_table *mc = NULL;
+    if (kind == MESHER_CUBES && !(mc = mc_table_get()))
+        return FLOE_ERR;
     const int32_t nblocks = g->nblocks;
     block_mesh *bm = calloc(MERGE_CHUNK, sizeof *bm);
     uint32_t *remap = malloc(BLOCK_VERTS * sizeof *remap);
@@ -379,7 +500,7 @@ int mesh_extract(const sgrid *g, float iso, mesh *out)
             lmap.vert = malloc(LOCAL_CAP * sizeof *lmap.vert);
             lmap.cap = LOCAL_CAP;
             int trc = vkey && lmap.key && lmap.vert ? FLOE_OK : FLOE_ERR_NOMEM;
-            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey};
+            cellx x = {.g = g, .iso = iso, .map = &lmap, .out = &lmesh, .vkey = vkey, .mc = mc};
             for (int32_t c0 = 0; c0 < nblocks; c0 += MERGE_CHUNK) {
                 const int32_t c1 = nblocks - c0 > MERGE_CHUNK ? c0 + MERGE_CHUNK : nblocks;
 #pragma omp for schedule(dynamic, 8)
@@ -414,11 +535,5 @@ int mesh_extract(const sgrid *g, float iso, mesh *out)
     free(bm);
     meter_free(out->mem, map.key, map.cap * sizeof *map.key);
     meter_free(out->mem, map.vert, map.cap * sizeof *map.vert);
-    if (rc)
-        return rc;
-    out->nrm = meter_alloc(out->mem, (size_t)out->nv * 3 * sizeof *out->nrm, 0);
-    if (!out->nrm && out->nv)
-        return FLOE_ERR_NOMEM;
-    vertex_normals(out);
-    return FLOE_OK;
+    return rc ? rc : mesh_normals(out);
 }

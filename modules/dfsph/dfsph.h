@@ -1,0 +1,33 @@
+/* Floe module "dfsph": what its two files share. dfsph.c decodes the
+ * parameters of dfsph.solve once into dfsph_cfg and runs the C solve or
+ * hands them to the OpenCL path (dfsph_cl.c), which parses nothing. */
+#ifndef FLOE_DFSPH_H
+#define FLOE_DFSPH_H
+
+#include <floe/sph.h>
+
+FLOE_MODULE_API_EXTERN; /* one `api` for dfsph.c and dfsph_cl.c (<floe/sph.h>) */
+
+/* dfsph.solve, decoded (solve_params in dfsph.c has the meaning of each) */
+typedef struct dfsph_cfg {
+    double tol, tol_v;                  /* density, divergence tolerance */
+    int64_t min_it, max_it, max_it_v;   /* constant density min/max, divergence max */
+    float warm, omega, cheb_rho, beta;  /* warm start, relaxation, Chebyshev radius (0 = off), wall factor */
+    int64_t cheb_delay;
+    int divergence;                     /* run the divergence-free solver */
+    double force_courant, dt_max, corr_speed;
+    int corr;                           /* gradient_correction */
+} dfsph_cfg;
+
+/* the end of a step on either path: the time step proposals and the
+ * statistics (dfsph.c) */
+void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v);
+
+/* the OpenCL path (dfsph_cl.c); *cl is its device state, created on demand.
+ * DFSPH_CL_USE_C: the scene needs the C solve (several non-empty fluid sets) */
+#define DFSPH_CL_USE_C 1
+struct dfsph_cl;
+int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **cl);
+void dfsph_cl_free(struct dfsph_cl *cl);
+
+#endif
