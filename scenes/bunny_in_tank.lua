@@ -21,7 +21,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { tank[1] + 0.1, 1.5, tank[3] + 0.1 } },
 }
-sim:load{ "sph", "wcsph", "viscosity" }
+sim:load{ "sph", "wcsph" }
 
 -- the bunny 0.35 m tall, standing on the floor in the middle of the tank,
 -- turned to face the +x wall: its size and placement from its bounding box
@@ -45,12 +45,11 @@ floe.log(string.format("bunny in a tank: %d fluid particles, %d on the bunny (%s
 local c = water.speed_of_sound
 sim:pipeline{
   { "neighbours", reorder_every = solver.reorder_every },
-  { "wcsph.continuity", delta = water.density_diffusion },
+  "sph.density",
   { "wcsph.pressure", speed_of_sound = c, gamma = solver.gamma, courant = solver.courant },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity },
-  { "viscosity.laminar", nu = water.kinematic_viscosity,
-    boundary_nu = water.walls == "free_slip" and 0 or water.kinematic_viscosity },
+  { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity,
+    boundary_alpha = water.wall_friction },
   "wcsph.pressure_force",
   "integrate",
 }

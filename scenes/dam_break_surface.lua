@@ -17,7 +17,7 @@ local sim = floe.sim{
   dim = 3, spacing = d, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { tank[1] + 0.1, 2.0, tank[3] + 0.1 } },
 }
-sim:load{ "sph", "wcsph", "viscosity" }
+sim:load{ "sph", "wcsph" }
 sim:load "surface"
 
 local n = sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.8, tank[3] }, density = water.density }
@@ -29,12 +29,11 @@ floe.log(string.format("dam break with surfaces: %d fluid particles, spacing %.4
 local c = water.speed_of_sound
 sim:pipeline{
   { "neighbours", reorder_every = solver.reorder_every },
-  { "wcsph.continuity", delta = water.density_diffusion },
+  "sph.density",
   { "wcsph.pressure", speed_of_sound = c, gamma = solver.gamma, courant = solver.courant },
   "gravity",
-  { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity },
-  { "viscosity.laminar", nu = water.kinematic_viscosity,
-    boundary_nu = water.walls == "free_slip" and 0 or water.kinematic_viscosity },
+  { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity,
+    boundary_alpha = water.wall_friction },
   "wcsph.pressure_force",
   "integrate",
   { "surface.anisotropic", cell = 0.5, format = "both" },
