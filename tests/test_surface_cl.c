@@ -1,7 +1,7 @@
 /* The surface stages on the OpenCL backend (the anisotropic kernels' shapes,
  * the splat and marching cubes on the device) give
  * the mesh of the C path: triangle count within 0.1%, vertices within 1e-4
- * of the cell size. Skipped without an OpenCL device. */
+ * of the cell size, normals within 1e-4. Skipped without an OpenCL device. */
 #include "cl_fixture.h"
 #include "surface_mesh.h"
 
@@ -102,8 +102,15 @@ static void agree(const char *stage)
     cr_assert_gt(share, 0.998, "%s: only %.3f%% of the vertices agree", stage, 100 * share);
     if (a.nt == b.nt)
         cr_assert_eq(a.nv, b.nv, "%s: %u vs %u vertices", stage, a.nv, b.nv);
-    if (a.nt == b.nt && a.nv == b.nv)
+    if (a.nt == b.nt && a.nv == b.nv) {
         cr_assert_lt(dmax, 1e-4 * 0.5 * D, "%s: vertices differ by %g m", stage, dmax);
+        /* the device's normals (summed there) against the host's: unit vectors */
+        double nmax = 0;
+        for (uint32_t i = 0; i < 3 * a.nv; i++)
+            nmax = fmax(nmax, fabs(a.n[i] - b.n[i]));
+        printf("%s: largest normal difference %.3g\n", stage, nmax);
+        cr_assert_lt(nmax, 1e-4, "%s: normals differ by %g", stage, nmax);
+    }
     tmesh_free(&a);
     tmesh_free(&b);
 }

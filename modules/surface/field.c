@@ -556,17 +556,25 @@ static int touch_blocks(sgrid *g, const kern *k, uint32_t n)
     return rc;
 }
 
-int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
+int splat_blocks(sgrid *g, const kern *k, uint32_t n)
 {
-    memset(sl, 0, sizeof *sl);
     /* one point of margin around every support: a point of value > 0 has
      * all its neighbours in existing blocks, so every cell the iso surface
      * crosses has its lowest corner in a block (mesher.c walks those) */
     int rc = touch_blocks(g, k, n);
-    if (!rc)
-        rc = sgrid_alloc_values(g);
-    if (rc)
-        return rc;
+    return rc ? rc : sgrid_alloc_values(g);
+}
+
+int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
+{
+    memset(sl, 0, sizeof *sl);
+    int rc = splat_blocks(g, k, n);
+    return rc ? rc : splat_lists_fill(g, k, n, sl);
+}
+
+int splat_lists_fill(sgrid *g, const kern *k, uint32_t n, splat_lists *sl)
+{
+    memset(sl, 0, sizeof *sl);
     /* the kernels of each block, in kernel order (so every point sums in
      * the same order on any number of threads): each thread counts the
      * blocks of a contiguous share of the kernels, and places them after

@@ -115,6 +115,8 @@ typedef struct splat_lists {
     size_t sb, lb;
 } splat_lists;
 int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
+int splat_blocks(sgrid *g, const kern *k, uint32_t n);  /* the blocks the kernels touch, values allocated */
+int splat_lists_fill(sgrid *g, const kern *k, uint32_t n, splat_lists *sl); /* after splat_blocks */
 void splat_lists_free(sgrid *g, splat_lists *sl);
 /* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
  * item per grid point; the values come back when read_back is set, the

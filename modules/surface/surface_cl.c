@@ -1,18 +1,24 @@
 /* The OpenCL path of the surface stages: everything but the cell sorts,
- * the splat lists, the vertex normals and the files. The Yu & Turk kernels
+ * the blocks (the grid's hash) and the files. The Yu & Turk kernels
  * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
  * field.c does), the sorted positions and cell lists go up, one work item
- * per particle sums its neighbourhood and decomposes it, and the kernel
- * records come back; the same again on the smoothed centres for Taubin's
+ * per particle sums its neighbourhood and decomposes it, and the kernels'
+ * centres and extents come back (G stays there for the splat); the same again on the smoothed centres for Taubin's
  * step. The colour field splat (kernels/surface/splat.cl): one work item
- * per grid point over the kernels listed for its block; the lists are
- * built as for the host splat; the kernels, lists and block coordinates go
- * up. Marching cubes (kernels/surface/mc.cl) reads the values where the
+ * per grid point over the kernels listed for its block, the lists as the
+ * host lists them (each in kernel order) but made on the device (count,
+ * scan, place, a sort of each block's list) from the kernels already there
+ * and the grid's hash, so only the hash and the block coordinates go up
+ * (the host lists a frame where a block lists more kernels than the sort
+ * holds, 4096). Marching cubes (kernels/surface/mc.cl) reads the values
+ * where the
  * splat left them: count, scan (the core's cl_scan), emit; the triangles
  * and vertices come back (marching tetrahedra: the values come back and
- * the host meshes them). */
+ * the host meshes them). The vertex normals (kernels/surface/normals.cl)
+ * are summed on the device too, and come back with the mesh. */
 #include "surface.h"
 
+#include <stddef.h>
 #include <string.h>
 
 typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
@@ -55,9 +61,28 @@ static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *bu
     return rc;
 }
 
-static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n)
+typedef int32_t (*read_rect_fn)(void *, void *, uint32_t, const size_t *, const size_t *, const size_t *, size_t,
+                                size_t, size_t, size_t, void *, uint32_t, const void *, void *);
+
+/* What the host needs of the kernel records the device made: the centres
+ * (for Taubin's sort; with_ext: and the support half-extents, for the
+ * grid's box and blocks). G stays on the device, where the splat reads
+ * it: a strided read of those fields alone (12 or 24 of each record's 64
+ * bytes), or the whole records where the runtime lacks it. */
+static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n, int with_ext)
 {
-    int32_t e = r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL);
+    void *pf = api->cl_fn("clEnqueueReadBufferRect");
+    read_rect_fn rr;
+    memcpy(&rr, &pf, sizeof rr);
+    int32_t e = 0;
+    if (!rr || !n)
+        e = n ? r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL) : 0;
+    else
+        for (int f = 0; f <= with_ext && !e; f++) {
+            const size_t at = f ? offsetof(kern, ext) : offsetof(kern, c);
+            const size_t origin[3] = {at, 0, 0}, region[3] = {3 * sizeof(float), n, 1};
+            e = rr(api->cl_queue(ctx), bk, 1, origin, origin, region, sizeof *k, 0, sizeof *k, 0, k, 0, NULL, NULL);
+        }
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
 }
 
@@ -95,7 +120,7 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
         if (!rc && e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
         if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n);
+            rc = read_kernels(ctx, r, bk, k, n, !(o->lambda > 0));
     }
     cells_free(&cs, m);
     if (rc || !(o->lambda > 0))
@@ -121,10 +146,63 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
                            FLOE_CL_ARG(mu)};
         rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
         if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n);
+            rc = read_kernels(ctx, r, bk, k, n, 1);
     }
     cells_free(&cs, m);
     return rc;
+}
+
+/* the kernels of each block (kernels/surface/splat.cl: count, scan, place,
+ * sort), in surface.s0 (starts) and surface.s1 (lists); *there = 0 where a
+ * block lists more kernels than the sort holds (the host lists them) */
+static int lists_cl(floe_ctx *ctx, write_fn w, read_fn r, const sgrid *g, void *bk, uint32_t n, void **bs, void **bl,
+                    int *there)
+{
+    *there = 0;
+    void *k0 = api->cl_kernel(ctx, "surface", "splat.cl", "splat_zero");
+    void *k1 = k0 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_count") : NULL;
+    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_place") : NULL;
+    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_sort") : NULL;
+    if (!k3)
+        return FLOE_ERR;
+    const uint32_t nb = (uint32_t)g->nblocks, nb1 = nb + 1, zero = 0;
+    void *bkeys, *bslot, *bpos, *bover;
+    int rc;
+    if ((rc = upload(ctx, w, "surface.s2", g->keys, g->cap * sizeof *g->keys, &bkeys)) ||
+        (rc = upload(ctx, w, "surface.s3", g->slot_block, g->cap * sizeof *g->slot_block, &bslot)) ||
+        (rc = upload(ctx, w, "surface.s0", NULL, (size_t)nb1 * sizeof(uint32_t), bs)) ||
+        (rc = upload(ctx, w, "surface.s4", NULL, (size_t)nb1 * sizeof(uint32_t), &bpos)) ||
+        (rc = upload(ctx, w, "surface.s5", &zero, sizeof zero, &bover)))
+        return rc;
+    const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
+    const int32_t mb[4] = {g->max_block[0], g->max_block[1], g->max_block[2], 0};
+    const uint64_t mask = (uint64_t)g->cap - 1;
+    floe_cl_arg a0[] = {FLOE_CL_ARG(nb1), FLOE_CL_ARG(*bs), FLOE_CL_ARG(bpos)};
+    floe_cl_arg a1[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
+                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
+                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs)};
+    if ((rc = api->cl_run(ctx, k0, nb1, 3, a0, 8.0 * nb1)) || (n && (rc = api->cl_run(ctx, k1, n, 11, a1, 256.0 * n))) ||
+        (rc = api->cl_scan(ctx, *bs, nb1)))
+        return rc;
+    uint32_t total = 0, over = 0;
+    int32_t e = r(api->cl_queue(ctx), *bs, 1, (size_t)nb * sizeof(uint32_t), sizeof total, &total, 0, NULL, NULL);
+    if (e)
+        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' length failed (error %d)", (int)e);
+    if ((rc = upload(ctx, w, "surface.s1", NULL, (size_t)total * sizeof(uint32_t), bl)))
+        return rc;
+    floe_cl_arg a2[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
+                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
+                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs),   FLOE_CL_ARG(bpos),
+                        FLOE_CL_ARG(*bl)};
+    floe_cl_arg a3[] = {FLOE_CL_ARG(nb), FLOE_CL_ARG(*bs), FLOE_CL_ARG(*bl), FLOE_CL_ARG(bover)};
+    if ((n && (rc = api->cl_run(ctx, k2, n, 13, a2, 256.0 * n))) ||
+        (nb && (rc = api->cl_run(ctx, k3, (size_t)nb * 128, 4, a3, 8.0 * total))))
+        return rc;
+    e = r(api->cl_queue(ctx), bover, 1, 0, sizeof over, &over, 0, NULL, NULL);
+    if (e)
+        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' overflow failed (error %d)", (int)e);
+    *there = over == 0;
+    return FLOE_OK;
 }
 
 int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
@@ -137,30 +215,71 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_
     void *kernel = api->cl_kernel(ctx, "surface", "splat.cl", "splat");
     if (!w || !r || !kernel)
         return kernel ? api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes") : FLOE_ERR;
-    splat_lists sl;
-    int rc = splat_lists_build(g, k, n, &sl);
-    if (rc) {
-        splat_lists_free(g, &sl);
+    splat_lists sl = {0};
+    int rc = splat_blocks(g, k, n);
+    if (rc)
         return api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
-    }
     void *bk, *bs, *bl, *bc, *bv;
     const size_t npts = (size_t)g->nblocks * BLOCK_PTS;
-    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)) &&
-        !(rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl)) &&
-        !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
+    int there = 0; /* the lists made on the device */
+    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)))
+        rc = lists_cl(ctx, w, r, g, bk, n, &bs, &bl, &there);
+    if (!rc && !there && (rc = splat_lists_fill(g, k, n, &sl)))
+        rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
+    if (!rc && !there && !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)))
+        rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl);
+    if (!rc && !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
         !(rc = upload(ctx, w, "surface.values", NULL, npts * sizeof(float), &bv)) && npts) {
         uint32_t np = (uint32_t)npts;
         float lo0 = (float)g->lo[0], lo1 = (float)g->lo[1], lo2 = (float)g->lo[2], cell = (float)g->cell;
         floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bk), FLOE_CL_ARG(bs), FLOE_CL_ARG(bl), FLOE_CL_ARG(bc),
                            FLOE_CL_ARG(bv), FLOE_CL_ARG(lo0), FLOE_CL_ARG(lo1), FLOE_CL_ARG(lo2), FLOE_CL_ARG(cell)};
-        rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * sl.lb / 4);
+        rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * npts);
         int32_t e = rc || !read_back ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the grid values failed (error %d)", (int)e);
     }
     splat_lists_free(g, &sl);
     return rc;
+}
+
+/* the vertex normals of the mesh on the device (kernels/surface/normals.cl,
+ * the sums of mesher.c's vertex_normals_par): bv holds its nv vertices,
+ * bt its triangles; the normals come back into out->nrm */
+static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
+{
+    const uint32_t nv = out->nv, nt = out->nt, nv1 = nv + 1;
+    out->nrm = meter_alloc(out->mem, (size_t)nv * 3 * sizeof *out->nrm, 0);
+    if (!out->nrm && nv)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the normals of %u vertices", nv);
+    if (!nv)
+        return FLOE_OK;
+    void *k0 = api->cl_kernel(ctx, "surface", "normals.cl", "nrm_zero");
+    void *k1 = k0 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_face") : NULL;
+    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_place") : NULL;
+    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "normals.cl", "nrm_vertex") : NULL;
+    if (!k3)
+        return FLOE_ERR;
+    void *fn = api->cl_scratch(ctx, "surface.s0", (size_t)nt * 3 * sizeof(float) + 4);
+    void *cnt = api->cl_scratch(ctx, "surface.s5", (size_t)nv1 * sizeof(uint32_t));
+    void *pos = api->cl_scratch(ctx, "surface.s4", (size_t)nv1 * sizeof(uint32_t));
+    void *list = api->cl_scratch(ctx, "surface.s6", (size_t)nt * 3 * sizeof(uint32_t) + 4);
+    void *nrm = api->cl_scratch(ctx, "surface.s3", (size_t)nv * 3 * sizeof(float));
+    if (!fn || !cnt || !pos || !list || !nrm)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the normals of %u vertices", nv);
+    floe_cl_arg a0[] = {FLOE_CL_ARG(nv1), FLOE_CL_ARG(cnt), FLOE_CL_ARG(pos)};
+    floe_cl_arg a1[] = {FLOE_CL_ARG(nt), FLOE_CL_ARG(bv), FLOE_CL_ARG(bt), FLOE_CL_ARG(fn), FLOE_CL_ARG(cnt)};
+    floe_cl_arg a2[] = {FLOE_CL_ARG(nt), FLOE_CL_ARG(bt), FLOE_CL_ARG(cnt), FLOE_CL_ARG(pos), FLOE_CL_ARG(list)};
+    floe_cl_arg a3[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(cnt), FLOE_CL_ARG(list), FLOE_CL_ARG(fn), FLOE_CL_ARG(nrm)};
+    int rc = api->cl_run(ctx, k0, nv1, 3, a0, 8.0 * nv1);
+    if (!rc && nt)
+        rc = api->cl_run(ctx, k1, nt, 5, a1, 36.0 * nt + 24.0 * nt);
+    if (!rc && !(rc = api->cl_scan(ctx, cnt, nv1)) && nt)
+        rc = api->cl_run(ctx, k2, nt, 5, a2, 36.0 * nt);
+    if (!rc)
+        rc = api->cl_run(ctx, k3, nv, 5, a3, 8.0 * nv + 48.0 * nt);
+    int32_t e = rc ? 0 : r(api->cl_queue(ctx), nrm, 1, 0, (size_t)nv * 3 * sizeof(float), out->nrm, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the normals failed (error %d)", (int)e) : rc;
 }
 
 /* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
@@ -289,5 +408,5 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
             rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
     }
     meter_free(out->mem, nbr, snb);
-    return rc ? rc : mesh_normals(out);
+    return rc ? rc : normals_cl(ctx, r, bvf, bto, out);
 }
