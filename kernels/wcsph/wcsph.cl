@@ -145,3 +145,119 @@ __kernel void viscosity(FLOE_FORCE_ARGS)
     a[3 * i + 1] += cf * af.y + cb * ab.y;
     a[3 * i + 2] += cf * af.z + cb * ab.z;
 }
+
+/* ---- wcsph.continuity (modules/wcsph/continuity.c) ----------------------- */
+
+/* the sums of the renormalised density gradient over one fluid target, into
+ * A (9 per particle: M xx yy zz xy xz yz, then g): M = -sum_j V_j F x_ij (x)
+ * x_ij, g = sum_j V_j (rho_j - rho_i) F x_ij; init starts from zero */
+__kernel void cont_grad(uint n, __global const float *x, __global const float *rho, __global float *A, float4 kc,
+                        float4 per, int init, int hasf, __global const float *xf, __global const float *mf,
+                        __global const float *rhof, __global const uint *cntf, __global const uint *idxf, uint pitchf)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = floe_load3(x, i);
+    const float rhoi = rho[i];
+    float s[9];
+    for (int q = 0; q < 9; q++)
+        s[q] = init ? 0.0f : A[9 * i + q];
+    if (hasf) {
+        const uint c = cntf[i];
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxf[k * pitchf + i];
+            FLOE_X_IJ(xf);
+            const float VF = mf[j] / rhof[j] * floe_dw_r(kc, r2);
+            s[0] -= VF * d.x * d.x;
+            s[1] -= VF * d.y * d.y;
+            s[2] -= VF * d.z * d.z;
+            s[3] -= VF * d.x * d.y;
+            s[4] -= VF * d.x * d.z;
+            s[5] -= VF * d.y * d.z;
+            const float cc = VF * (rhof[j] - rhoi);
+            s[6] += cc * d.x;
+            s[7] += cc * d.y;
+            s[8] += cc * d.z;
+        }
+    }
+    for (int q = 0; q < 9; q++)
+        A[9 * i + q] = s[q];
+}
+
+/* G = M^-1 g by cofactors (2D: M's z row and column of the identity);
+ * det below 1e-2: G = 0 (solve_grad in continuity.c) */
+__kernel void cont_solve(uint n, __global const float *A, __global float *G, int dim)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    __global const float *M = A + 9 * i;
+    const float xx = M[0], yy = M[1], zz = dim == 2 ? 1.0f : M[2], xy = M[3], xz = dim == 2 ? 0.0f : M[4],
+                yz = dim == 2 ? 0.0f : M[5];
+    const float c0 = yy * zz - yz * yz, c1 = xz * yz - xy * zz, c2 = xy * yz - xz * yy;
+    const float det = xx * c0 + xy * c1 + xz * c2;
+    if (!(det > 1e-2f)) {
+        G[3 * i] = G[3 * i + 1] = G[3 * i + 2] = 0.0f;
+        return;
+    }
+    const float inv = 1.0f / det;
+    const float i11 = xx * zz - xz * xz, i12 = xy * xz - xx * yz, i22 = xx * yy - xy * xy;
+    G[3 * i] = inv * (c0 * M[6] + c1 * M[7] + c2 * M[8]);
+    G[3 * i + 1] = inv * (c1 * M[6] + i11 * M[7] + i12 * M[8]);
+    G[3 * i + 2] = dim == 2 ? 0.0f : inv * (c2 * M[6] + i12 * M[7] + i22 * M[8]);
+}
+
+/* d rho / dt over one fluid target and one boundary target, into D (init
+ * starts from zero):
+ *   sum_j m_j F (v_i - v_j) . x_ij + rho0 sum_b V_b F v_i . x_ib
+ *   + dc sum_j V_j (-F) [2 (rho_j - rho_i) + (G_i + G_j) . x_ij] */
+__kernel void continuity(uint n, __global const float *x, __global const float *v, __global const float *rho,
+                         __global const float *G, __global float *D, float4 kc, float4 per, float rho0, float dc,
+                         int init, int hasf, int hasb, __global const float *xf, __global const float *mf,
+                         __global const float *rhof, __global const float *vf, __global const float *Gf,
+                         __global const uint *cntf, __global const uint *idxf, uint pitchf,
+                         __global const float *xb, __global const float *Vb, __global const uint *cntb,
+                         __global const uint *idxb, uint pitchb)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float3 xi = floe_load3(x, i);
+    const float3 vi = floe_load3(v, i);
+    const float rhoi = rho[i];
+    float sc = 0.0f, sd = 0.0f, sb = 0.0f;
+    if (hasf) {
+        const uint c = cntf[i];
+        const float3 Gi = dc > 0.0f ? floe_load3(G, i) : (float3)(0.0f);
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxf[k * pitchf + i];
+            FLOE_X_IJ(xf);
+            const float F = floe_dw_r(kc, r2);
+            const float3 vj = floe_load3(vf, j);
+            sc += mf[j] * F * ((vi.x - vj.x) * d.x + (vi.y - vj.y) * d.y + (vi.z - vj.z) * d.z);
+            if (dc > 0.0f) {
+                const float3 Gj = floe_load3(Gf, j);
+                sd -= mf[j] / rhof[j] * F *
+                      (2.0f * (rhof[j] - rhoi) + (Gi.x + Gj.x) * d.x + (Gi.y + Gj.y) * d.y + (Gi.z + Gj.z) * d.z);
+            }
+        }
+    }
+    if (hasb) {
+        const uint c = cntb[i];
+        for (uint k = 0; k < c; k++) {
+            const uint j = idxb[k * pitchb + i];
+            FLOE_X_IJ(xb);
+            sb += Vb[j] * floe_dw_r(kc, r2) * (vi.x * d.x + vi.y * d.y + vi.z * d.z);
+        }
+    }
+    D[i] = (init ? 0.0f : D[i]) + (sc + rho0 * sb + dc * sd);
+}
+
+/* rho += dt D */
+__kernel void cont_step(uint n, __global float *rho, __global const float *D, float dt)
+{
+    const uint i = get_global_id(0);
+    if (i < n)
+        rho[i] += dt * D[i];
+}

@@ -1,7 +1,10 @@
 /* Floe module "wcsph": weakly compressible SPH (Becker & Teschner 2007).
  *
  * Stages, in pipeline order (core stages in brackets, the sph module's in braces):
- *   [neighbours] {sph.density} pressure, [gravity] viscosity, pressure_force, [integrate]
+ *   [neighbours] {sph.density} or continuity, pressure, [gravity] viscosity, pressure_force, [integrate]
+ *
+ *   continuity      rho by the continuity equation with delta-SPH density
+ *                   diffusion (continuity.c), in place of the density sum
  *
  *   pressure        p_i = B ((rho_i / rho0)^gamma - 1), clamped at >= 0
  *   viscosity       Monaghan (1992) artificial viscosity, added to a
@@ -33,19 +36,7 @@
 
 FLOE_MODULE_API_DEFINE; /* the core's services; the entry point sets it */
 
-/* ---- module state: scratch for p / rho^2 and the packed records ---------- */
-
-typedef struct wcsph_state {
-    float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
-    size_t cap;
-    floe_records rec; /* rows_avx2.h: A = (x, y, z, m), B = (P, rho, vx, vy) */
-    /* the speed of sound of each fluid set, as the last pressure stage's
-     * equation of state made it: the one place it is set (viscosity reads it) */
-    floe_set sound_set[FLOE_MAX_SETS];
-    double sound[FLOE_MAX_SETS];
-    int nsound;
-    int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
-} wcsph_state;
+/* ---- module state (wcsph.h): scratch, packed records, speeds of sound ---- */
 
 FLOE_STATE_INIT(wcsph_init, wcsph_state)
 
@@ -54,6 +45,8 @@ static void wcsph_fini(void *state)
     wcsph_state *s = state;
     if (s) {
         free(s->prho2);
+        free(s->grad);
+        free(s->drho);
         floe_records_free(&s->rec);
     }
     free(s);
@@ -540,6 +533,11 @@ static const floe_attr_desc viscosity_attrs[] = {FLOE_ATTRS_FORCE, {0}};
 static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "density", .doc = "deprecated: runs sph.density",
       .replaced_by = "sph.density" },
+    { FLOE_SIZED(floe_stage_desc), .name = "continuity",
+      .doc = "density by the continuity equation with delta-SPH density diffusion (Molteni & Colagrossi 2009, "
+             "Antuono et al. 2010), in place of sph.density (after 'neighbours', before 'wcsph.pressure')",
+      .run = wcsph_st_continuity, .run_cl = wcsph_st_continuity_cl, .params = wcsph_continuity_params,
+      .attrs = wcsph_continuity_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
       .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs },
@@ -556,6 +554,6 @@ static const floe_stage_desc stages[] = {
     {0},
 };
 
-FLOE_SPH_MODULE(wcsph, .version = "1.1.0", .stages = stages, .init = wcsph_init, .fini = wcsph_fini,
+FLOE_SPH_MODULE(wcsph, .version = "1.2.0", .stages = stages, .init = wcsph_init, .fini = wcsph_fini,
                 .summary = "Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state, "
                          "symmetric pressure force, artificial viscosity, Akinci boundaries")

@@ -5,8 +5,39 @@
 #define FLOE_WCSPH_H
 
 #include <floe/sph.h>
+#include <floe/sph_pack.h>
 
-FLOE_MODULE_API_EXTERN; /* one `api` for wcsph.c and wcsph_cl.c (<floe/sph.h>) */
+FLOE_MODULE_API_EXTERN; /* one `api` for wcsph.c, continuity.c and wcsph_cl.c (<floe/sph.h>) */
+
+/* The module state, one per context, shared by its stages. */
+typedef struct wcsph_state {
+    float *prho2; /* p_i / rho_i^2 of every fluid set, concatenated */
+    size_t cap;
+    floe_records rec; /* rows_avx2.h: A = (x, y, z, m), B = (P, rho, vx, vy) */
+    /* the speed of sound of each fluid set, as the last pressure stage's
+     * equation of state made it: the one place it is set (viscosity and
+     * continuity read it) */
+    floe_set sound_set[FLOE_MAX_SETS];
+    double sound[FLOE_MAX_SETS];
+    int nsound;
+    int sound_param_logged; /* the deprecation of viscosity's speed_of_sound was logged */
+    /* wcsph.continuity: the renormalised density gradient (3 per particle)
+     * and d rho / dt of every fluid set, concatenated; calls made before
+     * any wcsph.pressure gave a speed of sound */
+    float *grad, *drho;
+    size_t grad_cap, drho_cap;
+    int calls_without_sound;
+} wcsph_state;
+
+/* the speed of sound wcsph.pressure gave fluid set `set` (0 when it has
+ * not run yet) */
+static inline double wcsph_sound_of(const wcsph_state *ws, floe_set set)
+{
+    for (int k = 0; k < ws->nsound; k++)
+        if (ws->sound_set[k].id == set.id)
+            return ws->sound[k];
+    return 0.0;
+}
 
 /* wcsph.pressure: the Tait equation of state of one fluid set,
  * p = B ((rho / rho0)^gamma - 1), clamped at lo; mode 7 or 1: gamma is 7
@@ -30,9 +61,23 @@ typedef struct wcsph_pf {
     float cv;
 } wcsph_pf;
 
+/* wcsph.continuity of one fluid set: rho_i += dt (drho_i + dc sum_j ...),
+ * dc = delta h c0 the density diffusion's factor (0: none), dim 2 or 3 */
+typedef struct wcsph_cont {
+    float dt, dc;
+    int32_t dim;
+} wcsph_cont;
+
+/* the stage (continuity.c) and its descriptors */
+int wcsph_st_continuity(const floe_stage_call *call);
+int wcsph_st_continuity_cl(const floe_stage_call *call);
+extern const floe_param_desc wcsph_continuity_params[];
+extern const floe_attr_desc wcsph_continuity_attrs[];
+
 /* the OpenCL path (wcsph_cl.c): one launch per set or per pair of sets */
 int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e);
 int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *f, const wcsph_visc *vi);
 int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf);
+int wcsph_cl_continuity(floe_ctx *ctx, const wcsph_cont *co); /* co: one per fluid set */
 
 #endif

@@ -111,3 +111,103 @@ int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *fs, const wcsph_visc *vi
     const cset q = {fs->set, fs->info};
     return k ? floe_cl_force(api, ctx, k, &q, vi->boundary, vi->eps, vi->cf, vi->cb) : FLOE_ERR;
 }
+
+/* ---- continuity (continuity.c) -------------------------------------------- */
+
+/* <grad rho> of every fluid set (co[s].dc > 0: the sums over each fluid
+ * target into A, 9 per particle, then solved into G), then d rho / dt over
+ * each pair of a fluid and a boundary target into D, then rho += dt D */
+int wcsph_cl_continuity(floe_ctx *ctx, const wcsph_cont *co)
+{
+    void *kg = api->cl_kernel(ctx, "wcsph", FILE_CL, "cont_grad");
+    void *ks = api->cl_kernel(ctx, "wcsph", FILE_CL, "cont_solve");
+    void *kd = api->cl_kernel(ctx, "wcsph", FILE_CL, "continuity");
+    void *ku = api->cl_kernel(ctx, "wcsph", FILE_CL, "cont_step");
+    if (!kg || !ks || !kd || !ku)
+        return FLOE_ERR;
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    void *G[FLOE_MAX_SETS], *D[FLOE_MAX_SETS];
+    int nf, nb, st;
+    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) || (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    for (int s = 0; s < nf; s++) { /* scratch: G (zero without diffusion: the kernel skips it), D */
+        char name[96];
+        const size_t n = f[s].info.n ? f[s].info.n : 1;
+        snprintf(name, sizeof name, "wcsph.G.%s", f[s].info.name);
+        G[s] = api->cl_scratch(ctx, name, n * 12);
+        snprintf(name, sizeof name, "wcsph.D.%s", f[s].info.name);
+        D[s] = api->cl_scratch(ctx, name, n * 4);
+        if (!G[s] || !D[s])
+            return FLOE_ERR_NOMEM;
+    }
+    for (int s = 0; s < nf; s++) {
+        uint32_t n = f[s].info.n;
+        if (n == 0 || !(co[s].dc > 0.0f))
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "wcsph.A.%s", f[s].info.name);
+        void *A = api->cl_scratch(ctx, name, (size_t)n * 36);
+        st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        if (st || !A)
+            return st ? st : FLOE_ERR_NOMEM;
+        for (int l = 0; l < nf; l++) {
+            floe_cl_row rf, rb;
+            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, 0, l, FLOE_CL_ROW_RHO, &rf, &rb)))
+                return st;
+            int32_t init = l == 0;
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(rho), ARG(A), ARG(kc), ARG(per), ARG(init), ARG(rf.has), ARG(rf.x),
+                               ARG(rf.w), ARG(rf.rho), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch)};
+            if ((st = api->cl_run(ctx, kg, n, (int)(sizeof a / sizeof *a), a, 52.0 * n + 4.0 * rf.total)))
+                return st;
+        }
+        int32_t dim = co[s].dim;
+        floe_cl_arg a[] = {ARG(n), ARG(A), ARG(G[s]), ARG(dim)};
+        if ((st = api->cl_run(ctx, ks, n, 4, a, 48.0 * n)))
+            return st;
+    }
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        uint32_t n = f[s].info.n;
+        if (n == 0)
+            continue;
+        st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        if (st)
+            return st;
+        float rho0 = f[s].info.rest_density, dc = co[s].dc;
+        for (int l = 0; l < launches; l++) {
+            floe_cl_row rf, rb;
+            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &rf, &rb)))
+                return st;
+            void *Gf = l < nf ? G[l] : G[s];
+            int32_t init = l == 0;
+            floe_cl_arg a[] = {ARG(n),      ARG(x),     ARG(v),     ARG(rho),    ARG(G[s]),   ARG(D[s]),  ARG(kc),
+                               ARG(per),    ARG(rho0),  ARG(dc),    ARG(init),   ARG(rf.has), ARG(rb.has), ARG(rf.x),
+                               ARG(rf.w),   ARG(rf.rho), ARG(rf.v), ARG(Gf),     ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+                               ARG(rb.x),   ARG(rb.w),  ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch)};
+            double bytes = 48.0 * n + 4.0 * (rf.total + rb.total);
+            if ((st = api->cl_run(ctx, kd, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    for (int s = 0; s < nf; s++) { /* rho steps after every sum read the old values */
+        uint32_t n = f[s].info.n;
+        if (n == 0)
+            continue;
+        st = FLOE_OK;
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
+        if (st)
+            return st;
+        float dt = co[s].dt;
+        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(D[s]), ARG(dt)};
+        if ((st = api->cl_run(ctx, ku, n, 4, a, 12.0 * n)))
+            return st;
+    }
+    return FLOE_OK;
+}

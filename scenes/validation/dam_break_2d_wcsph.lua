@@ -1,0 +1,74 @@
+-- Martin & Moyce (1952) dam break (n^2 = 2, a = 0.1 m) with WCSPH set up
+-- as the scenes were before and after the delta-SPH change
+-- (docs/validation.md, "WCSPH defaults"): the density (dens = sum: sph.density,
+-- delta: wcsph.continuity{delta = 0.1}), the viscosity between fluid
+-- particles (visc = art: Monaghan alpha; lam: Morris with water's nu;
+-- art+lam) and the walls (wall = friction: Monaghan boundary_alpha 0.5, the
+-- old wall_friction; noslip: Morris with water's nu against the walls,
+-- mirrored velocities; free: no shear stress). Logs one line per frame,
+--   ROW T Z tau H outside
+-- (front Z = (max x + d/2) / a at T = t sqrt(2 g / a); column height at the
+-- left wall H = (max y + d/2) / 2a at tau = t sqrt(g / a); fluid particle
+-- centres past a wall surface), which scripts/martin_moyce.py compares with
+-- tests/validation/:
+--
+--   floe run scenes/validation/dam_break_2d_wcsph.lua --threads 1 --set resolution=40 \
+--       --set dens=delta --set visc=art --set wall=noslip > log; python3 scripts/martin_moyce.py log
+local floe = require "floe"
+local a = 0.1
+local res = floe.param("resolution", 20)
+local dens = floe.param("dens", "sum")      -- sum | delta
+local visc = floe.param("visc", "art")      -- art | lam | art+lam
+local wall = floe.param("wall", "friction") -- friction | noslip | free
+local alpha = floe.param("alpha", 0.02)
+local c = floe.param("c", 25)
+local tend = floe.param("T", 4.4)
+local d = a / res
+local g = 9.81
+local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -g },
+  domain = { min = { -4 * d, -4 * d }, max = { 5 * a + 4 * d, 6 * a } } }
+sim:load{ "sph", "wcsph", "hello", "viscosity" }
+sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }
+sim:boundary_box{ min = { 0, 0 }, max = { 5 * a, 3 * a }, layers = 2, open_top = true }
+sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }, set = "gate" }
+local function pipe(settling)
+  local p = { "neighbours" }
+  if dens == "sum" then p[#p+1] = "sph.density" else p[#p+1] = { "wcsph.continuity", delta = 0.1 } end
+  p[#p+1] = { "wcsph.pressure", speed_of_sound = c }
+  p[#p+1] = "gravity"
+  local balpha = wall == "friction" and 0.5 or 0
+  if visc == "art" or visc == "art+lam" then
+    p[#p+1] = { "wcsph.viscosity", kind = "artificial", alpha = alpha, boundary_alpha = balpha }
+  end
+  if visc == "lam" or visc == "art+lam" or wall == "noslip" then
+    p[#p+1] = { "viscosity.laminar", nu = (visc == "lam" or visc == "art+lam") and 1e-6 or 0,
+                boundary_nu = wall == "noslip" and 1e-6 or 0 }
+  end
+  p[#p+1] = "wcsph.pressure_force"
+  if settling then p[#p+1] = { "hello.damp", rate = 5 } end
+  p[#p+1] = "integrate"
+  return p
+end
+sim:pipeline(pipe(true))
+sim:run{ end_time = 0.4, fps = 10, out = "out/dam_break_2d_wcsph/settle", formats = { "ply" } }
+sim:remove_set "gate"
+sim:pipeline(pipe(false))
+local t0 = sim.time
+local scale = math.sqrt(2 * g / a)
+sim:on_frame(function(s, st)
+  local xmax, ymax, out = 0, 0, 0
+  for i = 1, s:count "fluid" do
+    local x, y = s:get("fluid", "x", i)
+    if x > xmax then xmax = x end
+    if x < 0 or x > 5 * a or y < 0 then out = out + 1 end
+  end
+  -- column height at the wall: highest particle with x < d
+  local h = 0
+  for i = 1, s:count "fluid" do
+    local x, y = s:get("fluid", "x", i)
+    if x < 1.5 * d and y > h then h = y end
+  end
+  floe.log(string.format("ROW %.4f %.4f %.4f %.4f %d", (st.time - t0) * scale, (xmax + 0.5 * d) / a,
+    (st.time - t0) * math.sqrt(g / a), (h + 0.5 * d) / (2 * a), out))
+end)
+sim:run{ end_time = tend / scale, fps = 200, out = "out/dam_break_2d_wcsph", formats = { "ply" } }
