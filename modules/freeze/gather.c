@@ -138,6 +138,8 @@ int fz_copy_fluid(floe_ctx *ctx, fz_state *s)
         const float *m = floe_need(api, ctx, p->fset[k], in.name, "m", FLOE_F32, &st);
         if (st)
             return st;
+        if (!p->fn[k])  /* an empty set (all frozen): no rows, maybe no arrays yet */
+            continue;
         memcpy(p->xf + 3 * (size_t)p->foff[k], x, 3 * sizeof(float) * p->fn[k]);
         memcpy(p->vf + 3 * (size_t)p->foff[k], v, 3 * sizeof(float) * p->fn[k]);
         memcpy(p->mf + p->foff[k], m, sizeof(float) * p->fn[k]);

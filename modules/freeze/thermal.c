@@ -77,7 +77,8 @@ int fz_thermal(const floe_stage_call *c)
         if (!s->thermal_started)
             for (uint32_t i = 0; i < p->fn[k]; i++)
                 hf[i] = h_water;
-        memcpy(h + p->foff[k], hf, p->fn[k] * sizeof *h);
+        if (p->fn[k])
+            memcpy(h + p->foff[k], hf, p->fn[k] * sizeof *h);
     }
     for (int k = 0; k < p->nbs && !st; k++) {
         floe_set_info in;
@@ -95,8 +96,10 @@ int fz_thermal(const floe_stage_call *c)
         if (!s->thermal_started) /* ice the scene made: at the solid's temperature */
             for (uint32_t i = 0; i < p->bn[k]; i++)
                 hi[i] = h_solid;
-        memcpy(h + o, hi, p->bn[k] * sizeof *h);
-        memcpy(mb + p->boff[k], mi, p->bn[k] * sizeof *mb);
+        if (p->bn[k]) {
+            memcpy(h + o, hi, p->bn[k] * sizeof *h);
+            memcpy(mb + p->boff[k], mi, p->bn[k] * sizeof *mb);
+        }
     }
     s->thermal_started = 1;
     if (!st)
