@@ -18,11 +18,13 @@
  * are summed on the device too, and come back with the mesh. */
 #include "surface.h"
 
+#include <floe/cl_module.h>
+
 #include <stddef.h>
 #include <string.h>
 
-typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
-typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
+typedef floe_cl_write_fn write_fn;
+typedef floe_cl_read_fn read_fn;
 
 /* Device buffers: the core's named scratch (at most 32 names a run, shared
  * by all modules), so the phases share eight of them, surface.s0 .. s7
@@ -40,9 +42,8 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
 
 static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
 {
-    void *pw = api->cl_fn("clEnqueueWriteBuffer"), *pr = api->cl_fn("clEnqueueReadBuffer");
-    memcpy(w, &pw, sizeof *w);
-    memcpy(r, &pr, sizeof *r);
+    *w = floe_cl_write_fn_of(api);
+    *r = floe_cl_read_fn_of(api);
     return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
 }
 
@@ -207,11 +208,8 @@ static int lists_cl(floe_ctx *ctx, write_fn w, read_fn r, const sgrid *g, void *
 
 int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
 {
-    write_fn w;
-    read_fn r;
-    void *pw = api->cl_fn("clEnqueueWriteBuffer"), *pr = api->cl_fn("clEnqueueReadBuffer");
-    memcpy(&w, &pw, sizeof w);
-    memcpy(&r, &pr, sizeof r);
+    write_fn w = floe_cl_write_fn_of(api);
+    read_fn r = floe_cl_read_fn_of(api);
     void *kernel = api->cl_kernel(ctx, "surface", "splat.cl", "splat");
     if (!w || !r || !kernel)
         return kernel ? api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes") : FLOE_ERR;

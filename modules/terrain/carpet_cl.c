@@ -8,11 +8,13 @@
  * floats); the flow sums differ in their order of addition. */
 #include "carpet.h"
 
+#include <floe/cl_module.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
+typedef floe_cl_read_fn read_fn;
 
 static float unordered(uint32_t u)
 {
@@ -28,12 +30,8 @@ int tm_carpet_build_cl(tm_carpet *c, floe_ctx *ctx, const floe_terrain *t, const
     int rc = tm_carpet_layout(c, ctx, t, par->cell, si->dim);
     if (rc)
         return rc;
-    typedef int32_t (*fill_fn)(void *, void *, const void *, size_t, size_t, size_t, uint32_t, const void *, void *);
-    fill_fn fill;
-    read_fn rd;
-    void *pf = tm_api->cl_fn("clEnqueueFillBuffer"), *pr = tm_api->cl_fn("clEnqueueReadBuffer");
-    memcpy(&fill, &pf, sizeof fill);
-    memcpy(&rd, &pr, sizeof rd);
+    floe_cl_fill_fn fill = floe_cl_fill_fn_of(tm_api);
+    read_fn rd = floe_cl_read_fn_of(tm_api);
     void *ks = tm_api->cl_kernel(ctx, "terrain", "carpet.cl", "splat");
     void *kf = tm_api->cl_kernel(ctx, "terrain", "carpet.cl", "flow");
     if (!fill || !rd || !ks || !kf)

@@ -6,11 +6,13 @@
  * every step). */
 #include "carpet.h"
 
+#include <floe/cl_module.h>
+
 #include <math.h>
 #include <string.h>
 
-typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
-typedef int32_t (*read_fn)(void *, void *, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
+typedef floe_cl_write_fn write_fn;
+typedef floe_cl_read_fn read_fn;
 
 enum { P_REST, P_MU, P_MU_WET, P_RADIUS, P_BISECT, P_FREEZE_V, P_FREEZE_N, P_WET_RATE, P_DRY_RATE };
 
@@ -24,9 +26,7 @@ static int buffers(floe_ctx *ctx, tm_state *s, const floe_terrain *t, void **h, 
         return tm_api->fail(ctx, FLOE_ERR_NOMEM, "terrain.collide: device buffers for %zu samples", n);
     if (s->wet_on_device)
         return FLOE_OK;
-    write_fn w;
-    void *pw = tm_api->cl_fn("clEnqueueWriteBuffer");
-    memcpy(&w, &pw, sizeof w);
+    write_fn w = floe_cl_write_fn_of(tm_api);
     void *q = tm_api->cl_queue(ctx);
     memset(s->touched, 0, n);
     int32_t e = w ? w(q, *h, 1, 0, n * sizeof(float), t->h, 0, NULL, NULL) : -1;
@@ -44,9 +44,7 @@ int tm_wet_to_host(tm_state *s)
 {
     if (!s->wet_on_device)
         return FLOE_OK;
-    read_fn rd;
-    void *pr = tm_api->cl_fn("clEnqueueReadBuffer");
-    memcpy(&rd, &pr, sizeof rd);
+    read_fn rd = floe_cl_read_fn_of(tm_api);
     void *wet = tm_api->cl_scratch(s->ctx, "terrain.wet", s->nwet * sizeof(float));
     int32_t e = rd && wet ? rd(tm_api->cl_queue(s->ctx), wet, 1, 0, s->nwet * sizeof(float), s->wet, 0, NULL, NULL)
                           : -1;

@@ -168,4 +168,39 @@ static inline int floe_cl_force(const floe_api *api, floe_ctx *ctx, void *kernel
     return FLOE_OK;
 }
 
+/* The OpenCL transfer entry points, typed once (the runtime's own headers
+ * are not a module's dependency): looked up through api->cl_fn, NULL where
+ * the runtime lacks one. Arguments as clEnqueueReadBuffer,
+ * clEnqueueWriteBuffer and clEnqueueFillBuffer. */
+typedef int32_t (*floe_cl_read_fn)(void *queue, void *mem, uint32_t blocking, size_t off, size_t size, void *ptr,
+                                   uint32_t nwait, const void *wait, void *event);
+typedef int32_t (*floe_cl_write_fn)(void *queue, void *mem, uint32_t blocking, size_t off, size_t size,
+                                    const void *ptr, uint32_t nwait, const void *wait, void *event);
+typedef int32_t (*floe_cl_fill_fn)(void *queue, void *mem, const void *pattern, size_t psize, size_t off,
+                                   size_t size, uint32_t nwait, const void *wait, void *event);
+
+static inline floe_cl_read_fn floe_cl_read_fn_of(const floe_api *api)
+{
+    void *p = api->cl_fn("clEnqueueReadBuffer");
+    floe_cl_read_fn f;
+    memcpy(&f, &p, sizeof f);
+    return f;
+}
+
+static inline floe_cl_write_fn floe_cl_write_fn_of(const floe_api *api)
+{
+    void *p = api->cl_fn("clEnqueueWriteBuffer");
+    floe_cl_write_fn f;
+    memcpy(&f, &p, sizeof f);
+    return f;
+}
+
+static inline floe_cl_fill_fn floe_cl_fill_fn_of(const floe_api *api)
+{
+    void *p = api->cl_fn("clEnqueueFillBuffer");
+    floe_cl_fill_fn f;
+    memcpy(&f, &p, sizeof f);
+    return f;
+}
+
 #endif
