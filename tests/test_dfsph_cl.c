@@ -11,114 +11,21 @@
 #include <criterion/logging.h>
 #include <floe/floe.h>
 
-#include "ctx.h" /* the module statistics (ctx->stats) */
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cl_fixture.h"
+#include "solver_cl_fixture.h"
 
-
-typedef struct world {
-    floe_ctx *ctx;
-    floe_set fluid, bnd;
-} world;
-
-/* W_LIGHT: fluid masses 0.3% below rho0 d^dim. A fresh lattice sums to
- * 0.086% above rho0 (2D, cubic spline at H = 2 d); the solve removes that
- * at once, which in a column 30 rows deep lifts the top rows by 30 x
- * 0.086% of d in one step (0.6 m/s at dt = 1e-4 s, max_correction_speed
- * bounds each particle's share, not the sum over the column; docs/dfsph.md).
- * A lighter lattice starts below rho0, as SPlisHSPlasH's initial sampling
- * does (its particle volume 0.8 (2r)^dim). */
-enum { W_PERIODIC = 1, W_OBSTACLE = 2, W_TWO_FLUIDS = 4, W_OPEN_TOP = 8, W_LIGHT = 16 };
-
-/* A tank [0, tank] with water [0, water] at spacing d on the given backend;
- * jitter (fraction of d) perturbs the fluid lattice and gives every
- * particle a velocity, the same for both backends (fixed seed). Options:
- * periodic in x (a floor instead of the tank), a second boundary set (a
- * block inside the water), a second fluid set (a few layers on top). */
-static world make_world(const char *backend, int dim, float d, const float tank[3], const float water[3],
-                        float jitter, unsigned opt)
+/* the fixture's tank with dfsph loaded (and hello, for hello.damp) */
+static world solver_world(const char *backend, int dim, float d, const float tank[3], const float water[3],
+                          float jitter, unsigned opt)
 {
-    setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
-    floe_sim_def def = floe_sim_default_def();
-    def.dim = dim;
-    def.spacing = d;
-    def.threads = 2;
-    def.backend = backend;
-    for (int k = 0; k < 3; k++) {
-        def.domain_min[k] = -4 * d;
-        def.domain_max[k] = tank[k] + 4 * d + (k == 1 ? tank[1] : 0);
-    }
-    if (opt & W_PERIODIC) {
-        def.domain_min[0] = 0;
-        def.domain_max[0] = tank[0];
-        def.periodic[0] = 1;
-    }
-    char err[1024];
-    world w;
-    w.ctx = floe_ctx_create(&def, err, sizeof err);
-    cr_assert_not_null(w.ctx, "%s", err);
-    cr_assert_eq(floe_ctx_backend(w.ctx), strcmp(backend, "opencl") ? FLOE_BACKEND_CPU : FLOE_BACKEND_OPENCL);
-    w.fluid = floe_set_create(w.ctx, "fluid", FLOE_SET_FLUID, 1000);
-    w.bnd = floe_set_create(w.ctx, "boundary", FLOE_SET_BOUNDARY, 0);
-    float zero[3] = {0, 0, 0};
-    cr_assert(floe_fill_box(w.ctx, w.fluid, zero, water, NULL) > 0);
-    if (!(opt & W_PERIODIC))
-        cr_assert(floe_boundary_box(w.ctx, w.bnd, zero, tank, 2, (opt & W_OPEN_TOP) ? FLOE_OPEN_TOP : 0) > 0);
-    else {
-        float lo[3] = {0, -3 * d, 0}, hi[3] = {tank[0], -0.5f * d, dim == 3 ? tank[2] : 0};
-        cr_assert(floe_boundary_solid_box(w.ctx, w.bnd, lo, hi) > 0);
-    }
-    if (opt & W_OBSTACLE) {
-        floe_set ob = floe_set_create(w.ctx, "obstacle", FLOE_SET_BOUNDARY, 0);
-        float lo[3] = {water[0] + 2 * d, 0.5f * d, 0}, hi[3] = {water[0] + 5 * d, 4 * d, dim == 3 ? tank[2] : 0};
-        cr_assert(floe_boundary_solid_box(w.ctx, ob, lo, hi) > 0);
-    }
-    if (opt & W_TWO_FLUIDS) {
-        floe_set f2 = floe_set_create(w.ctx, "oil", FLOE_SET_FLUID, 800);
-        float lo[3] = {0, water[1] + d, 0}, hi[3] = {water[0], water[1] + 4 * d, water[2]};
-        cr_assert(floe_fill_box(w.ctx, f2, lo, hi, NULL) > 0);
-    }
-    if (opt & W_LIGHT) {
-        uint32_t n = floe_set_size(w.ctx, w.fluid);
-        float *m = floe_attr(w.ctx, w.fluid, "m", FLOE_F32);
-        for (uint32_t i = 0; i < n; i++)
-            m[i] *= 0.997f;
-    }
-    if (jitter > 0) {
-        uint32_t n = floe_set_size(w.ctx, w.fluid);
-        float *x = floe_attr(w.ctx, w.fluid, "x", FLOE_VEC3);
-        float *v = floe_attr(w.ctx, w.fluid, "v", FLOE_VEC3);
-        uint64_t s = 12345;
-        for (uint32_t i = 0; i < 3 * n; i++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            float r = (float)((s >> 33) & 0xffffff) / (float)0x1000000 - 0.5f;
-            if (dim == 2 && i % 3 == 2)
-                continue;
-            x[i] += jitter * d * r;
-            v[i] = 0.5f * r;
-        }
-    }
-    cr_assert_eq(floe_module_load(w.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
-    cr_assert_eq(floe_module_load(w.ctx, "dfsph"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+    world w = make_world(backend, dim, d, tank, water, jitter, opt, "dfsph");
     cr_assert_eq(floe_module_load(w.ctx, "hello"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     return w;
 }
-
-static void destroy(world *w) { floe_ctx_destroy(w->ctx); }
-
-static void add(world *w, const char *stage, int n, const floe_param_kv *kv)
-{
-    cr_assert_eq(floe_pipeline_add(w->ctx, stage, kv, n), FLOE_OK, "%s", floe_ctx_error(w->ctx));
-}
-
-#define KV_F(n, x) ((floe_param_kv){(n), FLOE_PARAM_FLOAT, {.f = (x)}})
-#define KV_I(n, x) ((floe_param_kv){(n), FLOE_PARAM_INT, {.i = (x)}})
-#define KV_S(n, x) ((floe_param_kv){(n), FLOE_PARAM_STRING, {.s = (x)}})
 
 /* solve parameters; iterations > 0 fixes the count of both solvers (the
  * divergence solver's tolerance out of reach, its maximum = iterations) */
@@ -167,57 +74,6 @@ static void pipeline(world *w, int with_solve, int integrate, const solve_opt *o
         add(w, "integrate", 0, NULL);
 }
 
-/* Relative L2 difference of an attribute of a set between the two worlds,
- * particles matched by their stable id. */
-static double rel_l2_set(world *a, world *b, const char *set, const char *name, floe_type type)
-{
-    floe_set sa = floe_set_find(a->ctx, set), sb = floe_set_find(b->ctx, set);
-    uint32_t n = floe_set_size(a->ctx, sa);
-    cr_assert_eq(n, floe_set_size(b->ctx, sb));
-    const uint32_t *ida = floe_attr(a->ctx, sa, "id", FLOE_U32);
-    const uint32_t *idb = floe_attr(b->ctx, sb, "id", FLOE_U32);
-    const float *fa = floe_attr(a->ctx, sa, name, type);
-    const float *fb = floe_attr(b->ctx, sb, name, type);
-    cr_assert(fa && fb && ida && idb);
-    int c = type == FLOE_VEC3 ? 3 : 1;
-    uint32_t *where = malloc(n * sizeof *where);
-    for (uint32_t i = 0; i < n; i++)
-        where[idb[i]] = i;
-    double num = 0, den = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = where[ida[i]];
-        for (int k = 0; k < c; k++) {
-            double d = (double)fa[c * i + k] - fb[c * j + k];
-            num += d * d;
-            den += (double)fa[c * i + k] * fa[c * i + k];
-        }
-    }
-    free(where);
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-static double rel_l2(world *a, world *b, const char *name, floe_type type)
-{
-    return rel_l2_set(a, b, "fluid", name, type);
-}
-
-/* sum and count of a module statistic since the context was made (no run:
- * nothing resets the accumulators) */
-static double stat_sum(world *w, const char *name, uint64_t *count)
-{
-    for (int i = 0; i < w->ctx->nstats; i++)
-        if (!strcmp(w->ctx->stats[i].name, name)) {
-            if (count)
-                *count = w->ctx->stats[i].count;
-            return w->ctx->stats[i].sum;
-        }
-    if (count)
-        *count = 0;
-    return 0;
-}
-
-static const float TANK3[3] = {0.3f, 0.3f, 0.2f}, WATER3[3] = {0.15f, 0.2f, 0.2f};
-static const float TANK2[3] = {0.4f, 0.4f, 0}, WATER2[3] = {0.2f, 0.3f, 0};
 
 /* ---- the solve ----------------------------------------------------------- */
 
@@ -233,7 +89,7 @@ static void solve_agrees(int dim, unsigned opt, const solve_opt *o, const char *
     world w[2];
     double err[2], errv[2];
     for (int b = 0; b < 2; b++) {
-        w[b] = make_world(b ? "opencl" : "cpu", dim, d, tank, water, 0.3f, opt);
+        w[b] = solver_world(b ? "opencl" : "cpu", dim, d, tank, water, 0.3f, opt);
         pipeline(&w[b], 1, 0, o);
         for (int s = 0; s < 2; s++)
             cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
@@ -307,7 +163,7 @@ Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
     world w[2];
     solve_opt o = {.iterations = 5};
     for (int b = 0; b < 2; b++) {
-        w[b] = make_world(b ? "opencl" : "cpu", 2, 0.01f, TANK2, WATER2, 0.3f, W_TWO_FLUIDS);
+        w[b] = solver_world(b ? "opencl" : "cpu", 2, 0.01f, TANK2, WATER2, 0.3f, W_TWO_FLUIDS);
         pipeline(&w[b], 1, 1, &o);
         for (int s = 0; s < 2; s++)
             cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
@@ -336,7 +192,7 @@ Test(dfsph_cl, solve_gradient_correction, .timeout = 300)
     world w[2];
     for (int b = 0; b < 2; b++) {
         solve_opt ob = {.iterations = 6, .gradient_correction = b};
-        w[b] = make_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, 0);
+        w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, 0);
         pipeline(&w[b], 1, 0, &ob);
         for (int s = 0; s < 2; s++)
             cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
@@ -357,7 +213,7 @@ Test(dfsph_cl, stats_agree, .timeout = 300)
     solve_opt o = {0};
     double it[2][3], err[2][3], itv[2][3];
     for (int b = 0; b < 2; b++) {
-        w[b] = make_world(b ? "opencl" : "cpu", 3, 0.02f, TANK3, WATER3, 0.3f, 0);
+        w[b] = solver_world(b ? "opencl" : "cpu", 3, 0.02f, TANK3, WATER3, 0.3f, 0);
         pipeline(&w[b], 1, 1, &o);
         double it0 = 0, e0 = 0, iv0 = 0;
         for (int s = 0; s < 3; s++) {
@@ -428,7 +284,7 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
     summary s[2];
     solve_opt o = {0};
     for (int b = 0; b < 2; b++) {
-        w[b] = make_world(b ? "opencl" : "cpu", dim, d, tank, water, 0, W_OPEN_TOP | W_LIGHT);
+        w[b] = solver_world(b ? "opencl" : "cpu", dim, d, tank, water, 0, W_OPEN_TOP | W_LIGHT);
         pipeline(&w[b], 1, 1, &o);
         memset(&s[b], 0, sizeof s[b]);
         floe_run_def r = floe_run_default_def();
@@ -480,7 +336,7 @@ Test(dfsph_cl, density_error_at_rest, .timeout = 600)
 {
     need_opencl();
     const float d = 0.02f, tank[3] = {0.3f, 0.5f, 0}, water[3] = {0.3f, 0.4f, 0};
-    world w = make_world("opencl", 2, d, tank, water, 0, W_LIGHT);
+    world w = solver_world("opencl", 2, d, tank, water, 0, W_LIGHT);
     solve_opt o = {.damping = 20};
     pipeline(&w, 1, 1, &o);
     summary s = {0};
