@@ -32,6 +32,7 @@ typedef struct pset {
     int is_static;
     int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
+    uint32_t ghosts;         /* MPI (decomp.c): the last `ghosts` of the n are other ranks' particles */
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
     attr attrs[MAX_ATTRS];
@@ -124,6 +125,8 @@ struct floe_ctx {
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
+    int nb_by_id;            /* neighbours{order = "id"}: cells' particles in id order (nb_update.c) */
+    struct floe_dd *dd;      /* domain decomposition over MPI (decomp.c), NULL: one process */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);

@@ -45,6 +45,12 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
         if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
     }
+    /* neighbours{order = "id"}, and always under MPI: each cell's particles in
+     * id order, so that the lists, and every sum over them, do not depend on
+     * where particles lie in memory (reorders, the ghosts of a decomposition) */
+    const attr *ida = pset_attr(p, "id");
+    if ((ctx->nb_by_id || ctx->dd) && p->kind == FLOE_SET_FLUID && ida && ida->type == FLOE_U32)
+        nb_sorted_by_id(&p->sorted, ida->data);
     /* a static set is searched every step and sorted once: map the cells
      * near it, so that queries far from it (most fluid particles, for a
      * tank's walls) skip the search (without memory: the search still works) */

@@ -666,7 +666,7 @@ static const floe_attr_desc solve_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "solve",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "solve",
       .doc = "DFSPH: divergence-free solver on v, then constant density solver on v + dt a, Akinci boundaries; "
              "adds the pressure acceleration to a (after a density stage, 'gravity' and other forces, before "
              "'integrate')",

@@ -554,11 +554,11 @@ static const floe_param_desc akinci_params[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    FLOE_STAGE(he, "he", "He et al. 2014 surface tension from the colour-field gradient energy (Kim 2020 eq. 33-35), "
+    FLOE_STAGE_SERIAL(he, "he", "He et al. 2014 surface tension from the colour-field gradient energy (Kim 2020 eq. 33-35), "
                    "writes colour and colour_grad2; after 'gravity', before the pressure force/solve"),
-    FLOE_STAGE(air, "air_pressure",
+    FLOE_STAGE_SERIAL(air, "air_pressure",
                "air pressure on the free surface, a_i += p_atm/rho_i sum_j V_j grad W_ij (Kim 2020 eq. 36)"),
-    FLOE_STAGE(akinci, "akinci", "Akinci et al. 2013 cohesion + curvature surface tension and adhesion to boundaries, "
+    FLOE_STAGE_SERIAL(akinci, "akinci", "Akinci et al. 2013 cohesion + curvature surface tension and adhesion to boundaries, "
                        "writes normal"),
     {0},
 };

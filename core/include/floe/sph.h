@@ -450,6 +450,36 @@ static inline int floe_solver_sets(const floe_api *api, floe_ctx *ctx, float dt,
     return FLOE_OK;
 }
 
+/* ---- domain decomposition (ABI 1.11, docs/mpi.md) ------------------------------
+ * The core's services, also against a core older than 1.11 (then: one
+ * process). Every rank must make the same calls in the same order (they
+ * are collective), also a rank that holds no particle. */
+static inline int floe_has_dd(const floe_api *api)
+{
+    return api->size >= offsetof(floe_api, reduce) + sizeof api->reduce;
+}
+/* the particles of the set this process owns: the first ones, ghosts after */
+static inline uint32_t floe_owned(const floe_api *api, floe_ctx *ctx, floe_set set, uint32_t n)
+{
+    return floe_has_dd(api) ? api->owned(ctx, set) : n;
+}
+/* the ghosts of a per-particle array of the set refreshed from their owners */
+static inline int floe_halo(const floe_api *api, floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes)
+{
+    return floe_has_dd(api) ? api->halo(ctx, set, data, elem_bytes) : FLOE_OK;
+}
+/* values reduced over every rank (FLOE_REDUCE_SUM, _MAX, _MIN) in place */
+static inline int floe_reduce(const floe_api *api, floe_ctx *ctx, double *v, int n, int op)
+{
+    return floe_has_dd(api) ? api->reduce(ctx, v, n, op) : FLOE_OK;
+}
+/* how many ranks run the scene (1: one process); collective */
+static inline int floe_ranks(const floe_api *api, floe_ctx *ctx)
+{
+    double r = 1.0;
+    return floe_reduce(api, ctx, &r, 1, FLOE_REDUCE_SUM) == FLOE_OK ? (int)r : 1;
+}
+
 /* Chebyshev semi-iterative acceleration (Wang 2015) of a Jacobi iteration:
  * the weight of iteration k (1-based), given the previous one; 1 (plain
  * Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2), then
