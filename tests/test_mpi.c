@@ -35,6 +35,24 @@ TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
             "end\n"                                                                                     \
             "sim:run{ end_time = seconds, fps = 50, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
 
+/* the same in 3D: 1500 particles, a 0.4 x 0.6 x 0.4 m block at spacing 4 cm */
+#define SCENE3                                                                                          \
+    SC_HEAD "local solver = floe.param('solver', 'wcsph')\n"                                            \
+            "local d = 0.04\n"                                                                          \
+            "local sim = floe.sim{ dim = 3, spacing = d, gravity = { 0, -9.81, 0 },\n"                  \
+            "  domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.8, 1.2, 0.6 } } }\n"                    \
+            "sim:load{ 'sph', 'wcsph', 'iisph' }\n"                                                     \
+            "sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.6, 0.4 }, density = 1000 }\n"             \
+            "sim:boundary_box{ min = { 0, 0, 0 }, max = { 1.6, 1.0, 0.4 }, layers = 2, open_top = true }\n" \
+            "local nb = { 'neighbours', order = 'id' }\n"                                               \
+            "if solver == 'wcsph' then\n"                                                               \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 30 }, 'gravity',\n"  \
+            "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "else\n"                                                                                    \
+            "  sim:pipeline{ nb, 'sph.density', 'gravity', 'iisph.solve', 'integrate' }\n"              \
+            "end\n"                                                                                     \
+            "sim:run{ end_time = 0.2, fps = 25, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
 static int have_mpi(void)
 {
     if (!FLOE_TEST_HAVE_MPI) {
@@ -67,28 +85,29 @@ static int run_ranks(int ranks, const char *out, const char *sets)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static void write_scene(void)
+static void write_scene_text(const char *text)
 {
     FILE *f = fopen(sc_scene, "w");
     cr_assert_not_null(f);
-    fputs(SCENE, f);
+    fputs(text, f);
     fclose(f);
 }
+static void write_scene(void) { write_scene_text(SCENE); }
 
 /* one frame's particles, sorted by id */
 typedef struct frame {
     uint32_t n;
-    float *id, *x, *y, *vx, *vy, *rho, *p, *m;
+    float *id, *x, *y, *z, *vx, *vy, *vz, *rho, *p, *m;
 } frame;
 
 static int read_frame(const char *dir, int k, frame *fr, int *sorted)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/fluid.%04d.ply", sc_tmp, dir, k);
-    const char *props[] = {"id", "x", "y", "v_x", "v_y", "rho", "p", "m"};
-    float **dst[] = {&fr->id, &fr->x, &fr->y, &fr->vx, &fr->vy, &fr->rho, &fr->p, &fr->m};
+    const char *props[] = {"id", "x", "y", "z", "v_x", "v_y", "v_z", "rho", "p", "m"};
+    float **dst[] = {&fr->id, &fr->x, &fr->y, &fr->z, &fr->vx, &fr->vy, &fr->vz, &fr->rho, &fr->p, &fr->m};
     memset(fr, 0, sizeof *fr);
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < 10; c++) {
         uint32_t n = 0;
         if (ply_read_property(path, props[c], &n, dst[c]) != 0)
             return -1;
@@ -107,7 +126,7 @@ static int read_frame(const char *dir, int k, frame *fr, int *sorted)
             ord[j] = ord[j - 1];
         ord[j] = v;
     }
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < 10; c++) {
         float *s = *dst[c], *t = malloc(fr->n * sizeof *t);
         for (uint32_t i = 0; i < fr->n; i++)
             t[i] = s[ord[i]];
@@ -120,7 +139,8 @@ static int read_frame(const char *dir, int k, frame *fr, int *sorted)
 
 static void free_frame(frame *fr)
 {
-    free(fr->id), free(fr->x), free(fr->y), free(fr->vx), free(fr->vy), free(fr->rho), free(fr->p), free(fr->m);
+    free(fr->id), free(fr->x), free(fr->y), free(fr->z), free(fr->vx), free(fr->vy), free(fr->vz);
+    free(fr->rho), free(fr->p), free(fr->m);
 }
 
 /* the decomposed frames against one process's: same ids (each once),
@@ -136,19 +156,20 @@ static double compare_runs(const char *one, const char *many, int frames, double
         cr_assert_eq(read_frame(many, k, &b, &sb), 0, "frame %d of %s unreadable", k, many);
         cr_assert(sb, "%s frame %d: the joined frame is not sorted by id", many, k);
         cr_assert_eq(a.n, b.n, "%s frame %d: %u particles, one process has %u", many, k, b.n, a.n);
-        double xmax = 0, dmax = 0, mass_a = 0, mass_b = 0, mom_a[2] = {0, 0}, mom_b[2] = {0, 0};
+        double xmax = 0, dmax = 0, mass_a = 0, mass_b = 0, mom_a[3] = {0, 0, 0}, mom_b[3] = {0, 0, 0};
         for (uint32_t i = 0; i < a.n; i++) {
             cr_assert_eq(a.id[i], b.id[i], "%s frame %d: id %g where one process has %g (a particle lost or doubled)",
                          many, k, b.id[i], a.id[i]);
             if (i > 0)
                 cr_assert(b.id[i] != b.id[i - 1], "%s frame %d: id %g twice", many, k, b.id[i]);
-            xmax = fmax(xmax, fmax(fabs(a.x[i]), fabs(a.y[i])));
-            dmax = fmax(dmax, fmax(fabs(a.x[i] - b.x[i]), fabs(a.y[i] - b.y[i])));
+            xmax = fmax(xmax, fmax(fabs(a.x[i]), fmax(fabs(a.y[i]), fabs(a.z[i]))));
+            dmax = fmax(dmax, fmax(fabs(a.x[i] - b.x[i]), fmax(fabs(a.y[i] - b.y[i]), fabs(a.z[i] - b.z[i]))));
             mass_a += a.m[i], mass_b += b.m[i];
-            mom_a[0] += a.m[i] * a.vx[i], mom_a[1] += a.m[i] * a.vy[i];
-            mom_b[0] += b.m[i] * b.vx[i], mom_b[1] += b.m[i] * b.vy[i];
+            mom_a[0] += a.m[i] * a.vx[i], mom_a[1] += a.m[i] * a.vy[i], mom_a[2] += a.m[i] * a.vz[i];
+            mom_b[0] += b.m[i] * b.vx[i], mom_b[1] += b.m[i] * b.vy[i], mom_b[2] += b.m[i] * b.vz[i];
             if (exact_attrs)
-                cr_assert(a.vx[i] == b.vx[i] && a.vy[i] == b.vy[i] && a.rho[i] == b.rho[i] && a.p[i] == b.p[i],
+                cr_assert(a.vx[i] == b.vx[i] && a.vy[i] == b.vy[i] && a.vz[i] == b.vz[i] && a.rho[i] == b.rho[i] &&
+                              a.p[i] == b.p[i],
                           "%s frame %d, id %g: v, rho or p differ from one process's", many, k, a.id[i]);
         }
         const double rel = dmax / xmax;
@@ -157,9 +178,10 @@ static double compare_runs(const char *one, const char *many, int frames, double
         cr_assert(fabs(mass_a - mass_b) <= 1e-12 * mass_a, "%s frame %d: mass %.17g, one process %.17g", many, k,
                   mass_b, mass_a);
         const double pscale = fmax(1e-9, mass_a * 2.0); /* |v| of a few m/s */
-        cr_assert(fabs(mom_a[0] - mom_b[0]) <= tol * pscale && fabs(mom_a[1] - mom_b[1]) <= tol * pscale,
-                  "%s frame %d: momentum (%g, %g), one process (%g, %g)", many, k, mom_b[0], mom_b[1], mom_a[0],
-                  mom_a[1]);
+        cr_assert(fabs(mom_a[0] - mom_b[0]) <= tol * pscale && fabs(mom_a[1] - mom_b[1]) <= tol * pscale &&
+                      fabs(mom_a[2] - mom_b[2]) <= tol * pscale,
+                  "%s frame %d: momentum (%g, %g, %g), one process (%g, %g, %g)", many, k, mom_b[0], mom_b[1], mom_b[2],
+                  mom_a[0], mom_a[1], mom_a[2]);
         free_frame(&a), free_frame(&b);
     }
     return worst;
@@ -201,6 +223,20 @@ Test(mpi, iisph_on_2_and_4_ranks_gives_the_frames_of_one_process)
     double w2 = compare_runs("one", "two", 10, 1e-3, 0);
     double w4 = compare_runs("one", "four", 10, 1e-3, 0);
     cr_log_info("iisph: largest relative position difference, 2 ranks %g, 4 ranks %g", w2, w4);
+}
+
+Test(mpi, dam_break_3d_on_4_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE3);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    cr_assert_eq(run_ranks(0, "one_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/one_iisph.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/four_iisph.log", sc_tmp));
+    double w = compare_runs("one", "four", 5, 1e-5, 1); /* 382 steps */
+    double wi = compare_runs("one_iisph", "four_iisph", 5, 1e-3, 0);
+    cr_log_info("3D: largest relative position difference on 4 ranks, wcsph %g, iisph %g", w, wi);
 }
 
 /* the pid a rank logged ("mpi: rank R of N (pid P)"), 0 if not yet */
