@@ -23,13 +23,19 @@ TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
             "local a, d = 0.1, 0.005\n"                                                                 \
             "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"                     \
             "  domain = { min = { -4 * d, -4 * d }, max = { 4 * a + 4 * d, 3 * a } } }\n"               \
-            "sim:load{ 'sph', 'wcsph', 'iisph' }\n"                                                     \
+            "sim:load{ 'sph', 'wcsph', 'iisph', 'dfsph', 'tension' }\n"                                            \
             "sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }\n"                     \
             "sim:boundary_box{ min = { 0, 0 }, max = { 4 * a, 2.5 * a }, layers = 2, open_top = true }\n" \
             "local nb = { 'neighbours', order = 'id' }\n"                                               \
             "if solver == 'wcsph' then\n"                                                               \
             "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
             "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "elseif solver == 'tension' then\n"                                                         \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
+            "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, { 'tension.he', kappa = 0.5 },\n" \
+            "    { 'tension.akinci', gamma = 0.5 }, 'wcsph.pressure_force', 'integrate' }\n"              \
+            "elseif solver == 'dfsph' then\n"                                                           \
+            "  sim:pipeline{ nb, 'sph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"              \
             "else\n"                                                                                    \
             "  sim:pipeline{ nb, 'sph.density', 'gravity', 'iisph.solve', 'integrate' }\n"              \
             "end\n"                                                                                     \
@@ -237,6 +243,33 @@ Test(mpi, dam_break_3d_on_4_ranks_gives_the_frames_of_one_process)
     double w = compare_runs("one", "four", 5, 1e-5, 1); /* 382 steps */
     double wi = compare_runs("one_iisph", "four_iisph", 5, 1e-3, 0);
     cr_log_info("3D: largest relative position difference on 4 ranks, wcsph %g, iisph %g", w, wi);
+}
+
+Test(mpi, dfsph_on_2_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    cr_assert_eq(run_ranks(0, "one", "--set solver=dfsph"), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", "--set solver=dfsph"), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    /* 334 steps; particles thrown over the tank's wall leave the domain and
+     * are deleted on both sides (the decomposition at the step's end) */
+    double w = compare_runs("one", "two", 10, 1e-3, 0);
+    cr_log_info("dfsph: largest relative position difference, 2 ranks %g", w);
+}
+
+/* tension's stages read, within one call, colours, gradients and normals
+ * they computed: their halo calls between the passes */
+Test(mpi, surface_tension_on_3_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set solver=tension --set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(3, "three", sets), 0, "%s", sc_slurp("%s/three.log", sc_tmp));
+    double w = compare_runs("one", "three", 5, 1e-5, 1); /* 1005 steps */
+    cr_log_info("tension: largest relative position difference, 3 ranks %g", w);
 }
 
 /* the pid a rank logged ("mpi: rank R of N (pid P)"), 0 if not yet */

@@ -600,22 +600,13 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int nf, nt, st;
     size_t N;
 
-    /* MPI (docs/mpi.md): a rank without particles still takes part in
-     * the reductions and halo exchanges of the others */
-    const int ranks = floe_ranks(api, ctx);
-    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK &&
-        !(st == FLOE_SKIP && ranks > 1 && dt > 0.0f))
+    int ranks; /* MPI (docs/mpi.md): a rank without particles takes part in the others' exchanges */
+    if ((st = floe_solver_sets_dd(api, ctx, dt, f, &nf, &N, &ranks)) != FLOE_OK)
         return st == FLOE_SKIP ? FLOE_OK : st;
     if (ensure_particles(s, N ? N : 1))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
-    double owned_total = 0.0; /* the particles the errors average over */
-    for (int q = 0; q < nf; q++) {
-        const uint32_t n = f[q].info.n, own = floe_owned(api, ctx, f[q].set, n);
-        memset(s->own + f[q].off, 1, own);
-        memset(s->own + f[q].off + own, 0, n - own);
-        owned_total += own;
-    }
-    if ((st = floe_reduce(api, ctx, &owned_total, 1, FLOE_REDUCE_SUM)) != FLOE_OK)
+    double owned_total; /* the particles the errors average over */
+    if ((st = floe_owned_mask(api, ctx, f, nf, s->own, &owned_total)) != FLOE_OK)
         return st;
 
     struct setup u[FLOE_MAX_SETS];
