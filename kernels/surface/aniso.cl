@@ -139,22 +139,24 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
 #include "floe/sym3_eigen.h"
 #include "floe/aniso_matrix.h"
 
+/* count[n]: the number of occupied cells; lo: the cells' corner (3 doubles) */
 __kernel void aniso_shape(uint n, __global const float *X, __global const float *Y, __global const float *Z,
-                          __global const ulong *ckey, __global const uint *cell, uint ncell,
+                          __global const ulong *ckey, __global const uint *cell, __global const uint *count,
                           __global const ulong *key, __global const uint *idx, __global float *kern,
-                          double lo0, double lo1, double lo2, double inv, double h, double r, float lambda,
-                          double H, double kr, int n_min, __global uint *stretched)
+                          __global const double *lo, double inv, double h, double r, float lambda,
+                          double H, double kr, int n_min, __global uint *stretched, __global const float *V)
 {
     const uint e = get_global_id(0);
     if (e >= n)
         return;
-    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    const cells cs = {X, Y, Z, ckey, cell, count[n], lo[0], lo[1], lo[2], inv, h};
     double mean[3], cov[6], G[9];
     const int cnt = neighbourhood(&cs, e, key[e], r, mean, cov, 1);
     __global float *k = kern + 16 * (size_t)idx[e];
     const float x[3] = {X[e], Y[e], Z[e]};
     for (int d = 0; d < 3; d++)
         k[d] = (float)((1.0 - lambda) * x[d] + lambda * mean[d]);
+    k[12] = V[idx[e]];
     const floe_aniso_def ad = {H, kr, n_min};
     const double ax = floe_aniso_matrix(&ad, cov, cnt, G);
     if (ax > 1.0 + 1e-6)
@@ -174,14 +176,14 @@ __kernel void aniso_shape(uint n, __global const float *X, __global const float 
 
 /* the positions X, Y, Z are the smoothed centres here, sorted again */
 __kernel void aniso_inflate(uint n, __global const float *X, __global const float *Y, __global const float *Z,
-                            __global const ulong *ckey, __global const uint *cell, uint ncell,
+                            __global const ulong *ckey, __global const uint *cell, __global const uint *count,
                             __global const ulong *key, __global const uint *idx, __global float *kern,
-                            double lo0, double lo1, double lo2, double inv, double h, double r, double mu)
+                            __global const double *lo, double inv, double h, double r, double mu)
 {
     const uint e = get_global_id(0);
     if (e >= n)
         return;
-    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    const cells cs = {X, Y, Z, ckey, cell, count[n], lo[0], lo[1], lo[2], inv, h};
     double mean[3], cov[6];
     neighbourhood(&cs, e, key[e], r, mean, cov, 0);
     __global float *k = kern + 16 * (size_t)idx[e];

@@ -145,7 +145,7 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->n, &o, m, &fo->stretched)
+        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->V, p->n, &o, &fo->stretched)
                          : kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched);
         if (krc) {
             meter_free(m, k, kb);

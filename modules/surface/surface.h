@@ -84,6 +84,17 @@ typedef struct cell_sort {
 } cell_sort;
 int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m);
 void cells_free(cell_sort *cs, mem_meter *m);
+/* the same arrays in device buffers (cells_cl.c, kernels/surface/cells.cl),
+ * sorted on the device from positions there (pos: `stride` floats a
+ * point; span bounds their extent along each axis): ncell is word n of
+ * count, lo is 3 doubles; api->fail's status on an error */
+typedef struct cells_dev {
+    void *X, *Y, *Z, *ckey, *cell, *key, *idx, *count, *lo;
+    double inv, h;
+    uint32_t n;
+} cells_dev;
+int cells_build_cl(floe_ctx *ctx, void *pos, uint32_t stride, uint32_t n, double r, const double span[3],
+                   cells_dev *cd);
 
 typedef struct aniso_opts {
     float H;                 /* kernel support */
@@ -100,9 +111,11 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
 /* the same on the OpenCL device (surface_cl.c, kernels/surface/aniso.cl):
- * the host sorts, the device sums the neighbourhoods and decomposes;
+ * the positions and volumes go up, the device sorts them by cell, sums
+ * the neighbourhoods and decomposes; the records stay there
+ * (surface.kernels), their centres and extents come back into k;
  * api->fail's status on an error */
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V, uint32_t n, const aniso_opts *o,
                          uint32_t *n_stretched);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);

@@ -1,25 +1,27 @@
-/* The OpenCL path of the surface stages: everything but the cell sorts,
- * the blocks (the grid's hash) and the files. The Yu & Turk kernels
- * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
- * field.c does), the sorted positions and cell lists go up, one work item
- * per particle sums its neighbourhood and decomposes it, and the kernels'
- * centres and extents come back (G stays there for the splat); the same again on the smoothed centres for Taubin's
- * step. The colour field splat (kernels/surface/splat.cl): one work item
+/* The OpenCL path of the surface stages: everything but the blocks (the
+ * grid's hash) and the files. The Yu & Turk kernels
+ * (kernels/surface/aniso.cl): the positions and volumes go up, the device
+ * sorts them by cell (cells_cl.c: the core's sort and scan), one work item
+ * per particle sums its neighbourhood and decomposes it, the smoothed
+ * centres are sorted again on the device for Taubin's step, and the
+ * kernels' centres and extents come back (G stays there for the splat).
+ * The colour field splat (kernels/surface/splat.cl): one work item
  * per grid point over the kernels listed for its block, the lists as the
  * host lists them (each in kernel order) but made on the device (count,
  * scan, place, a sort of each block's list) from the kernels already there
  * and the grid's hash, so only the hash and the block coordinates go up
  * (the host lists a frame where a block lists more kernels than the sort
  * holds, 4096). Marching cubes (kernels/surface/mc.cl) reads the values
- * where the
- * splat left them: count, scan (the core's cl_scan), emit; the triangles
- * and vertices come back (marching tetrahedra: the values come back and
- * the host meshes them). The vertex normals (kernels/surface/normals.cl)
- * are summed on the device too, and come back with the mesh. */
+ * where the splat left them: count, scan (the core's cl_scan), emit; the
+ * triangles and vertices come back (marching tetrahedra: the values come
+ * back and the host meshes them). The vertex normals
+ * (kernels/surface/normals.cl) are summed on the device too, and come back
+ * with the mesh. */
 #include "surface.h"
 
 #include <floe/cl_module.h>
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -47,21 +49,6 @@ static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
     return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
 }
 
-/* the sorted cells on the device: buffers in the order of the kernels'
- * arguments X, Y, Z, ckey, cell, key, idx */
-static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *buf[7])
-{
-    const size_t n = cs->n, pad = n + LANES, nc = (size_t)cs->ncell + 1;
-    int rc = FLOE_OK;
-    static const char *const names[7] = {"surface.s0", "surface.s1", "surface.s2", "surface.s3",
-                                         "surface.s4", "surface.s5", "surface.s6"};
-    const void *data[7] = {cs->xs[0], cs->xs[1], cs->xs[2], cs->ckey, cs->cell, cs->key, cs->idx};
-    const size_t bytes[7] = {pad * 4, pad * 4, pad * 4, nc * 8, nc * 4, n * 8, n * 4};
-    for (int b = 0; b < 7 && !rc; b++)
-        rc = upload(ctx, w, names[b], data[b], bytes[b], &buf[b]);
-    return rc;
-}
-
 typedef int32_t (*read_rect_fn)(void *, void *, uint32_t, const size_t *, const size_t *, const size_t *, size_t,
                                 size_t, size_t, size_t, void *, uint32_t, const void *, void *);
 
@@ -87,7 +74,27 @@ static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n,
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
 }
 
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
+/* the extent of the positions along each axis: a bound of the cells the
+ * device's sort keys span (the smoothed centres lie within it too: each is
+ * a weighted mean of positions) */
+static void span_of(const float *x, uint32_t n, double span[3])
+{
+    float lo0 = INFINITY, lo1 = INFINITY, lo2 = INFINITY, hi0 = -INFINITY, hi1 = -INFINITY, hi2 = -INFINITY;
+#pragma omp parallel for reduction(min : lo0, lo1, lo2) reduction(max : hi0, hi1, hi2) if (n >= 65536)
+    for (uint32_t i = 0; i < n; i++) {
+        const float *p = &x[3 * (size_t)i];
+        lo0 = fminf(lo0, p[0]), lo1 = fminf(lo1, p[1]), lo2 = fminf(lo2, p[2]);
+        hi0 = fmaxf(hi0, p[0]), hi1 = fmaxf(hi1, p[1]), hi2 = fmaxf(hi2, p[2]);
+    }
+    span[0] = (double)hi0 - lo0, span[1] = (double)hi1 - lo1, span[2] = (double)hi2 - lo2;
+}
+
+/* aniso_shape's or aniso_inflate's arguments over the sorted cells cd */
+#define CELL_ARGS(cd)                                                                                           \
+    FLOE_CL_ARG((cd).X), FLOE_CL_ARG((cd).Y), FLOE_CL_ARG((cd).Z), FLOE_CL_ARG((cd).ckey), FLOE_CL_ARG((cd).cell), \
+        FLOE_CL_ARG((cd).count), FLOE_CL_ARG((cd).key), FLOE_CL_ARG((cd).idx)
+
+int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V, uint32_t n, const aniso_opts *o,
                          uint32_t *n_stretched)
 {
     *n_stretched = 0;
@@ -100,57 +107,36 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
     void *infl = shape ? api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_inflate") : NULL;
     if (!infl)
         return rc ? rc : FLOE_ERR;
-    cell_sort cs;
-    if (cells_build(&cs, x, n, o->radius, m))
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
-    void *buf[7], *bk, *bst;
+    double span[3];
+    span_of(x, n, span);
+    void *bx, *bv, *bk, *bst;
+    cells_dev cd;
     const uint32_t zero = 0;
-    if (!(rc = upload_cells(ctx, w, &cs, buf)) && !(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst))) {
-        const double r_ = o->radius, H = o->H, kr = o->kr;
-        const float lambda = o->lambda;
-        const int n_min = o->n_min;
-        floe_cl_arg a[] = {FLOE_CL_ARG(n),      FLOE_CL_ARG(buf[0]), FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
-                           FLOE_CL_ARG(buf[3]), FLOE_CL_ARG(buf[4]), FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
-                           FLOE_CL_ARG(buf[6]), FLOE_CL_ARG(bk),     FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
-                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv), FLOE_CL_ARG(cs.h), FLOE_CL_ARG(r_),
-                           FLOE_CL_ARG(lambda), FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),     FLOE_CL_ARG(n_min),
-                           FLOE_CL_ARG(bst)};
-        rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n);
-        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
-        if (!rc && e)
-            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
-        if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n, !(o->lambda > 0));
-    }
-    cells_free(&cs, m);
-    if (rc || !(o->lambda > 0))
+    if ((rc = upload(ctx, w, "surface.x", x, (size_t)n * 3 * sizeof *x, &bx)) ||
+        (rc = upload(ctx, w, "surface.V", V, (size_t)n * sizeof *V, &bv)) ||
+        (rc = upload(ctx, w, "surface.kernels", NULL, (size_t)n * sizeof *k, &bk)) ||
+        (rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst)) ||
+        (rc = cells_build_cl(ctx, bx, 3, n, o->radius, span, &cd)))
         return rc;
-    /* Taubin's step on the smoothed centres, sorted again */
-    size_t bytes = (size_t)n * 3 * sizeof(float);
-    float *c = meter_alloc(m, bytes, 0);
-    if (!c)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
-    for (uint32_t i = 0; i < n; i++)
-        memcpy(&c[3 * (size_t)i], k[i].c, sizeof k[i].c);
-    rc = cells_build(&cs, c, n, o->radius, m) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods")
-                                              : FLOE_OK;
-    meter_free(m, c, bytes);
-    if (rc)
+    const double r_ = o->radius, H = o->H, kr = o->kr, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
+    const float lambda = o->lambda;
+    const int n_min = o->n_min;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n),     CELL_ARGS(cd),      FLOE_CL_ARG(bk),  FLOE_CL_ARG(cd.lo),
+                       FLOE_CL_ARG(cd.inv), FLOE_CL_ARG(cd.h), FLOE_CL_ARG(r_),  FLOE_CL_ARG(lambda),
+                       FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),    FLOE_CL_ARG(n_min), FLOE_CL_ARG(bst),
+                       FLOE_CL_ARG(bv)};
+    if ((rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
         return rc;
-    if (!(rc = upload_cells(ctx, w, &cs, buf))) {
-        const double r_ = o->radius, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
-        floe_cl_arg a[] = {FLOE_CL_ARG(n),       FLOE_CL_ARG(buf[0]),   FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
-                           FLOE_CL_ARG(buf[3]),  FLOE_CL_ARG(buf[4]),   FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
-                           FLOE_CL_ARG(buf[6]),  FLOE_CL_ARG(bk),       FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
-                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv),  FLOE_CL_ARG(cs.h),  FLOE_CL_ARG(r_),
-                           FLOE_CL_ARG(mu)};
-        rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
-        if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n, 1);
+    /* Taubin's step on the smoothed centres (the records' first 3 floats), sorted again */
+    if (o->lambda > 0 && !(rc = cells_build_cl(ctx, bk, 16, n, o->radius, span, &cd))) {
+        floe_cl_arg b[] = {FLOE_CL_ARG(n),      CELL_ARGS(cd),      FLOE_CL_ARG(bk), FLOE_CL_ARG(cd.lo),
+                           FLOE_CL_ARG(cd.inv), FLOE_CL_ARG(cd.h),  FLOE_CL_ARG(r_), FLOE_CL_ARG(mu)};
+        rc = api->cl_run(ctx, infl, n, (int)(sizeof b / sizeof *b), b, 16.0 * n);
     }
-    cells_free(&cs, m);
-    return rc;
+    int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
+    if (!rc && e)
+        rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
+    return rc ? rc : read_kernels(ctx, r, bk, k, n, 1);
 }
 
 /* the kernels of each block (kernels/surface/splat.cl: count, scan, place,
