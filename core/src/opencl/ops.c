@@ -60,7 +60,7 @@ static void destroy(floe_ctx *ctx)
     if (CL->rows_ev)
         F->clReleaseEvent(CL->rows_ev);
     CL->rows_ev = NULL;
-    if (CL->profile && CL->steps)
+    if (CL->profile && (CL->steps || CL->nks))
         cl_print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
     if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->wait_steps)

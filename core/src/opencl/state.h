@@ -321,7 +321,9 @@ double cl_max_speed(floe_ctx *ctx);
 /* frame_stats.c: a frame's statistics of a fluid set, reduced on the device */
 int cl_frame_stats(floe_ctx *ctx, pset *p, double out[4]);
 
-/* profile.c: FLOE_CL_PROFILE's kernel table, FLOE_CL_WAITS' host waits */
+/* profile.c: FLOE_CL_PROFILE's kernel table, FLOE_CL_WAITS' host waits;
+ * the finished launches' times into the table (waits for them) */
 void cl_print_profile(floe_ctx *ctx);
+void cl_profile_collect(floe_ctx *ctx);
 
 #endif
