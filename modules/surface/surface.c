@@ -129,12 +129,60 @@ typedef struct frame_out {
     double t_kern, t_splat, t_mesh; /* seconds: kernels' shapes, field, mesher */
 } frame_out;
 
+/* the kernels' records, the grid and its values on the device, the mesh
+ * by marching cubes there too (marching tetrahedra: the values come back
+ * and the host meshes them); nothing but a few counts comes back before
+ * the mesh */
+static int build_mesh_cl(floe_ctx *ctx, const floe_value *pv, int aniso, const parts *p, mem_meter *m, mesh *out,
+                         frame_out *fo, float H, double cell, mesher_kind mk)
+{
+    double t = now_s(), lo[3], hi[3];
+    const uint32_t *stretched = NULL;
+    void *bx, *bv;
+    int rc = parts_up_cl(ctx, p->x, p->V, p->n, &bx, &bv);
+    if (!rc && aniso) {
+        aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
+                        (int)pv[P_NMIN].i};
+        rc = kerns_anisotropic_cl(ctx, p->x, bx, bv, p->n, &o, &stretched);
+    } else if (!rc) {
+        rc = kerns_isotropic_cl(ctx, bx, bv, p->n, H);
+    }
+    if (!rc)
+        rc = grid_box_cl(ctx, p->n, cell, lo, hi);
+    if (!rc && stretched)
+        fo->stretched = *stretched; /* the box's read waited for it */
+    fo->t_kern = now_s() - t;
+    if (rc)
+        return rc;
+    t = now_s();
+    sgrid g;
+    rc = sgrid_init(&g, m, lo, hi, cell);
+    if (rc == FLOE_ERR_ARG)
+        rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
+    if (!rc)
+        rc = field_splat_cl(ctx, &g, p->n, mk != MESHER_CUBES);
+    fo->t_splat = now_s() - t;
+    t = now_s();
+    if (!rc && mk == MESHER_CUBES)
+        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
+    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+        rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
+                                                     : "the marching-cubes table's loops do not close (a bug)");
+    fo->t_mesh = now_s() - t;
+    fo->blocks = g.nblocks;
+    sgrid_free(&g);
+    return rc;
+}
+
 static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const parts *p, mem_meter *m,
                       mesh *out, frame_out *fo)
 {
     const floe_sim_info *si = api->sim(ctx);
     const float H = pv[P_SUPPORT].f > 0 ? (float)(pv[P_SUPPORT].f * si->spacing) : si->support;
     const double cell = pv[P_CELL].f * si->spacing;
+    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
+    if (device)
+        return build_mesh_cl(ctx, pv, aniso, p, m, out, fo, H, cell, mk);
     size_t kb = (size_t)p->n * sizeof(kern);
     kern *k = meter_alloc(m, kb, 0);
     if (!k)
@@ -145,11 +193,9 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->V, p->n, &o, &fo->stretched)
-                         : kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched);
-        if (krc) {
+        if (kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched)) {
             meter_free(m, k, kb);
-            return device ? krc : api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
         }
     } else {
         kerns_isotropic(k, p->x, p->n, H);
@@ -168,19 +214,12 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
         rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
-    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
-    /* on the device, marching cubes reads the values where the splat left them */
-    const int device_mesh = device && mk == MESHER_CUBES;
-    if (!rc && device)
-        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh, aniso);
-    else if (!rc && (rc = field_splat(&g, k, p->n)))
+    if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
     fo->t_splat = now_s() - t;
     t = now_s();
-    if (!rc && device_mesh)
-        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
-    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
         rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
                                                      : "the marching-cubes table's loops do not close (a bug)");
     fo->t_mesh = now_s() - t;

@@ -110,13 +110,21 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
 /* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
-/* the same on the OpenCL device (surface_cl.c, kernels/surface/aniso.cl):
- * the positions and volumes go up, the device sorts them by cell, sums
- * the neighbourhoods and decomposes; the records stay there
- * (surface.kernels), their centres and extents come back into k;
- * api->fail's status on an error */
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V, uint32_t n, const aniso_opts *o,
-                         uint32_t *n_stretched);
+/* ---- the device path (surface_cl.c, cells_cl.c, grid_cl.c) ----------------
+ * The positions and volumes go up once (parts_up_cl: surface.x,
+ * surface.V); the kernel records are made there (surface.kernels) and stay
+ * there: the isotropic ones (kernels/surface/grid.cl), or the Yu & Turk
+ * ones (kernels/surface/aniso.cl: the device sorts the particles by cell,
+ * sums the neighbourhoods and decomposes; x on the host bounds the cells;
+ * the count of stretched kernels is in **n_stretched after the next
+ * waiting read). api->fail's status on an error. */
+int parts_up_cl(floe_ctx *ctx, const float *x, const float *V, uint32_t n, void **bx, void **bv);
+int kerns_isotropic_cl(floe_ctx *ctx, void *bx, void *bv, uint32_t n, float H);
+int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint32_t n, const aniso_opts *o,
+                         const uint32_t **n_stretched);
+/* the grid's lo and hi from the records, as build_mesh computes them from
+ * host records */
+int grid_box_cl(floe_ctx *ctx, uint32_t n, double cell, double lo[3], double hi[3]);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
 _Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
@@ -131,11 +139,10 @@ int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
 int splat_blocks(sgrid *g, const kern *k, uint32_t n);  /* the blocks the kernels touch, values allocated */
 int splat_lists_fill(sgrid *g, const kern *k, uint32_t n, splat_lists *sl); /* after splat_blocks */
 void splat_lists_free(sgrid *g, splat_lists *sl);
-/* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
- * item per grid point; the values come back when read_back is set, the
- * kernels go up unless kerns_anisotropic_cl left them there
- * (kernels_there); api->fail's status on an error */
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there);
+/* field_splat on the OpenCL device (grid_cl.c) from the records there: the
+ * same blocks and lists, one work item per grid point; g gets the block
+ * count, and with read_back its blocks and values too (the host's mesher) */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back);
 
 /* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 

@@ -42,36 +42,21 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
 }
 
+/* a write from data that outlives the queue (static): it need not wait */
+static int upload_static(floe_ctx *ctx, write_fn w, const char *name, const void *data, size_t bytes, void **buf)
+{
+    *buf = api->cl_scratch(ctx, name, bytes);
+    if (!*buf)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
+    int32_t e = w(api->cl_queue(ctx), *buf, 0, 0, bytes, data, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
+}
+
 static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
 {
     *w = floe_cl_write_fn_of(api);
     *r = floe_cl_read_fn_of(api);
     return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
-}
-
-typedef int32_t (*read_rect_fn)(void *, void *, uint32_t, const size_t *, const size_t *, const size_t *, size_t,
-                                size_t, size_t, size_t, void *, uint32_t, const void *, void *);
-
-/* What the host needs of the kernel records the device made: the centres
- * (for Taubin's sort; with_ext: and the support half-extents, for the
- * grid's box and blocks). G stays on the device, where the splat reads
- * it: a strided read of those fields alone (12 or 24 of each record's 64
- * bytes), or the whole records where the runtime lacks it. */
-static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n, int with_ext)
-{
-    void *pf = api->cl_fn("clEnqueueReadBufferRect");
-    read_rect_fn rr;
-    memcpy(&rr, &pf, sizeof rr);
-    int32_t e = 0;
-    if (!rr || !n)
-        e = n ? r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL) : 0;
-    else
-        for (int f = 0; f <= with_ext && !e; f++) {
-            const size_t at = f ? offsetof(kern, ext) : offsetof(kern, c);
-            const size_t origin[3] = {at, 0, 0}, region[3] = {3 * sizeof(float), n, 1};
-            e = rr(api->cl_queue(ctx), bk, 1, origin, origin, region, sizeof *k, 0, sizeof *k, 0, k, 0, NULL, NULL);
-        }
-    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
 }
 
 /* the extent of the positions along each axis: a bound of the cells the
@@ -94,10 +79,22 @@ static void span_of(const float *x, uint32_t n, double span[3])
     FLOE_CL_ARG((cd).X), FLOE_CL_ARG((cd).Y), FLOE_CL_ARG((cd).Z), FLOE_CL_ARG((cd).ckey), FLOE_CL_ARG((cd).cell), \
         FLOE_CL_ARG((cd).count), FLOE_CL_ARG((cd).key), FLOE_CL_ARG((cd).idx)
 
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V, uint32_t n, const aniso_opts *o,
-                         uint32_t *n_stretched)
+int parts_up_cl(floe_ctx *ctx, const float *x, const float *V, uint32_t n, void **bx, void **bv)
 {
-    *n_stretched = 0;
+    write_fn w;
+    read_fn r;
+    int rc = get_fns(ctx, &w, &r);
+    if (!rc && !(rc = upload(ctx, w, "surface.x", x, (size_t)n * 3 * sizeof *x, bx)))
+        rc = upload(ctx, w, "surface.V", V, (size_t)n * sizeof *V, bv);
+    return rc;
+}
+
+int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint32_t n, const aniso_opts *o,
+                         const uint32_t **n_stretched)
+{
+    static const uint32_t none = 0;
+    static uint32_t unpinned;
+    *n_stretched = &none;
     if (n == 0)
         return FLOE_OK;
     write_fn w;
@@ -109,13 +106,10 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V,
         return rc ? rc : FLOE_ERR;
     double span[3];
     span_of(x, n, span);
-    void *bx, *bv, *bk, *bst;
+    void *bk, *bst;
     cells_dev cd;
-    const uint32_t zero = 0;
-    if ((rc = upload(ctx, w, "surface.x", x, (size_t)n * 3 * sizeof *x, &bx)) ||
-        (rc = upload(ctx, w, "surface.V", V, (size_t)n * sizeof *V, &bv)) ||
-        (rc = upload(ctx, w, "surface.kernels", NULL, (size_t)n * sizeof *k, &bk)) ||
-        (rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst)) ||
+    if ((rc = upload(ctx, w, "surface.kernels", NULL, (size_t)n * sizeof(kern), &bk)) ||
+        (rc = upload_static(ctx, w, "surface.stretched", &none, sizeof none, &bst)) ||
         (rc = cells_build_cl(ctx, bx, 3, n, o->radius, span, &cd)))
         return rc;
     const double r_ = o->radius, H = o->H, kr = o->kr, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
@@ -133,98 +127,14 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, const float *V,
                            FLOE_CL_ARG(cd.inv), FLOE_CL_ARG(cd.h),  FLOE_CL_ARG(r_), FLOE_CL_ARG(mu)};
         rc = api->cl_run(ctx, infl, n, (int)(sizeof b / sizeof *b), b, 16.0 * n);
     }
-    int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
-    if (!rc && e)
-        rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
-    return rc ? rc : read_kernels(ctx, r, bk, k, n, 1);
-}
-
-/* the kernels of each block (kernels/surface/splat.cl: count, scan, place,
- * sort), in surface.s0 (starts) and surface.s1 (lists); *there = 0 where a
- * block lists more kernels than the sort holds (the host lists them) */
-static int lists_cl(floe_ctx *ctx, write_fn w, read_fn r, const sgrid *g, void *bk, uint32_t n, void **bs, void **bl,
-                    int *there)
-{
-    *there = 0;
-    void *k0 = api->cl_kernel(ctx, "surface", "splat.cl", "splat_zero");
-    void *k1 = k0 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_count") : NULL;
-    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_place") : NULL;
-    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_sort") : NULL;
-    if (!k3)
-        return FLOE_ERR;
-    const uint32_t nb = (uint32_t)g->nblocks, nb1 = nb + 1, zero = 0;
-    void *bkeys, *bslot, *bpos, *bover;
-    int rc;
-    if ((rc = upload(ctx, w, "surface.s2", g->keys, g->cap * sizeof *g->keys, &bkeys)) ||
-        (rc = upload(ctx, w, "surface.s3", g->slot_block, g->cap * sizeof *g->slot_block, &bslot)) ||
-        (rc = upload(ctx, w, "surface.s0", NULL, (size_t)nb1 * sizeof(uint32_t), bs)) ||
-        (rc = upload(ctx, w, "surface.s4", NULL, (size_t)nb1 * sizeof(uint32_t), &bpos)) ||
-        (rc = upload(ctx, w, "surface.s5", &zero, sizeof zero, &bover)))
-        return rc;
-    const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
-    const int32_t mb[4] = {g->max_block[0], g->max_block[1], g->max_block[2], 0};
-    const uint64_t mask = (uint64_t)g->cap - 1;
-    floe_cl_arg a0[] = {FLOE_CL_ARG(nb1), FLOE_CL_ARG(*bs), FLOE_CL_ARG(bpos)};
-    floe_cl_arg a1[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
-                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
-                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs)};
-    if ((rc = api->cl_run(ctx, k0, nb1, 3, a0, 8.0 * nb1)) || (n && (rc = api->cl_run(ctx, k1, n, 11, a1, 256.0 * n))) ||
-        (rc = api->cl_scan(ctx, *bs, nb1)))
-        return rc;
-    uint32_t total = 0, over = 0;
-    int32_t e = r(api->cl_queue(ctx), *bs, 1, (size_t)nb * sizeof(uint32_t), sizeof total, &total, 0, NULL, NULL);
-    if (e)
-        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' length failed (error %d)", (int)e);
-    if ((rc = upload(ctx, w, "surface.s1", NULL, (size_t)total * sizeof(uint32_t), bl)))
-        return rc;
-    floe_cl_arg a2[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
-                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
-                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs),   FLOE_CL_ARG(bpos),
-                        FLOE_CL_ARG(*bl)};
-    floe_cl_arg a3[] = {FLOE_CL_ARG(nb), FLOE_CL_ARG(*bs), FLOE_CL_ARG(*bl), FLOE_CL_ARG(bover)};
-    if ((n && (rc = api->cl_run(ctx, k2, n, 13, a2, 256.0 * n))) ||
-        (nb && (rc = api->cl_run(ctx, k3, (size_t)nb * 128, 4, a3, 8.0 * total))))
-        return rc;
-    e = r(api->cl_queue(ctx), bover, 1, 0, sizeof over, &over, 0, NULL, NULL);
-    if (e)
-        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' overflow failed (error %d)", (int)e);
-    *there = over == 0;
-    return FLOE_OK;
-}
-
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
-{
-    write_fn w = floe_cl_write_fn_of(api);
-    read_fn r = floe_cl_read_fn_of(api);
-    void *kernel = api->cl_kernel(ctx, "surface", "splat.cl", "splat");
-    if (!w || !r || !kernel)
-        return kernel ? api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes") : FLOE_ERR;
-    splat_lists sl = {0};
-    int rc = splat_blocks(g, k, n);
     if (rc)
-        return api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
-    void *bk, *bs, *bl, *bc, *bv;
-    const size_t npts = (size_t)g->nblocks * BLOCK_PTS;
-    int there = 0; /* the lists made on the device */
-    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)))
-        rc = lists_cl(ctx, w, r, g, bk, n, &bs, &bl, &there);
-    if (!rc && !there && (rc = splat_lists_fill(g, k, n, &sl)))
-        rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
-    if (!rc && !there && !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)))
-        rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl);
-    if (!rc && !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
-        !(rc = upload(ctx, w, "surface.values", NULL, npts * sizeof(float), &bv)) && npts) {
-        uint32_t np = (uint32_t)npts;
-        float lo0 = (float)g->lo[0], lo1 = (float)g->lo[1], lo2 = (float)g->lo[2], cell = (float)g->cell;
-        floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bk), FLOE_CL_ARG(bs), FLOE_CL_ARG(bl), FLOE_CL_ARG(bc),
-                           FLOE_CL_ARG(bv), FLOE_CL_ARG(lo0), FLOE_CL_ARG(lo1), FLOE_CL_ARG(lo2), FLOE_CL_ARG(cell)};
-        rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * npts);
-        int32_t e = rc || !read_back ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
-        if (e)
-            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the grid values failed (error %d)", (int)e);
-    }
-    splat_lists_free(g, &sl);
-    return rc;
+        return rc;
+    /* the count arrives by the caller's next waiting read (in-order queue):
+     * into pinned memory without waiting, else read now */
+    uint32_t *pin = api->cl_pinned(ctx, "surface.stretched", sizeof *pin);
+    int32_t e = r(api->cl_queue(ctx), bst, !pin, 0, sizeof *pin, pin ? pin : &unpinned, 0, NULL, NULL);
+    *n_stretched = pin ? pin : &unpinned;
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e) : FLOE_OK;
 }
 
 /* the vertex normals of the mesh on the device (kernels/surface/normals.cl,
@@ -286,30 +196,23 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     const size_t nb = (size_t)g->nblocks, npts = nb * BLOCK_PTS;
     if (npts >= UINT32_MAX)
         return api->fail(ctx, FLOE_ERR_ARG, "%zu grid points: too many for the device mesher", npts);
-    /* each block's 2x2x2 neighbourhood, as mesher.c's block_triangulate finds it */
-    const size_t snb = nb * 8 * sizeof(int32_t);
-    int32_t *nbr = meter_alloc(out->mem, snb, 0);
-    if (!nbr)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
-#pragma omp parallel for if (nb >= 1024)
-    for (size_t b = 0; b < nb; b++)
-        for (int c = 0; c < 8; c++)
-            nbr[8 * b + c] = sgrid_find(g, g->coord[3 * b] + (c & 1), g->coord[3 * b + 1] + (c >> 1 & 1),
-                                        g->coord[3 * b + 2] + (c >> 2 & 1));
+    /* what field_splat_cl left: the values, the blocks' coordinates and
+     * their 2x2x2 neighbourhoods (mesher.c's block_triangulate's) */
     void *bv = api->cl_scratch(ctx, "surface.values", npts * sizeof(float));
     void *bc = api->cl_scratch(ctx, "surface.blocks", nb * 3 * sizeof(int32_t));
-    void *bn, *bnt, *btri, *btc, *bvc, *bvo, *bto;
-    const uint32_t zero = 0;
+    void *bn = api->cl_scratch(ctx, "surface.nbr", nb * 8 * sizeof(int32_t));
+    void *bnt, *btri, *btc, *bvc, *bvo, *bto;
+    static const uint32_t zero = 0;
     uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
-    rc = bv && bc ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
-    if (!rc && !(rc = upload(ctx, w, "surface.s2", nbr, snb, &bn)) &&
-        !(rc = upload(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
-        !(rc = upload(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
+    rc = bv && bc && bn ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
+    /* the table and the zeros are static: their writes need not wait */
+    if (!rc && !(rc = upload_static(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
+        !(rc = upload_static(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
         !(rc = upload(ctx, w, "surface.s5", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
         !(rc = upload(ctx, w, "surface.s6", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
         /* the word after the last point stays 0: the scans leave the totals there */
-        int32_t e = w(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
-        e = e ? e : w(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        int32_t e = w(api->cl_queue(ctx), btc, 0, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        e = e ? e : w(api->cl_queue(ctx), bvc, 0, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
     }
@@ -351,7 +254,7 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     if (!rc && !(rc = upload(ctx, w, "surface.s5", NULL, (size_t)nv * sizeof(uint32_t), &bfirst)) &&
         !(rc = upload(ctx, w, "surface.s6", NULL, ((size_t)nc + 1) * sizeof(uint32_t), &bflag)) &&
         !(rc = upload(ctx, w, "surface.s2", NULL, sv, &bvf))) {
-        int32_t e = w(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        int32_t e = w(api->cl_queue(ctx), bflag, 0, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
         floe_cl_arg a1[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst)};
@@ -391,6 +294,5 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         if (!rc && bad)
             rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
     }
-    meter_free(out->mem, nbr, snb);
     return rc ? rc : normals_cl(ctx, r, bvf, bto, out);
 }
