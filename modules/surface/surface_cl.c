@@ -139,13 +139,11 @@ int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint
 
 /* the vertex normals of the mesh on the device (kernels/surface/normals.cl,
  * the sums of mesher.c's vertex_normals_par): bv holds its nv vertices,
- * bt its triangles; the normals come back into out->nrm */
-static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
+ * bt its nt triangles; the normals into *bn */
+static int normals_cl(floe_ctx *ctx, void *bv, void *bt, uint32_t nv, uint32_t nt, void **bn)
 {
-    const uint32_t nv = out->nv, nt = out->nt, nv1 = nv + 1;
-    out->nrm = meter_alloc(out->mem, (size_t)nv * 3 * sizeof *out->nrm, 0);
-    if (!out->nrm && nv)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the normals of %u vertices", nv);
+    const uint32_t nv1 = nv + 1;
+    *bn = NULL;
     if (!nv)
         return FLOE_OK;
     void *k0 = api->cl_kernel(ctx, "surface", "normals.cl", "nrm_zero");
@@ -172,8 +170,8 @@ static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
         rc = api->cl_run(ctx, k2, nt, 5, a2, 36.0 * nt);
     if (!rc)
         rc = api->cl_run(ctx, k3, nv, 5, a3, 8.0 * nv + 48.0 * nt);
-    int32_t e = rc ? 0 : r(api->cl_queue(ctx), nrm, 1, 0, (size_t)nv * 3 * sizeof(float), out->nrm, 0, NULL, NULL);
-    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the normals failed (error %d)", (int)e) : rc;
+    *bn = nrm;
+    return rc;
 }
 
 /* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
@@ -204,6 +202,7 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     void *bnt, *btri, *btc, *bvc, *bvo, *bto;
     static const uint32_t zero = 0;
     uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
+    uint32_t *pin = api->cl_pinned(ctx, "surface.mesh_counts", sizeof tot);
     rc = bv && bc && bn ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
     /* the table and the zeros are static: their writes need not wait */
     if (!rc && !(rc = upload_static(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
@@ -222,10 +221,14 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         rc = api->cl_run(ctx, kc, npts, (int)(sizeof a / sizeof *a), a, 4.0 * 4 * npts);
     }
     if (!rc && !(rc = api->cl_scan(ctx, btc, np + 1)) && !(rc = api->cl_scan(ctx, bvc, np + 1))) {
-        int32_t e = r(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof tot[0], &tot[0], 0, NULL, NULL);
+        /* both counts by one wait: the first into pinned memory without waiting */
+        int32_t e = r(api->cl_queue(ctx), btc, !pin, npts * sizeof(uint32_t), sizeof tot[0], pin ? pin : &tot[0], 0,
+                      NULL, NULL);
         e = e ? e : r(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof tot[1], &tot[1], 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh's counts failed (error %d)", (int)e);
+        else if (pin)
+            tot[0] = pin[0];
     }
     const uint32_t nt = tot[0], nv = tot[1], nc = 3 * nt;
     if (!rc && (uint64_t)nt * 3 >= UINT32_MAX)
@@ -272,20 +275,34 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
                                nkept, nv);
         }
     }
+    void *bnrm = NULL;
+    if (!rc)
+        rc = normals_cl(ctx, bvf, bto, nkept, nt, &bnrm);
+    const size_t skept = (size_t)nkept * 3 * sizeof(float);
     if (!rc) {
         out->tri = meter_alloc(out->mem, st, 0);
-        out->v = meter_alloc(out->mem, sv, 0);
-        if (!out->tri || !out->v)
+        out->v = meter_alloc(out->mem, skept, 0);
+        out->nrm = meter_alloc(out->mem, skept, 0);
+        out->t_cap = nt; /* what mesh_free frees */
+        out->v_cap = out->nv = nkept;
+        if (!out->tri || !out->v || !out->nrm)
             rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
     }
     if (!rc) {
-        out->t_cap = nt;
-        out->v_cap = nv;
-        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 1, 0, (size_t)nkept * 3 * sizeof(float), out->v, 0, NULL, NULL) : 0;
-        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
-        if (e)
+        /* the mesh in one wait: vertices and triangles without waiting, the
+         * normals waiting (the queue runs in order) */
+        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 0, 0, skept, out->v, 0, NULL, NULL) : 0;
+        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 0, 0, st, out->tri, 0, NULL, NULL);
+        e = e || !nkept ? e : r(api->cl_queue(ctx), bnrm, 1, 0, skept, out->nrm, 0, NULL, NULL);
+        if (e) {
+            /* no read may still be writing into the mesh when it is freed */
+            int32_t (*finish)(void *) = NULL;
+            void *pf = api->cl_fn("clFinish");
+            memcpy(&finish, &pf, sizeof finish);
+            if (finish)
+                finish(api->cl_queue(ctx));
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
-        out->nv = nkept;
+        }
         out->nt = nt;
         long bad = 0;
 #pragma omp parallel for reduction(+ : bad) if (nc > 65536)
@@ -294,5 +311,5 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         if (!rc && bad)
             rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
     }
-    return rc ? rc : normals_cl(ctx, r, bvf, bto, out);
+    return rc;
 }
