@@ -22,13 +22,7 @@
 #define KEY_MASK 0x1fffffL
 
 /* a float's bits as an int that orders as the float does */
-static int ordered(float f)
-{
-    const int i = as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-
-static float unordered(int i) { return as_float(i >= 0 ? i : i ^ 0x7fffffff); }
+#include "surface/ordered.h"
 
 /* m[3] starts at INT_MAX (the host fills it); local size at most 256 */
 __kernel void cells_min(uint n, __global const float *pos, uint stride, __global int *m)

@@ -25,11 +25,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-static int ordered(float f)
-{
-    const int i = as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
+#include "surface/ordered.h"
 
 __kernel void kern_iso(uint n, __global const float *x, __global const float *V, float H, __global float *kern)
 {

@@ -12,14 +12,6 @@
 #include <limits.h>
 #include <math.h>
 
-static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc)
-{
-    void *b = *rc ? NULL : api->cl_scratch(ctx, name, bytes ? bytes : 4);
-    if (!b && !*rc)
-        *rc = api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
-    return b;
-}
-
 int cells_build_cl(floe_ctx *ctx, void *pos, uint32_t stride, uint32_t n, double r, const double span[3],
                    cells_dev *cd)
 {
@@ -47,16 +39,16 @@ int cells_build_cl(floe_ctx *ctx, void *pos, uint32_t stride, uint32_t n, double
         bits++;
     const size_t pad = (size_t)n + LANES, n1 = (size_t)n + 1;
     int rc = FLOE_OK;
-    cd->X = scratch(ctx, "surface.s0", pad * 4, &rc);
-    cd->Y = scratch(ctx, "surface.s1", pad * 4, &rc);
-    cd->Z = scratch(ctx, "surface.s2", pad * 4, &rc);
-    cd->ckey = scratch(ctx, "surface.s3", n1 * 8, &rc);
-    cd->cell = scratch(ctx, "surface.s4", n1 * 4, &rc);
-    cd->key = scratch(ctx, "surface.s5", (size_t)n * 8, &rc);
-    cd->idx = scratch(ctx, "surface.s6", (size_t)n * 4, &rc);
-    cd->count = scratch(ctx, "surface.s8", n1 * 4, &rc);
-    cd->lo = scratch(ctx, "surface.geo", 3 * sizeof(double), &rc);
-    void *skey = scratch(ctx, "surface.s9", (size_t)n * 8, &rc), *mins = scratch(ctx, "surface.min", 16, &rc);
+    cd->X = surface_scratch(ctx, "surface.s0", pad * 4, &rc);
+    cd->Y = surface_scratch(ctx, "surface.s1", pad * 4, &rc);
+    cd->Z = surface_scratch(ctx, "surface.s2", pad * 4, &rc);
+    cd->ckey = surface_scratch(ctx, "surface.s3", n1 * 8, &rc);
+    cd->cell = surface_scratch(ctx, "surface.s4", n1 * 4, &rc);
+    cd->key = surface_scratch(ctx, "surface.s5", (size_t)n * 8, &rc);
+    cd->idx = surface_scratch(ctx, "surface.s6", (size_t)n * 4, &rc);
+    cd->count = surface_scratch(ctx, "surface.s8", n1 * 4, &rc);
+    cd->lo = surface_scratch(ctx, "surface.geo", 3 * sizeof(double), &rc);
+    void *skey = surface_scratch(ctx, "surface.s9", (size_t)n * 8, &rc), *mins = surface_scratch(ctx, "surface.min", 16, &rc);
     if (rc)
         return rc;
     const int32_t big = INT_MAX;

@@ -14,14 +14,6 @@
 #include <limits.h>
 #include <string.h>
 
-static void *scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc)
-{
-    void *b = *rc ? NULL : api->cl_scratch(ctx, name, bytes ? bytes : 4);
-    if (!b && !*rc)
-        *rc = api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
-    return b;
-}
-
 /* word `at` of buf (uint words) into *out, waiting */
 static int read_word(floe_ctx *ctx, void *buf, size_t at, uint32_t *out, const char *what)
 {
@@ -34,7 +26,7 @@ int kerns_isotropic_cl(floe_ctx *ctx, void *x, void *V, uint32_t n, float H)
 {
     void *k = api->cl_kernel(ctx, "surface", "grid.cl", "kern_iso");
     int rc = k ? FLOE_OK : FLOE_ERR;
-    void *bk = scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
+    void *bk = surface_scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
     if (rc || !n)
         return rc;
     floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(V), FLOE_CL_ARG(H), FLOE_CL_ARG(bk)};
@@ -61,8 +53,8 @@ int grid_box_cl(floe_ctx *ctx, uint32_t n, double cell, double lo[3], double hi[
     floe_cl_read_fn r = floe_cl_read_fn_of(api);
     void *k = api->cl_kernel(ctx, "surface", "grid.cl", "kern_box");
     int rc = k ? FLOE_OK : FLOE_ERR;
-    void *bk = scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
-    void *box = scratch(ctx, "surface.min", sizeof init, &rc);
+    void *bk = surface_scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
+    void *box = surface_scratch(ctx, "surface.min", sizeof init, &rc);
     if (rc)
         return rc;
     int32_t got[6];
@@ -117,8 +109,8 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
         return read_back ? sgrid_alloc_values(g) : FLOE_OK;
     const uint32_t n1 = n + 1;
     int rc = FLOE_OK;
-    void *bk = scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
-    void *cnt1 = scratch(ctx, "surface.s0", (size_t)n1 * 4, &rc), *cnt0 = scratch(ctx, "surface.s1", (size_t)n1 * 4, &rc);
+    void *bk = surface_scratch(ctx, "surface.kernels", (size_t)n * sizeof(kern), &rc);
+    void *cnt1 = surface_scratch(ctx, "surface.s0", (size_t)n1 * 4, &rc), *cnt0 = surface_scratch(ctx, "surface.s1", (size_t)n1 * 4, &rc);
     if (rc)
         return rc;
     const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
@@ -133,9 +125,9 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     if ((rc = read_word(ctx, cnt1, n, &m1, "the grid's block count")) ||
         (rc = read_word(ctx, cnt0, n, &m0, "the splat lists' length")))
         return rc;
-    void *key1 = scratch(ctx, "surface.s2", (size_t)m1 * 8, &rc), *val1 = scratch(ctx, "surface.s3", (size_t)m1 * 4, &rc);
-    void *key0 = scratch(ctx, "surface.s4", (size_t)m0 * 8, &rc), *val0 = scratch(ctx, "surface.s5", (size_t)m0 * 4, &rc);
-    void *flag = scratch(ctx, "surface.s6", ((size_t)m1 + 1) * 4, &rc);
+    void *key1 = surface_scratch(ctx, "surface.s2", (size_t)m1 * 8, &rc), *val1 = surface_scratch(ctx, "surface.s3", (size_t)m1 * 4, &rc);
+    void *key0 = surface_scratch(ctx, "surface.s4", (size_t)m0 * 8, &rc), *val0 = surface_scratch(ctx, "surface.s5", (size_t)m0 * 4, &rc);
+    void *flag = surface_scratch(ctx, "surface.s6", ((size_t)m1 + 1) * 4, &rc);
     if (rc)
         return rc;
     const uint64_t blocks = (uint64_t)mb[0] * (uint64_t)mb[1] * (uint64_t)mb[2];
@@ -158,11 +150,11 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     if (nb > (uint32_t)INT32_MAX / BLOCK_PTS)
         return api->fail(ctx, FLOE_ERR_ARG, "%u blocks: too many for the device grid", nb);
     const size_t npts = (size_t)nb * BLOCK_PTS;
-    void *bkey = scratch(ctx, "surface.bkey", (size_t)nb * 8, &rc);
-    void *coord = scratch(ctx, "surface.blocks", (size_t)nb * 12, &rc);
-    void *start = scratch(ctx, "surface.s7", ((size_t)nb + 1) * 4, &rc);
-    void *nbr = scratch(ctx, "surface.nbr", (size_t)nb * 32, &rc);
-    void *val = scratch(ctx, "surface.values", npts * 4, &rc);
+    void *bkey = surface_scratch(ctx, "surface.bkey", (size_t)nb * 8, &rc);
+    void *coord = surface_scratch(ctx, "surface.blocks", (size_t)nb * 12, &rc);
+    void *start = surface_scratch(ctx, "surface.s7", ((size_t)nb + 1) * 4, &rc);
+    void *nbr = surface_scratch(ctx, "surface.nbr", (size_t)nb * 32, &rc);
+    void *val = surface_scratch(ctx, "surface.values", npts * 4, &rc);
     if (rc)
         return rc;
     const uint32_t nb1 = nb + 1, np = (uint32_t)npts;

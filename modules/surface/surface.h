@@ -118,6 +118,9 @@ int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, 
  * sums the neighbourhoods and decomposes; x on the host bounds the cells;
  * the count of stretched kernels is in **n_stretched after the next
  * waiting read). api->fail's status on an error. */
+/* the core's named device buffer (surface.*), nothing when *rc is already
+ * an error; a missing buffer makes *rc one */
+void *surface_scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc);
 int parts_up_cl(floe_ctx *ctx, const float *x, const float *V, uint32_t n, void **bx, void **bv);
 int kerns_isotropic_cl(floe_ctx *ctx, void *bx, void *bv, uint32_t n, float H);
 int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint32_t n, const aniso_opts *o,

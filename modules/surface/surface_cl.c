@@ -42,6 +42,14 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
 }
 
+void *surface_scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc)
+{
+    void *b = *rc ? NULL : api->cl_scratch(ctx, name, bytes ? bytes : 4);
+    if (!b && !*rc)
+        *rc = api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
+    return b;
+}
+
 /* a write from data that outlives the queue (static): it need not wait */
 static int upload_static(floe_ctx *ctx, write_fn w, const char *name, const void *data, size_t bytes, void **buf)
 {
