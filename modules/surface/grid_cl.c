@@ -14,7 +14,8 @@
 #include <limits.h>
 #include <string.h>
 
-/* word `at` of buf (uint words) into *out, waiting */
+/* word `at` of buf (uint words) into *out, waiting (the queue runs in
+ * order: every earlier read is done too) */
 static int read_word(floe_ctx *ctx, void *buf, size_t at, uint32_t *out, const char *what)
 {
     floe_cl_read_fn r = floe_cl_read_fn_of(api);
@@ -121,10 +122,17 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     if ((rc = api->cl_run(ctx, kn[0], n1, 9, ac, 72.0 * n)) || (rc = api->cl_scan(ctx, cnt1, n1)) ||
         (rc = api->cl_scan(ctx, cnt0, n1)))
         return rc;
-    uint32_t m1, m0;
-    if ((rc = read_word(ctx, cnt1, n, &m1, "the grid's block count")) ||
+    /* both totals by one wait: the first into pinned memory without waiting */
+    uint32_t m1, m0, *pin = api->cl_pinned(ctx, "surface.pairs", sizeof m1);
+    floe_cl_read_fn r = floe_cl_read_fn_of(api);
+    int32_t e = pin && r ? r(api->cl_queue(ctx), cnt1, 0, (size_t)n * 4, 4, pin, 0, NULL, NULL) : 0;
+    if (e)
+        return api->fail(ctx, FLOE_ERR, "OpenCL read of the grid's pair count failed (error %d)", (int)e);
+    if ((!pin && (rc = read_word(ctx, cnt1, n, &m1, "the grid's pair count"))) ||
         (rc = read_word(ctx, cnt0, n, &m0, "the splat lists' length")))
         return rc;
+    if (pin)
+        m1 = *pin;
     void *key1 = surface_scratch(ctx, "surface.s2", (size_t)m1 * 8, &rc), *val1 = surface_scratch(ctx, "surface.s3", (size_t)m1 * 4, &rc);
     void *key0 = surface_scratch(ctx, "surface.s4", (size_t)m0 * 8, &rc), *val0 = surface_scratch(ctx, "surface.s5", (size_t)m0 * 4, &rc);
     void *flag = surface_scratch(ctx, "surface.s6", ((size_t)m1 + 1) * 4, &rc);
