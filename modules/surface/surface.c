@@ -102,14 +102,20 @@ static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
         if (api->set_info(ctx, sets[s], &in) || !set_chosen(list, in.name) || !in.n)
             continue;
         const float *x = api->attr(ctx, sets[s], "x", FLOE_VEC3), *mass = api->attr(ctx, sets[s], "m", FLOE_F32);
+        const size_t at = p->n;
+        uint32_t bad = in.n; /* the first particle with a non-finite position */
+#pragma omp parallel for reduction(min : bad) if (in.n >= 65536)
         for (uint32_t i = 0; i < in.n; i++) {
             if (!isfinite(x[3 * i]) || !isfinite(x[3 * i + 1]) || !isfinite(x[3 * i + 2]))
-                return api->fail(ctx, FLOE_ERR_ARG, "particle %u of set '%s' has a non-finite position (%g, %g, %g)",
-                                 i, in.name, x[3 * i], x[3 * i + 1], x[3 * i + 2]);
-            memcpy(&p->x[3 * (size_t)p->n], &x[3 * i], 3 * sizeof *x);
+                bad = i < bad ? i : bad;
+            memcpy(&p->x[3 * (at + i)], &x[3 * (size_t)i], 3 * sizeof *x);
             /* rest volume m / rho0: the colour field is 1 inside the fluid */
-            p->V[p->n++] = mass && in.rest_density > 0 ? mass[i] / in.rest_density : (float)rest_volume;
+            p->V[at + i] = mass && in.rest_density > 0 ? mass[i] / in.rest_density : (float)rest_volume;
         }
+        if (bad < in.n)
+            return api->fail(ctx, FLOE_ERR_ARG, "particle %u of set '%s' has a non-finite position (%g, %g, %g)",
+                             bad, in.name, x[3 * (size_t)bad], x[3 * (size_t)bad + 1], x[3 * (size_t)bad + 2]);
+        p->n += in.n;
     }
     return FLOE_OK;
 }
