@@ -34,10 +34,20 @@ static ulong cell_key(long cx, long cy, long cz)
     return (ulong)cx | (ulong)cy << 21 | (ulong)cz << 42;
 }
 
-/* first cell with key >= k */
-static uint lower_bound(__global const ulong *ckey, uint n, ulong k)
+/* first cell at or after a with key >= k: a gallop from the previous
+ * row's cell (a row's keys come after the previous row's), then a
+ * binary search (field.c's lower_bound_from); from a = 0, a binary
+ * search of the whole list */
+static uint lower_bound_from(__global const ulong *ckey, uint n, uint a, ulong k)
 {
-    uint a = 0, b = n;
+    uint step = 1, b = a;
+    if (a == 0) /* the first row: the whole list */
+        b = n;
+    while (a > 0 && b < n && ckey[b] < k) {
+        a = b + 1;
+        b = a + step - 1 < n ? a + step - 1 : n;
+        step *= 2;
+    }
     while (a < b) {
         uint mid = a + (b - a) / 2;
         if (ckey[mid] < k)
@@ -73,6 +83,7 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
         for (int k = 0; k < 6; k++)
             s2[k][l] = 0.0f;
     }
+    uint from = 0;
     for (int dz = -CELL_DIV; dz <= CELL_DIV; dz++) {
         const double gz = axis_gap(u2, c2 + dz, h);
         for (int dy = -CELL_DIV; dy <= CELL_DIV; dy++) {
@@ -85,7 +96,7 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
             x1 = x1 > c0 + CELL_DIV ? c0 + CELL_DIV : x1;
             /* the entries of x cells x0..x1 of the row: from the first cell
              * at or after x0 to the first at or after x1 + 1 */
-            uint g = lower_bound(cs->ckey, cs->ncell, cell_key(x0, c1 + dy, c2 + dz));
+            uint g = from = lower_bound_from(cs->ckey, cs->ncell, from, cell_key(x0, c1 + dy, c2 + dz));
             const uint f0 = cs->cell[g];
             const ulong kend = cell_key(x1 + 1, c1 + dy, c2 + dz);
             while (cs->ckey[g] < kend)
