@@ -3,7 +3,9 @@
  * give the mesh of the C path: triangle count within 0.1%, vertices within
  * 1e-4 of the cell size, normals within 1e-4; on a sphere with a slab
  * through it, and on a ball with drops spread over a 20 m box (wide sort
- * keys, blocks far apart). A frame without particles gives an empty mesh.
+ * keys, blocks far apart), and on two sets surfaced together. A frame
+ * without particles gives an empty mesh, a non-finite position an error
+ * naming it.
  * Skipped without an OpenCL device. */
 #include "cl_fixture.h"
 #include "surface_mesh.h"
@@ -15,7 +17,7 @@
 
 static const float D = 0.1f;
 
-enum scene { SPHERE_SLAB, DROPS, EMPTY };
+enum scene { SPHERE_SLAB, DROPS, EMPTY, TWO_SETS, NAN_AT_17 };
 
 static uint32_t lcg = 12345;
 static float rnd(void) /* in [0, 1) */
@@ -24,6 +26,9 @@ static float rnd(void) /* in [0, 1) */
     return (float)(lcg >> 8) / 16777216.0f;
 }
 
+/* the mesh of scene sc by the stage on the backend; NAN_AT_17: returns the
+ * stage's error message instead (m untouched) */
+static char last_error[512];
 static void mesh_on(const char *backend, const char *stage, enum scene sc, tmesh *m)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
@@ -41,11 +46,16 @@ static void mesh_on(const char *backend, const char *stage, enum scene sc, tmesh
     cr_assert_not_null(ctx, "%s", err);
     cr_assert_eq(floe_module_load(ctx, "surface"), FLOE_OK, "%s", floe_ctx_error(ctx));
     floe_set s = floe_set_create(ctx, "fluid", FLOE_SET_FLUID, 1000);
-    if (sc == SPHERE_SLAB) {
+    if (sc == SPHERE_SLAB || sc == TWO_SETS || sc == NAN_AT_17) {
         const float c[3] = {0.013f, -0.021f, 0.007f};
         cr_assert_gt(floe_fill_sphere(ctx, s, c, 10 * D, NULL), 4000);
         const float lo[3] = {-1.2f, -1.2f, -0.2f}, hi[3] = {1.2f, -0.8f, 0.2f}; /* a slab through it: stretched kernels */
-        floe_fill_box(ctx, s, lo, hi, NULL);
+        /* TWO_SETS: the slab is a set of its own (another rest density),
+         * surfaced together with the sphere: the device copies them side
+         * by side */
+        floe_fill_box(ctx, sc == TWO_SETS ? floe_set_create(ctx, "slab", FLOE_SET_FLUID, 500) : s, lo, hi, NULL);
+        if (sc == NAN_AT_17)
+            ((float *)floe_attr(ctx, s, "x", FLOE_VEC3))[3 * 17 + 2] = NAN;
     } else if (sc == DROPS) {
         const float c[3] = {-9.5f, 3.0f, 8.0f};
         cr_assert_gt(floe_fill_sphere(ctx, s, c, 5 * D, NULL), 400);
@@ -62,6 +72,12 @@ static void mesh_on(const char *backend, const char *stage, enum scene sc, tmesh
     cr_assert_eq(system(path), 0);
     floe_param_kv kv[] = {{"format", FLOE_PARAM_STRING, {.s = "ply"}}};
     cr_assert_eq(floe_pipeline_add(ctx, stage, kv, 1), FLOE_OK, "%s", floe_ctx_error(ctx));
+    if (sc == NAN_AT_17) {
+        cr_assert_neq(floe_frame_stages(ctx, dir, 0), FLOE_OK);
+        snprintf(last_error, sizeof last_error, "%s", floe_ctx_error(ctx));
+        floe_ctx_destroy(ctx);
+        return;
+    }
     cr_assert_eq(floe_frame_stages(ctx, dir, 0), FLOE_OK, "%s", floe_ctx_error(ctx));
     snprintf(path, sizeof path, "%s/surface.0000.ply", dir);
     cr_assert_eq(tmesh_read_ply(path, m), 0, "%s", path);
@@ -145,6 +161,22 @@ Test(surface_cl, drops_in_a_large_box_agree_with_the_c_path)
 {
     agree("surface.mc", DROPS);
     agree("surface.anisotropic", DROPS);
+}
+
+Test(surface_cl, two_sets_are_surfaced_together_as_on_the_cpu)
+{
+    agree("surface.anisotropic", TWO_SETS);
+}
+
+Test(surface_cl, a_non_finite_position_is_an_error_naming_the_particle)
+{
+    need_opencl();
+    const char *stages[] = {"surface.mc", "surface.anisotropic"};
+    for (int i = 0; i < 2; i++) {
+        mesh_on("opencl", stages[i], NAN_AT_17, NULL);
+        cr_assert(strstr(last_error, "particle 17 of set 'fluid' has a non-finite position"), "%s: %s", stages[i],
+                  last_error);
+    }
 }
 
 Test(surface_cl, no_particles_give_an_empty_mesh)

@@ -3,6 +3,8 @@
  * the host, numbered alike (by position: z, then y, then x), and each
  * block's list of kernels as splat_lists_fill makes it (kernel order).
  *
+ *   parts_in      the chosen sets' positions and volumes side by side,
+ *                 their box and first non-finite position
  *   kern_iso      isotropic records (field.c's kerns_isotropic)
  *   kern_box      the least c - ext and the largest c + ext of each axis
  *                 (atomics on the floats' ordered bits: exact)
@@ -26,6 +28,51 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 #include "surface/ordered.h"
+
+/* one set's particles into the surfacer's arrays from entry `at` on: the
+ * volume m / rho0 (float division, done in double and rounded: the same
+ * float) or vol without masses, the positions when copy != 0; the box of
+ * its positions (box[0..2] least, box[3..5] largest, ordered bits) and the
+ * entry of the first non-finite position (*bad, starting at UINT_MAX).
+ * Local size at most 256. */
+__kernel void parts_in(uint n, __global const float *x, __global const float *m, int has_m, float rho0, float vol,
+                       int copy, uint at, __global float *xo, __global float *V, __global int *box,
+                       __global uint *bad)
+{
+    __local int l[6][256];
+    const uint i = get_global_id(0), lid = get_local_id(0), ls = get_local_size(0);
+    int fin = 0;
+    float p[3] = {0.0f, 0.0f, 0.0f};
+    if (i < n) {
+        for (int d = 0; d < 3; d++)
+            p[d] = x[3 * (size_t)i + d];
+        fin = isfinite(p[0]) && isfinite(p[1]) && isfinite(p[2]);
+        if (!fin)
+            atomic_min(bad, at + i);
+        V[at + i] = has_m ? (float)((double)m[i] / (double)rho0) : vol;
+        if (copy)
+            for (int d = 0; d < 3; d++)
+                xo[3 * ((size_t)at + i) + d] = p[d];
+    }
+    for (int d = 0; d < 3; d++) {
+        l[d][lid] = fin ? ordered(p[d]) : INT_MAX;
+        l[3 + d][lid] = fin ? ordered(p[d]) : INT_MIN;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = 1; s < ls; s <<= 1) {
+        if (lid % (2 * s) == 0 && lid + s < ls)
+            for (int d = 0; d < 3; d++) {
+                l[d][lid] = min(l[d][lid], l[d][lid + s]);
+                l[3 + d][lid] = max(l[3 + d][lid], l[3 + d][lid + s]);
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        for (int d = 0; d < 3; d++) {
+            atomic_min(&box[d], l[d][0]);
+            atomic_max(&box[3 + d], l[3 + d][0]);
+        }
+}
 
 __kernel void kern_iso(uint n, __global const float *x, __global const float *V, float H, __global float *kern)
 {

@@ -12,6 +12,7 @@
 #include <floe/cl_module.h>
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 /* word `at` of buf (uint words) into *out, waiting (the queue runs in
@@ -21,6 +22,80 @@ static int read_word(floe_ctx *ctx, void *buf, size_t at, uint32_t *out, const c
     floe_cl_read_fn r = floe_cl_read_fn_of(api);
     int32_t e = r ? r(api->cl_queue(ctx), buf, 1, at * sizeof *out, sizeof *out, out, 0, NULL, NULL) : -1;
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of %s failed (error %d)", what, (int)e) : FLOE_OK;
+}
+
+static float unordered(int32_t i)
+{
+    const int32_t b = i >= 0 ? i : i ^ 0x7fffffff;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+int gather_cl(floe_ctx *ctx, const chosen *ch, void **bx, void **bv, double span[3])
+{
+    const floe_sim_info *si = api->sim(ctx);
+    const float vol = (float)((double)si->spacing * si->spacing * si->spacing);
+    const uint32_t n = ch->total;
+    const int32_t copy = ch->n > 1;
+    static const int32_t init[6] = {INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN};
+    static const uint32_t none = UINT32_MAX;
+    memset(span, 0, 3 * sizeof *span);
+    *bx = *bv = NULL;
+    floe_cl_write_fn w = floe_cl_write_fn_of(api);
+    floe_cl_read_fn r = floe_cl_read_fn_of(api);
+    void *k = api->cl_kernel(ctx, "surface", "grid.cl", "parts_in");
+    int rc = k && w && r ? FLOE_OK : FLOE_ERR;
+    void *V = surface_scratch(ctx, "surface.V", (size_t)n * 4, &rc);
+    void *xo = copy ? surface_scratch(ctx, "surface.x", (size_t)n * 12, &rc) : V; /* V: never written then */
+    void *box = surface_scratch(ctx, "surface.min", sizeof init, &rc), *bad = surface_scratch(ctx, "surface.bad", 4, &rc);
+    if (rc || !n)
+        return rc;
+    int32_t e = w(api->cl_queue(ctx), box, 0, 0, sizeof init, init, 0, NULL, NULL);
+    e = e ? e : w(api->cl_queue(ctx), bad, 0, 0, sizeof none, &none, 0, NULL, NULL);
+    if (e)
+        return api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
+    void *xs[FLOE_MAX_SETS];
+    uint32_t at = 0;
+    for (int s = 0; s < ch->n && !rc; s++) {
+        const floe_set_info *in = &ch->info[s];
+        xs[s] = api->cl_attr(ctx, ch->set[s], "x", FLOE_VEC3, FLOE_READ);
+        void *m = api->cl_attr(ctx, ch->set[s], "m", FLOE_F32, FLOE_READ);
+        if (!xs[s])
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' has no positions on the device", in->name);
+        const int32_t has_m = m && in->rest_density > 0;
+        const float rho0 = in->rest_density;
+        const uint32_t ns = in->n;
+        void *bm = m ? m : V; /* no NULL buffer arguments */
+        floe_cl_arg a[] = {FLOE_CL_ARG(ns),   FLOE_CL_ARG(xs[s]), FLOE_CL_ARG(bm),        FLOE_CL_ARG(has_m),
+                           FLOE_CL_ARG(rho0), FLOE_CL_ARG(vol),   FLOE_CL_ARG(copy),      FLOE_CL_ARG(at),
+                           FLOE_CL_ARG(xo),   FLOE_CL_ARG(V),     FLOE_CL_ARG(box),       FLOE_CL_ARG(bad)};
+        rc = api->cl_run(ctx, k, ns, 12, a, 20.0 * ns);
+        at += ns;
+    }
+    int32_t got[6];
+    uint32_t first = UINT32_MAX;
+    e = rc ? 0 : r(api->cl_queue(ctx), bad, 0, 0, sizeof first, &first, 0, NULL, NULL);
+    e = e || rc ? e : r(api->cl_queue(ctx), box, 1, 0, sizeof got, got, 0, NULL, NULL);
+    if (e)
+        return api->fail(ctx, FLOE_ERR, "OpenCL read of the particles' box failed (error %d)", (int)e);
+    if (rc)
+        return rc;
+    /* parts_in noted the first non-finite position as its entry */
+    at = 0;
+    for (int s = 0; s < ch->n && first != UINT32_MAX; at += ch->info[s++].n)
+        if (first - at < ch->info[s].n) {
+            const uint32_t i = first - at;
+            float p[3] = {NAN, NAN, NAN};
+            r(api->cl_queue(ctx), xs[s], 1, (size_t)i * 12, sizeof p, p, 0, NULL, NULL);
+            return api->fail(ctx, FLOE_ERR_ARG, "particle %u of set '%s' has a non-finite position (%g, %g, %g)", i,
+                             ch->info[s].name, p[0], p[1], p[2]);
+        }
+    for (int d = 0; d < 3; d++)
+        span[d] = (double)unordered(got[3 + d]) - (double)unordered(got[d]);
+    *bx = copy ? xo : xs[0];
+    *bv = V;
+    return FLOE_OK;
 }
 
 int kerns_isotropic_cl(floe_ctx *ctx, void *x, void *V, uint32_t n, float H)
@@ -34,13 +109,6 @@ int kerns_isotropic_cl(floe_ctx *ctx, void *x, void *V, uint32_t n, float H)
     return api->cl_run(ctx, k, n, 5, a, 80.0 * n);
 }
 
-static float unordered(int32_t i)
-{
-    const int32_t b = i >= 0 ? i : i ^ 0x7fffffff;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
 
 int grid_box_cl(floe_ctx *ctx, uint32_t n, double cell, double lo[3], double hi[3])
 {

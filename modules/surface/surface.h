@@ -111,19 +111,31 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
 /* ---- the device path (surface_cl.c, cells_cl.c, grid_cl.c) ----------------
- * The positions and volumes go up once (parts_up_cl: surface.x,
- * surface.V); the kernel records are made there (surface.kernels) and stay
+ * The positions and volumes are the sets' device copies (gather_cl); the
+ * kernel records are made there (surface.kernels) and stay
  * there: the isotropic ones (kernels/surface/grid.cl), or the Yu & Turk
  * ones (kernels/surface/aniso.cl: the device sorts the particles by cell,
- * sums the neighbourhoods and decomposes; x on the host bounds the cells;
+ * sums the neighbourhoods and decomposes; span bounds the cells;
  * the count of stretched kernels is in **n_stretched after the next
  * waiting read). api->fail's status on an error. */
+/* the sets a stage surfaces: the non-empty ones chosen, their total */
+typedef struct chosen {
+    floe_set set[FLOE_MAX_SETS];
+    floe_set_info info[FLOE_MAX_SETS];
+    int n;
+    uint32_t total;
+} chosen;
+/* the chosen sets' positions and volumes on the device (grid_cl.c): the
+ * set's own device copy of x when one set is chosen, else copies side by
+ * side (surface.x); the volumes m / rho0 in surface.V; span: the extent of
+ * the positions along each axis. A non-finite position is an error naming
+ * the particle and the set. */
+int gather_cl(floe_ctx *ctx, const chosen *ch, void **bx, void **bv, double span[3]);
 /* the core's named device buffer (surface.*), nothing when *rc is already
  * an error; a missing buffer makes *rc one */
 void *surface_scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc);
-int parts_up_cl(floe_ctx *ctx, const float *x, const float *V, uint32_t n, void **bx, void **bv);
 int kerns_isotropic_cl(floe_ctx *ctx, void *bx, void *bv, uint32_t n, float H);
-int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint32_t n, const aniso_opts *o,
+int kerns_anisotropic_cl(floe_ctx *ctx, const double span[3], void *bx, void *bv, uint32_t n, const aniso_opts *o,
                          const uint32_t **n_stretched);
 /* the grid's lo and hi from the records, as build_mesh computes them from
  * host records */

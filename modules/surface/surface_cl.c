@@ -67,37 +67,12 @@ static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
     return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
 }
 
-/* the extent of the positions along each axis: a bound of the cells the
- * device's sort keys span (the smoothed centres lie within it too: each is
- * a weighted mean of positions) */
-static void span_of(const float *x, uint32_t n, double span[3])
-{
-    float lo0 = INFINITY, lo1 = INFINITY, lo2 = INFINITY, hi0 = -INFINITY, hi1 = -INFINITY, hi2 = -INFINITY;
-#pragma omp parallel for reduction(min : lo0, lo1, lo2) reduction(max : hi0, hi1, hi2) if (n >= 65536)
-    for (uint32_t i = 0; i < n; i++) {
-        const float *p = &x[3 * (size_t)i];
-        lo0 = fminf(lo0, p[0]), lo1 = fminf(lo1, p[1]), lo2 = fminf(lo2, p[2]);
-        hi0 = fmaxf(hi0, p[0]), hi1 = fmaxf(hi1, p[1]), hi2 = fmaxf(hi2, p[2]);
-    }
-    span[0] = (double)hi0 - lo0, span[1] = (double)hi1 - lo1, span[2] = (double)hi2 - lo2;
-}
-
 /* aniso_shape's or aniso_inflate's arguments over the sorted cells cd */
 #define CELL_ARGS(cd)                                                                                           \
     FLOE_CL_ARG((cd).X), FLOE_CL_ARG((cd).Y), FLOE_CL_ARG((cd).Z), FLOE_CL_ARG((cd).ckey), FLOE_CL_ARG((cd).cell), \
         FLOE_CL_ARG((cd).count), FLOE_CL_ARG((cd).key), FLOE_CL_ARG((cd).idx)
 
-int parts_up_cl(floe_ctx *ctx, const float *x, const float *V, uint32_t n, void **bx, void **bv)
-{
-    write_fn w;
-    read_fn r;
-    int rc = get_fns(ctx, &w, &r);
-    if (!rc && !(rc = upload(ctx, w, "surface.x", x, (size_t)n * 3 * sizeof *x, bx)))
-        rc = upload(ctx, w, "surface.V", V, (size_t)n * sizeof *V, bv);
-    return rc;
-}
-
-int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint32_t n, const aniso_opts *o,
+int kerns_anisotropic_cl(floe_ctx *ctx, const double span[3], void *bx, void *bv, uint32_t n, const aniso_opts *o,
                          const uint32_t **n_stretched)
 {
     static const uint32_t none = 0;
@@ -112,8 +87,6 @@ int kerns_anisotropic_cl(floe_ctx *ctx, const float *x, void *bx, void *bv, uint
     void *infl = shape ? api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_inflate") : NULL;
     if (!infl)
         return rc ? rc : FLOE_ERR;
-    double span[3];
-    span_of(x, n, span);
     void *bk, *bst;
     cells_dev cd;
     if ((rc = upload(ctx, w, "surface.kernels", NULL, (size_t)n * sizeof(kern), &bk)) ||
