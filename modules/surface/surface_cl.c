@@ -1,22 +1,12 @@
-/* The OpenCL path of the surface stages: everything but the blocks (the
- * grid's hash) and the files. The Yu & Turk kernels
- * (kernels/surface/aniso.cl): the positions and volumes go up, the device
- * sorts them by cell (cells_cl.c: the core's sort and scan), one work item
- * per particle sums its neighbourhood and decomposes it, the smoothed
- * centres are sorted again on the device for Taubin's step, and the
- * kernels' centres and extents come back (G stays there for the splat).
- * The colour field splat (kernels/surface/splat.cl): one work item
- * per grid point over the kernels listed for its block, the lists as the
- * host lists them (each in kernel order) but made on the device (count,
- * scan, place, a sort of each block's list) from the kernels already there
- * and the grid's hash, so only the hash and the block coordinates go up
- * (the host lists a frame where a block lists more kernels than the sort
- * holds, 4096). Marching cubes (kernels/surface/mc.cl) reads the values
- * where the splat left them: count, scan (the core's cl_scan), emit; the
- * triangles and vertices come back (marching tetrahedra: the values come
- * back and the host meshes them). The vertex normals
- * (kernels/surface/normals.cl) are summed on the device too, and come back
- * with the mesh. */
+/* The OpenCL path of the surface stages (docs/surface.md, "OpenCL"): the
+ * Yu & Turk kernels (kernels/surface/aniso.cl) over the particles sorted
+ * by cell on the device (cells_cl.c), twice (Taubin's step on the
+ * smoothed centres); the records stay there for the grid and the splat
+ * (grid_cl.c). Marching cubes (kernels/surface/mc.cl) on the values the
+ * splat left there: count, scan (the core's cl_scan), emit, the vertices
+ * numbered by first use along the triangles as mesher.c numbers them; the
+ * vertex normals (kernels/surface/normals.cl) summed there too; the mesh
+ * comes back in one wait. */
 #include "surface.h"
 
 #include <floe/cl_module.h>
