@@ -9,8 +9,9 @@
  *   kern_box      the least c - ext and the largest c + ext of each axis
  *                 (atomics on the floats' ordered bits: exact)
  *   blk_count     each kernel's blocks: those of its point box widened by
- *                 one point (the grid's blocks) and of its point box (its
- *                 splat list entries)
+ *                 one point (the grid's blocks), and the sub-blocks (4^3
+ *                 points, 8 a block) of its point box (its splat list
+ *                 entries: a point sums the kernels of its sub-block)
  *   (the core's scan of both counts)
  *   blk_emit      the (block key, kernel) pairs of both, in kernel order;
  *                 the core's stable sort (api->cl_sort) then groups them
@@ -18,11 +19,12 @@
  *   blk_flag      where a block starts among the sorted keys
  *   (the core's scan numbers the blocks)
  *   blk_compact   each block's key and coordinates
- *   blk_lists     where each block's list starts among the sorted pairs
+ *   blk_lists     where each sub-block's list lies among the sorted pairs
  *   blk_nbr       each block's 2x2x2 neighbourhood (mesher.c's), -1 absent
  *
  * Block keys: (bz ny + by) nx + bx with (nx, ny) the grid's blocks per axis
- * (blocks.c's max_block), so sorted keys are blocks by position. A kernel
+ * (blocks.c's max_block), so sorted keys are blocks by position; sub-block
+ * keys alike with 2 nx, 2 ny. A kernel
  * record is 16 floats: c[3], G[9], V, support half-extents[3]. */
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -116,19 +118,20 @@ __kernel void kern_box(uint n, __global const float *kern, __global int *box)
         }
 }
 
-/* the blocks of kernel k's point box widened by `margin` points (field.c's
- * point_box; clamped as blocks.c's sgrid_touch_box) */
-static void block_range(__global const float *k, const double lo[3], double cell, int4 mb, int margin, int b0[3],
-                        int b1[3])
+/* the blocks (shift 3; or the sub-blocks of 4^3 points: shift 2) of kernel
+ * k's point box widened by `margin` points (field.c's point_box; clamped as
+ * blocks.c's sgrid_touch_box); m: the grid's blocks (or sub-blocks) an axis */
+static void block_range(__global const float *k, const double lo[3], double cell, int4 m, int margin, int shift,
+                        int b0[3], int b1[3])
 {
-    const int m[3] = {mb.x, mb.y, mb.z};
+    const int mm[3] = {m.x, m.y, m.z};
     for (int d = 0; d < 3; d++) {
         long p0 = (long)ceil(((double)(k[d] - k[13 + d]) - lo[d]) / cell) - margin;
         const long p1 = (long)floor(((double)(k[d] + k[13 + d]) - lo[d]) / cell) + margin;
         p0 = p0 < 0 ? 0 : p0;
-        b0[d] = (int)(p0 >> 3);
-        b1[d] = (int)(p1 >> 3);
-        b1[d] = b1[d] >= m[d] ? m[d] - 1 : b1[d];
+        b0[d] = (int)(p0 >> shift);
+        b1[d] = (int)(p1 >> shift);
+        b1[d] = b1[d] >= mm[d] ? mm[d] - 1 : b1[d];
     }
 }
 
@@ -152,17 +155,17 @@ __kernel void blk_count(uint n, __global const float *kern, double lo0, double l
     }
     const double lo[3] = {lo0, lo1, lo2};
     int b0[3], b1[3];
-    block_range(kern + 16 * (size_t)i, lo, cell, mb, 1, b0, b1);
+    block_range(kern + 16 * (size_t)i, lo, cell, mb, 1, 3, b0, b1);
     cnt1[i] = blocks_in(b0, b1);
-    block_range(kern + 16 * (size_t)i, lo, cell, mb, 0, b0, b1);
+    block_range(kern + 16 * (size_t)i, lo, cell, mb * 2, 0, 2, b0, b1);
     cnt0[i] = blocks_in(b0, b1);
 }
 
-static void emit(__global const float *k, const double lo[3], double cell, int4 mb, int margin, uint at,
+static void emit(__global const float *k, const double lo[3], double cell, int4 mb, int margin, int shift, uint at,
                  __global ulong *key, __global uint *val, uint i)
 {
     int b0[3], b1[3];
-    block_range(k, lo, cell, mb, margin, b0, b1);
+    block_range(k, lo, cell, mb, margin, shift, b0, b1);
     for (int bz = b0[2]; bz <= b1[2]; bz++)
         for (int by = b0[1]; by <= b1[1]; by++)
             for (int bx = b0[0]; bx <= b1[0]; bx++) {
@@ -179,8 +182,8 @@ __kernel void blk_emit(uint n, __global const float *kern, double lo0, double lo
     if (i >= n)
         return;
     const double lo[3] = {lo0, lo1, lo2};
-    emit(kern + 16 * (size_t)i, lo, cell, mb, 1, cnt1[i], key1, val1, i);
-    emit(kern + 16 * (size_t)i, lo, cell, mb, 0, cnt0[i], key0, val0, i);
+    emit(kern + 16 * (size_t)i, lo, cell, mb, 1, 3, cnt1[i], key1, val1, i);
+    emit(kern + 16 * (size_t)i, lo, cell, mb * 2, 0, 2, cnt0[i], key0, val0, i);
 }
 
 __kernel void blk_flag(uint m, __global const ulong *key, __global uint *flag)
@@ -220,15 +223,22 @@ static uint lower_bound(__global const ulong *key, uint m, ulong k)
     return a;
 }
 
-/* start[b]: block b's first entry among the m sorted list pairs; start[nb] = m */
-__kernel void blk_lists(uint nb, __global const ulong *bkey, __global const ulong *lkey, uint m,
-                        __global uint *start)
+/* the entries of sub-block c (at offset (c & 1, c >> 1 & 1, c >> 2 & 1) in
+ * sub-blocks) of block b among the m sorted list pairs: range[2 (8 b + c)]
+ * to range[2 (8 b + c) + 1] */
+__kernel void blk_lists(uint nb, __global const int *coord, int4 mb, __global const ulong *lkey, uint m,
+                        __global uint *range)
 {
-    const uint b = get_global_id(0);
-    if (b < nb)
-        start[b] = lower_bound(lkey, m, bkey[b]);
-    else if (b == nb)
-        start[nb] = m;
+    const uint g = get_global_id(0);
+    if (g >= 8 * nb)
+        return;
+    const uint b = g >> 3, c = g & 7;
+    const ulong sx = (ulong)(2 * coord[3 * (size_t)b] + (int)(c & 1)),
+                sy = (ulong)(2 * coord[3 * (size_t)b + 1] + (int)(c >> 1 & 1)),
+                sz = (ulong)(2 * coord[3 * (size_t)b + 2] + (int)(c >> 2));
+    const ulong k = (sz * (ulong)(2 * mb.y) + sy) * (ulong)(2 * mb.x) + sx;
+    range[2 * g] = lower_bound(lkey, m, k);
+    range[2 * g + 1] = lower_bound(lkey, m, k + 1);
 }
 
 __kernel void blk_nbr(uint nb, __global const ulong *bkey, __global const int *coord, int4 mb, __global int *nbr)

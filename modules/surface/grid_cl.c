@@ -207,8 +207,8 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     if (rc)
         return rc;
     const uint64_t blocks = (uint64_t)mb[0] * (uint64_t)mb[1] * (uint64_t)mb[2];
-    int bits = 0;
-    while (bits < 64 && ((uint64_t)1 << bits) < blocks)
+    int bits = 0; /* of a block key; a sub-block key has 3 more */
+    while (bits < 61 && ((uint64_t)1 << bits) < blocks)
         bits++;
     floe_cl_arg ae[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),   FLOE_CL_ARG(lo0),  FLOE_CL_ARG(lo1),
                         FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell), FLOE_CL_ARG(mb),   FLOE_CL_ARG(cnt1),
@@ -217,7 +217,7 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     floe_cl_arg af[] = {FLOE_CL_ARG(m1), FLOE_CL_ARG(key1), FLOE_CL_ARG(flag)};
     const uint32_t m11 = m1 + 1;
     if ((rc = api->cl_run(ctx, kn[1], n, 13, ae, 12.0 * ((double)m1 + m0))) ||
-        (rc = api->cl_sort(ctx, key1, val1, m1, bits)) || (rc = api->cl_sort(ctx, key0, val0, m0, bits)) ||
+        (rc = api->cl_sort(ctx, key1, val1, m1, bits)) || (rc = api->cl_sort(ctx, key0, val0, m0, bits + 3)) ||
         (rc = api->cl_run(ctx, kn[2], m11, 3, af, 12.0 * m1)) || (rc = api->cl_scan(ctx, flag, m11)))
         return rc;
     uint32_t nb;
@@ -228,21 +228,22 @@ int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back)
     const size_t npts = (size_t)nb * BLOCK_PTS;
     void *bkey = surface_scratch(ctx, "surface.bkey", (size_t)nb * 8, &rc);
     void *coord = surface_scratch(ctx, "surface.blocks", (size_t)nb * 12, &rc);
-    void *start = surface_scratch(ctx, "surface.s7", ((size_t)nb + 1) * 4, &rc);
+    void *range = surface_scratch(ctx, "surface.s7", (size_t)nb * 16 * 4, &rc);
     void *nbr = surface_scratch(ctx, "surface.nbr", (size_t)nb * 32, &rc);
     void *val = surface_scratch(ctx, "surface.values", npts * 4, &rc);
     if (rc)
         return rc;
-    const uint32_t nb1 = nb + 1, np = (uint32_t)npts;
+    const uint32_t nsub = 8 * nb, np = (uint32_t)npts;
     const float flo0 = (float)g->lo[0], flo1 = (float)g->lo[1], flo2 = (float)g->lo[2], fcell = (float)g->cell;
     floe_cl_arg a3[] = {FLOE_CL_ARG(m1), FLOE_CL_ARG(key1), FLOE_CL_ARG(flag), FLOE_CL_ARG(mb), FLOE_CL_ARG(bkey),
                         FLOE_CL_ARG(coord)};
-    floe_cl_arg a4[] = {FLOE_CL_ARG(nb), FLOE_CL_ARG(bkey), FLOE_CL_ARG(key0), FLOE_CL_ARG(m0), FLOE_CL_ARG(start)};
+    floe_cl_arg a4[] = {FLOE_CL_ARG(nb),   FLOE_CL_ARG(coord), FLOE_CL_ARG(mb), FLOE_CL_ARG(key0),
+                        FLOE_CL_ARG(m0),   FLOE_CL_ARG(range)};
     floe_cl_arg a5[] = {FLOE_CL_ARG(nb), FLOE_CL_ARG(bkey), FLOE_CL_ARG(coord), FLOE_CL_ARG(mb), FLOE_CL_ARG(nbr)};
-    floe_cl_arg a6[] = {FLOE_CL_ARG(np),   FLOE_CL_ARG(bk),   FLOE_CL_ARG(start), FLOE_CL_ARG(val0),
+    floe_cl_arg a6[] = {FLOE_CL_ARG(np),   FLOE_CL_ARG(bk),   FLOE_CL_ARG(range), FLOE_CL_ARG(val0),
                         FLOE_CL_ARG(coord), FLOE_CL_ARG(val), FLOE_CL_ARG(flo0),  FLOE_CL_ARG(flo1),
                         FLOE_CL_ARG(flo2), FLOE_CL_ARG(fcell)};
-    if ((rc = api->cl_run(ctx, kn[3], m1, 6, a3, 24.0 * m1)) || (rc = api->cl_run(ctx, kn[4], nb1, 5, a4, 8.0 * nb)) ||
+    if ((rc = api->cl_run(ctx, kn[3], m1, 6, a3, 24.0 * m1)) || (rc = api->cl_run(ctx, kn[4], nsub, 6, a4, 16.0 * nsub)) ||
         (rc = api->cl_run(ctx, kn[5], nb, 5, a5, 64.0 * nb)) ||
         (nb && (rc = api->cl_run(ctx, ks, npts, 10, a6, 4.0 * npts + 64.0 * m0))))
         return rc;
