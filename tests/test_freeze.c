@@ -366,12 +366,14 @@ typedef struct grow_stats {
     uint32_t beyond;         /* ice beyond the edge (x > 0.2 m) */
     uint32_t hang;           /* hanging ice */
     double hang_dir[3];      /* sum of the hanging ice's growth directions (ice_dir) */
+    uint32_t all[3];         /* all ice, glaze, icicle */
+    double all_dir[3][3];    /* sums of their growth directions */
 } grow_stats;
 
 static grow_stats grow(ledge_opt o, int steps)
 {
     floe_ctx *ctx = ledge(&o);
-    grow_stats g = {{1e9f, 1e9f, 1e9f}, 0, 0, {0, 0, 0}};
+    grow_stats g = {.low = {1e9f, 1e9f, 1e9f}};
     for (int s = 1; s <= steps; s++) {
         step(ctx);
         if (s % (steps / NLOW))
@@ -383,7 +385,14 @@ static grow_stats grow(ledge_opt o, int steps)
     }
     const uint32_t ni = count(ctx, "ice");
     const float *x = attr(ctx, "ice", "x", FLOE_VEC3), *dir = attr(ctx, "ice", "ice_dir", FLOE_VEC3);
+    const int32_t *kind = attr(ctx, "ice", "ice_kind", FLOE_I32);
     for (uint32_t i = 0; i < ni; i++) {
+        for (int c = 0; c < 3; c++)
+            if (c == 0 || kind[i] == c) {
+                g.all[c]++;
+                for (int a = 0; a < 3; a++)
+                    g.all_dir[c][a] += dir[3 * i + a];
+            }
         g.beyond += x[3 * i] > LEDGE_MAX[0];
         if (x[3 * i] > LEDGE_MAX[0] - o.d && x[3 * i + 1] < LEDGE_BOTTOM) {
             g.hang++;
@@ -440,6 +449,9 @@ Test(freeze, icicles_grow_downward_from_the_ledge_edge)
             for (int t = 0; t < NLOW; t++)
                 low[r][t] += fmin(g->low[t], LEDGE_MAX[1]) / NSEED; /* no ice yet: the ledge's top */
         }
+        cr_log_info("run %d: all ice: anisotropic %u (down %.3f; glaze %u down %.3f, icicle %u down %.3f), isotropic %u (down %.3f)",
+                    k, a.all[0], down_of(a.all_dir[0]), a.all[1], down_of(a.all_dir[1]), a.all[2], down_of(a.all_dir[2]),
+                    b.all[0], down_of(b.all_dir[0]));
         cr_log_info("run %d (push %.2f m/s): anisotropic %u hanging (down %.2f), %u beyond, lowest %.3f %.3f %.3f m; "
                     "isotropic %u (down %.2f), %u, %.3f %.3f %.3f m",
                     k, o.v[0], a.hang, down_of(a.hang_dir), a.beyond, a.low[0], a.low[1], a.low[2], b.hang,
