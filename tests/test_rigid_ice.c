@@ -3,6 +3,7 @@
  * the rigid module by rigid.attach{}; its mass, centre and inertia join the
  * body's, and the fluid's pressure on it pushes the body. Small 3D scenes
  * (a few hundred particles): seconds on 2 shared cores. */
+#include "cl_fixture.h"
 #include "scene_fixture.h"
 
 TestSuite(rigid_ice, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
@@ -18,9 +19,10 @@ TestSuite(rigid_ice, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
  * at rest (it jumps when ice joins, to the mean of the body's and the
  * ice's, but never moves); at the end the spin has dropped by more than 10% (the ice's
  * inertia is there, not only its bookkeeping). */
-Test(rigid_ice, spinning_body_keeps_its_angular_momentum_as_ice_grows_on_it)
+static void spinning(const char *backend)
 {
     floe_scene_opts o = sc_opts();
+    o.backend = backend;
     int rc = sc_run(&o,
         SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.02, gravity = {0, 0, 0},\n"
         "  domain = { min = {-0.4, -0.3, -0.4}, max = {0.4, 0.3, 0.4} } }\n"
@@ -86,6 +88,16 @@ Test(rigid_ice, spinning_body_keeps_its_angular_momentum_as_ice_grows_on_it)
     cr_assert_eq(rc, 0, "%s", sc_err);
 }
 
+Test(rigid_ice, spinning_body_keeps_its_angular_momentum_as_ice_grows_on_it) { spinning("cpu"); }
+
+/* the same with the freezing stages and the carrying on the device (the
+ * attached mass read back to the host each step) */
+Test(rigid_ice, spinning_body_keeps_its_angular_momentum_on_opencl)
+{
+    need_opencl();
+    spinning("opencl");
+}
+
 /* The fluid's forces on the ice reach the body: Newton's third law, step
  * by step, as test_rigid's third_law_per_step but in 3D with a cold free
  * sphere on which the blob that hits it freezes. In zero gravity, without
@@ -95,9 +107,10 @@ Test(rigid_ice, spinning_body_keeps_its_angular_momentum_as_ice_grows_on_it)
  * every step they touch, also once the water presses on ice rather than on
  * the sphere's own particles (without rigid.attach the ice's share is
  * missing: the check fails). */
-Test(rigid_ice, fluid_pressure_on_the_ice_pushes_the_body)
+static void third_law_with_ice(const char *backend)
 {
     floe_scene_opts o = sc_opts();
+    o.backend = backend;
     int rc = sc_run(&o,
         SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.02, gravity = {0, 0, 0}, domain = { min = {-1, -1, -1}, max = {1, 1, 1} } }\n"
         "sim:load{ 'sph', 'wcsph', 'freeze' }\n"
@@ -128,4 +141,14 @@ Test(rigid_ice, fluid_pressure_on_the_ice_pushes_the_body)
         "assert(iced > 20, 'the blob must press on ice (' .. iced .. ' steps)')\n"
         "assert(worst < 1e-5, 'third law broken: ' .. worst)\n");
     cr_assert_eq(rc, 0, "%s", sc_err);
+}
+
+Test(rigid_ice, fluid_pressure_on_the_ice_pushes_the_body) { third_law_with_ice("cpu"); }
+
+/* the same on the device: the freezing stages, the ice's growth and its
+ * carrying there, the ice's share of the forces summed on the host */
+Test(rigid_ice, fluid_pressure_on_the_ice_pushes_the_body_on_opencl)
+{
+    need_opencl();
+    third_law_with_ice("opencl");
 }
