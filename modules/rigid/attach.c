@@ -189,7 +189,10 @@ static int rebalance(rigid_state *s, rigid_body *b, double m, const double s1[3]
     if (!dMassCheck(&dm))
         return api->fail(s->ctx, FLOE_ERR, "rigid body '%s': ODE refuses its mass with %u attached particles (%g kg)",
                          b->name, n, m);
+    const int kin = dBodyIsKinematic(b->body); /* held: ODE keeps the mass for its release */
     dBodySetMass(b->body, &dm);
+    if (kin)
+        dBodySetKinematic(b->body);
     dBodySetPosition(b->body, p1[0], p1[1], p1[2]);
     dBodySetLinearVel(b->body, v1[0], v1[1], v1[2]);
     dBodySetAngularVel(b->body, w1[0], w1[1], w1[2]);
