@@ -152,3 +152,37 @@ Test(rigid_ice, fluid_pressure_on_the_ice_pushes_the_body_on_opencl)
     need_opencl();
     third_law_with_ice("opencl");
 }
+
+/* The collision shape stays on the body: a light box on the floor of a
+ * tank (ODE's walls) gets a heavy cap of ice from water poured on it, which
+ * moves the centre of mass ODE integrates up by centimetres; the box's own
+ * bottom must still rest on the floor (within d/2), not sink by that
+ * shift. */
+Test(rigid_ice, a_box_capped_with_ice_still_rests_on_the_floor)
+{
+    floe_scene_opts o = sc_opts();
+    int rc = sc_run(&o,
+        SC_HEAD "local d = 0.02\n"
+        "local sim = floe.sim{ dim = 3, spacing = d, gravity = {0, -9.81, 0}, domain = { min = {-0.1, -0.1, -0.1}, max = {0.5, 0.6, 0.5} } }\n"
+        "sim:load{ 'sph', 'iisph', 'freeze' }\n"
+        "local rigid = sim:load 'rigid'\n"
+        "local b = rigid.body{ name = 'box', shape = 'box', size = {0.2, 0.1, 0.2}, density = 200, position = {0.2, 0.05, 0.2} }\n"
+        "rigid.walls{ min = {0, 0, 0}, max = {0.4, 0.5, 0.4}, open_top = true }\n"
+        "rigid.settings{ restitution = 0 }\n"
+        "sim:boundary_box{ min = {0, 0, 0}, max = {0.4, 0.5, 0.4}, layers = 2, open_top = true, set = 'tank' }\n"
+        "sim:boundary_set{ name = 'ice' }\n"
+        "rigid.attach{ set = 'ice' }\n"
+        "sim:fluid_box{ min = {0.12, 0.12, 0.12}, max = {0.28, 0.2, 0.28} }\n"
+        "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', 'iisph.solve', { 'rigid.force', solver = 'iisph' },\n"
+        "  { 'freeze.film', cold = 'bodies', alpha = 500 }, 'freeze.direction',\n"
+        "  { 'freeze.transition', glaze = 2, icicle = 4, fr = 'none' }, 'integrate', 'rigid.step', 'freeze.carry' }\n"
+        "sim:run{ end_time = 0.6, fps = 10, dt = 0.002, out = 'o' }\n"
+        "local q = b:state()\n"
+        "local shift = q.centre_of_mass[2] - q.position[2]\n"
+        "local bottom = q.position[2] - 0.05\n"
+        "floe.log(string.format('box %%.3f kg with %%d ice particles (%%.3f kg): centre of mass %%.4f m above the box centre, box bottom at %%.4f m',\n"
+        "  q.mass, q.attached, q.attached_mass, shift, bottom))\n"
+        "assert(q.attached_mass > q.mass and shift > d, 'the ice must move the centre of mass up by more than d: ' .. shift)\n"
+        "assert(math.abs(bottom) < d / 2, 'the box bottom is ' .. bottom .. ' m off the floor')\n");
+    cr_assert_eq(rc, 0, "%s", sc_err);
+}

@@ -16,8 +16,8 @@
  * new mass joins at rest: the ice's water stopped when it froze, Kim's
  * model). ODE holds the body at the centre of mass of body + attached
  * particles; the state the module keeps and reports (x, v) stays the body's
- * own centre, so the body particles, its mesh and the torques stay where
- * they were: rigid_attach_torque moves the torque about x to the centre of
+ * own centre, so the body particles, its mesh, its collision shape (an
+ * offset from ODE's body) and the torques stay where they were: rigid_attach_torque moves the torque about x to the centre of
  * mass, rigid_attach_from_com reads ODE's pose back to x. Kinematic and
  * fixed bodies carry their ice without its mass mattering. */
 #include "rigid.h"
@@ -194,6 +194,8 @@ static int rebalance(rigid_state *s, rigid_body *b, double m, const double s1[3]
     if (kin)
         dBodySetKinematic(b->body);
     dBodySetPosition(b->body, p1[0], p1[1], p1[2]);
+    if (b->geom) /* the collision shape stays on the body's own centre, -c from ODE's */
+        dGeomSetOffsetPosition(b->geom, -c1[0], -c1[1], -c1[2]);
     dBodySetLinearVel(b->body, v1[0], v1[1], v1[2]);
     dBodySetAngularVel(b->body, w1[0], w1[1], w1[2]);
     b->att_m = m, b->att_n = n;
