@@ -17,7 +17,8 @@
  * model). ODE holds the body at the centre of mass of body + attached
  * particles; the state the module keeps and reports (x, v) stays the body's
  * own centre, so the body particles, its mesh, its collision shape (an
- * offset from ODE's body) and the torques stay where they were: rigid_attach_torque moves the torque about x to the centre of
+ * offset from ODE's body), its joints' anchors and the torques stay where
+ * they were: rigid_attach_torque moves the torque about x to the centre of
  * mass, rigid_attach_from_com reads ODE's pose back to x. Kinematic and
  * fixed bodies carry their ice without its mass mattering. */
 #include "rigid.h"
@@ -189,6 +190,18 @@ static int rebalance(rigid_state *s, rigid_body *b, double m, const double s1[3]
     if (!dMassCheck(&dm))
         return api->fail(s->ctx, FLOE_ERR, "rigid body '%s': ODE refuses its mass with %u attached particles (%g kg)",
                          b->name, n, m);
+    /* the body's joints keep their world anchors (ODE keeps them relative
+     * to the body's position, which moves to the new centre) */
+    double(*anc)[3] = s->nj ? calloc((size_t)s->nj, sizeof *anc) : NULL;
+    if (s->nj && !anc)
+        return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
+    const int k = (int)(b - s->b);
+    for (int j = 0; j < s->nj; j++)
+        if ((s->j[j].a == k || s->j[j].b == k) && dJointGetType(s->j[j].j) == dJointTypeHinge) {
+            dVector3 a;
+            dJointGetHingeAnchor(s->j[j].j, a);
+            anc[j][0] = a[0], anc[j][1] = a[1], anc[j][2] = a[2];
+        }
     const int kin = dBodyIsKinematic(b->body); /* held: ODE keeps the mass for its release */
     dBodySetMass(b->body, &dm);
     if (kin)
@@ -196,6 +209,15 @@ static int rebalance(rigid_state *s, rigid_body *b, double m, const double s1[3]
     dBodySetPosition(b->body, p1[0], p1[1], p1[2]);
     if (b->geom) /* the collision shape stays on the body's own centre, -c from ODE's */
         dGeomSetOffsetPosition(b->geom, -c1[0], -c1[1], -c1[2]);
+    for (int j = 0; j < s->nj; j++) {
+        if (s->j[j].a != k && s->j[j].b != k)
+            continue;
+        if (dJointGetType(s->j[j].j) == dJointTypeHinge)
+            dJointSetHingeAnchor(s->j[j].j, anc[j][0], anc[j][1], anc[j][2]);
+        else if (dJointGetType(s->j[j].j) == dJointTypeFixed)
+            dJointSetFixed(s->j[j].j); /* glued where they are */
+    }
+    free(anc);
     dBodySetLinearVel(b->body, v1[0], v1[1], v1[2]);
     dBodySetAngularVel(b->body, w1[0], w1[1], w1[2]);
     b->att_m = m, b->att_n = n;
