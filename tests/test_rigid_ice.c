@@ -261,3 +261,27 @@ Test(rigid_ice, a_hinged_plank_swings_under_its_ice)
         "assert(worst < 0.01, 'energy not kept: ' .. worst)\n");
     cr_assert_eq(rc, 0, "%s", sc_err);
 }
+
+/* Bad input: a set that is not there fails the step naming it; a key that
+ * is not a name, or an unknown key, fails the scene line */
+Test(rigid_ice, attach_refuses_what_is_not_there)
+{
+    floe_scene_opts o = sc_opts();
+    const char *head = SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, gravity = {0, -9.81, 0}, domain = { min = {-1, -1, -1}, max = {1, 1, 1} } }\n"
+                               "sim:load{ 'sph', 'wcsph' }\n"
+                               "local rigid = sim:load 'rigid'\n"
+                               "rigid.body{ name = 'box', shape = 'box', size = {0.2, 0.2, 0.2}, density = 500, position = {0, 0, 0} }\n";
+    char scene[2048];
+    snprintf(scene, sizeof scene, "%s%s", head,
+             "rigid.attach{ set = 'icee' }\n"
+             "sim:pipeline{ 'neighbours', 'gravity', 'integrate', 'rigid.step' }\n"
+             "sim:run{ frames = 1, fps = 10, dt = 0.01, out = 'o' }\n");
+    cr_assert_neq(sc_run(&o, "%s", scene), 0);
+    sc_expect_err("rigid.attach: no boundary set 'icee'");
+    snprintf(scene, sizeof scene, "%s%s", head, "rigid.attach{ set = 5 }\n");
+    cr_assert_neq(sc_run(&o, "%s", scene), 0);
+    sc_expect_err("rigid.attach: 'set' must be a name");
+    snprintf(scene, sizeof scene, "%s%s", head, "rigid.attach{ sett = 'ice' }\n");
+    cr_assert_neq(sc_run(&o, "%s", scene), 0);
+    sc_expect_err("sett");
+}
