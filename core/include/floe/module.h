@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 11
+#define FLOE_ABI_MINOR 12
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -120,7 +120,7 @@ typedef struct floe_stage_desc {
      * NULL for an unconditional replacement. */
     const char *replaced_by;
     const char *replaced_if;
-    /* ABI 1.11: nonzero: the stage cannot run on a part of the particles
+    /* ABI 1.12: nonzero: the stage cannot run on a part of the particles
      * (mpirun -np N, docs/mpi.md): it needs the whole set in one process
      * (a grid over the domain, a mesh of the whole surface, sums over a
      * body), or grows sets the decomposition does not know of. A pipeline
@@ -404,7 +404,16 @@ typedef struct floe_api {
     int (*cl_set_compact)(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep);
     /* Exclusive prefix sum of n uint words of a device buffer, in place. */
     int (*cl_scan)(floe_ctx *ctx, void *buf, uint32_t n);
-    /* ---- appended in ABI 1.11: domain decomposition (docs/mpi.md) ------
+    /* ---- appended in ABI 1.11: the core's device sort ----------------------
+     * Sort n keys (a device buffer of n 64-bit unsigned words) by their low
+     * `bits` bits (0 to 64; higher bits are ignored) with a payload (a
+     * device buffer of n uint words that moves with them), in place and
+     * stably: equal keys keep their order, so a payload of 0 .. n - 1 ends
+     * as the stable sort's permutation. The core's LSD radix sort
+     * (kernels/core/sort.cl, 4 bits a pass); the queue runs it in order
+     * with the caller's kernels, nothing is read back. */
+    int (*cl_sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
+    /* ---- appended in ABI 1.12: domain decomposition (docs/mpi.md) ------
      * Under mpirun -np N each process owns the particles of its slab of
      * the domain: the first `owned` of each fluid set. After them come
      * ghosts, copies of other ranks' particles within the support radius
