@@ -337,8 +337,22 @@ static int migrate(floe_ctx *ctx, int s)
         if (e != MPI_SUCCESS)
             rc = mpi_fail(ctx, e, "MPI_Alltoallv (migration)");
     }
-    if (!rc && stot)
-        rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
+    if (!rc && stot) { /* the leavers' slots take the last particles (the order does not matter: the
+                        * lists are in id order): O(leavers), not a pass over every attribute of the set */
+        uint32_t last = n;
+        for (uint32_t i = n; i-- > 0;) {
+            if (keep[i])
+                continue;
+            last--;
+            if (i != last)
+                for (int a = 0; a < p->nattrs; a++) {
+                    size_t es = floe_type_size(p->attrs[a].type);
+                    char *dd = p->attrs[a].data;
+                    memcpy(dd + (size_t)i * es, dd + (size_t)last * es, es);
+                }
+        }
+        rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), last);
+    }
     if (!rc && rtot) {
         const uint32_t m = p->n;
         if (!(rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), m + (uint32_t)rtot)))
