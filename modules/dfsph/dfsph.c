@@ -458,11 +458,26 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
      * wall overlap) is removed in this step only up to what moves particles
      * by max(max_correction_speed, |v|max) dt, a fraction vc dt / d of the
      * spacing: removed at once, a 1% overlap at dt = 1e-4 s would launch
-     * particles at 1% of d / dt (as in iisph's solve) */
+     * particles at 1% of d / dt (as in iisph's solve). And the compression
+     * a run starts with is a budget (dfsph_start_lag) that shrinks by
+     * max_correction_speed dt / L a step, L the fluid column's height at the
+     * first step: the rows' shares of a column add up, so the column rises
+     * at most at max_correction_speed (dfsph_lag_step) */
     const double corr = c->corr_speed;
     const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
-    for (size_t i = 0; i < N; i++)
-        s->lag[i] = s->rho0[i] * floe_pos(s->rho[i] / s->rho0[i] - 1.0f - elim);
+    const int first = si->step == 0;
+    for (int q = 0; q < nf; q++) {
+        float *restrict sl = floe_attr_of(api, ctx, &f[q], "dfsph_start_lag", FLOE_F32);
+        float *restrict sr = floe_attr_of(api, ctx, &f[q], "dfsph_start_rate", FLOE_F32);
+        const float *xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        if (!sl || !sr || !xq)
+            return FLOE_ERR_ARG;
+        const float rate0 = first && corr > 0.0 ? (float)(corr / dfsph_fluid_column(si, xq, f[q].info.n)) : 0.0f;
+        for (uint32_t i = 0; i < f[q].info.n; i++) {
+            const size_t g = f[q].off + i;
+            s->lag[g] = s->rho0[g] * dfsph_lag_step(&sl[i], &sr[i], s->rho[g] / s->rho0[g] - 1.0f, elim, rate0, dt, first);
+        }
+    }
     s->off[0] = 0;
     for (size_t i = 0; i < N; i++) {
         if ((uint64_t)s->off[i] + s->off[i + 1] >= UINT32_MAX)
@@ -566,6 +581,28 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     return FLOE_OK;
 }
 
+double dfsph_fluid_column(const floe_sim_info *si, const float *x, uint32_t n)
+{
+    const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
+                          (double)si->gravity[2] * si->gravity[2]);
+    double lo[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, hi[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = 0; i < n; i++) {
+        const double h = g > 0.0 ? (x[3 * i] * (double)si->gravity[0] + x[3 * i + 1] * (double)si->gravity[1] +
+                                    x[3 * i + 2] * (double)si->gravity[2]) / g
+                                 : 0.0;
+        for (int k = 0; k < 3; k++)
+            lo[k] = fmin(lo[k], x[3 * i + k]), hi[k] = fmax(hi[k], x[3 * i + k]);
+        lo[3] = fmin(lo[3], h), hi[3] = fmax(hi[3], h);
+    }
+    double L = 0.0;
+    if (n > 0 && g > 0.0)
+        L = hi[3] - lo[3];
+    else
+        for (int k = 0; n > 0 && k < si->dim; k++)
+            L = fmax(L, hi[k] - lo[k]);
+    return L + si->spacing;
+}
+
 void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v)
 {
     const floe_sim_info *si = api->sim(ctx);
@@ -659,6 +696,8 @@ static const floe_attr_desc solve_attrs[] = {
     FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),
     FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_FLUID("dfsph_kv", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("dfsph_start_lag", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("dfsph_start_rate", FLOE_F32, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_BOUND("x", FLOE_VEC3),
     FLOE_ATTR_BOUND("V", FLOE_F32),
