@@ -48,6 +48,9 @@
  * Speed: the set-up stores m_j grad W_ij of every fluid pair once per step
  * (CSR rows with global neighbour indices over every fluid set); each
  * iteration is then two passes over those rows and no kernel evaluation.
+ * The solves' sources walk a row while it is in cache: the divergence
+ * solve's in the set-up, the constant density solve's with its first
+ * pass 1 (the same sums in the same order as separate passes).
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
@@ -170,6 +173,23 @@ static int ensure_pairs(dfsph_state *s, size_t n)
     return 0;
 }
 
+/* Drho_i/Dt of the velocities u for particle gi */
+static inline float div_one(const dfsph_state *restrict s, size_t gi)
+{
+    const float *restrict u = s->u;
+    const float ux = u[3 * gi], uy = u[3 * gi + 1], uz = u[3 * gi + 2];
+    float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
+    const uint32_t k0 = s->off[gi], k1 = s->off[gi + 1];
+    const uint32_t *restrict nj = s->nj;
+    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
+#pragma omp simd reduction(+ : d)
+    for (uint32_t k = k0; k < k1; k++) {
+        const uint32_t j = nj[k];
+        d += (ux - u[3 * j]) * gx[k] + (uy - u[3 * j + 1]) * gy[k] + (uz - u[3 * j + 2]) * gz[k];
+    }
+    return d;
+}
+
 /* ---- set-up: pair gradients, boundary sums, the diagonal --------------------- */
 
 typedef struct setup {
@@ -182,6 +202,7 @@ typedef struct setup {
     float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
     int few_limit;          /* fewer neighbours than this: no divergence solve */
     int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
+    int div_source;         /* also the divergence solve's source S_i = Drho_i/Dt of u */
     dfsph_state *s;
 } setup;
 
@@ -232,62 +253,63 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     /* isolated particle: D ~ 0, no pressure (D ~ rho0^2 / d^2 inside the fluid) */
     s->D[gi] = D > 1e-6f * u->rho0 * u->rho0 * kc->inv_H * kc->inv_H ? D : 0.0f;
     s->few[gi] = count < (uint32_t)u->few_limit;
+    /* the divergence solve's source from the row just written (u = v of
+     * every particle is in place before the set-up) */
+    if (u->div_source)
+        s->S[gi] = s->few[gi] ? 0.0f : div_one(s, gi);
 }
 
 /* ---- the two passes of an iteration -------------------------------------------- */
-
-/* Drho_i/Dt of the velocities u for particle gi */
-static inline float div_one(const dfsph_state *restrict s, size_t gi)
-{
-    const float *restrict u = s->u;
-    const float ux = u[3 * gi], uy = u[3 * gi + 1], uz = u[3 * gi + 2];
-    float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
-    const uint32_t k0 = s->off[gi], k1 = s->off[gi + 1];
-    const uint32_t *restrict nj = s->nj;
-    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
-#pragma omp simd reduction(+ : d)
-    for (uint32_t k = k0; k < k1; k++) {
-        const uint32_t j = nj[k];
-        d += (ux - u[3 * j]) * gx[k] + (uy - u[3 * j + 1]) * gy[k] + (uz - u[3 * j + 2]) * gz[k];
-    }
-    return d;
-}
 
 /* The source of a solve, once before its iterations: S_i = Drho_i/Dt of u
  * (divergence; 0 for a particle with too few neighbours, as SPlisHSPlasH
  * does) or rho_i + dt Drho_i/Dt - rho0 - lag_i, the predicted density
  * beyond the rest density (constant density). */
-static void source(dfsph_state *s, size_t N, float dt, int divergence)
+static inline float source_one(const dfsph_state *restrict s, size_t i, float dt, int divergence)
 {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < N; i++) {
-        const float d = div_one(s, i);
-        s->S[i] = divergence ? (s->few[i] ? 0.0f : d) : s->rho[i] + dt * d - s->rho0[i] - s->lag[i];
-    }
+    const float d = div_one(s, i);
+    return divergence ? (s->few[i] ? 0.0f : d) : s->rho[i] + dt * d - s->rho0[i] - s->lag[i];
 }
 
 /* Pass 1: a^p_i = -sum_j m_j (P_i + P_j) grad W_ij - P_i sum_b psi_b grad W_ib */
-static void pass_accel(dfsph_state *s, size_t N)
+static inline void accel_one(dfsph_state *restrict s, size_t i)
 {
     const float *restrict P = s->P;
     const uint32_t *restrict nj = s->nj;
     const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
-    float *restrict ap = s->ap;
+    const float Pi = P[i];
+    float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
+    const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
+#pragma omp simd reduction(+ : ax, ay, az)
+    for (uint32_t k = k0; k < k1; k++) {
+        const float c = Pi + P[nj[k]];
+        ax += c * gx[k];
+        ay += c * gy[k];
+        az += c * gz[k];
+    }
+    s->ap[3 * i] = -ax;
+    s->ap[3 * i + 1] = -ay;
+    s->ap[3 * i + 2] = -az;
+}
+
+static void pass_accel(dfsph_state *s, size_t N)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++)
+        accel_one(s, i);
+}
+
+/* The first iteration's pass 1 with the source (of the constant density
+ * solve, or of the divergence solve when `with_source`): particle i's row
+ * walked twice while it is in cache, the same sums as source() and
+ * pass_accel() apart */
+static void pass_source_accel(dfsph_state *s, size_t N, float dt, int divergence, int with_source)
+{
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < N; i++) {
-        const float Pi = P[i];
-        float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
-        const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
-#pragma omp simd reduction(+ : ax, ay, az)
-        for (uint32_t k = k0; k < k1; k++) {
-            const float c = Pi + P[nj[k]];
-            ax += c * gx[k];
-            ay += c * gy[k];
-            az += c * gz[k];
-        }
-        ap[3 * i] = -ax;
-        ap[3 * i + 1] = -ay;
-        ap[3 * i + 2] = -az;
+        if (with_source)
+            s->S[i] = source_one(s, i, dt, divergence);
+        accel_one(s, i);
     }
 }
 
@@ -340,12 +362,12 @@ typedef struct iter {
     float omega, warm, cheb_rho; /* relaxation, warm start, Chebyshev's spectral radius estimate (0: off) */
     int64_t cheb_delay, min_it, max_it;
     double tol;
+    int source_done; /* S already holds the divergence solve's source (the set-up's pass) */
 } iter;
 
 static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
-    source(s, N, dt, divergence);
     for (size_t i = 0; i < N; i++)
         s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
     const int64_t min_it = divergence ? 1 : c->min_it, max_it = c->max_it;
@@ -353,7 +375,10 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     int64_t it = 0;
     float om = 1.0f;
     for (;;) {
-        pass_accel(s, N);
+        if (it == 0)
+            pass_source_accel(s, N, dt, divergence, !(divergence && c->source_done));
+        else
+            pass_accel(s, N);
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         *err = pass_update(s, N, dtk, divergence, c->omega, om);
         float *t = s->P; /* the new iterate is in Pold */
@@ -515,22 +540,29 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
-                   c->corr, s};
-        u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
-        u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
         a[q] = floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3);
         p[q] = floe_attr_of(api, ctx, &f[q], "p", FLOE_F32);
         kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
-        if (!u.x || !u.m || !v[q] || !a[q] || !p[q] || !kv[q])
+        if (!v[q] || !a[q] || !p[q] || !kv[q])
+            return FLOE_ERR_ARG;
+        float *restrict uu = s->u + 3 * f[q].off;
+        for (uint32_t i = 0; i < 3 * n; i++)
+            uu[i] = v[q][i];
+    }
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        if (n == 0)
+            continue;
+        setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
+                   c->corr, divergence, s};
+        u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
+        if (!u.x || !u.m)
             return FLOE_ERR_ARG;
 #define SETUP(i, P) setup_one(&u, i, P)
         FLOE_PAR_FOR(kc.periodic, n, SETUP);
 #undef SETUP
-        float *restrict uu = s->u + 3 * f[q].off;
-        for (uint32_t i = 0; i < 3 * n; i++)
-            uu[i] = v[q][i];
     }
 
     /* 1. divergence-free solver on v, from last step's P of this solver
@@ -541,7 +573,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 s->P[f[q].off + i] = kv[q][i] / dt;
-        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v};
+        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v, 1};
         it_v = solve(s, N, dt, 1, &cv, &err_v);
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
@@ -560,7 +592,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         }
     }
     double err = 0.0;
-    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol};
+    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol, 0};
     const int64_t it = solve(s, N, dt, 0, &cd, &err);
 
     /* a = (u - v) / dt, p = rho^2 P */
