@@ -56,6 +56,8 @@
  * thread count. docs/dfsph.md has the parameters and measured results. */
 #include "dfsph.h"
 
+#include <floe/simd.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +77,11 @@ typedef struct dfsph_state {
     float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
-    float *u;           /* 3N: the velocity being corrected */
+    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
     float *P;           /* N: the iterate P = p / rho^2 */
     float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
     float *S;           /* N: the solve's source */
-    float *ap;          /* 3N: pressure accelerations of the iterate */
+    float *ap;          /* 4N: pressure accelerations of the iterate, 16-byte records (x, y, z, 0) */
     float *rho;         /* N: rho (all fluid sets, global index) */
     float *rho0;        /* N: rest density of the particle's set */
     float *lag;         /* N: compression present now that is left to later steps */
@@ -135,11 +137,11 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->off = malloc((cap + 1) * sizeof *s->off);
     s->Gb = malloc(3 * cap * sizeof(float));
     s->D = malloc(cap * sizeof(float));
-    s->u = malloc(3 * cap * sizeof(float));
+    s->u = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->P = malloc(cap * sizeof(float));
     s->Pold = malloc(cap * sizeof(float));
     s->S = malloc(cap * sizeof(float));
-    s->ap = malloc(3 * cap * sizeof(float));
+    s->ap = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->rho = malloc(cap * sizeof(float));
     s->rho0 = malloc(cap * sizeof(float));
     s->lag = malloc(cap * sizeof(float));
@@ -173,21 +175,44 @@ static int ensure_pairs(dfsph_state *s, size_t n)
     return 0;
 }
 
+/* sum over a row of (v - r_j) . g_k, r the 16-byte records of the fluid
+ * particles (u or a^p) and g_k the stored m_j grad W_ij: with AVX2 eight
+ * neighbours at a time (their records loaded whole and transposed,
+ * floe_load4x8), the rest one by one */
+static inline float row_rel_dot(const float *restrict r4, const uint32_t *restrict nj, const float *restrict gx,
+                                const float *restrict gy, const float *restrict gz, uint32_t k0, uint32_t k1,
+                                float vx, float vy, float vz)
+{
+    float d = 0.0f;
+    uint32_t k = k0;
+#if defined(__AVX2__)
+    if (k1 - k0 >= 8) {
+        const __m256 x8 = _mm256_set1_ps(vx), y8 = _mm256_set1_ps(vy), z8 = _mm256_set1_ps(vz);
+        __m256 acc = _mm256_setzero_ps();
+        for (; k + 8 <= k1; k += 8) {
+            __m256 rx, ry, rz, rw;
+            floe_load4x8(r4, nj + k, &rx, &ry, &rz, &rw);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(x8, rx), _mm256_loadu_ps(gx + k)));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(y8, ry), _mm256_loadu_ps(gy + k)));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(z8, rz), _mm256_loadu_ps(gz + k)));
+        }
+        d = floe_hsum8(acc);
+    }
+#endif
+    for (; k < k1; k++) {
+        const float *rj = r4 + 4 * (size_t)nj[k];
+        d += (vx - rj[0]) * gx[k] + (vy - rj[1]) * gy[k] + (vz - rj[2]) * gz[k];
+    }
+    return d;
+}
+
 /* Drho_i/Dt of the velocities u for particle gi */
 static inline float div_one(const dfsph_state *restrict s, size_t gi)
 {
     const float *restrict u = s->u;
-    const float ux = u[3 * gi], uy = u[3 * gi + 1], uz = u[3 * gi + 2];
-    float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
-    const uint32_t k0 = s->off[gi], k1 = s->off[gi + 1];
-    const uint32_t *restrict nj = s->nj;
-    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
-#pragma omp simd reduction(+ : d)
-    for (uint32_t k = k0; k < k1; k++) {
-        const uint32_t j = nj[k];
-        d += (ux - u[3 * j]) * gx[k] + (uy - u[3 * j + 1]) * gy[k] + (uz - u[3 * j + 2]) * gz[k];
-    }
-    return d;
+    const float ux = u[4 * gi], uy = u[4 * gi + 1], uz = u[4 * gi + 2];
+    const float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
+    return d + row_rel_dot(u, s->nj, s->gx, s->gy, s->gz, s->off[gi], s->off[gi + 1], ux, uy, uz);
 }
 
 /* ---- set-up: pair gradients, boundary sums, the diagonal --------------------- */
@@ -279,17 +304,31 @@ static inline void accel_one(dfsph_state *restrict s, size_t i)
     const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
     const float Pi = P[i];
     float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
-    const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
-#pragma omp simd reduction(+ : ax, ay, az)
-    for (uint32_t k = k0; k < k1; k++) {
+    uint32_t k = s->off[i];
+    const uint32_t k1 = s->off[i + 1];
+#if defined(__AVX2__)
+    if (k1 - k >= 8) { /* eight neighbours at a time, P_j gathered */
+        const __m256 pi8 = _mm256_set1_ps(Pi);
+        __m256 sx = _mm256_setzero_ps(), sy = _mm256_setzero_ps(), sz = _mm256_setzero_ps();
+        for (; k + 8 <= k1; k += 8) {
+            const __m256 c = _mm256_add_ps(pi8, _mm256_i32gather_ps(P, _mm256_loadu_si256((const __m256i *)(nj + k)), 4));
+            sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_loadu_ps(gx + k)));
+            sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_loadu_ps(gy + k)));
+            sz = _mm256_add_ps(sz, _mm256_mul_ps(c, _mm256_loadu_ps(gz + k)));
+        }
+        ax += floe_hsum8(sx), ay += floe_hsum8(sy), az += floe_hsum8(sz);
+    }
+#endif
+    for (; k < k1; k++) {
         const float c = Pi + P[nj[k]];
         ax += c * gx[k];
         ay += c * gy[k];
         az += c * gz[k];
     }
-    s->ap[3 * i] = -ax;
-    s->ap[3 * i + 1] = -ay;
-    s->ap[3 * i + 2] = -az;
+    s->ap[4 * i] = -ax;
+    s->ap[4 * i + 1] = -ay;
+    s->ap[4 * i + 2] = -az;
+    s->ap[4 * i + 3] = 0.0f;
 }
 
 static void pass_accel(dfsph_state *s, size_t N)
@@ -333,15 +372,10 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
         const size_t i0 = ch * CHUNK, i1 = i0 + CHUNK < N ? i0 + CHUNK : N;
         double e = 0;
         for (size_t i = i0; i < i1; i++) {
-            const float ax = ap[3 * i], ay = ap[3 * i + 1], az = ap[3 * i + 2];
+            const float ax = ap[4 * i], ay = ap[4 * i + 1], az = ap[4 * i + 2];
             /* a^p_i . G_i - sum_j a^p_j . m_j grad W_ij = sum_j (a^p_i - a^p_j) . g_ij + a^p_i . Gb_i */
-            float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2];
-            const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
-#pragma omp simd reduction(+ : d)
-            for (uint32_t k = k0; k < k1; k++) {
-                const uint32_t j = nj[k];
-                d += (ax - ap[3 * j]) * gx[k] + (ay - ap[3 * j + 1]) * gy[k] + (az - ap[3 * j + 2]) * gz[k];
-            }
+            const float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2] +
+                            row_rel_dot(ap, nj, gx, gy, gz, s->off[i], s->off[i + 1], ax, ay, az);
             const float F = divergence && s->few[i] ? 0.0f : s->S[i] + dtk * d;
             e += floe_pos(F) / s->rho0[i];
             const float pj = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
@@ -389,7 +423,7 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
     }
     pass_accel(s, N);
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < 3 * N; i++)
+    for (size_t i = 0; i < 4 * N; i++)
         s->u[i] += dt * s->ap[i];
     return it;
 }
@@ -546,9 +580,12 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
         if (!v[q] || !a[q] || !p[q] || !kv[q])
             return FLOE_ERR_ARG;
-        float *restrict uu = s->u + 3 * f[q].off;
-        for (uint32_t i = 0; i < 3 * n; i++)
-            uu[i] = v[q][i];
+        float *restrict uu = s->u + 4 * f[q].off;
+        for (uint32_t i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++)
+                uu[4 * i + k] = v[q][3 * i + k];
+            uu[4 * i + 3] = 0.0f;
+        }
     }
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
@@ -582,11 +619,11 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
-        float *restrict uu = s->u + 3 * f[q].off;
+        float *restrict uu = s->u + 4 * f[q].off;
         const float *restrict aq = a[q];
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                uu[3 * i + k] += dt * aq[3 * i + k];
+                uu[4 * i + k] += dt * aq[3 * i + k];
             const float r = s->rho[f[q].off + i];
             s->P[f[q].off + i] = p[q][i] / (r * r);
         }
@@ -600,12 +637,12 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        const float *restrict uu = s->u + 3 * f[q].off, *restrict rho = s->rho + f[q].off;
+        const float *restrict uu = s->u + 4 * f[q].off, *restrict rho = s->rho + f[q].off;
         const float *restrict Pq = s->P + f[q].off;
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                a[q][3 * i + k] = (uu[3 * i + k] - v[q][3 * i + k]) / dt;
+                a[q][3 * i + k] = (uu[4 * i + k] - v[q][3 * i + k]) / dt;
             p[q][i] = Pq[i] * rho[i] * rho[i];
         }
     }
