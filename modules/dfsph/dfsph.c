@@ -50,7 +50,9 @@
  * iteration is then two passes over those rows and no kernel evaluation.
  * The solves' sources walk a row while it is in cache: the divergence
  * solve's in the set-up, the constant density solve's with its first
- * pass 1 (the same sums in the same order as separate passes).
+ * pass 1. With AVX2 the rows run eight neighbours at a time: a^p and u are
+ * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
+ * gathered; the plain loops take the rows' tails and other CPUs.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
