@@ -206,7 +206,11 @@ Test(delta_sph, pressure_noise, .timeout = 600)
 {
     double sd[3];
     for (int m = 0; m < 3; m++) {
-        const tank_log L = still_tank(m, "artificial", 1.0, 2.0, NULL, NULL);
+        /* the plain continuity density (delta = 0) is the unstable one: its
+         * noise grows until the tank blows up, 1.8-3 s after the settling
+         * depending on the last bits of the sums, so it is measured over
+         * its first second only */
+        const tank_log L = still_tank(m, "artificial", 1.0, m == CONTINUITY ? 1.0 : 2.0, NULL, NULL);
         sd[m] = sqrt(L.var_sum / L.frames);
     }
     cr_log_info("pressure std at one depth: %.1f Pa (density sum), %.1f Pa (continuity), %.1f Pa (delta-SPH): "
