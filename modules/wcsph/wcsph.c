@@ -75,6 +75,36 @@ FLOE_ROW_FN void row_grad_p_wall(const floe_kconst *kc, const uint32_t *restrict
     FLOE_ROW_GRAD_SUM(s, Pi + P[j]);
 }
 
+/* tr(-sum_j V_j x_ij (x) grad W_ij) = -sum_j V_j F_ij r_ij^2 over a fluid
+ * row (V_j = m_j / rho_j) or, with rho = NULL, a boundary row of volumes
+ * w (or, with w = NULL, every volume vol) */
+FLOE_ROW_FN float row_trace(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                            const float *restrict xt, const float *restrict w, const float *restrict rho, float vol,
+                            float xi, float yi, float zi, const int per)
+{
+    float s = 0.0f;
+    if (rho) {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= w[j] / rho[j] * floe_kdw(kc, r2) * r2;
+        }
+    } else if (w) {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= w[j] * floe_kdw(kc, r2) * r2;
+        }
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= vol * floe_kdw(kc, r2) * r2;
+        }
+    }
+    return s;
+}
+
 /* Pressure force and XSPH in one walk of a fluid row (pressure_force with
  * xsph > 0): g += sum_j m_j (P_i + P_j) grad W_ij, and sv the XSPH sum of
  * floe_row_xsph, pair term floe_xsph_pair. */
@@ -225,7 +255,7 @@ static int st_pressure_cl(const floe_stage_call *call) { return pressure(call, 1
 
 /* ---- pressure force ------------------------------------------------------ */
 
-enum { PF_XSPH, PF_WALLS };
+enum { PF_XSPH, PF_WALLS, PF_GRAD_CORR };
 
 static wcsph_pf decode_pf(const floe_stage_call *call)
 {
@@ -277,6 +307,7 @@ static int st_pressure_force(const floe_stage_call *call)
     if ((st = prho2(ctx, ws, f, nf)) != FLOE_OK)
         return st;
     const int adami = !strcmp(call->param[PF_WALLS].s ? call->param[PF_WALLS].s : "mirror", "extrapolated");
+    const int gcorr = call->param[PF_GRAD_CORR].b;
     if (adami && (st = wcsph_wall_pressure(ctx, ws, &kc, f, nf)) != FLOE_OK)
         return st;
     int packed; /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
@@ -287,7 +318,8 @@ static int st_pressure_force(const floe_stage_call *call)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        const unsigned needs = FLOE_WITH_BOUNDARY | (cv > 0.0f ? FLOE_NEED_RHO | FLOE_NEED_V : 0);
+        const unsigned needs =
+            FLOE_WITH_BOUNDARY | (cv > 0.0f ? FLOE_NEED_RHO | FLOE_NEED_V : 0) | (gcorr ? FLOE_NEED_RHO : 0);
         if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, ws->prho2, packed ? ws->rec.umass : NULL, t, &nt)) !=
             FLOE_OK)
             return st;
@@ -351,9 +383,21 @@ static int st_pressure_force(const floe_stage_call *call)
              * static walls with walls = "extrapolated": rho0_i d^dim (P_i + P_b)
              * with Adami's P_b (walls.c) */
             const float cb = 2.0f * rho0 * Pi, cw = rho0 * vlat;
-            a[3 * i] -= af[0] + cb * ab[0] + cw * aw[0];
-            a[3 * i + 1] -= af[1] + cb * ab[1] + cw * aw[1];
-            a[3 * i + 2] -= af[2] + cb * ab[2] + cw * aw[2];
+            float gam = 1.0f; /* gradient_correction: dim / tr M_i in [0.9, 1/0.9], else 1 or 0.9 */
+            if (gcorr) {
+                float tr = 0.0f;
+                for (int b = 0; b < nt; b++) {
+                    const floe_target *tg = &t[b];
+                    tr += FLOE_ROW_CALL(kc.periodic, row_trace, &kc, FLOE_ROW(tg, i), tg->x,
+                                        tg->boundary && wallP[b] ? NULL : tg->mass, tg->boundary ? NULL : tg->rho,
+                                        vlat, xi, yi, zi);
+                }
+                gam = tr > 0.0f ? (float)kc.dim / tr : 1.0f;
+                gam = gam > 1.0f / 0.9f ? 1.0f : gam < 0.9f ? 0.9f : gam;
+            }
+            a[3 * i] -= gam * (af[0] + cb * ab[0] + cw * aw[0]);
+            a[3 * i + 1] -= gam * (af[1] + cb * ab[1] + cw * aw[1]);
+            a[3 * i + 2] -= gam * (af[2] + cb * ab[2] + cw * aw[2]);
         }
     }
     return FLOE_OK;
@@ -361,6 +405,9 @@ static int st_pressure_force(const floe_stage_call *call)
 
 static int st_pressure_force_cl(const floe_stage_call *call)
 {
+    if (call->param[PF_GRAD_CORR].b)
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "wcsph.pressure_force{gradient_correction = true} runs on the CPU backend only");
     if (call->param[PF_WALLS].s && !strcmp(call->param[PF_WALLS].s, "extrapolated"))
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "wcsph.pressure_force{walls = \"extrapolated\"} (Adami's wall pressure) runs on the CPU "
@@ -535,6 +582,11 @@ static const floe_param_desc pressure_force_params[] = {
         "pressure of boundary particles: mirror = the fluid particle's own (Akinci et al. 2012, p_b = p_i), "
         "extrapolated = Adami et al. 2012's wall pressure from the fluid around each static wall particle, the "
         "hydrostatic head included (moving boundaries keep mirror; C path only)"),
+    [PF_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale particle i's pressure acceleration by gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) (fluid and "
+        "boundary neighbours; walls = extrapolated: V = d^dim) where it lies in [0.9, 1/0.9], 0.9 below; 1 above "
+        "(a truncated kernel at the free surface, not a packing error): hydrostatic pressure consistent with "
+        "rho0 g h; one more neighbour walk; C path only"),
     {0},
 };
 
