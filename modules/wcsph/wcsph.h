@@ -6,6 +6,7 @@
 
 #include <floe/sph.h>
 #include <floe/sph_pack.h>
+#include <floe/wall_sums.h>
 
 FLOE_MODULE_API_EXTERN; /* one `api` for wcsph.c, continuity.c and wcsph_cl.c (<floe/sph.h>) */
 
@@ -32,14 +33,11 @@ typedef struct wcsph_state {
     float eos0_B, eos0_inv_rho0, eos0_gamma, eos0_lo;
     int eos_valid;
     /* pressure_force{walls = "extrapolated"} (walls.c): per boundary
-     * particle V_b p_b / rho_b^2, every boundary set end to end, then two
-     * sums of the same length */
+     * particle p_b / rho_b^2, every boundary set end to end, then two sums
+     * of the same length */
     float *wall;
     size_t wall_cap;
-    floe_set wall_set[FLOE_MAX_SETS];
-    size_t wall_off[FLOE_MAX_SETS];
-    uint32_t wall_n[FLOE_MAX_SETS];
-    int wall_static[FLOE_MAX_SETS], nwall;
+    floe_walls walls; /* the boundary sets' layout (<floe/wall_sums.h>) */
 } wcsph_state;
 
 /* the speed of sound wcsph.pressure gave fluid set `set` (0 when it has
