@@ -194,14 +194,14 @@ static int wall_velocity(floe_ctx *ctx, visc_state *vs, const floe_kconst *pkc, 
     memset(vs->wv, 0, 4 * w->total * sizeof *Sv);
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
-        if (n == 0)
-            continue;
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
+        const float *xs = NULL;
+        if ((st = floe_walls_fluid(api, ctx, f, nf, s, t, &nt, &xs)) != FLOE_OK)
             return st;
-        const float *restrict xs = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3);
-        const float *restrict v = api->attr_read(ctx, f[s].set, "v", FLOE_VEC3);
-        if (!xs || !v)
-            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x or v", f[s].info.name);
+        const float *restrict v = nt ? api->attr_read(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        if (nt == 0)
+            continue;
+        if (!v)
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks v", f[s].info.name);
         FLOE_WALL_SCATTER(w, t, nt, n, xs, kc, si, {
             Sw[b] += W;
             Sv[3 * b] += v[3 * i] * W;

@@ -55,11 +55,12 @@ int wcsph_wall_pressure(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, 
     const float gx = si->gravity[0], gy = si->gravity[1], gz = si->gravity[2];
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
-        if (n == 0)
+        const float *xs = NULL;
+        if ((st = floe_walls_fluid(api, ctx, f, nf, s, t, &nt, &xs)) != FLOE_OK || nt == 0) {
+            if (st != FLOE_OK)
+                return st;
             continue;
-        if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
-            return st;
-        const float *restrict xs = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3);
+        }
         const float *restrict ps = floe_read_of(api, ctx, &f[s], "p", FLOE_F32);
         const float *restrict rhos = floe_read_of(api, ctx, &f[s], "rho", FLOE_F32);
         if (!ps || !rhos)

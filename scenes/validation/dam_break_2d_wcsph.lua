@@ -26,6 +26,7 @@ local visc = floe.param("visc", "art")      -- art | lam | art+lam
 local wall = floe.param("wall", "friction") -- friction | noslip | free
 local press = floe.param("press", "mirror") -- mirror | adami
 local gc = floe.param("gc", 0)              -- 1: wcsph.pressure_force{gradient_correction}
+local wv = floe.param("wv", "mirror")       -- no-slip wall velocity: mirror | extrapolated (Adami)
 local alpha = floe.param("alpha", 0.02)
 local c = floe.param("c", 25)
 local tend = floe.param("T", 4.4)
@@ -48,7 +49,7 @@ local function pipe(settling)
   end
   if visc == "lam" or visc == "art+lam" or wall == "noslip" then
     p[#p+1] = { "viscosity.laminar", nu = (visc == "lam" or visc == "art+lam") and 1e-6 or 0,
-                boundary_nu = wall == "noslip" and 1e-6 or 0 }
+                boundary_nu = wall == "noslip" and 1e-6 or 0, wall_velocity = wv }
   end
   p[#p+1] = { "wcsph.pressure_force", walls = press == "adami" and "extrapolated" or "mirror",
               gradient_correction = gc == 1 }

@@ -14,6 +14,7 @@
  *                            rigid bodies, are left out)
  *   floe_walls_layout        fill it
  *   floe_walls_slot          the index of a boundary set in it, or -1
+ *   floe_walls_fluid         a fluid set's targets and positions for the loop
  *   FLOE_WALL_SCATTER        the loop over the fluid-wall pairs of static
  *                            sets, a statement run per pair */
 #ifndef FLOE_WALL_SUMS_H
@@ -57,6 +58,19 @@ static inline int floe_walls_slot(const floe_walls *w, floe_set set)
         if (w->set[k].id == set.id)
             return k;
     return -1;
+}
+
+/* The targets of fluid set f[s] with its boundary sets (floe_targets, no
+ * fluid attribute but x) and its positions; *nt = 0 for an empty set. */
+static inline int floe_walls_fluid(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, int s,
+                                   floe_target *t, int *nt, const float **xs)
+{
+    *nt = 0;
+    if (f[s].info.n == 0)
+        return FLOE_OK;
+    const int st = floe_targets(api, ctx, &f[s], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, nt);
+    *xs = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3);
+    return st != FLOE_OK ? st : *xs ? FLOE_OK : api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks x", f[s].info.name);
 }
 
 /* For every fluid particle i of fluid set q (targets t[0..nt) from
