@@ -394,3 +394,45 @@ Test(delta_sph, needs_the_speed_of_sound)
     cr_assert(strstr(floe_ctx_error(f.ctx), "put 'wcsph.pressure' in the step"), "%s", floe_ctx_error(f.ctx));
     floe_ctx_destroy(f.ctx);
 }
+
+/* Adami's wall pressure takes B and gamma from wcsph.pressure: without it
+ * in the step the pressure force stops with a message saying so */
+Test(delta_sph, extrapolated_walls_need_the_equation_of_state)
+{
+    const float d = 0.02f, tank[3] = {0.2f, 0.3f, 0}, water[3] = {0.2f, 0.2f, 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_param_kv wk[] = {KV_S("walls", "extrapolated")};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "wcsph.pressure_force", 1, wk);
+    fixture_add(&f, "integrate", 0, NULL);
+    cr_assert_eq(floe_step(f.ctx, 1e-4), FLOE_ERR_ARG);
+    cr_assert(strstr(floe_ctx_error(f.ctx), "put 'wcsph.pressure' before it"), "%s", floe_ctx_error(f.ctx));
+    floe_ctx_destroy(f.ctx);
+}
+
+/* walls = "extrapolated" and gradient_correction have no OpenCL path: on
+ * that backend the stage stops with a message naming the parameter */
+Test(delta_sph, extrapolated_walls_refused_on_opencl, .timeout = 300)
+{
+    need_opencl();
+    for (int k = 0; k < 2; k++) {
+        fixture g = cl_world("opencl", 2);
+        floe_pipeline_clear(g.ctx);
+        floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
+        floe_param_kv wk[] = {k ? KV_B("gradient_correction", 1) : KV_S("walls", "extrapolated")};
+        fixture_add(&g, "neighbours", 0, NULL);
+        fixture_add(&g, "sph.density", 0, NULL);
+        fixture_add(&g, "wcsph.pressure", 1, pk);
+        fixture_add(&g, "wcsph.pressure_force", 1, wk);
+        fixture_add(&g, "integrate", 0, NULL);
+        cr_assert_eq(floe_step(g.ctx, 1e-4), FLOE_ERR_ARG, "%s", floe_ctx_error(g.ctx));
+        cr_assert(strstr(floe_ctx_error(g.ctx), k ? "gradient_correction = true} runs on the CPU backend only"
+                                                  : "runs on the CPU backend only"),
+                  "%s", floe_ctx_error(g.ctx));
+        floe_ctx_destroy(g.ctx);
+    }
+}
