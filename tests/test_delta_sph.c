@@ -414,25 +414,31 @@ Test(delta_sph, extrapolated_walls_need_the_equation_of_state)
     floe_ctx_destroy(f.ctx);
 }
 
-/* walls = "extrapolated" and gradient_correction have no OpenCL path: on
+/* walls = "extrapolated" and gradient_correction (wcsph.pressure_force) and
+ * wall_velocity = "extrapolated" (viscosity.laminar) have no OpenCL path: on
  * that backend the stage stops with a message naming the parameter */
 Test(delta_sph, extrapolated_walls_refused_on_opencl, .timeout = 300)
 {
     need_opencl();
-    for (int k = 0; k < 2; k++) {
+    static const char *const expect[] = {"(Adami's wall pressure) runs on the CPU backend only",
+                                         "gradient_correction = true} runs on the CPU backend only",
+                                         "wall_velocity = \"extrapolated\" is built for form = \"morris\" on the CPU"};
+    for (int k = 0; k < 3; k++) {
         fixture g = cl_world("opencl", 2);
+        cr_assert_eq(floe_module_load(g.ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(g.ctx));
         floe_pipeline_clear(g.ctx);
         floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
-        floe_param_kv wk[] = {k ? KV_B("gradient_correction", 1) : KV_S("walls", "extrapolated")};
+        floe_param_kv wk[] = {k == 1 ? KV_B("gradient_correction", 1) : KV_S("walls", k ? "mirror" : "extrapolated")};
+        floe_param_kv lk[] = {KV_F("nu", 1e-6), KV_S("wall_velocity", "extrapolated")};
         fixture_add(&g, "neighbours", 0, NULL);
         fixture_add(&g, "sph.density", 0, NULL);
         fixture_add(&g, "wcsph.pressure", 1, pk);
+        if (k == 2)
+            fixture_add(&g, "viscosity.laminar", 2, lk);
         fixture_add(&g, "wcsph.pressure_force", 1, wk);
         fixture_add(&g, "integrate", 0, NULL);
         cr_assert_eq(floe_step(g.ctx, 1e-4), FLOE_ERR_ARG, "%s", floe_ctx_error(g.ctx));
-        cr_assert(strstr(floe_ctx_error(g.ctx), k ? "gradient_correction = true} runs on the CPU backend only"
-                                                  : "runs on the CPU backend only"),
-                  "%s", floe_ctx_error(g.ctx));
+        cr_assert(strstr(floe_ctx_error(g.ctx), expect[k]), "%s", floe_ctx_error(g.ctx));
         floe_ctx_destroy(g.ctx);
     }
 }
