@@ -232,10 +232,3 @@ int rigid_couple_viscosity(rigid_state *s, double alpha, double c0)
     const pass ps = make_pass(s, 2, NULL, alpha, c0);
     return add_into(s, &ps, 1);
 }
-
-int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T)
-{
-    pass ps = make_pass(s, kind, c, alpha, c0);
-    ps.sums_only = 1;
-    return run_pass(s, &ps, F, T);
-}

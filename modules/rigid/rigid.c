@@ -38,6 +38,7 @@ static void rigid_fini(void *state)
     rigid_state *s = state;
     if (!s)
         return;
+    rigid_cl_fini(s);
     rigid_engine_fini(s);
     for (int k = 0; k < s->nb; k++) {
         free(s->b[k].mx);
@@ -47,6 +48,9 @@ static void rigid_fini(void *state)
     free(s->j);
     free(s->part);
     free(s->cl_cen);
+    free(s->cl_out_mem[0]);
+    free(s->cl_out_mem[1]);
+    free(s->cl_pose_mem);
     free(s->csv);
     free(s);
 }
@@ -117,10 +121,19 @@ static int step_common(const floe_stage_call *call, int cl)
     const floe_sim_info *si = api->sim(call->ctx);
     if (!(si->dt > 0.0))
         return FLOE_OK;
-    int st = rigid_engine_step(s, si->time, si->dt);
+    if (!cl) {
+        int st = rigid_engine_step(s, si->time, si->dt);
+        return st ? st : rigid_place_particles(s);
+    }
+    /* OpenCL: contacts while the device still works on this step's sums,
+     * then the sums (waited for), ODE's step and the particles placed */
+    int st = rigid_engine_collide(s, si->time, si->dt);
+    if (!st)
+        st = rigid_cl_settle(s);
     if (st)
         return st;
-    return cl ? rigid_cl_place(s) : rigid_place_particles(s);
+    rigid_engine_solve(s);
+    return rigid_cl_place(s);
 }
 
 static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
@@ -131,7 +144,8 @@ static int st_output(const floe_stage_call *call)
 {
     if (!have_bodies(call))
         return FLOE_OK;
-    return rigid_write_frame(call->state);
+    int st = rigid_cl_settle(call->state); /* the OpenCL path's sums in flight */
+    return st ? st : rigid_write_frame(call->state);
 }
 
 /* ---- checkpoint: the bodies' state and the CSV so far ----------------------- */
@@ -139,6 +153,8 @@ static int st_output(const floe_stage_call *call)
 static int rigid_save(void *state, floe_state_io *out)
 {
     rigid_state *s = state;
+    if (rigid_cl_settle(s))
+        return FLOE_ERR;
     int st = out->write(out, &s->nb, sizeof s->nb);
     for (int k = 0; k < s->nb && !st; k++) {
         rigid_body *b = &s->b[k];

@@ -51,6 +51,7 @@ typedef struct rigid_body {
     double kin_t;               /* kinematic: time of the last pose */
     double hold;                /* a dynamic body held still until this time (the fluid settles) */
     int held;
+    int push;                   /* this step: the fluid's force goes to ODE (rigid_engine_solve) */
 } rigid_body;
 
 typedef struct rigid_joint {
@@ -75,15 +76,25 @@ typedef struct rigid_state {
     double friction, restitution, contact_erp, contact_cfm;
     int iterations;
     int started;                /* the world has taken the bodies (first rigid.step) */
+    double step_dt;             /* the step rigid_engine_collide began */
     /* per-particle partial sums of the coupling: 2 bodies per fluid particle row */
     double *part;               /* 12 doubles a particle: (body a: F, T), (body b: F, T) */
     int32_t *part_id;           /* 2 per particle: the two bodies, -1 none */
     size_t part_cap;
     uint64_t overflow;          /* rows that touched a third body (reported) */
-    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state */
+    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state,
+     * the sums' reads in flight (at most one per pass: viscosity, force) */
     float *cl_cen;
     uint32_t cl_cen_cap;
-    int cl_over_ready;          /* the device counter of rows on the host is zero */
+    int cl_over_ready;          /* the device counter of spilled rows is zero */
+    int cl_npend;
+    struct {
+        void *ev;               /* the read's cl_event */
+        float *out;             /* pinned: nb x 6 sums, the spill count */
+        int viscous;            /* into Fv, Tv (rigid.viscosity) or F, T */
+    } cl_pend[2];
+    void *cl_pose_ev;           /* the last pose upload's cl_event */
+    float *cl_out_mem[2], *cl_pose_mem; /* host memory where the runtime gives no pinned memory */
     int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
     char *csv;
@@ -119,9 +130,6 @@ enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_couple_viscosity(rigid_state *s, double alpha, double c0);
 void rigid_couple_begin(rigid_state *s);
-/* the bodies' sums of pass kind (0 wcsph, 1 iisph, 2 viscosity) on the
- * host, the fluid untouched (the OpenCL path's fallback) */
-int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T);
 
 /* engine.c */
 int rigid_engine_init(rigid_state *s);
@@ -129,6 +137,10 @@ void rigid_engine_fini(rigid_state *s);
 int rigid_engine_add(rigid_state *s, rigid_body *b, const double x[3], const double q[4], const double v[3],
                      const double w[3]);
 int rigid_engine_step(rigid_state *s, double t, double dt);
+/* the same step in two halves: what does not need the fluid's forces
+ * (kinematic poses, releases, contacts), then the forces and ODE's step */
+int rigid_engine_collide(rigid_state *s, double t, double dt);
+void rigid_engine_solve(rigid_state *s);
 int rigid_walls(rigid_state *s, const double lo[3], const double hi[3], int open_top);
 int rigid_fix(rigid_state *s, int a, int b);
 int rigid_hinge(rigid_state *s, int a, int b, const double anchor[3], const double axis[3]);
@@ -142,6 +154,9 @@ int rigid_kinematic_pose(rigid_state *s, rigid_body *b, double t, double x[3], d
 int rigid_cl_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_cl_viscosity(rigid_state *s, double alpha, double c0);
 int rigid_cl_place(rigid_state *s);
+/* the sums of the passes in flight folded into the bodies' F, T (waits) */
+int rigid_cl_settle(rigid_state *s);
+void rigid_cl_fini(rigid_state *s);
 
 /* output.c */
 int rigid_write_frame(rigid_state *s);
