@@ -15,8 +15,16 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 FLOE_MODULE_API_DEFINE;
+
+double rigid_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
 
 static int rigid_init(floe_ctx *ctx, void **state)
 {
@@ -72,6 +80,9 @@ static int viscosity(const floe_stage_call *call, int cl)
         return FLOE_OK;
     rigid_state *s = call->state;
     s->visc_ran = 1;
+    int st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
+    if (st)
+        return st;
     return cl ? rigid_cl_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f)
               : rigid_couple_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
 }
@@ -106,6 +117,9 @@ static int force(const floe_stage_call *call, int cl)
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
                          "step too: keep one of the two");
+    int st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
+    if (st)
+        return st;
     return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
 }
 
@@ -121,19 +135,19 @@ static int step_common(const floe_stage_call *call, int cl)
     const floe_sim_info *si = api->sim(call->ctx);
     if (!(si->dt > 0.0))
         return FLOE_OK;
-    if (!cl) {
-        int st = rigid_engine_step(s, si->time, si->dt);
-        return st ? st : rigid_place_particles(s);
-    }
-    /* OpenCL: contacts while the device still works on this step's sums,
-     * then the sums (waited for), ODE's step and the particles placed */
+    if (cl) /* rigid_cl.c: in two halves, the second overlapping the device's work */
+        return rigid_cl_step(s, si->time, si->dt);
+    /* the host's time per step in the run record: ODE's collision detection
+     * and contacts, ODE's step */
+    const double t0 = rigid_now_ms();
     int st = rigid_engine_collide(s, si->time, si->dt);
-    if (!st)
-        st = rigid_cl_settle(s);
     if (st)
         return st;
+    const double t1 = rigid_now_ms();
     rigid_engine_solve(s);
-    return rigid_cl_place(s);
+    api->stat(call->ctx, "rigid.contacts_ms", t1 - t0);
+    api->stat(call->ctx, "rigid.ode_step_ms", rigid_now_ms() - t1);
+    return rigid_place_particles(s);
 }
 
 static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
@@ -144,7 +158,7 @@ static int st_output(const floe_stage_call *call)
 {
     if (!have_bodies(call))
         return FLOE_OK;
-    int st = rigid_cl_settle(call->state); /* the OpenCL path's sums in flight */
+    int st = rigid_cl_finish(call->state); /* the OpenCL path's step, finished */
     return st ? st : rigid_write_frame(call->state);
 }
 
@@ -153,7 +167,7 @@ static int st_output(const floe_stage_call *call)
 static int rigid_save(void *state, floe_state_io *out)
 {
     rigid_state *s = state;
-    if (rigid_cl_settle(s))
+    if (rigid_cl_finish(s))
         return FLOE_ERR;
     int st = out->write(out, &s->nb, sizeof s->nb);
     for (int k = 0; k < s->nb && !st; k++) {

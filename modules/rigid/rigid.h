@@ -94,6 +94,8 @@ typedef struct rigid_state {
         int viscous;            /* into Fv, Tv (rigid.viscosity) or F, T */
     } cl_pend[2];
     void *cl_pose_ev;           /* the last pose upload's cl_event */
+    int cl_step_pending;        /* rigid.step's second half (sums, ODE's step, placing) not yet run */
+    int cl_placer;              /* registered with api->set_placer */
     float *cl_out_mem[2], *cl_pose_mem; /* host memory where the runtime gives no pinned memory */
     int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
@@ -137,6 +139,7 @@ void rigid_engine_fini(rigid_state *s);
 int rigid_engine_add(rigid_state *s, rigid_body *b, const double x[3], const double q[4], const double v[3],
                      const double w[3]);
 int rigid_engine_step(rigid_state *s, double t, double dt);
+double rigid_now_ms(void);
 /* the same step in two halves: what does not need the fluid's forces
  * (kinematic poses, releases, contacts), then the forces and ODE's step */
 int rigid_engine_collide(rigid_state *s, double t, double dt);
@@ -156,6 +159,12 @@ int rigid_cl_viscosity(rigid_state *s, double alpha, double c0);
 int rigid_cl_place(rigid_state *s);
 /* the sums of the passes in flight folded into the bodies' F, T (waits) */
 int rigid_cl_settle(rigid_state *s);
+/* rigid.step on OpenCL: ODE's collision detection now, the rest (the
+ * sums, ODE's step, the particles placed) at rigid_cl_finish, which the
+ * next neighbours stage calls (api->set_placer) once the fluid's sort and
+ * lists are launched, or anything that reads the bodies first */
+int rigid_cl_step(rigid_state *s, double t, double dt);
+int rigid_cl_finish(rigid_state *s);
 void rigid_cl_fini(rigid_state *s);
 
 /* output.c */

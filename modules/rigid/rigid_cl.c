@@ -257,6 +257,42 @@ int rigid_cl_pressure(rigid_state *s, const rigid_couple *c)
 
 int rigid_cl_viscosity(rigid_state *s, double alpha, double c0) { return run_cl(s, 2, NULL, alpha, c0); }
 
+static int finish_cb(void *state) { return rigid_cl_finish(state); }
+
+int rigid_cl_step(rigid_state *s, double t, double dt)
+{
+    int st = rigid_cl_finish(s); /* a step not finished since (no neighbours stage between) */
+    if (st)
+        return st;
+    if (!s->cl_placer) {
+        if ((st = api->set_placer(s->ctx, s->set, finish_cb, s)))
+            return st;
+        s->cl_placer = 1;
+    }
+    const double t0 = rigid_now_ms();
+    if ((st = rigid_engine_collide(s, t, dt)))
+        return st;
+    api->stat(s->ctx, "rigid.contacts_ms", rigid_now_ms() - t0);
+    s->cl_step_pending = 1;
+    return FLOE_OK;
+}
+
+int rigid_cl_finish(rigid_state *s)
+{
+    if (!s->cl_step_pending)
+        return rigid_cl_settle(s);
+    s->cl_step_pending = 0;
+    const double t0 = rigid_now_ms();
+    int st = rigid_cl_settle(s);
+    if (st)
+        return st;
+    const double t1 = rigid_now_ms();
+    rigid_engine_solve(s);
+    api->stat(s->ctx, "rigid.wait_ms", t1 - t0);
+    api->stat(s->ctx, "rigid.ode_step_ms", rigid_now_ms() - t1);
+    return rigid_cl_place(s);
+}
+
 int rigid_cl_place(rigid_state *s)
 {
     floe_ctx *ctx = s->ctx;
