@@ -56,11 +56,13 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
         const float3 xi = floe_load3(x, i);
         const float irho = 1.0f / rho[i];
         const int vs = kind == 2 || visc;
+        const int hydf = kind == 0 && hyd; /* wcsph extrapolate: the fluid's share too (couple.c) */
         const float fv = vs ? cvisc * rho0 * 0.5f * irho : 0.0f;
         float fi = 0.0f, on = 0.0f;
-        if (kind == 0)
+        if (kind == 0) {
             fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
-        else if (kind == 1) {
+            on = hydf && p[i] > 0.0f ? rho0 * irho : 0.0f;
+        } else if (kind == 1) {
             fi = -beta * rho0 * (p[i] / (rho[i] * rho[i]));
             on = hyd && p[i] > 0.0f ? rho0 * irho : 0.0f;
         }
@@ -72,19 +74,22 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
             const float3 d = floe_min_image(xi - floe_load3(xb, j), per);
             const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
             const float w = Vb[j] * floe_dw_r(kc, r2);
-            /* gv: viscous (the fluid and the body), gp: pressure (the body only) */
-            float gp = 0.0f, gv = 0.0f;
+            /* gv: viscous (the fluid and the body), gp: pressure (the body;
+             * of it gh, wcsph's extrapolated part, the fluid too) */
+            float gp = 0.0f, gv = 0.0f, gh = 0.0f;
             if (vs) {
                 const float3 vij = floe_load3(v, i) - floe_load3(vb, j);
                 gv = w * (fv * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps));
             }
             if (kind == 1)
                 gp = w * (fi + on * (g.x * d.x + g.y * d.y + g.z * d.z));
-            else if (kind == 0)
-                gp = w * fi;
+            else if (kind == 0) {
+                gh = w * (on * (g.x * d.x + g.y * d.y + g.z * d.z));
+                gp = w * fi + gh;
+            }
             const float gg = kind == 2 ? gv : visc ? gp + gv : gp;
             const float3 aib = gg * d;
-            ai += gv * d;
+            ai += (gv + gh) * d;
             const float3 fb = -mi * aib;
             const int o = (int)bid[j];
             const float3 r = floe_load3(xb, j) - floe_load3(cen, (uint)o);
@@ -104,7 +109,7 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
         }
         if (third)
             atomic_inc(over);
-        if (vs) {
+        if (vs || hydf) {
             a[3 * i] += ai.x;
             a[3 * i + 1] += ai.y;
             a[3 * i + 2] += ai.z;

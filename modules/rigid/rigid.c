@@ -95,11 +95,12 @@ static int decode_force(const floe_stage_call *call, rigid_couple *c)
     const char *solver = call->param[FO_SOLVER].s, *bp = call->param[FO_BOUNDARY].s;
     *c = (rigid_couple){.solver = strcmp(solver, "iisph") == 0 ? RIGID_IISPH : RIGID_WCSPH, .beta = 2.0f,
                         .alpha = call->param[FO_ALPHA].f, .c0 = call->param[FO_SPEED].f};
-    if (c->solver == RIGID_IISPH) {
-        if (!strcmp(bp, "akinci"))
-            c->beta = 1.0f;
-        c->hyd = !strcmp(bp, "extrapolate");
-    }
+    if (c->solver == RIGID_IISPH && !strcmp(bp, "akinci"))
+        c->beta = 1.0f;
+    else if (c->solver == RIGID_WCSPH && !strcmp(bp, "akinci"))
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "rigid.force: boundary_pressure 'akinci' is iisph's; wcsph mirrors (mirror) or extrapolates");
+    c->hyd = !strcmp(bp, "extrapolate");
     return FLOE_OK;
 }
 
@@ -110,14 +111,16 @@ static int force(const floe_stage_call *call, int cl)
         return FLOE_OK;
     rigid_state *s = call->state;
     rigid_couple c;
-    decode_force(call, &c);
+    int st = decode_force(call, &c);
+    if (st)
+        return st;
     const int both = c.alpha > 0.0 && s->visc_ran;
     s->visc_ran = 0;
     if (both)
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
                          "step too: keep one of the two");
-    int st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
+    st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
     if (st)
         return st;
     return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
@@ -236,7 +239,9 @@ static const floe_param_desc force_params[] = {
         .doc = "whose boundary pressure force to mirror onto the bodies: wcsph.pressure_force or iisph.solve" },
     [FO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
         .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
-        .doc = "iisph: the solve's boundary_pressure (set both alike; gradient_correction off)" },
+        .doc = "the bodies' boundary pressure. iisph: the solve's boundary_pressure (set both alike; "
+               "gradient_correction off). wcsph: mirror (the solver's p_b = p_i) or extrapolate (p_b = p_i + "
+               "rho_i g.(x_b - x_i) where p_i > 0, Adami et al. 2012: the hydrostatic part added to the fluid too)" },
     [FO_ALPHA] = { FLOE_SIZED(floe_param_desc), .name = "alpha", .type = FLOE_PARAM_FLOAT,
         .def = 0, .min = 0, .max = 10, .unit = "",
         .doc = "> 0: rigid.viscosity's friction in this stage's pass over the rows (one pass instead of two; "

@@ -191,8 +191,10 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         void *m = floe_cl_attr(api, ctx, &f[q], "m", FLOE_F32, FLOE_READ, &st);
         void *rho = floe_cl_attr(api, ctx, &f[q], "rho", FLOE_F32, FLOE_READ, &st);
         void *p = kind != 2 ? floe_cl_attr(api, ctx, &f[q], "p", FLOE_F32, FLOE_READ, &st) : rho;
+        const int hydf = kind == 0 && hyd; /* wcsph extrapolate: the fluid's a too */
         void *v = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
-        void *a = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
+        void *a = kind == 2 || visc || hydf ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st)
+                                            : rho;
         const uint32_t ngroups = (n + WGS - 1) / WGS;
         void *gid = api->cl_scratch(ctx, "rigid.gid", (size_t)ngroups * KMAX * sizeof(int32_t));
         void *gs = api->cl_scratch(ctx, "rigid.gs", (size_t)ngroups * KMAX * 6 * sizeof(float));
