@@ -161,7 +161,7 @@ static int st_output(const floe_stage_call *call)
 {
     if (!have_bodies(call))
         return FLOE_OK;
-    int st = rigid_cl_finish(call->state); /* the OpenCL path's step, finished */
+    int st = rigid_cl_current(call->state); /* the OpenCL path's step, finished */
     return st ? st : rigid_write_frame(call->state);
 }
 
@@ -170,7 +170,7 @@ static int st_output(const floe_stage_call *call)
 static int rigid_save(void *state, floe_state_io *out)
 {
     rigid_state *s = state;
-    if (rigid_cl_finish(s))
+    if (rigid_cl_current(s))
         return FLOE_ERR;
     int st = out->write(out, &s->nb, sizeof s->nb);
     for (int k = 0; k < s->nb && !st; k++) {

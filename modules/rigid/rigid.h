@@ -165,6 +165,9 @@ int rigid_cl_settle(rigid_state *s);
  * lists are launched, or anything that reads the bodies first */
 int rigid_cl_step(rigid_state *s, double t, double dt);
 int rigid_cl_finish(rigid_state *s);
+/* the bodies' state current for a reader (Lua, output, checkpoint): the
+ * step finished and the sums in flight folded in */
+int rigid_cl_current(rigid_state *s);
 void rigid_cl_fini(rigid_state *s);
 
 /* output.c */

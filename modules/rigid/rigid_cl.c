@@ -261,6 +261,12 @@ int rigid_cl_viscosity(rigid_state *s, double alpha, double c0) { return run_cl(
 
 static int finish_cb(void *state) { return rigid_cl_finish(state); }
 
+int rigid_cl_current(rigid_state *s)
+{
+    int st = rigid_cl_finish(s);
+    return st ? st : rigid_cl_settle(s);
+}
+
 int rigid_cl_step(rigid_state *s, double t, double dt)
 {
     int st = rigid_cl_finish(s); /* a step not finished since (no neighbours stage between) */
@@ -281,8 +287,8 @@ int rigid_cl_step(rigid_state *s, double t, double dt)
 
 int rigid_cl_finish(rigid_state *s)
 {
-    if (!s->cl_step_pending)
-        return rigid_cl_settle(s);
+    if (!s->cl_step_pending) /* the sums of a pass in flight stay so (stages between) */
+        return FLOE_OK;
     s->cl_step_pending = 0;
     const double t0 = rigid_now_ms();
     int st = rigid_cl_settle(s);
