@@ -13,15 +13,24 @@ TestSuite(rigid_float, .init = sc_setup, .fini = sc_teardown, .timeout = 1200);
 /* One box {w, h} of density ratio r, released at `deg` degrees, in a tank
  * 0.8 m wide and 0.25 m deep; the scene's on_frame keeps the draft (free
  * surface by the side walls minus the box's lowest point) and the angle,
- * `check` (Lua) judges them at the end. */
-static int run_box(double w, double h, double r, double deg, double seconds, const char *check)
+ * `check` (Lua) judges them at the end. The free surface: the fluid's
+ * volume in two strips 0.1 m wide by the side walls (the wall's own column
+ * left out), particles x d^2 over the strips' width (`drafts`); the top
+ * particle of each column + d/2 is logged beside it (`tdrafts`: the top
+ * row sags some 0.3 d below the volume's surface, as the clamped pressure
+ * of its deficient density leaves it only the row below to rest on;
+ * docs/rigid.md, "Archimedes"). Solver: IISPH (mirror) or WCSPH (c = 20,
+ * the bodies' pressure extrapolated). */
+static int run_box_with(const char *solver, double w, double h, double r, double deg, double seconds,
+                        const char *check)
 {
     floe_scene_opts o = sc_opts();
+    const int wc = !strcmp(solver, "wcsph");
     return sc_run(&o,
         SC_HEAD "local d, W, H = 0.02, 0.8, 0.25\n"
         "local w, h, ratio, deg = %g, %g, %g, %g\n"
         "local sim = floe.sim{ dim = 2, spacing = d, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, max = {W + 0.1, 1} } }\n"
-        "sim:load{ 'sph', 'iisph' }\n"
+        "sim:load{ 'sph', '%s' }\n"
         "local rigid = sim:load 'rigid'\n"
         "sim:fluid_box{ min = {0, 0}, max = {W, H} }\n"
         "sim:boundary_box{ min = {0, 0}, max = {W, H + 0.3}, layers = 2, open_top = true }\n"
@@ -29,13 +38,9 @@ static int run_box(double w, double h, double r, double deg, double seconds, con
         "local y0 = math.max(H + h / 2 - ratio * h, h / 2 + 0.001)\n"
         "local b = rigid.body{ name = 'box', shape = 'box', size = {w, h}, density = 1000 * ratio,\n"
         "                      position = {W / 2, y0}, rotation = deg, hold = 0.5 }\n"
-        "sim:pipeline{ 'neighbours', 'sph.density', 'gravity',\n"
-        "  { 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 },\n"
-        "  { 'iisph.solve', tolerance = 0.0005, boundary_pressure = 'mirror', damping = 2 },\n"
-        "  { 'rigid.force', solver = 'iisph', boundary_pressure = 'mirror' },\n"
-        "  'integrate', 'rigid.step' }\n"
+        "%s"
         "local seconds = %g\n"
-        "local drafts, angles, lows, energies, levels = {}, {}, {}, {}, {}\n"
+        "local drafts, tdrafts, angles, lows, energies, levels = {}, {}, {}, {}, {}, {}\n"
         "sim:on_frame(function(s, st)\n"
         "  local q = b:state()\n"
         "  local th = 2 * math.atan(q.quaternion[4], q.quaternion[1])\n"
@@ -46,23 +51,42 @@ static int run_box(double w, double h, double r, double deg, double seconds, con
         "    if (x > 1.5 * d and x < 0.12) or (x < W - 1.5 * d and x > W - 0.12) then local k = math.floor(x / d); if not col[k] or y > col[k] then col[k] = y end end end\n"
         "  for _, y in pairs(col) do top = top + y; cnt = cnt + 1 end\n"
         "  local surf = top / cnt + d / 2\n"
+        "  local inside = 0\n"
+        "  for i = 1, s:count 'fluid' do local x = s:get('fluid', 'x', i); local xl = math.min(x, W - x)\n"
+        "    if xl >= d and xl < d + 0.1 then inside = inside + 1 end end\n"
+        "  local vsurf = inside * d * d / 0.2\n"
         "  -- the hydrostatic level: y + p / (rho0 g) of the particles in the lower half beside the box\n"
         "  local lv, nl = 0, 0\n"
         "  for i = 1, s:count 'fluid' do local x, y = s:get('fluid', 'x', i)\n"
         "    if y < H / 2 and y > 2 * d and math.abs(x - W / 2) > w / 2 + 2 * d and x > 2 * d and x < W - 2 * d then\n"
         "      lv = lv + y + s:get('fluid', 'p', i) / (1000 * 9.81); nl = nl + 1 end end\n"
         "  if st.time > seconds - 1 then levels[#levels + 1] = (lv / nl - low) / h end\n"
-        "  if st.time > seconds - 1 then drafts[#drafts + 1] = (surf - low) / h end\n"
+        "  if st.time > seconds - 1 then drafts[#drafts + 1] = (vsurf - low) / h; tdrafts[#tdrafts + 1] = (surf - low) / h end\n"
         "  angles[#angles + 1] = math.deg(th); lows[#lows + 1] = low\n"
         "  energies[#energies + 1] = q.mass * 9.81 * q.position[2] + 0.5 * q.mass * (q.velocity[1]^2 + q.velocity[2]^2)\n"
         "end)\n"
         "sim:run{ end_time = seconds, fps = 20, dt_max = 0.004, out = 'o' }\n"
         "local mean = 0; for _, v in ipairs(drafts) do mean = mean + v end; mean = mean / #drafts\n"
+        "local tmean = 0; for _, v in ipairs(tdrafts) do tmean = tmean + v end; tmean = tmean / #tdrafts\n"
         "local hmean = 0; for _, v in ipairs(levels) do hmean = hmean + v end; hmean = hmean / #levels\n"
-        "floe.log(string.format('box %%g x %%g, ratio %%g, released at %%g deg: mean draft/height %%.4f over the last second (from the hydrostatic level %%.4f), final angle %%.2f deg, lowest point %%.4f m',\n"
-        "  w, h, ratio, deg, mean, hmean, angles[#angles], lows[#lows]))\n"
+        "floe.log(string.format('%s: box %%g x %%g, ratio %%g, released at %%g deg: mean draft/height %%.4f over the last second (%%+.1f%%%%; from the top particles + d/2 %%.4f, from the hydrostatic level %%.4f), final angle %%.2f deg, lowest point %%.4f m',\n"
+        "  w, h, ratio, deg, mean, 100 * (mean / ratio - 1), tmean, hmean, angles[#angles], lows[#lows]))\n"
         "%s\n",
-        w, h, r, deg, seconds, check);
+        w, h, r, deg, solver,
+        wc ? "sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+             "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05 }, 'wcsph.pressure_force',\n"
+             "  { 'rigid.force', alpha = 0.05, speed_of_sound = 20 }, 'integrate', 'rigid.step' }\n"
+           : "sim:pipeline{ 'neighbours', 'sph.density', 'gravity',\n"
+             "  { 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 },\n"
+             "  { 'iisph.solve', tolerance = 0.0005, boundary_pressure = 'mirror', damping = 2 },\n"
+             "  { 'rigid.force', solver = 'iisph', boundary_pressure = 'mirror' },\n"
+             "  'integrate', 'rigid.step' }\n",
+        seconds, solver, check);
+}
+
+static int run_box(double w, double h, double r, double deg, double seconds, const char *check)
+{
+    return run_box_with("iisph", w, h, r, deg, seconds, check);
 }
 
 /* The issue asks for 3%; measured here (d = 0.02 m, the box 8 spacings

@@ -8,7 +8,8 @@
  *   engine.c     the ODE world: bodies, walls, contacts, joints, kinematic motion
  *   output.c     per frame: each body's mesh (OBJ) and bodies.csv
  *   lua_rigid.c  the scene face: rigid.body{}, rigid.walls{}, rigid.hinge{}, b:state()
- *   rigid_cl.c   the OpenCL path of the coupling (kernels/rigid/rigid.cl) */
+ *   rigid_cl.c   the OpenCL path of the coupling (kernels/rigid/rigid.cl)
+ *   engine_thread.c  ODE's step on a host thread (OpenCL path) */
 #ifndef RIGID_H
 #define RIGID_H
 
@@ -59,6 +60,8 @@ typedef struct rigid_joint {
     int a, b;                   /* bodies (b = -1: the world) */
 } rigid_joint;
 
+typedef struct rigid_thread rigid_thread;
+
 typedef struct rigid_state {
     floe_ctx *ctx;
     void *L;                    /* the scene's lua_State (lua_open) */
@@ -96,6 +99,10 @@ typedef struct rigid_state {
     void *cl_pose_ev;           /* the last pose upload's cl_event */
     int cl_step_pending;        /* rigid.step's second half (sums, ODE's step, placing) not yet run */
     int cl_placer;              /* registered with api->set_placer */
+    rigid_thread *thread;       /* engine_thread.c: ODE's step off the main thread */
+    int cl_threaded;            /* the pending step's second half runs there */
+    double cl_wait_ms, cl_ode_ms; /* that half's times (stats are the main thread's) */
+    uint32_t cl_spilled;        /* rows spilled in the passes settled since the last stat */
     float *cl_out_mem[2], *cl_pose_mem; /* host memory where the runtime gives no pinned memory */
     int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
@@ -169,6 +176,12 @@ int rigid_cl_finish(rigid_state *s);
  * step finished and the sums in flight folded in */
 int rigid_cl_current(rigid_state *s);
 void rigid_cl_fini(rigid_state *s);
+
+/* engine_thread.c: fn(s) on the module's thread (0), or -1 when no thread
+ * can be made (the caller runs it in line); join returns fn's status */
+int rigid_thread_submit(rigid_state *s, int (*fn)(rigid_state *));
+int rigid_thread_join(rigid_state *s);
+void rigid_thread_stop(rigid_state *s);
 
 /* output.c */
 int rigid_write_frame(rigid_state *s);

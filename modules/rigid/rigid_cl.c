@@ -75,15 +75,22 @@ int rigid_cl_settle(rigid_state *s)
         }
         uint32_t o;
         memcpy(&o, out + 6 * (size_t)s->nb, sizeof o);
-        if (o)
-            api->stat(s->ctx, "rigid.rows_spilled", (double)o);
+        s->cl_spilled += o; /* the statistic from the main thread (spilled_stat) */
     }
     s->cl_npend = 0;
     return st;
 }
 
+static void spilled_stat(rigid_state *s)
+{
+    if (s->cl_spilled)
+        api->stat(s->ctx, "rigid.rows_spilled", (double)s->cl_spilled);
+    s->cl_spilled = 0;
+}
+
 void rigid_cl_fini(rigid_state *s)
 {
+    rigid_thread_stop(s);
     for (int k = 0; k < s->cl_npend; k++)
         wait_event(s->ctx, &s->cl_pend[k].ev);
     s->cl_npend = 0;
@@ -264,7 +271,25 @@ static int finish_cb(void *state) { return rigid_cl_finish(state); }
 int rigid_cl_current(rigid_state *s)
 {
     int st = rigid_cl_finish(s);
-    return st ? st : rigid_cl_settle(s);
+    if (!st)
+        st = rigid_cl_settle(s);
+    spilled_stat(s);
+    return st;
+}
+
+/* rigid.step's second half but the placing: the sums waited for, ODE's
+ * step (on the module's thread, or in line) */
+static int second_half(rigid_state *s)
+{
+    const double t0 = rigid_now_ms();
+    int st = rigid_cl_settle(s);
+    if (st)
+        return st;
+    const double t1 = rigid_now_ms();
+    rigid_engine_solve(s);
+    s->cl_wait_ms = t1 - t0;
+    s->cl_ode_ms = rigid_now_ms() - t1;
+    return FLOE_OK;
 }
 
 int rigid_cl_step(rigid_state *s, double t, double dt)
@@ -282,6 +307,9 @@ int rigid_cl_step(rigid_state *s, double t, double dt)
         return st;
     api->stat(s->ctx, "rigid.contacts_ms", rigid_now_ms() - t0);
     s->cl_step_pending = 1;
+    /* ODE's step starts now on the module's thread: the main thread goes
+     * on launching the next step's work until the placer joins it */
+    s->cl_threaded = rigid_thread_submit(s, second_half) == 0;
     return FLOE_OK;
 }
 
@@ -291,13 +319,16 @@ int rigid_cl_finish(rigid_state *s)
         return FLOE_OK;
     s->cl_step_pending = 0;
     const double t0 = rigid_now_ms();
-    int st = rigid_cl_settle(s);
+    int st = s->cl_threaded ? rigid_thread_join(s) : second_half(s);
+    s->cl_threaded = 0;
+    spilled_stat(s);
     if (st)
         return st;
-    const double t1 = rigid_now_ms();
-    rigid_engine_solve(s);
-    api->stat(s->ctx, "rigid.wait_ms", t1 - t0);
-    api->stat(s->ctx, "rigid.ode_step_ms", rigid_now_ms() - t1);
+    /* rigid.join_ms: how long the main thread waited for ODE's thread */
+    if (s->thread)
+        api->stat(s->ctx, "rigid.join_ms", rigid_now_ms() - t0);
+    api->stat(s->ctx, "rigid.wait_ms", s->cl_wait_ms);
+    api->stat(s->ctx, "rigid.ode_step_ms", s->cl_ode_ms);
     return rigid_cl_place(s);
 }
 
