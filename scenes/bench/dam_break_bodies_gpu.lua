@@ -38,7 +38,7 @@ for k = 1, nbodies do
               position = { 1.3 + 0.25 * j, s / 2 + 0.001, 0.1 + 0.14 * i } }
 end
 floe.log(string.format("bench: %d fluid particles, %d bodies (%d body particles), spacing %.5g m, %d steps",
-  n, nbodies, sim:count "bodies", d, steps))
+  n, nbodies, nbodies > 0 and sim:count "bodies" or 0, d, steps))
 -- one_pass = 1 (default): the fluid-body friction in rigid.force's pass over
 -- the rows; 0: the separate rigid.viscosity stage (two passes a step).
 -- force_first = 1 (default): rigid.force before wcsph.pressure_force (it
