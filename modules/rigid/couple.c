@@ -63,9 +63,12 @@ typedef struct pass {
     int visc;                   /* kinds 0, 1: the viscosity in the same pass (rigid.force{alpha}) */
     float beta, hyd, cvisc, eps;
     float g[3];
+    int sums_only;              /* the bodies' sums only, the fluid's a left alone (attached particles) */
 } pass;
 
-static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
+/* tg: the particles the forces act on (NULL: the bodies' own set); a
+ * particle whose body index is nb or more is skipped */
+static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, double *F, double *T)
 {
     floe_ctx *ctx = s->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -74,9 +77,11 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
     int nf, st;
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
-    const float *xb = api->attr(ctx, s->set, "x", FLOE_VEC3), *Vb = api->attr(ctx, s->set, "V", FLOE_F32);
-    const float *vb = api->attr(ctx, s->set, "v", FLOE_VEC3);
-    const uint32_t *bid = api->attr(ctx, s->set, "body", FLOE_U32);
+    const floe_set tset = tg ? tg->set : s->set;
+    const float *xb = tg ? tg->x : api->attr(ctx, s->set, "x", FLOE_VEC3);
+    const float *Vb = tg ? tg->V : api->attr(ctx, s->set, "V", FLOE_F32);
+    const float *vb = tg ? tg->x : api->attr(ctx, s->set, "v", FLOE_VEC3); /* tg: no viscosity, unread */
+    const uint32_t *bid = tg ? tg->body : api->attr(ctx, s->set, "body", FLOE_U32);
     if (!xb || !Vb || !vb || !bid)
         return api->fail(ctx, FLOE_ERR, "set '%s' lacks x, V, v or body", RIGID_SET);
     const int nb = s->nb;
@@ -89,10 +94,10 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        const floe_nlist *nl = api->neighbours(ctx, f[q].set, s->set);
+        const floe_nlist *nl = api->neighbours(ctx, f[q].set, tset);
         if (!nl || nl->n < n) {
             st = api->fail(ctx, FLOE_ERR_ARG, "no neighbour lists of set '%s' in '%s' (run 'neighbours' first)",
-                           f[q].info.name, RIGID_SET);
+                           f[q].info.name, tg ? tg->name : RIGID_SET);
             break;
         }
         const float *x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
@@ -102,8 +107,9 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
         const int visc = ps->kind == 2 || ps->visc;
         const int hydf = ps->kind == 0 && ps->hyd != 0.0f; /* wcsph extrapolate: the fluid's share too */
         const float *v = visc ? floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3) : NULL;
-        float *a = visc || hydf ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
-        if (!x || !m || !rho || (ps->kind != 2 && !p) || (visc && !v) || ((visc || hydf) && !a)) {
+        const int wa = (visc || hydf) && !ps->sums_only; /* the fluid's a gets its share */
+        float *a = wa ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
+        if (!x || !m || !rho || (ps->kind != 2 && !p) || (visc && !v) || (wa && !a)) {
             st = FLOE_ERR_ARG;
             break;
         }
@@ -137,6 +143,8 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
                 float ai[3] = {0.0f, 0.0f, 0.0f};
                 for (uint32_t k = 0; k < cnt; k++) {
                     const uint32_t j = row[k];
+                    if (bid[j] >= (uint32_t)nb)
+                        continue;
                     float dd[3] = {xi - xb[3 * j], yi - xb[3 * j + 1], zi - xb[3 * j + 2]};
                     if (si->periodic)
                         floe_periodic_delta(si, dd);
@@ -197,7 +205,7 @@ static int add_into(rigid_state *s, const pass *ps, int viscous)
     double *F = calloc((size_t)s->nb * 6, sizeof *F);
     if (!F)
         return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
-    int st = run_pass(s, ps, F, F + 3 * (size_t)s->nb);
+    int st = run_pass(s, ps, NULL, F, F + 3 * (size_t)s->nb);
     for (int k = 0; k < s->nb && !st; k++) {
         rigid_body *b = &s->b[k];
         double *dF = viscous ? b->Fv : b->F, *dT = viscous ? b->Tv : b->T;
@@ -244,4 +252,20 @@ int rigid_couple_viscosity(rigid_state *s, double alpha, double c0)
 {
     const pass ps = make_pass(s, 2, NULL, alpha, c0);
     return add_into(s, &ps, 1);
+}
+
+/* the pressure forces of the fluid on particles attached to the bodies
+ * (attach.c): the solver's boundary formula, as on the bodies' own
+ * particles, mirrored for wcsph (its wall term, which the fluid got: the
+ * module adds nothing to the fluid for them); the viscous coupling is left
+ * to the solver's wall terms */
+int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T)
+{
+    rigid_couple cp = *c;
+    cp.alpha = 0.0;
+    if (c->solver == RIGID_WCSPH)
+        cp.hyd = 0;
+    pass ps = make_pass(s, c->solver == RIGID_IISPH ? 1 : 0, &cp, 0.0, 0.0);
+    ps.sums_only = 1;
+    return run_pass(s, &ps, tg, F, T);
 }

@@ -60,6 +60,7 @@ static void rigid_fini(void *state)
     free(s->cl_out_mem[1]);
     free(s->cl_pose_mem);
     free(s->csv);
+    free(s->att_idx);
     free(s);
 }
 
@@ -121,9 +122,9 @@ static int force(const floe_stage_call *call, int cl)
                          "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
                          "step too: keep one of the two");
     st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
-    if (st)
-        return st;
-    return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
+    if (!st)
+        st = cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
+    return st ? st : rigid_attach_forces(s, &c); /* on particles riding on the bodies (rigid.attach) */
 }
 
 static int st_force(const floe_stage_call *call) { return force(call, 0); }
@@ -138,12 +139,18 @@ static int step_common(const floe_stage_call *call, int cl)
     const floe_sim_info *si = api->sim(call->ctx);
     if (!(si->dt > 0.0))
         return FLOE_OK;
+    /* OpenCL: the last step's ODE done before attached masses change it */
+    int st = cl ? rigid_cl_finish(s) : FLOE_OK;
+    if (!st)
+        st = rigid_attach_update(s); /* mass of particles riding on the bodies (rigid.attach) */
+    if (st)
+        return st;
     if (cl) /* rigid_cl.c: in two halves, the second overlapping the device's work */
         return rigid_cl_step(s, si->time, si->dt);
     /* the host's time per step in the run record: ODE's collision detection
      * and contacts, ODE's step */
     const double t0 = rigid_now_ms();
-    int st = rigid_engine_collide(s, si->time, si->dt);
+    st = rigid_engine_collide(s, si->time, si->dt);
     if (st)
         return st;
     const double t1 = rigid_now_ms();
@@ -217,6 +224,7 @@ static int rigid_load(void *state, floe_state_io *in)
     if ((len && in->read(in, s->csv, len)) || in->read(in, &s->csv_frame, sizeof s->csv_frame))
         return FLOE_ERR_IO;
     s->csv_len = len;
+    rigid_attach_loaded(s);
     return FLOE_OK;
 }
 

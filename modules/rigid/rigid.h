@@ -53,7 +53,22 @@ typedef struct rigid_body {
     double hold;                /* a dynamic body held still until this time (the fluid settles) */
     int held;
     int push;                   /* this step: the fluid's force goes to ODE (rigid_engine_solve) */
+    /* particles attached to it (attach.c: ice grown on it): their mass,
+     * first and second moments in the body frame; the centre of mass of
+     * body + attached particles at att_c (body frame), where ODE has its
+     * body; x, v above stay those of the body's own centre */
+    double att_m, att_s1[3], att_s2[3][3], att_c[3];
+    uint32_t att_n;
+    int att_reset;              /* after a checkpoint's load: re-place without exchanging momentum */
 } rigid_body;
+
+/* particles of another boundary set that move with a body (attach.c) */
+typedef struct rigid_target {
+    floe_set set;
+    const char *name;
+    const float *x, *V;
+    const uint32_t *body;       /* the body's index, nb or more: not attached */
+} rigid_target;
 
 typedef struct rigid_joint {
     dJointID j;
@@ -109,6 +124,10 @@ typedef struct rigid_state {
     char *csv;
     size_t csv_len, csv_cap;
     int csv_frame;              /* the last frame written */
+    /* rigid.attach{}: a boundary set whose particles ride on the bodies */
+    char att_set[RIGID_NAME], att_body[RIGID_NAME], att_r0[RIGID_NAME];
+    uint32_t *att_idx;          /* per attached particle: its body index (nb: none) */
+    size_t att_cap;
 } rigid_state;
 
 /* body.c */
@@ -139,6 +158,18 @@ enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_couple_viscosity(rigid_state *s, double alpha, double c0);
 void rigid_couple_begin(rigid_state *s);
+
+/* the pressure forces of the fluid on the particles of tg (no viscosity) */
+int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T);
+
+/* attach.c: ice (or anything) carried by a body adds its mass, moves the
+ * centre of mass and takes the fluid's pressure forces */
+int rigid_attach_config(rigid_state *s, const char *set, const char *body, const char *r0);
+int rigid_attach_forces(rigid_state *s, const rigid_couple *c);
+int rigid_attach_update(rigid_state *s);
+void rigid_attach_torque(const rigid_body *b, double T[3]);
+void rigid_attach_from_com(rigid_body *b);
+void rigid_attach_loaded(rigid_state *s);
 
 /* engine.c */
 int rigid_engine_init(rigid_state *s);
