@@ -180,7 +180,7 @@ static long api_boundary_mesh(floe_ctx *ctx, floe_set set, const struct floe_mes
     return floe_boundary_mesh(ctx, set, m, use);
 }
 
-/* ABI 1.12: the decomposition's services (decomp.c; without MPI: the set's
+/* ABI 1.13: the decomposition's services (decomp.c; without MPI: the set's
  * size, nothing to refresh, the values as they are) */
 static uint32_t api_owned(floe_ctx *ctx, floe_set set)
 {
@@ -240,6 +240,7 @@ static const floe_api core_api = {
     .cl_set_compact = ctx_set_compact_cl,
     .cl_scan = api_cl_scan,
     .cl_sort = api_cl_sort,
+    .set_placer = ctx_set_placer,
     .owned = api_owned,
     .halo = api_halo,
     .reduce = dd_reduce,

@@ -96,7 +96,7 @@
             .params = id##_params, .attrs = id##_attrs                                                   \
     }
 /* the same for a stage that cannot run on a part of the particles under MPI
- * (floe_stage_desc.serial, ABI 1.12: refused there, naming it) */
+ * (floe_stage_desc.serial, ABI 1.13: refused there, naming it) */
 #define FLOE_STAGE_SERIAL(id, nm, text)                                                                  \
     {                                                                                                    \
         FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \

@@ -450,8 +450,8 @@ static inline int floe_solver_sets(const floe_api *api, floe_ctx *ctx, float dt,
     return FLOE_OK;
 }
 
-/* ---- domain decomposition (ABI 1.12, docs/mpi.md) ------------------------------
- * The core's services, also against a core older than 1.12 (then: one
+/* ---- domain decomposition (ABI 1.13, docs/mpi.md) ------------------------------
+ * The core's services, also against a core older than 1.13 (then: one
  * process). Every rank must make the same calls in the same order (they
  * are collective), also a rank that holds no particle. */
 static inline int floe_has_dd(const floe_api *api)
