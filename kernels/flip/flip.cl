@@ -226,14 +226,14 @@ __kernel void grid_density(uint cells, int4 gn, int4 gp, int4 gm, float4 go, __g
                            __global float *P, __global float *phi, __global const float *phis, __global const float *rg,
                            int has_static, int has_ground, __global const float *ob, int nob, int ball0,
                            __global const float *ftab, float4 eosp, int4 eosm, float4 obp, int4 wlo, int4 whi,
-                           float inv_scale, __global int *ctrl, int slot)
+                           float inv_scale, __global int *ctrl, int slot, int next)
 {
     const uint c = get_global_id(0);
     if (c >= cells)
         return;
-    if (c == 0) { /* the next grid pass's slots */
-        ctrl[1 - slot] = 0;
-        ctrl[3 - slot] = 0;
+    if (c == 0) { /* the next grid pass's words (ctrl: 2 words a step, a ring) */
+        ctrl[2 * next] = 0;
+        ctrl[2 * next + 1] = 0;
     }
     const int dim = gn.w, nx = gn.x, ny = gn.y, pad = gp.x, fold = gp.y;
     const int ijk[3] = {(int)(c % (uint)nx), (int)((c / (uint)nx) % (uint)ny), (int)(c / ((uint)nx * (uint)ny))};
@@ -320,7 +320,7 @@ __kernel void grid_density(uint cells, int4 gn, int4 gp, int4 gm, float4 go, __g
     const float rt = (r + rho_obs) * eosp.z;
     P[c] = eos(rt, eosp.x, eosp.y, eosm.x, eosm.y);
     if (M > 0.0f && rt > 0.0f)
-        atomic_max(ctrl + slot, as_int(rt));
+        atomic_max(ctrl + 2 * slot, as_int(rt));
 }
 
 /* Pass 2, per cell: u^n+1 = u^n - dt grad P + dt g (+ dt nu lap u^n) on
@@ -627,7 +627,7 @@ inline void fix_wall_velocity(uint hit, float *v)
 /* PIC/FLIP blend and RK2 positions (advect.c). mode: 0 smooth (A = filtered
  * u^n+1, B = filtered u^n+1 - u^n), 1 linear (A = u^n+1, B = u^n), 2 kernel
  * (A, B as linear). ap = (r, margin, dt, R). ob: nob records at t + dt/2,
- * then nob at t + dt, then the balls. ctrl[2 + slot]: particles pushed out. */
+ * then nob at t + dt, then the balls. ctrl[2 slot + 1]: particles pushed out. */
 __kernel void advect(uint n, __global float *x, __global float *v, int4 gn, float4 go, float4 glo, float4 ghi,
                      int chunks, int mode, float4 ap, __global const float *A, __global const float *B,
                      __global const float *ob, int nob, __global int *ctrl, int slot)
@@ -675,7 +675,7 @@ __kernel void advect(uint n, __global float *x, __global float *v, int4 gn, floa
     fix_wall_velocity(clamp_pos(dim, lo, hi, xp, margin), vp);
     if (nob > 0 && ob_project(ob_end, nob, balls, dim, margin, xp, vp, 1)) {
         fix_wall_velocity(clamp_pos(dim, lo, hi, xp, margin), vp);
-        atomic_inc(ctrl + 2 + slot);
+        atomic_inc(ctrl + 2 * slot + 1);
     }
     if (dim == 2)
         vp[2] = 0.0f;
