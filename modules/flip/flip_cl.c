@@ -42,7 +42,6 @@
 #define FILE_CL "flip.cl"
 #define ARG(v) FLOE_CL_ARG(v)
 #define OB_STRIDE 48 /* FLIP_OB_STRIDE in kernels/flip/obstacles.h */
-#define WG 128       /* the core's work-group size (the filter uses one group per row) */
 /* Fixed-point splat: 2^40 units per (largest particle mass, rounded up to a
  * power of two). Resolution 2^-40 = 9e-13 of a particle's mass; a cell sum
  * overflows beyond 2^23 = 8.4e6 particle masses x m/s (momentum planes). */
@@ -132,8 +131,11 @@ void flip_cl_release(flip_state *s)
 /* ---- buffers and arguments --------------------------------------------------- */
 
 typedef struct bufs {
-    void *acc[2], *M, *rho, *uo, *un, *p, *phi, *phis, *rg, *sn, *sd, *ftab, *ctrl, *obg, *oba;
+    void *acc[2], *M, *rho, *uo, *un, *p, *phi, *phis, *rg, *sn, *sd, *ftab, *ctrl, *obg, *oba, *rows;
 } bufs;
+
+/* grid rows (y, z): the filter's liquid range per row */
+static size_t grid_rows(const flip_geom *g) { return (size_t)g->n[1] * (g->dim == 3 ? g->n[2] : 1); }
 
 static int get_bufs(floe_ctx *ctx, const flip_state *s, bufs *b)
 {
@@ -154,8 +156,9 @@ static int get_bufs(floe_ctx *ctx, const flip_state *s, bufs *b)
     b->ctrl = api->cl_scratch(ctx, "flip.ctrl", 2 * FLIP_CL_RING * 4);
     b->obg = api->cl_scratch(ctx, "flip.obstacles_grid", 64);
     b->oba = api->cl_scratch(ctx, "flip.obstacles_advect", 64);
+    b->rows = api->cl_scratch(ctx, "flip.rows", 2 * 2 * grid_rows(&s->g) * 4);
     void *all[] = {b->acc[0], b->acc[1], b->M, b->rho, b->uo, b->un, b->p, b->phi, b->phis,
-                   b->rg, b->sn, b->sd, b->ftab, b->ctrl, b->obg, b->oba};
+                   b->rg, b->sn, b->sd, b->ftab, b->ctrl, b->obg, b->oba, b->rows};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!all[i])
             return api->fail(ctx, FLOE_ERR_NOMEM, "flip: no device memory for the grids (%zu cells)", c);
@@ -234,6 +237,12 @@ static int setup(floe_ctx *ctx, flip_state *s)
     const size_t cells = s->g.cells;
     if ((st = fill_zero(ctx, b.acc[0], 4 * cells * 8)) || (st = fill_zero(ctx, b.acc[1], 4 * cells * 8)) ||
         (st = fill_zero(ctx, b.ctrl, 2 * FLIP_CL_RING * 4)))
+        return st;
+    /* the filter's row ranges, both parities empty (first > last) */
+    const int32_t empty[2] = {0x7fffffff, -1};
+    if ((st = cl_check(ctx, F.fill(api->cl_queue(ctx), b.rows, empty, sizeof empty, 0, 2 * 2 * grid_rows(&s->g) * 4,
+                                   0, NULL, NULL),
+                       "fill")))
         return st;
     if ((st = cl_check(ctx, F.write(api->cl_queue(ctx), b.ftab, 1, 0, (FLIP_FTAB + 1) * 4, s->ftab, 0, NULL, NULL),
                        "write (F table)")))
@@ -572,7 +581,7 @@ int flip_cl_grid(const floe_stage_call *call)
     }
     wlo[3] = whi[3] = 0;
     const int a = s->cl.acc_used;
-    const int32_t slot = (int32_t)(s->cl.npass++ % FLIP_CL_RING), next = (slot + 1) % FLIP_CL_RING;
+    const int32_t slot = (int32_t)(s->cl.npass++ % FLIP_CL_RING), next = (slot + 1) % FLIP_CL_RING, par = slot & 1;
     s->cl.slot = slot;
     if ((st = ring_turn(ctx, s, b.ctrl, slot)))
         return st;
@@ -586,7 +595,7 @@ int flip_cl_grid(const floe_stage_call *call)
                         ARG(b.M), ARG(b.rho), ARG(b.uo), ARG(b.p), ARG(b.phi), ARG(b.phis), ARG(b.rg),
                         ARG(has_static), ARG(has_ground), ARG(obuf), ARG(nob32), ARG(ball0), ARG(b.ftab), ARG(eosp),
                         ARG(eosm), ARG(obp), ARG(wlo), ARG(whi), ARG(inv_scale), ARG(b.ctrl), ARG(slot),
-                        ARG(next)};
+                        ARG(next), ARG(b.rows), ARG(par)};
     const double planes = g->dim == 3 ? 4.0 : 3.0;
     if ((st = api->cl_run(ctx, k1, cells, (int)(sizeof a1 / sizeof *a1), a1,
                           cells * (planes * 8.0 * (g->fold ? 1.5 : 1.0) + planes * 8.0 + 32.0))))
@@ -663,11 +672,10 @@ int flip_cl_advect(const floe_stage_call *call)
                 }
         const float inv = (float)(1.0 / wsum);
         int32_t rd[4] = {(int32_t)g->pad - 1, Ri, 0, 0};
-        const size_t rows = (size_t)g->n[1] * g->n[2];
-        floe_cl_arg af[] = {ARG(ga.gn), ARG(rd), ARG(R2), ARG(inv), ARG(b.M), ARG(b.un), ARG(b.uo), ARG(b.sn),
-                            ARG(b.sd)};
-        if ((st = api->cl_run(ctx, kf, rows * WG, (int)(sizeof af / sizeof *af), af,
-                              g->cells * (4.0 + 24.0 + 24.0))))
+        const int32_t par = s->cl.slot & 1; /* the grid pass's row ranges */
+        floe_cl_arg af[] = {ARG(ga.gn), ARG(rd), ARG(R2), ARG(inv), ARG(b.rows), ARG(par), ARG(b.un), ARG(b.uo),
+                            ARG(b.sn), ARG(b.sd)};
+        if ((st = api->cl_run(ctx, kf, g->cells, (int)(sizeof af / sizeof *af), af, g->cells * (24.0 + 24.0))))
             return st;
     }
     void *k = api->cl_kernel(ctx, "flip", FILE_CL, "advect");
