@@ -68,10 +68,8 @@ inline void splat_row(__global long *acc, uint cells, int row, int i0, int lanes
     }
 }
 
-/* The cells of one particle (position xp): of its kernel's rows (2D) or
- * slabs (3D) j0..j1 (k0..k1) only j0 + part (k0 + part); all for part < 0 */
 inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int chunks,
-                      float invR2, const float *xp, const float *vp, float m, float scale, int part)
+                      float invR2, const float *xp, const float *vp, float m, float scale)
 {
     const float R = ghi.w, R2 = R * R;
     const float fx = (xp[0] - go.x) * glo.w, fy = (xp[1] - go.y) * glo.w;
@@ -81,10 +79,6 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
     const int lanes = chunks * FLIP_LANES;
     if (gn.w == 2) {
         int j0 = (int)ceil(fy - R), j1 = (int)floor(fy + R);
-        if (part >= 0) { /* one row */
-            j0 += part;
-            j1 = j0 < j1 ? j0 : j1;
-        }
         j0 = j0 < 0 ? 0 : j0;
         j1 = j1 > ny - 1 ? ny - 1 : j1;
         for (int j = j0; j <= j1; j++) {
@@ -98,10 +92,6 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
     }
     const float fz = (xp[2] - go.z) * glo.w;
     int k0 = (int)ceil(fz - R), k1 = (int)floor(fz + R);
-    if (part >= 0) { /* one slab */
-        k0 += part;
-        k1 = k0 < k1 ? k0 : k1;
-    }
     k0 = k0 < 0 ? 0 : k0;
     k1 = k1 > nz - 1 ? nz - 1 : k1;
     for (int k = k0; k <= k1; k++) {
@@ -124,17 +114,12 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
 
 /* Every particle adds m w and m w u to the cells within r; near a wall that
  * is not a cell face, its mirror images too (walls on cell faces are folded
- * by grid_density). acc: 4 planes of `cells` fixed-point sums. One work
- * item per particle and row of its kernel (2D) or slab (3D): `slots` items
- * a particle (floor(2 R) + 1), so a particle's atomics run in parallel
- * (slots = 1: one item does all of a particle's rows); integer sums do not
- * depend on the order. */
+ * by grid_density). acc: 4 planes of `cells` fixed-point sums. */
 __kernel void splat(uint n, __global const float *x, __global const float *v, __global const float *m,
                     __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
-                    float scale, uint slots)
+                    float scale)
 {
-    const uint gid = get_global_id(0), i = gid / slots;
-    const int part = slots > 1 ? (int)(gid % slots) : -1;
+    const uint i = get_global_id(0);
     if (i >= n)
         return;
     const int dim = gn.w, fold = gp.y, chunks = gp.z;
@@ -154,7 +139,7 @@ __kernel void splat(uint n, __global const float *x, __global const float *v, __
         }
     }
     if (!images) {
-        splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xi, vi, mi, scale, part);
+        splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xi, vi, mi, scale);
         return;
     }
     for (int c2 = 0; c2 < nc[2]; c2++)
@@ -171,7 +156,7 @@ __kernel void splat(uint n, __global const float *x, __global const float *v, __
                         vp[k] = -vi[k];
                     }
                 }
-                splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xp, vp, mi, scale, part);
+                splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xp, vp, mi, scale);
             }
 }
 

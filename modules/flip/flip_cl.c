@@ -440,18 +440,9 @@ int flip_cl_splat(const floe_stage_call *call)
         if (!x || !v || !m)
             return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s' lacks x, v or m", f[i].info.name);
         const double cpp = g->dim == 3 ? 4.19 * R2 * g->radius : 3.14 * R2; /* cells per particle */
-        /* one work item per particle and kernel row (2D) or slab (3D);
-         * FLOE_FLIP_SPLAT_ROWS=0: one per particle (A/B, docs/flip.md) */
-        static int per_particle = -1; /* the environment, read once */
-        if (per_particle < 0) {
-            const char *e = getenv("FLOE_FLIP_SPLAT_ROWS");
-            per_particle = e && !strcmp(e, "0");
-        }
-        const uint32_t slots = per_particle ? 1u : (uint32_t)floorf(2.0f * g->radius) + 1u;
         floe_cl_arg args[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(b.acc[a]), ARG(cells), ARG(ga.gn), ARG(ga.go),
-                              ARG(ga.glo), ARG(ga.ghi), ARG(ga.gp), ARG(invR2), ARG(scale), ARG(slots)};
-        if ((st = api->cl_run(ctx, k, (size_t)n * slots, (int)(sizeof args / sizeof *args), args,
-                              28.0 * n + 8.0 * g->dim * cpp * n)))
+                              ARG(ga.glo), ARG(ga.ghi), ARG(ga.gp), ARG(invR2), ARG(scale)};
+        if ((st = api->cl_run(ctx, k, n, (int)(sizeof args / sizeof *args), args, 28.0 * n + 8.0 * g->dim * cpp * n)))
             return st;
     }
     s->cl.clean[a] = 0;
