@@ -82,6 +82,30 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
             return st;
         uint32_t n = f[s].info.n;
         float rho0 = f[s].info.rest_density;
+        floe_cl_cellq cq;
+        if (floe_cl_cell_query(api, ctx, &f[s], &cq)) { /* walk the cells (kernels/core/cells.h) */
+            void *kc_ = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_cells");
+            if (!kc_)
+                return FLOE_ERR;
+            for (int l = 0; l < launches; l++) {
+                floe_cl_row rf, rb;
+                floe_cl_cellt tf, tb;
+                const float cvl = l < nf ? cv : 0.0f;
+                if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, cvl > 0.0f ? FLOE_CL_ROW_RHO | FLOE_CL_ROW_V : 0,
+                                            &rf, &rb, &tf, &tb)))
+                    return st;
+                void *Pf = l < nf ? P[l] : rf.x;
+                int32_t selff = l < nf && f[l].set.id == f[s].set.id;
+                double bytes = (cvl > 0.0f ? 60.0 : 44.0) * n;
+                floe_cl_arg a[] = {ARG(n),     ARG(x),      ARG(P[s]),   ARG(acc),  ARG(kc),   ARG(per),  ARG(rho0),
+                                   ARG(tf.has), ARG(tb.has), ARG(rf.x),  ARG(rf.w), ARG(Pf),   ARG(rb.x), ARG(rb.w),
+                                   ARG(cvl),   ARG(v),      ARG(rho),    ARG(rf.v), ARG(rf.rho), FLOE_CL_CELLQ_ARGS(cq),
+                                   FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
+                if ((st = api->cl_run(ctx, kc_, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                    return st;
+            }
+            continue;
+        }
         for (int l = 0; l < launches; l++) {
             floe_cl_row rf, rb;
             const float cvl = l < nf ? cv : 0.0f;
