@@ -109,36 +109,39 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
 /* pressure_force over a cell walk (kernels/core/cells.h): the same sums in
  * the same order as pressure_force's over lists */
 __kernel __attribute__((reqd_work_group_size(FLOE_WGS, 1, 1)))
-void pressure_force_cells(uint n, __global const float *x, __global const float *P, __global float *a, float4 kc,
+void pressure_force_cells(uint n, __global const float *x, __global const float *p, __global float *a, float4 kc,
                           float4 per, float rho0, int hasf, int hasb, __global const float *xf,
-                          __global const float *mf, __global const float *Pf, __global const float *xb,
+                          __global const float *mf, __global const float *pf, __global const float *xb,
                           __global const float *Vb, float cv, __global const float *v, __global const float *rho,
                           __global const float *vf, __global const float *rhof, FLOE_CELL_ARGS, FLOE_CELL_TARGET(f),
                           int selff, FLOE_CELL_TARGET(b))
 {
     __local float4 cand[FLOE_CAND];
     FLOE_CELL_QUERY(n, x);
-    const float Pi = act ? P[i] : 0.0f;
+    /* P = p / rho^2 as prho2 computes it, here instead of in a pass of its own */
+    const float rhoi = act ? rho[i] : 1.0f;
+    const float Pi = act ? p[i] / (rhoi * rhoi) : 0.0f;
     float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
     if (hasf) {
         const uint self = selff ? i : 0xffffffffu;
         if (cv > 0.0f) {
             const float3 vi = act ? floe_load3(v, i) : (float3)(0.0f);
-            const float rhoi = act ? rho[i] : 1.0f;
             FLOE_CELL_WALK(cand, fsp, fcs, ffresh, xf, self,
                            const float mj = mf[j];
-                           const float g = mj * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                           const float rj = rhof[j];
+                           const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                            af.x += g * d.x;
                            af.y += g * d.y;
                            af.z += g * d.z;
                            const float3 vj = floe_load3(vf, j);
-                           const float cc = mj / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
+                           const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
                            sv.x += cc * (vj.x - vi.x);
                            sv.y += cc * (vj.y - vi.y);
                            sv.z += cc * (vj.z - vi.z););
         } else {
             FLOE_CELL_WALK(cand, fsp, fcs, ffresh, xf, self,
-                           const float g = mf[j] * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                           const float rj = rhof[j];
+                           const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                            af.x += g * d.x;
                            af.y += g * d.y;
                            af.z += g * d.z;);

@@ -39,6 +39,54 @@ int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *fs, const wcsph_eos *e)
 
 /* ---- pressure force ------------------------------------------------------ */
 
+/* the pressure force (with XSPH where cv > 0) of every fluid set over cell
+ * walks: launch l sums over the l-th fluid and l-th boundary target, as the
+ * list launches do; P = p / rho^2 computed in the walk (no prho2 pass) */
+static int pressure_force_cells(floe_ctx *ctx, float cv, const cset *f, int nf, const cset *b, int nb,
+                                const floe_cl_cellq *cq)
+{
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_cells");
+    if (!k)
+        return FLOE_ERR;
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        int st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *v = cv > 0.0f ? floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st) : x;
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            floe_cl_row rf, rb;
+            floe_cl_cellt tf, tb;
+            const float cvl = l < nf ? cv : 0.0f;
+            if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, FLOE_CL_ROW_RHO | (cvl > 0.0f ? FLOE_CL_ROW_V : 0), &rf,
+                                        &rb, &tf, &tb)))
+                return st;
+            void *pf = x;
+            if (l < nf && !(pf = floe_cl_attr(api, ctx, &f[l], "p", FLOE_F32, FLOE_READ, &st)))
+                return st;
+            void *vf = cvl > 0.0f ? rf.v : x;
+            int32_t selff = l < nf && f[l].set.id == f[s].set.id;
+            /* compulsory: sorted position 16, p, rho 8, a 24 (read, write), v 12 with XSPH */
+            double bytes = (cvl > 0.0f ? 60.0 : 48.0) * n;
+            floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(p),    ARG(acc),  ARG(kc),   ARG(per),    ARG(rho0),
+                               ARG(tf.has), ARG(tb.has), ARG(rf.x), ARG(rf.w), ARG(pf),   ARG(rb.x),   ARG(rb.w),
+                               ARG(cvl),    ARG(v),      ARG(rho),  ARG(vf),   ARG(rf.rho), FLOE_CL_CELLQ_ARGS(cq[s]),
+                               FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
 int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
 {
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
@@ -53,6 +101,12 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
     int nf, nb, st;
     if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) || (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
+    floe_cl_cellq cq[FLOE_MAX_SETS];
+    int cells = nf > 0;
+    for (int s = 0; s < nf; s++)
+        cells = cells && floe_cl_cell_query(api, ctx, &f[s], &cq[s]);
+    if (cells) /* walk the cells (kernels/core/cells.h), P inside the walk */
+        return pressure_force_cells(ctx, cv, f, nf, b, nb, cq);
     /* P = p / rho^2 of every fluid particle, once per call, in scratch */
     for (int s = 0; s < nf; s++) {
         char name[96];
@@ -82,30 +136,6 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
             return st;
         uint32_t n = f[s].info.n;
         float rho0 = f[s].info.rest_density;
-        floe_cl_cellq cq;
-        if (floe_cl_cell_query(api, ctx, &f[s], &cq)) { /* walk the cells (kernels/core/cells.h) */
-            void *kc_ = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_cells");
-            if (!kc_)
-                return FLOE_ERR;
-            for (int l = 0; l < launches; l++) {
-                floe_cl_row rf, rb;
-                floe_cl_cellt tf, tb;
-                const float cvl = l < nf ? cv : 0.0f;
-                if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, cvl > 0.0f ? FLOE_CL_ROW_RHO | FLOE_CL_ROW_V : 0,
-                                            &rf, &rb, &tf, &tb)))
-                    return st;
-                void *Pf = l < nf ? P[l] : rf.x;
-                int32_t selff = l < nf && f[l].set.id == f[s].set.id;
-                double bytes = (cvl > 0.0f ? 60.0 : 44.0) * n;
-                floe_cl_arg a[] = {ARG(n),     ARG(x),      ARG(P[s]),   ARG(acc),  ARG(kc),   ARG(per),  ARG(rho0),
-                                   ARG(tf.has), ARG(tb.has), ARG(rf.x),  ARG(rf.w), ARG(Pf),   ARG(rb.x), ARG(rb.w),
-                                   ARG(cvl),   ARG(v),      ARG(rho),    ARG(rf.v), ARG(rf.rho), FLOE_CL_CELLQ_ARGS(cq),
-                                   FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
-                if ((st = api->cl_run(ctx, kc_, n, (int)(sizeof a / sizeof *a), a, bytes)))
-                    return st;
-            }
-            continue;
-        }
         for (int l = 0; l < launches; l++) {
             floe_cl_row rf, rb;
             const float cvl = l < nf ? cv : 0.0f;
