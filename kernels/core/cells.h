@@ -70,7 +70,13 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
     const int one_row_ = staged && floe_cell_axis(pa_.y, go.y, go.w, gn.y) == floe_cell_axis(pb_.y, go.y, go.w, gn.y) && \
                          (!gn.w || floe_cell_axis(pa_.z, go.z, go.w, gn.z) == floe_cell_axis(pb_.z, go.z, go.w, gn.z)); \
     const int gxa_ = floe_cell_axis(pa_.x, go.x, go.w, gn.x), gxb_ = floe_cell_axis(pb_.x, go.x, go.w, gn.x); \
-    const int gxlo_ = gxa_ > 0 ? gxa_ - 1 : 0, gxhi_ = gxb_ < gn.x - 1 ? gxb_ + 1 : gn.x - 1
+    const int gxlo_ = gxa_ > 0 ? gxa_ - 1 : 0, gxhi_ = gxb_ < gn.x - 1 ? gxb_ + 1 : gn.x - 1;              \
+    /* where the query lies inside its cell (fractions f in cell units),   \
+     * cells none of whose points is within the radius are skipped */        \
+    const float fx_ = (pq_.x - go.x) * go.w - (float)cx_, fy_ = (pq_.y - go.y) * go.w - (float)cy_;         \
+    const float fz_ = gn.w ? (pqz_ - go.z) * go.w - (float)cz_ : 0.0f;                                 \
+    const int trim_ = fx_ >= 0.0f && fx_ < 1.0f && fy_ >= 0.0f && fy_ < 1.0f && fz_ >= 0.0f && fz_ < 1.0f; \
+    const float lim_ = rc2 * go.w * go.w * 1.001f
 
 /* candidate t (a float4 of a target's spos): the lists' test, then BODY */
 #define FLOE_CELL_PAIR_(t, fresh, xt, self, ...)                     \
@@ -92,6 +98,23 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
         }                                                            \
     } while (0)
 
+/* The slots [ma_, mb_) of row (y_, z_) that the query tests: its three
+ * cells along x, less those whose nearest point is farther than the radius
+ * (by a margin of 0.1% of r^2, far above the rounding of the cell
+ * fractions: a skipped candidate would fail the test anyway, so the sums
+ * are unchanged). Not trimmed where the query lies outside the grid. */
+#define FLOE_CELL_RANGE_(cs, row_, y_, z_, ma_, mb_)                                                  \
+    uint ma_, mb_;                                                                                    \
+    do {                                                                                              \
+        const float ey_ = y_ < cy_ ? fy_ : y_ > cy_ ? 1.0f - fy_ : 0.0f;                              \
+        const float ez_ = z_ < cz_ ? fz_ : z_ > cz_ ? 1.0f - fz_ : 0.0f;                              \
+        const float e2_ = ey_ * ey_ + ez_ * ez_;                                                      \
+        const int lo_ = !trim_ || fx_ * fx_ + e2_ < lim_, hi_ = !trim_ || (1.0f - fx_) * (1.0f - fx_) + e2_ < lim_; \
+        const uint xa_ = (uint)(lo_ ? xlo_ : cx_), xb_ = (uint)(hi_ ? xhi_ : cx_);                    \
+        ma_ = cs[row_ + xa_];                                                                         \
+        mb_ = !trim_ || e2_ < lim_ ? cs[row_ + xb_ + 1] : ma_;                                        \
+    } while (0)
+
 #define FLOE_CELL_WALK(cand, sp, cs, fresh, xt, self, ...)                                                   \
     do {                                                                                                     \
         if (one_row_) {                                                                                      \
@@ -99,7 +122,7 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
                 for (int y_ = ylo_; y_ <= yhi_; y_++) {                                                      \
                     const uint row_ = (uint)gn.x * ((uint)y_ + (uint)gn.y * (uint)z_);                       \
                     const uint ga_ = cs[row_ + (uint)gxlo_], gb_ = cs[row_ + (uint)gxhi_ + 1];               \
-                    const uint ma_ = cs[row_ + (uint)xlo_], mb_ = cs[row_ + (uint)xhi_ + 1];                 \
+                    FLOE_CELL_RANGE_(cs, row_, y_, z_, ma_, mb_);                                            \
                     for (uint base_ = ga_; base_ < gb_; base_ += FLOE_CAND) {                                \
                         barrier(CLK_LOCAL_MEM_FENCE);                                                        \
                         for (uint k_ = lid_; k_ < FLOE_CAND && base_ + k_ < gb_; k_ += FLOE_WGS)             \
@@ -119,7 +142,7 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
             for (int z_ = zlo_; z_ <= zhi_; z_++)                                                            \
                 for (int y_ = ylo_; y_ <= yhi_; y_++) {                                                      \
                     const uint row_ = (uint)gn.x * ((uint)y_ + (uint)gn.y * (uint)z_);                       \
-                    const uint a_ = cs[row_ + (uint)xlo_], b_ = cs[row_ + (uint)xhi_ + 1];                   \
+                    FLOE_CELL_RANGE_(cs, row_, y_, z_, a_, b_);                                              \
                     for (uint k_ = a_; k_ < b_; k_++) {                                                      \
                         const float4 t_ = sp[k_];                                                            \
                         FLOE_CELL_PAIR_(t_, fresh, xt, self, __VA_ARGS__);                                   \
