@@ -4,7 +4,9 @@
  * a run with cells equals a run with lists bit for bit: positions,
  * velocities, densities and pressures after steps that cross a reorder
  * (every 10 updates). Stages without a cell walk (sph.xsph, the artificial
- * viscosity) get lists built on demand from the same sort; a periodic
+ * viscosity) get lists built on demand from the same sort; the walks with
+ * and without local-memory staging, the force walk with and without its
+ * neighbours' data packed in sorted order, all equal; a periodic
  * domain keeps lists; a bad value of the switch is refused by name. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -30,9 +32,11 @@ typedef struct world {
 static world make(const char *mode, int dim, int periodic)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
-    /* "cells-global": cells without the local-memory staging */
+    /* "cells-global": cells without the local-memory staging;
+     * "cells-unpacked": the force walk gathers its neighbours' data */
     setenv("FLOE_CL_NEIGHBOURS", strncmp(mode, "cells", 5) ? mode : "cells", 1);
     setenv("FLOE_CL_CELLS_LOCAL", strcmp(mode, "cells-global") ? "1" : "0", 1);
+    setenv("FLOE_CL_CELLS_PACK", strcmp(mode, "cells-unpacked") ? "1" : "0", 1);
     const float d = dim == 3 ? 0.02f : 0.01f;
     const float tank[3] = {0.3f, 0.3f, dim == 3 ? 0.2f : 0.0f};
     const float water[3] = {0.15f, 0.2f, dim == 3 ? 0.2f : 0.0f};
@@ -55,6 +59,7 @@ static world make(const char *mode, int dim, int periodic)
     w.ctx = floe_ctx_create(&def, err, sizeof err);
     unsetenv("FLOE_CL_NEIGHBOURS");
     unsetenv("FLOE_CL_CELLS_LOCAL");
+    unsetenv("FLOE_CL_CELLS_PACK");
     cr_assert_not_null(w.ctx, "%s", err);
     w.fluid = floe_set_create(w.ctx, "fluid", FLOE_SET_FLUID, 1000);
     w.bnd = floe_set_create(w.ctx, "boundary", FLOE_SET_BOUNDARY, 0);
@@ -158,6 +163,7 @@ static void cells_equal_lists(const char *mode, int dim, int fused, int periodic
 
 Test(cells_cl, equal_lists_3d_fused, .timeout = 900) { cells_equal_lists("cells", 3, 1, 0, 22); }
 Test(cells_cl, equal_lists_3d_fused_global_walk, .timeout = 900) { cells_equal_lists("cells-global", 3, 1, 0, 22); }
+Test(cells_cl, equal_lists_3d_fused_unpacked, .timeout = 900) { cells_equal_lists("cells-unpacked", 3, 1, 0, 22); }
 Test(cells_cl, equal_lists_2d_fused, .timeout = 900) { cells_equal_lists("cells", 2, 1, 0, 22); }
 Test(cells_cl, equal_lists_with_list_stages, .timeout = 900) { cells_equal_lists("cells", 3, 0, 0, 12); }
 Test(cells_cl, periodic_keeps_lists, .timeout = 900) { cells_equal_lists("cells", 2, 1, 1, 12); }

@@ -78,8 +78,10 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
     const int trim_ = fx_ >= 0.0f && fx_ < 1.0f && fy_ >= 0.0f && fy_ < 1.0f && fz_ >= 0.0f && fz_ < 1.0f; \
     const float lim_ = rc2 * go.w * go.w * 1.001f
 
-/* candidate t (a float4 of a target's spos): the lists' test, then BODY */
-#define FLOE_CELL_PAIR_(t, fresh, xt, self, ...)                     \
+/* candidate t (a float4 of a target's spos): the lists' test, then LD(at)
+ * (the declarations of what the walk stages besides the positions, from
+ * index `at` of the staged or global arrays) and BODY */
+#define FLOE_CELL_PAIR_(t, fresh, xt, self, LD, at, ...)             \
     do {                                                             \
         const float dx_ = t.x - pq_.x, dy_ = t.y - pq_.y;            \
         float d2_ = dx_ * dx_ + dy_ * dy_;                           \
@@ -93,10 +95,13 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
                 const float3 xj_ = (fresh) ? t.xyz : floe_load3(xt, j); \
                 const float3 d = floe_min_image(xi - xj_, per);      \
                 const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;  \
+                LD(at)                                               \
                 __VA_ARGS__                                          \
             }                                                        \
         }                                                            \
     } while (0)
+
+#define FLOE_CELL_NONE_(...)
 
 /* The slots [ma_, mb_) of row (y_, z_) that the query tests: its three
  * cells along x, less those whose nearest point is farther than the radius
@@ -115,7 +120,13 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
         mb_ = !trim_ || e2_ < lim_ ? cs[row_ + xb_ + 1] : ma_;                                        \
     } while (0)
 
-#define FLOE_CELL_WALK(cand, sp, cs, fresh, xt, self, ...)                                                   \
+#define FLOE_CELL_WALK(cand, sp, cs, fresh, xt, self, ...) \
+    FLOE_CELL_WALK_X(cand, sp, cs, fresh, xt, self, FLOE_CELL_NONE_, FLOE_CELL_NONE_, FLOE_CELL_NONE_, __VA_ARGS__)
+
+/* ... staging more per-slot data of the target with the positions:
+ * ST(l, g) copies slot g into local index l; LDL(l) / LDG(g) declare the
+ * candidate's data from local index l / global slot g */
+#define FLOE_CELL_WALK_X(cand, sp, cs, fresh, xt, self, ST, LDL, LDG, ...)                                   \
     do {                                                                                                     \
         if (one_row_) {                                                                                      \
             for (int z_ = zlo_; z_ <= zhi_; z_++)                                                            \
@@ -125,15 +136,17 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
                     FLOE_CELL_RANGE_(cs, row_, y_, z_, ma_, mb_);                                            \
                     for (uint base_ = ga_; base_ < gb_; base_ += FLOE_CAND) {                                \
                         barrier(CLK_LOCAL_MEM_FENCE);                                                        \
-                        for (uint k_ = lid_; k_ < FLOE_CAND && base_ + k_ < gb_; k_ += FLOE_WGS)             \
+                        for (uint k_ = lid_; k_ < FLOE_CAND && base_ + k_ < gb_; k_ += FLOE_WGS) {           \
                             cand[k_] = sp[base_ + k_];                                                       \
+                            ST(k_, base_ + k_)                                                               \
+                        }                                                                                    \
                         barrier(CLK_LOCAL_MEM_FENCE);                                                        \
                         if (act) {                                                                           \
                             const uint top_ = base_ + FLOE_CAND < gb_ ? base_ + FLOE_CAND : gb_;             \
                             const uint ka_ = ma_ > base_ ? ma_ : base_, kb_ = mb_ < top_ ? mb_ : top_;       \
                             for (uint k_ = ka_; k_ < kb_; k_++) {                                            \
                                 const float4 t_ = cand[k_ - base_];                                          \
-                                FLOE_CELL_PAIR_(t_, fresh, xt, self, __VA_ARGS__);                           \
+                                FLOE_CELL_PAIR_(t_, fresh, xt, self, LDL, k_ - base_, __VA_ARGS__);          \
                             }                                                                                \
                         }                                                                                    \
                     }                                                                                        \
@@ -145,7 +158,7 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
                     FLOE_CELL_RANGE_(cs, row_, y_, z_, a_, b_);                                              \
                     for (uint k_ = a_; k_ < b_; k_++) {                                                      \
                         const float4 t_ = sp[k_];                                                            \
-                        FLOE_CELL_PAIR_(t_, fresh, xt, self, __VA_ARGS__);                                   \
+                        FLOE_CELL_PAIR_(t_, fresh, xt, self, LDG, k_, __VA_ARGS__);                          \
                     }                                                                                        \
                 }                                                                                            \
         }                                                                                                    \

@@ -168,6 +168,93 @@ void pressure_force_cells(uint n, __global const float *x, __global const float 
     a[3 * i + 2] = ai.z - (af.z + cb * ab.z);
 }
 
+/* The data a packed pressure-force walk reads of each neighbour, per
+ * sorted slot q of a fluid set (particle i = spos[q].w): u = (v, rho),
+ * w = (m, P = p / rho^2, as prho2 computes it) */
+__kernel void pack_cells(uint n, __global const float4 *sp, __global const float *v, __global const float *rho,
+                         __global const float *m, __global const float *p, __global float4 *u, __global float2 *w)
+{
+    const uint q = get_global_id(0);
+    if (q >= n)
+        return;
+    const uint i = as_uint(sp[q].w);
+    const float r = rho[i];
+    u[q] = (float4)(v[3 * i], v[3 * i + 1], v[3 * i + 2], r);
+    w[q] = (float2)(m[i], p[i] / (r * r));
+}
+
+/* pressure_force_cells over packed neighbour data: a work group stages u
+ * and w of its candidate rows in local memory with their positions, so a
+ * neighbour costs no global read; the query's own from its slot (qu, qw:
+ * the query set's packs). The same sums in the same order. */
+#define PF_ST(l, g)     \
+    cu[l] = fu[g];      \
+    cw[l] = fw[g];
+#define PF_LDL(l)              \
+    const float4 uj = cu[l];   \
+    const float2 wj = cw[l];
+#define PF_LDG(g)              \
+    const float4 uj = fu[g];   \
+    const float2 wj = fw[g];
+
+__kernel __attribute__((reqd_work_group_size(FLOE_WGS, 1, 1)))
+void pressure_force_packed(uint n, __global const float *x, __global float *a, float4 kc, float4 per, float rho0,
+                           int hasf, int hasb, __global const float4 *qu, __global const float2 *qw,
+                           __global const float4 *fu, __global const float2 *fw, __global const float *xf,
+                           __global const float *xb, __global const float *Vb, float cv, FLOE_CELL_ARGS,
+                           FLOE_CELL_TARGET(f), int selff, FLOE_CELL_TARGET(b))
+{
+    __local float4 cand[FLOE_CAND], cu[FLOE_CAND];
+    __local float2 cw[FLOE_CAND];
+    FLOE_CELL_QUERY(n, x);
+    const float4 ui = qu[act ? q_ : g0_];
+    const float2 wi = qw[act ? q_ : g0_];
+    const float rhoi = ui.w, Pi = act ? wi.y : 0.0f;
+    const float3 vi = ui.xyz;
+    float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
+    if (hasf) {
+        const uint self = selff ? i : 0xffffffffu;
+        if (cv > 0.0f) {
+            FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, PF_ST, PF_LDL, PF_LDG,
+                             const float mj = wj.x;
+                             const float g = mj * (Pi + wj.y) * floe_dw_r(kc, r2);
+                             af.x += g * d.x;
+                             af.y += g * d.y;
+                             af.z += g * d.z;
+                             const float cc = mj / (rhoi + uj.w) * floe_w_hat(kc, r2);
+                             sv.x += cc * (uj.x - vi.x);
+                             sv.y += cc * (uj.y - vi.y);
+                             sv.z += cc * (uj.z - vi.z););
+        } else {
+            FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, PF_ST, PF_LDL, PF_LDG,
+                             (void)uj;
+                             const float g = wj.x * (Pi + wj.y) * floe_dw_r(kc, r2);
+                             af.x += g * d.x;
+                             af.y += g * d.y;
+                             af.z += g * d.z;);
+        }
+    }
+    if (hasb) {
+        FLOE_CELL_WALK(cand, bsp, bcs, bfresh, xb, 0xffffffffu,
+                       const float g = Vb[j] * floe_dw_r(kc, r2);
+                       ab.x += g * d.x;
+                       ab.y += g * d.y;
+                       ab.z += g * d.z;);
+    }
+    if (!act)
+        return;
+    float3 ai = floe_load3(a, i);
+    if (cv > 0.0f) {
+        ai.x += cv * sv.x;
+        ai.y += cv * sv.y;
+        ai.z += cv * sv.z;
+    }
+    const float cb = 2.0f * rho0 * Pi;
+    a[3 * i] = ai.x - (af.x + cb * ab.x);
+    a[3 * i + 1] = ai.y - (af.y + cb * ab.y);
+    a[3 * i + 2] = ai.z - (af.z + cb * ab.z);
+}
+
 /* Monaghan (1992) artificial viscosity, added to a:
  * a_i += cf * (fluid sum) + cb * (boundary sum), as visc_c in wcsph.c */
 __kernel void viscosity(FLOE_FORCE_ARGS)

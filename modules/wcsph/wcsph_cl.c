@@ -39,6 +39,67 @@ int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *fs, const wcsph_eos *e)
 
 /* ---- pressure force ------------------------------------------------------ */
 
+/* ... with the neighbours' data packed in sorted order first (pack_cells:
+ * u = (v, rho), w = (m, P) per slot of each fluid set), which the walk
+ * stages in local memory with the positions */
+static int pressure_force_packed(floe_ctx *ctx, float cv, const cset *f, int nf, const cset *b, int nb,
+                                 const floe_cl_cellq *cq)
+{
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "pack_cells");
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_packed");
+    if (!k || !kp)
+        return FLOE_ERR;
+    void *U[FLOE_MAX_SETS], *Wm[FLOE_MAX_SETS];
+    int st;
+    for (int s = 0; s < nf; s++) {
+        char name[96];
+        uint32_t n = f[s].info.n;
+        snprintf(name, sizeof name, "wcsph.pack_u.%s", f[s].info.name);
+        U[s] = api->cl_scratch(ctx, name, (size_t)n * 16);
+        snprintf(name, sizeof name, "wcsph.pack_w.%s", f[s].info.name);
+        Wm[s] = api->cl_scratch(ctx, name, (size_t)n * 8);
+        st = FLOE_OK;
+        void *v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *m = floe_cl_attr(api, ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
+        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        if (st || !U[s] || !Wm[s])
+            return st ? st : FLOE_ERR_NOMEM;
+        floe_cl_arg a[] = {ARG(n), ARG(cq[s].sp), ARG(v), ARG(rho), ARG(m), ARG(p), ARG(U[s]), ARG(Wm[s])};
+        if ((st = api->cl_run(ctx, kp, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
+            return st;
+    }
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            floe_cl_row rf, rb;
+            floe_cl_cellt tf, tb;
+            const float cvl = l < nf ? cv : 0.0f;
+            if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, 0, &rf, &rb, &tf, &tb)))
+                return st;
+            void *fu = l < nf ? U[l] : U[s], *fw = l < nf ? Wm[l] : Wm[s];
+            int32_t selff = l < nf && f[l].set.id == f[s].set.id;
+            /* compulsory: sorted position 16, packs 24, a 24 (read, write) */
+            floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(acc),  ARG(kc),   ARG(per),  ARG(rho0),
+                               ARG(tf.has), ARG(tb.has), ARG(U[s]), ARG(Wm[s]), ARG(fu),  ARG(fw),
+                               ARG(rf.x),   ARG(rb.x),   ARG(rb.w), ARG(cvl),  FLOE_CL_CELLQ_ARGS(cq[s]),
+                               FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
 /* the pressure force (with XSPH where cv > 0) of every fluid set over cell
  * walks: launch l sums over the l-th fluid and l-th boundary target, as the
  * list launches do; P = p / rho^2 computed in the walk (no prho2 pass) */
@@ -48,6 +109,8 @@ static int pressure_force_cells(floe_ctx *ctx, float cv, const cset *f, int nf, 
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_cells");
     if (!k)
         return FLOE_ERR;
+    if (cq[0].pack)
+        return pressure_force_packed(ctx, cv, f, nf, b, nb, cq);
     float kc[4], per[4];
     floe_cl_consts(api->sim(ctx), kc, per);
     const int launches = nf > nb ? nf : nb;

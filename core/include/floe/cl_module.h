@@ -137,7 +137,7 @@ static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe
  * domain is periodic or the set has no current sort. */
 typedef struct floe_cl_cellq {
     void *sp;
-    int32_t fresh, staged;
+    int32_t fresh, staged, pack;
     float go[4], rc2;
     int32_t gn[4];
 } floe_cl_cellq;
@@ -156,6 +156,7 @@ static inline int floe_cl_cell_query(const floe_api *api, floe_ctx *ctx, const f
     out->sp = c.spos;
     out->fresh = c.fresh;
     out->staged = c.staged;
+    out->pack = c.pack;
     memcpy(out->go, c.origin, sizeof out->go);
     memcpy(out->gn, c.dims, sizeof out->gn);
     out->rc2 = c.support2;

@@ -258,6 +258,7 @@ typedef struct floe_cl_cells {
     int32_t dims[4];
     float support2; /* the search radius squared (the lists' test: d2 < support2) */
     int32_t staged; /* walk a work group's candidates through local memory (FLOE_CL_CELLS_LOCAL) */
+    int32_t pack;   /* pack the neighbours' data in sorted order first (FLOE_CL_CELLS_PACK) */
 } floe_cl_cells;
 
 /* One kernel argument for api->cl_run: a buffer is {sizeof(void *), &mem}

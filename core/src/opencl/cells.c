@@ -31,5 +31,6 @@ int cl_cells(floe_ctx *ctx, pset *p, floe_cl_cells *out)
     out->start = d->cs;
     out->support2 = ctx->info.support * ctx->info.support;
     out->staged = CL->cells_staged;
+    out->pack = CL->cells_pack;
     return FLOE_OK;
 }

@@ -233,6 +233,8 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     b->cells = nm && !strcmp(nm, "cells");
     const char *cst = getenv("FLOE_CL_CELLS_LOCAL");
     b->cells_staged = !(cst && !strcmp(cst, "0"));
+    const char *cpk = getenv("FLOE_CL_CELLS_PACK");
+    b->cells_pack = !(cpk && !strcmp(cpk, "0"));
     return &b->base;
 }
 

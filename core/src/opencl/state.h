@@ -146,8 +146,10 @@ typedef struct cl_backend {
      * that can walk the cells do (api->cl_cells), lists are built when a
      * module asks for them (lists_lazy: the sort is current, the lists not
      * built yet). cells_staged (FLOE_CL_CELLS_LOCAL, default 1): the walk
-     * kernels stage a work group's candidates in local memory. */
-    int cells, cells_staged, lists_lazy;
+     * kernels stage a work group's candidates in local memory; cells_pack
+     * (FLOE_CL_CELLS_PACK, default 1): force walks read their neighbours'
+     * data packed in sorted order. */
+    int cells, cells_staged, cells_pack, lists_lazy;
     int nb_pending;         /* a build whose counts have not been looked at */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
