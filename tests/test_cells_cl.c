@@ -29,6 +29,8 @@ typedef struct world {
 
 /* a jittered dam break (3D) or tank (2D) on the OpenCL backend with the
  * given neighbour mode; periodic: x periodic over a floor */
+static float support_factor; /* 0: the default */
+
 static world make(const char *mode, int dim, int periodic)
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
@@ -45,6 +47,8 @@ static world make(const char *mode, int dim, int periodic)
     def.spacing = d;
     def.threads = 2;
     def.backend = "opencl";
+    if (support_factor > 0)
+        def.support_factor = support_factor;
     for (int k = 0; k < 3; k++) {
         def.domain_min[k] = -4 * d;
         def.domain_max[k] = tank[k] + 4 * d + (k == 1 ? tank[1] : 0);
@@ -166,6 +170,14 @@ Test(cells_cl, equal_lists_3d_fused_global_walk, .timeout = 900) { cells_equal_l
 Test(cells_cl, equal_lists_3d_fused_unpacked, .timeout = 900) { cells_equal_lists("cells-unpacked", 3, 1, 0, 22); }
 Test(cells_cl, equal_lists_2d_fused, .timeout = 900) { cells_equal_lists("cells", 2, 1, 0, 22); }
 Test(cells_cl, equal_lists_with_list_stages, .timeout = 900) { cells_equal_lists("cells", 3, 0, 0, 12); }
+/* support 3.5 d in 2D: more neighbours than the first stride of 32, so
+ * the lists built on demand are widened and built again before use */
+Test(cells_cl, lists_on_demand_widened, .timeout = 900)
+{
+    support_factor = 3.5f;
+    cells_equal_lists("cells", 2, 0, 0, 6);
+    support_factor = 0;
+}
 Test(cells_cl, periodic_keeps_lists, .timeout = 900) { cells_equal_lists("cells", 2, 1, 1, 12); }
 
 Test(cells_cl, bad_switch_named)
