@@ -102,6 +102,9 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
     } while (0)
 
 #define FLOE_CELL_NONE_(...)
+/* a weight per candidate (m or V) staged in __local float cw[] with the
+ * positions: wj (the kernel defines the global read, wj = its array[j]) */
+#define FLOE_CELL_WL_(l) const float wj = cw[l];
 
 /* The slots [ma_, mb_) of row (y_, z_) that the query tests: its three
  * cells along x, less those whose nearest point is farther than the radius

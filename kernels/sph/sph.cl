@@ -52,17 +52,24 @@ void density_cells(uint n, __global const float *x, __global const float *m, __g
                    FLOE_CELL_TARGET(f), int selff, FLOE_CELL_TARGET(b))
 {
     __local float4 cand[FLOE_CAND];
+    __local float cw[FLOE_CAND]; /* the candidates' weights, staged with them */
     FLOE_CELL_QUERY(n, x);
     float acc = act ? (init ? m[i] : rho[i]) : 0.0f;
     if (hasf) {
         float s = 0.0f;
         const uint self = selff ? i : 0xffffffffu;
-        FLOE_CELL_WALK(cand, fsp, fcs, ffresh, xf, self, s += mf[j] * floe_w_hat(kc, r2););
+#define ST_F(l, g) cw[l] = mf[as_uint(cand[l].w)];
+#define LDG_F(g) const float wj = mf[j];
+        FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, ST_F, FLOE_CELL_WL_, LDG_F,
+                         s += wj * floe_w_hat(kc, r2););
         acc += s;
     }
     if (hasb) {
         float s = 0.0f;
-        FLOE_CELL_WALK(cand, bsp, bcs, bfresh, xb, 0xffffffffu, s += Vb[j] * floe_w_hat(kc, r2););
+#define ST_B(l, g) cw[l] = Vb[as_uint(cand[l].w)];
+#define LDG_B(g) const float wj = Vb[j];
+        FLOE_CELL_WALK_X(cand, bsp, bcs, bfresh, xb, 0xffffffffu, ST_B, FLOE_CELL_WL_, LDG_B,
+                         s += wj * floe_w_hat(kc, r2););
         acc += rho0 * s;
     }
     if (act)

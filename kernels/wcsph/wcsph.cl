@@ -234,12 +234,15 @@ void pressure_force_packed(uint n, __global const float *x, __global float *a, f
                              af.z += g * d.z;);
         }
     }
-    if (hasb) {
-        FLOE_CELL_WALK(cand, bsp, bcs, bfresh, xb, 0xffffffffu,
-                       const float g = Vb[j] * floe_dw_r(kc, r2);
-                       ab.x += g * d.x;
-                       ab.y += g * d.y;
-                       ab.z += g * d.z;);
+    if (hasb) { /* the walls' volumes staged with their positions (cu[].x) */
+#define PF_STB(l, g) cu[l].x = Vb[as_uint(cand[l].w)];
+#define PF_LDLB(l) const float wj = cu[l].x;
+#define PF_LDGB(g) const float wj = Vb[j];
+        FLOE_CELL_WALK_X(cand, bsp, bcs, bfresh, xb, 0xffffffffu, PF_STB, PF_LDLB, PF_LDGB,
+                         const float g = wj * floe_dw_r(kc, r2);
+                         ab.x += g * d.x;
+                         ab.y += g * d.y;
+                         ab.z += g * d.z;);
     }
     if (!act)
         return;
