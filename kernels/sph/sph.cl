@@ -59,17 +59,17 @@ void density_cells(uint n, __global const float *x, __global const float *m, __g
         float s = 0.0f;
         const uint self = selff ? i : 0xffffffffu;
 #define ST_F(l, g) cw[l] = mf[as_uint(cand[l].w)];
-#define LDG_F(g) const float wj = mf[j];
-        FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, ST_F, FLOE_CELL_WL_, LDG_F,
-                         s += wj * floe_w_hat(kc, r2););
+        FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, ST_F)
+            s += FLOE_CELL_STAGED(cw, mf[j]) * floe_w_hat(kc, r2);
+        FLOE_CELL_WALK_END
         acc += s;
     }
     if (hasb) {
         float s = 0.0f;
 #define ST_B(l, g) cw[l] = Vb[as_uint(cand[l].w)];
-#define LDG_B(g) const float wj = Vb[j];
-        FLOE_CELL_WALK_X(cand, bsp, bcs, bfresh, xb, 0xffffffffu, ST_B, FLOE_CELL_WL_, LDG_B,
-                         s += wj * floe_w_hat(kc, r2););
+        FLOE_CELL_WALK_BEGIN(cand, bsp, bcs, bfresh, xb, 0xffffffffu, ST_B)
+            s += FLOE_CELL_STAGED(cw, Vb[j]) * floe_w_hat(kc, r2);
+        FLOE_CELL_WALK_END
         acc += rho0 * s;
     }
     if (act)

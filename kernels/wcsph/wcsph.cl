@@ -126,33 +126,36 @@ void pressure_force_cells(uint n, __global const float *x, __global const float 
         const uint self = selff ? i : 0xffffffffu;
         if (cv > 0.0f) {
             const float3 vi = act ? floe_load3(v, i) : (float3)(0.0f);
-            FLOE_CELL_WALK(cand, fsp, fcs, ffresh, xf, self,
-                           const float mj = mf[j];
-                           const float rj = rhof[j];
-                           const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
-                           af.x += g * d.x;
-                           af.y += g * d.y;
-                           af.z += g * d.z;
-                           const float3 vj = floe_load3(vf, j);
-                           const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
-                           sv.x += cc * (vj.x - vi.x);
-                           sv.y += cc * (vj.y - vi.y);
-                           sv.z += cc * (vj.z - vi.z););
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, FLOE_CELL_NONE_)
+                const float mj = mf[j];
+                const float rj = rhof[j];
+                const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+                const float3 vj = floe_load3(vf, j);
+                const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
+                sv.x += cc * (vj.x - vi.x);
+                sv.y += cc * (vj.y - vi.y);
+                sv.z += cc * (vj.z - vi.z);
+            FLOE_CELL_WALK_END
         } else {
-            FLOE_CELL_WALK(cand, fsp, fcs, ffresh, xf, self,
-                           const float rj = rhof[j];
-                           const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
-                           af.x += g * d.x;
-                           af.y += g * d.y;
-                           af.z += g * d.z;);
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, FLOE_CELL_NONE_)
+                const float rj = rhof[j];
+                const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+            FLOE_CELL_WALK_END
         }
     }
     if (hasb) {
-        FLOE_CELL_WALK(cand, bsp, bcs, bfresh, xb, 0xffffffffu,
-                       const float g = Vb[j] * floe_dw_r(kc, r2);
-                       ab.x += g * d.x;
-                       ab.y += g * d.y;
-                       ab.z += g * d.z;);
+        FLOE_CELL_WALK_BEGIN(cand, bsp, bcs, bfresh, xb, 0xffffffffu, FLOE_CELL_NONE_)
+            const float g = Vb[j] * floe_dw_r(kc, r2);
+            ab.x += g * d.x;
+            ab.y += g * d.y;
+            ab.z += g * d.z;
+        FLOE_CELL_WALK_END
     }
     if (!act)
         return;
@@ -190,12 +193,7 @@ __kernel void pack_cells(uint n, __global const float4 *sp, __global const float
 #define PF_ST(l, g)     \
     cu[l] = fu[g];      \
     cw[l] = fw[g];
-#define PF_LDL(l)              \
-    const float4 uj = cu[l];   \
-    const float2 wj = cw[l];
-#define PF_LDG(g)              \
-    const float4 uj = fu[g];   \
-    const float2 wj = fw[g];
+#define PF_STB(l, g) cu[l].x = Vb[as_uint(cand[l].w)]; /* the walls' volumes */
 
 __kernel __attribute__((reqd_work_group_size(FLOE_WGS, 1, 1)))
 void pressure_force_packed(uint n, __global const float *x, __global float *a, float4 kc, float4 per, float rho0,
@@ -215,34 +213,36 @@ void pressure_force_packed(uint n, __global const float *x, __global float *a, f
     if (hasf) {
         const uint self = selff ? i : 0xffffffffu;
         if (cv > 0.0f) {
-            FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, PF_ST, PF_LDL, PF_LDG,
-                             const float mj = wj.x;
-                             const float g = mj * (Pi + wj.y) * floe_dw_r(kc, r2);
-                             af.x += g * d.x;
-                             af.y += g * d.y;
-                             af.z += g * d.z;
-                             const float cc = mj / (rhoi + uj.w) * floe_w_hat(kc, r2);
-                             sv.x += cc * (uj.x - vi.x);
-                             sv.y += cc * (uj.y - vi.y);
-                             sv.z += cc * (uj.z - vi.z););
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, PF_ST)
+                const float4 uj = FLOE_CELL_STAGED(cu, fu[k_]);
+                const float2 wj = FLOE_CELL_STAGED(cw, fw[k_]);
+                const float mj = wj.x;
+                const float g = mj * (Pi + wj.y) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+                const float cc = mj / (rhoi + uj.w) * floe_w_hat(kc, r2);
+                sv.x += cc * (uj.x - vi.x);
+                sv.y += cc * (uj.y - vi.y);
+                sv.z += cc * (uj.z - vi.z);
+            FLOE_CELL_WALK_END
         } else {
-            FLOE_CELL_WALK_X(cand, fsp, fcs, ffresh, xf, self, PF_ST, PF_LDL, PF_LDG,
-                             (void)uj;
-                             const float g = wj.x * (Pi + wj.y) * floe_dw_r(kc, r2);
-                             af.x += g * d.x;
-                             af.y += g * d.y;
-                             af.z += g * d.z;);
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, PF_ST)
+                const float2 wj = FLOE_CELL_STAGED(cw, fw[k_]);
+                const float g = wj.x * (Pi + wj.y) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+            FLOE_CELL_WALK_END
         }
     }
-    if (hasb) { /* the walls' volumes staged with their positions (cu[].x) */
-#define PF_STB(l, g) cu[l].x = Vb[as_uint(cand[l].w)];
-#define PF_LDLB(l) const float wj = cu[l].x;
-#define PF_LDGB(g) const float wj = Vb[j];
-        FLOE_CELL_WALK_X(cand, bsp, bcs, bfresh, xb, 0xffffffffu, PF_STB, PF_LDLB, PF_LDGB,
-                         const float g = wj * floe_dw_r(kc, r2);
-                         ab.x += g * d.x;
-                         ab.y += g * d.y;
-                         ab.z += g * d.z;);
+    if (hasb) {
+        FLOE_CELL_WALK_BEGIN(cand, bsp, bcs, bfresh, xb, 0xffffffffu, PF_STB)
+            const float g = FLOE_CELL_STAGED(cu, (float4)(Vb[j])).x * floe_dw_r(kc, r2);
+            ab.x += g * d.x;
+            ab.y += g * d.y;
+            ab.z += g * d.z;
+        FLOE_CELL_WALK_END
     }
     if (!act)
         return;
