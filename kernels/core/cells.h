@@ -51,6 +51,8 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
 /* one target set: its sorted positions, cell starts, freshness */
 #define FLOE_CELL_TARGET(P) __global const float4 *P##sp, __global const uint *P##cs, int P##fresh
 
+/* The query (above), and where it lies inside its cell (fractions f in cell
+ * units): cells none of whose points is within the radius are skipped */
 #define FLOE_CELL_QUERY(n, x)                                                                          \
     const uint lid_ = get_local_id(0), q_ = get_global_id(0);                                          \
     const uint g0_ = get_group_id(0) * FLOE_WGS;                                                      \
@@ -68,8 +70,6 @@ inline int floe_cell_axis(float x, float o, float inv, int n)
                          (!gn.w || floe_cell_axis(pa_.z, go.z, go.w, gn.z) == floe_cell_axis(pb_.z, go.z, go.w, gn.z)); \
     const int gxa_ = floe_cell_axis(pa_.x, go.x, go.w, gn.x), gxb_ = floe_cell_axis(pb_.x, go.x, go.w, gn.x); \
     const int gxlo_ = gxa_ > 0 ? gxa_ - 1 : 0, gxhi_ = gxb_ < gn.x - 1 ? gxb_ + 1 : gn.x - 1;              \
-    /* where the query lies inside its cell (fractions f in cell units),   \
-     * cells none of whose points is within the radius are skipped */        \
     const float fx_ = (pq_.x - go.x) * go.w - (float)cx_, fy_ = (pq_.y - go.y) * go.w - (float)cy_;         \
     const float fz_ = gn.w ? (pqz_ - go.z) * go.w - (float)cz_ : 0.0f;                                 \
     const int trim_ = fx_ >= 0.0f && fx_ < 1.0f && fy_ >= 0.0f && fy_ < 1.0f && fz_ >= 0.0f && fz_ < 1.0f; \
