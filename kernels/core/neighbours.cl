@@ -26,33 +26,6 @@ inline int nb_axis(float x, float o, float inv, int n)
     return i < n ? i : n - 1;
 }
 
-/* The x-cells [*xa, *xb] of row (y, z) that can hold a point within the
- * radius of a query in cell (cx, cy, cz) at fractions (fx, fy, fz) of it
- * (cell units; trim = 0 where the query lies outside the grid: its block
- * [xlo, xhi] whole); lim = r^2 in cell units^2 times 1.001, a margin far
- * above the rounding of the fractions, so a cell left out holds only
- * candidates that fail the test d2 < r2. 0: no cell of the row can. */
-inline int nb_row_cells(int y, int z, int cx, int cy, int cz, float fx, float fy, float fz, int trim, float lim,
-                        int xlo, int xhi, int *xa, int *xb)
-{
-    const float ey = y < cy ? fy : y > cy ? 1.0f - fy : 0.0f;
-    const float ez = z < cz ? fz : z > cz ? 1.0f - fz : 0.0f;
-    const float e2 = ey * ey + ez * ez;
-    *xa = !trim || fx * fx + e2 < lim ? xlo : cx;
-    *xb = !trim || (1.0f - fx) * (1.0f - fx) + e2 < lim ? xhi : cx;
-    return !trim || e2 < lim;
-}
-
-/* the fractions of p in its cell (cx, cy, cz); whether it lies inside it */
-inline int nb_fractions(float px, float py, float pz, float4 go, int4 gn, int cx, int cy, int cz, float *fx, float *fy,
-                        float *fz)
-{
-    *fx = (px - go.x) * go.w - (float)cx;
-    *fy = (py - go.y) * go.w - (float)cy;
-    *fz = gn.w ? (pz - go.z) * go.w - (float)cz : 0.0f;
-    return *fx >= 0.0f && *fx < 1.0f && *fy >= 0.0f && *fy < 1.0f && *fz >= 0.0f && *fz < 1.0f;
-}
-
 /* grid: go = (origin x, y, z, 1/cell), gn = (n0, n1, n2, dim == 3) */
 __kernel void nb_keys(__global const float *x, uint n, float4 go, int4 gn, __global uint *key,
                       __global uint *rank, __global uint *count)
@@ -224,16 +197,10 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
             const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
             const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
             const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
-            float fx, fy, fz;
-            const int trim = nb_fractions(px, py, pz, go, gn, ix, iy, iz, &fx, &fy, &fz);
-            const float lim = r2 * go.w * go.w * 1.001f;
             for (int z = zlo; z <= zhi; z++)
                 for (int y = ylo; y <= yhi; y++) {
-                    int xa, xb;
-                    if (!nb_row_cells(y, z, ix, iy, iz, fx, fy, fz, trim, lim, xlo, xhi, &xa, &xb))
-                        continue;
                     const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
-                    const uint a = cs[row + (uint)xa], b = cs[row + (uint)xb + 1];
+                    const uint a = cs[row + (uint)xlo], b = cs[row + (uint)xhi + 1];
                     for (uint k = a; k < b; k++) {
                         const float4 t = spos[k];
                         const float dx = t.x - px, dy = t.y - py;
@@ -310,9 +277,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
     const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
     uint c = 0;
-    float fx, fy, fz;
-    const int trim = nb_fractions(p.x, p.y, pz, go, gn, ix, iy, iz, &fx, &fy, &fz);
-    const float lim = r2 * go.w * go.w * 1.001f;
     if (ya == yb && za == zb) {
         /* one row of cells: every query has the group's y and z ranges */
         const int xa = nb_axis(pa.x, go.x, go.w, gn.x), xb = nb_axis(pb.x, go.x, go.w, gn.x);
@@ -321,9 +285,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
             for (int y = ylo; y <= yhi; y++) {
                 const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
                 const uint ga = cs[row + (uint)gxlo], gb = cs[row + (uint)gxhi + 1];
-                int xa, xb;
-                const int reach = nb_row_cells(y, z, ix, iy, iz, fx, fy, fz, trim, lim, xlo, xhi, &xa, &xb);
-                const uint ma = cs[row + (uint)xa], mb = reach ? cs[row + (uint)xb + 1] : ma;
+                const uint ma = cs[row + (uint)xlo], mb = cs[row + (uint)xhi + 1];
                 for (uint base = ga; base < gb; base += NBL_T) {
                     barrier(CLK_LOCAL_MEM_FENCE);
                     for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG)
@@ -356,11 +318,8 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         /* the group spans two rows: each query on its own */
         for (int z = zlo; z <= zhi; z++)
             for (int y = ylo; y <= yhi; y++) {
-                int xa, xb;
-                if (!nb_row_cells(y, z, ix, iy, iz, fx, fy, fz, trim, lim, xlo, xhi, &xa, &xb))
-                    continue;
                 const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
-                const uint a = cs[row + (uint)xa], b = cs[row + (uint)xb + 1];
+                const uint a = cs[row + (uint)xlo], b = cs[row + (uint)xhi + 1];
                 for (uint k = a; k < b; k++) {
                     const float4 t = spos[k];
                     const float dx = t.x - p.x, dy = t.y - p.y;
