@@ -28,20 +28,14 @@ __kernel void pressure(uint n, __global const float *rho, __global float *p, flo
     p[i] = maxf(v, lo);
 }
 
-/* P = p / rho^2 */
-__kernel void prho2(uint n, __global const float *rho, __global const float *p, __global float *P)
-{
-    const uint i = get_global_id(0);
-    if (i < n)
-        P[i] = p[i] / (rho[i] * rho[i]);
-}
-
-/* a_i -= sum_j m_j (P_i + P_j) grad W_ij + 2 rho0 P_i sum_b V_b grad W_ib;
- * with cv > 0 first a_i += cv sum_j m_j/(rho_i+rho_j) (v_j-v_i) W_ij / sigma
- * (XSPH in the same walk of the list, as the viscosity kernel adds it) */
-__kernel void pressure_force(uint n, __global const float *x, __global const float *P, __global float *a, float4 kc,
+/* a_i -= sum_j m_j (P_i + P_j) grad W_ij + 2 rho0 P_i sum_b V_b grad W_ib,
+ * P = p / rho^2 computed here as prho2 would (the same floats, no pass of
+ * its own); with cv > 0 first a_i += cv sum_j m_j/(rho_i+rho_j) (v_j-v_i)
+ * W_ij / sigma (XSPH in the same walk of the list, as the viscosity kernel
+ * adds it) */
+__kernel void pressure_force(uint n, __global const float *x, __global const float *p, __global float *a, float4 kc,
                              float4 per, float rho0, int hasf, int hasb, __global const float *xf, __global const float *mf,
-                             __global const float *Pf, __global const uint *cntf, __global const uint *idxf,
+                             __global const float *pf, __global const uint *cntf, __global const uint *idxf,
                              uint pitchf, __global const float *xb, __global const float *Vb,
                              __global const uint *cntb, __global const uint *idxb, uint pitchb, float cv,
                              __global const float *v, __global const float *rho, __global const float *vf,
@@ -51,23 +45,24 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
     if (i >= n)
         return;
     const float3 xi = floe_load3(x, i);
-    const float Pi = P[i];
+    const float rhoi = rho[i];
+    const float Pi = p[i] / (rhoi * rhoi);
     float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
     if (hasf) {
         const uint c = cntf[i];
         if (cv > 0.0f) {
             const float3 vi = floe_load3(v, i);
-            const float rhoi = rho[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
                 FLOE_X_IJ(xf);
                 const float mj = mf[j];
-                const float g = mj * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                const float rj = rhof[j];
+                const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
                 af.z += g * d.z;
                 const float3 vj = floe_load3(vf, j);
-                const float cc = mj / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
+                const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
                 sv.x += cc * (vj.x - vi.x);
                 sv.y += cc * (vj.y - vi.y);
                 sv.z += cc * (vj.z - vi.z);
@@ -76,7 +71,8 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
                 FLOE_X_IJ(xf);
-                const float g = mf[j] * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                const float rj = rhof[j];
+                const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
                 af.z += g * d.z;

@@ -153,14 +153,12 @@ static int pressure_force_cells(floe_ctx *ctx, float cv, const cset *f, int nf, 
 int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
 {
     void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
-    void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "prho2");
-    if (!k || !kp)
+    if (!k)
         return FLOE_ERR;
     float kc[4], per[4];
     floe_cl_consts(api->sim(ctx), kc, per);
     const float cv = pf->cv; /* XSPH in the same pass */
     cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
-    void *P[FLOE_MAX_SETS];
     int nf, nb, st;
     if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) || (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
@@ -168,33 +166,16 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
     int cells = nf > 0;
     for (int s = 0; s < nf; s++)
         cells = cells && floe_cl_cell_query(api, ctx, &f[s], &cq[s]);
-    if (cells) /* walk the cells (kernels/core/cells.h), P inside the walk */
+    if (cells) /* walk the cells (kernels/core/cells.h) */
         return pressure_force_cells(ctx, cv, f, nf, b, nb, cq);
-    /* P = p / rho^2 of every fluid particle, once per call, in scratch */
-    for (int s = 0; s < nf; s++) {
-        char name[96];
-        snprintf(name, sizeof name, "wcsph.P.%s", f[s].info.name);
-        uint32_t n = f[s].info.n;
-        P[s] = api->cl_scratch(ctx, name, (size_t)n * 4);
-        st = FLOE_OK;
-        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
-        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
-        if (st || !P[s])
-            return st ? st : FLOE_ERR_NOMEM;
-        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(P[s])};
-        if ((st = api->cl_run(ctx, kp, n, 4, a, 12.0 * n)))
-            return st;
-    }
     const int launches = nf > nb ? nf : nb;
     for (int s = 0; s < nf; s++) {
         st = FLOE_OK;
         void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
         void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
-        void *v = x, *rho = x; /* dummies without xsph */
-        if (cv > 0.0f) {
-            v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
-            rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
-        }
+        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *v = cv > 0.0f ? floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st) : x; /* a dummy without xsph */
         if (st)
             return st;
         uint32_t n = f[s].info.n;
@@ -202,16 +183,19 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
         for (int l = 0; l < launches; l++) {
             floe_cl_row rf, rb;
             const float cvl = l < nf ? cv : 0.0f;
-            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, cvl > 0.0f ? FLOE_CL_ROW_RHO | FLOE_CL_ROW_V : 0,
+            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, FLOE_CL_ROW_RHO | (cvl > 0.0f ? FLOE_CL_ROW_V : 0),
                                    &rf, &rb)))
                 return st;
-            void *Pf = l < nf ? P[l] : rf.x;
-            void *vf = rf.v, *rhof = rf.rho;
-            double bytes = (cvl > 0.0f ? 60.0 : 44.0) * n + 4.0 * (rf.total + rb.total);
-            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(P[s]), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
-                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(Pf), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+            void *pf_ = x;
+            if (l < nf && !(pf_ = floe_cl_attr(api, ctx, &f[l], "p", FLOE_F32, FLOE_READ, &st)))
+                return st;
+            void *vf = cvl > 0.0f ? rf.v : x;
+            /* p, rho of i and of each neighbour: P = p / rho^2 in the pass */
+            double bytes = (cvl > 0.0f ? 64.0 : 52.0) * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(p), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
+                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(pf_), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
                                ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch), ARG(cvl), ARG(v), ARG(rho),
-                               ARG(vf), ARG(rhof)};
+                               ARG(vf), ARG(rf.rho)};
             if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
                 return st;
         }
