@@ -29,9 +29,9 @@ local sim, ledge = freezing.ledge(opts)
 sim:on_frame(function(s, st)
   local r = freezing.ledge_stats(s, ledge.max[1])
   floe.log(string.format("t = %.2f s: %d water, %d ice (%d glaze, %d icicle, %d thermal), lowest ice y = %s, "
-                         .. "%d beyond the edge growing %.2f down",
+                         .. "%d beyond the edge growing %.2f down, all the ice %.2f down",
                          st.time, r.water, r.ice, r.kinds[1], r.kinds[2], r.kinds[3],
-                         r.low and string.format("%.3f m", r.low) or "-", r.beyond, r.down))
+                         r.low and string.format("%.3f m", r.low) or "-", r.beyond, r.down, r.all_down))
 end)
 
 sim:run{

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Floe's surfacer against splashsurf on the same particle frame.
 
-    scripts/surface_compare.py BUILD RUN_DIR FRAME [--cell 0.5] [--threads 2]
+    scripts/surface_compare.py BUILD RUN_DIR FRAME [--cell 0.5] [--threads 2] [--backend cpu|opencl]
 
 RUN_DIR is a Floe run folder (its run.yaml gives the spacing d and the kernel
 support H); FRAME the number of its fluid.NNNN.ply to surface. Both tools get
@@ -9,7 +9,8 @@ the same kernel support (splashsurf: smoothing length H / 2 in particle radii,
 compact support twice that, with the radius r = d (3 / 4 pi)^(1/3) whose
 sphere has Floe's particle volume d^3, so that both colour fields are 1
 inside), the same cell (cube) edge, the same iso value of the colour field
-(0.5), the same threads, and both write one binary PLY. Time: each tool's own
+(0.5), the same threads (--backend opencl: Floe on the device), and both
+write one binary PLY. Time: each tool's own
 figure, reading the particles and writing the mesh included (Floe: floe
 surface's ms per frame; splashsurf: its "surface reconstruction" total).
 Peak memory: the process's maximum resident set (splashsurf's includes the
@@ -106,7 +107,8 @@ def run_floe(args, method):
         shutil.copy(os.path.join(args.run, "run.yaml"), d)
         shutil.copy(args.ply, os.path.join(d, "fluid.0000.ply"))
         cmd = [os.path.join(args.build, "core", "floe"), "surface", d, "--method", method,
-               "--cell", str(args.cell), "--quiet", "--threads", str(args.threads), "--format", "ply"]
+               "--cell", str(args.cell), "--quiet", "--threads", str(args.threads), "--format", "ply",
+               "--backend", args.backend]
         out, rc, peak = run_measured(cmd)
         if rc:
             sys.exit(f"{' '.join(cmd)} failed:\n{out}")
@@ -125,6 +127,7 @@ def main():
     ap.add_argument("frame", type=int)
     ap.add_argument("--cell", type=float, default=0.5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "opencl"))
     args = ap.parse_args()
     rec = open(os.path.join(args.run, "run.yaml")).read()
     spacing = float(re.search(r"^spacing: ([\d.e+-]+)", rec, re.M).group(1))
@@ -138,7 +141,8 @@ def main():
         rows.append((f"Floe surface.{method}",) + run_floe(args, method))
     rows.append(("splashsurf",) + run_splashsurf(args, spacing, support))
     n = len(read_ply_xyz(ply))
-    print(f"{n} particles, spacing {spacing}, support {support}, cell {args.cell} d, {args.threads} threads")
+    print(f"{n} particles, spacing {spacing}, support {support}, cell {args.cell} d, {args.threads} threads, "
+          f"Floe on {args.backend}")
     print("| tool | s per frame | triangles | volume (m^3) | edges not shared by 2 | peak RSS (MB) |")
     print("|---|---|---|---|---|---|")
     for r in rows:

@@ -61,6 +61,23 @@ static const char *const FREEZE_CARRY =
     "  { 'freeze.transition', glaze = 10, icicle = 30, fr = 'none' }, 'integrate', 'rigid.step', 'freeze.carry' }\n"
     RUN();
 
+/* a free box spinning through water that freezes on it, its ice's mass and
+ * the fluid's pressure on the ice the body's (rigid.attach) */
+static const char *const ICE_ON_A_FREE_BODY =
+    SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.02, gravity = {0, 0, 0},\n"
+    "  domain = { min = {-0.4, -0.3, -0.4}, max = {0.4, 0.3, 0.4} } }\n"
+    "sim:load{ 'sph', 'iisph', 'freeze' }\n"
+    "local rigid = sim:load 'rigid'\n"
+    "rigid.body{ name = 'box', shape = 'box', size = {0.24, 0.1, 0.12}, density = 150, position = {0, 0, 0},\n"
+    "  angular_velocity = {0.3, 3, 0} }\n"
+    "sim:boundary_set{ name = 'ice' }\n"
+    "rigid.attach{ set = 'ice' }\n"
+    "sim:fluid_box{ min = {0.09, -0.04, -0.2}, max = {0.19, 0.04, 0.2} }\n"
+    "sim:pipeline{ 'neighbours', 'sph.density', 'gravity', 'iisph.solve', { 'rigid.force', solver = 'iisph' },\n"
+    "  { 'freeze.film', cold = 'bodies', alpha = 200 }, 'freeze.direction',\n"
+    "  { 'freeze.transition', glaze = 2, icicle = 1e6, fr = 'none' }, 'integrate', 'rigid.step', 'freeze.carry' }\n"
+    RUN();
+
 static void write_scene(const char *text)
 {
     FILE *f = fopen(sc_scene, "w");
@@ -130,6 +147,15 @@ Test(checkpoint, flip_resumed_frames_are_byte_identical) { interrupted_and_resum
 Test(checkpoint, ice_carried_by_a_body_resumed_frames_are_byte_identical)
 {
     interrupted_and_resumed(FREEZE_CARRY);
+    cr_expect_eq(frames_identical("ice", 10), 11);
+}
+
+/* the attached mass is put back at the resume without exchanging momentum
+ * (rigid_attach_loaded): the same water and the same ice, which sits where
+ * the body's pose puts it */
+Test(checkpoint, ice_on_a_free_body_resumed_frames_are_byte_identical)
+{
+    interrupted_and_resumed(ICE_ON_A_FREE_BODY);
     cr_expect_eq(frames_identical("ice", 10), 11);
 }
 

@@ -210,3 +210,46 @@ Test(freeze_scene, carry_without_bodies_is_an_error)
                   0);
     sc_expect_err("set 'slab' has no vec3 attribute 'r0'");
 }
+
+/* The issue's direction check on all the new ice, in its ledge scene
+ * (scenes/icicle_ledge.lua's set-up, freezing.ledge: Kim's whole Algorithm
+ * 1 water, He tension and air pressure, d = 1 cm, 1.2 s), pooled over
+ * three pushes (0.28, 0.30, 0.31 m/s; one run is chaotic): the mean growth
+ * direction (ice_dir) of every ice particle, glaze and icicle, is at least
+ * 0.7 downward, and the lowest ice ends below the ledge's underside
+ * (y = 0.30 m). With freeze.transition's min_froude = 0 (growth directions
+ * from flow as slow as 2 cm/s, the noise of water resting on the ledge)
+ * the resting water freezes layer on layer upward: the same pooled figure
+ * is below 0.3 (docs/freezing.md has the runs). */
+#define LEDGE_RUNS                                                                                              \
+    SC_HEAD                                                                                                     \
+    "local freezing = require 'floe.freezing'\n"                                                              \
+    "local function pooled(mf)\n"                                                                             \
+    "  local sx, sy, sz, n, lows = 0, 0, 0, 0, 0\n"                                                           \
+    "  for k, push in ipairs { 0.28, 0.30, 0.31 } do\n"                                                       \
+    "    local sim, ledge = freezing.ledge{ spacing = 0.01, model = 'kim', speed = push, min_froude = mf,\n"   \
+    "                                       surface = false, pictures = false }\n"                              \
+    "    sim:run{ end_time = 1.2, fps = 5, dt = 0.002, out = string.format('r%%d_%%g', k, mf), name = 'water' }\n" \
+    "    local r = freezing.ledge_stats(sim, ledge.max[1])\n"                                                   \
+    "    for i = 1, sim:count 'ice' do local x, y, z = sim:get('ice', 'ice_dir', i); sx, sy, sz = sx + x, sy + y, sz + z end\n" \
+    "    n = n + r.ice; lows = lows + r.low / 3\n"                                                              \
+    "    floe.log(string.format('min_froude %%g, push %%.2f: %%d water, %%d ice (%%d glaze, %%d icicle), all the ice %%.3f down, lowest %%.3f m',\n" \
+    "      mf, push, r.water, r.ice, r.kinds[1], r.kinds[2], r.all_down, r.low))\n"                               \
+    "  end\n"                                                                                                   \
+    "  local down = -sy / math.sqrt(sx * sx + sy * sy + sz * sz)\n"                                            \
+    "  floe.log(string.format('min_froude %%g pooled: %%d ice, mean growth direction %%.3f down, mean lowest ice %%.3f m', mf, n, down, lows))\n" \
+    "  return down, lows, n\n"                                                                                  \
+    "end\n"                                                                                                     \
+    "local down, low, n = pooled(0.5)\n"                                                                        \
+    "assert(n >= 150, 'too little ice to judge: ' .. n)\n"                                                      \
+    "assert(down >= 0.7, string.format('all the new ice grew %%.3f downward (at least 0.7)', down))\n"          \
+    "assert(low < 0.30 - 0.05, string.format('mean lowest ice %%.3f m: not 5 cm below the underside', low))\n"  \
+    "local down0 = pooled(0)\n"                                                                                 \
+    "assert(down0 < 0.3, string.format('min_froude = 0: all the ice %%.3f down, expected upward growth', down0))\n"
+
+Test(freeze_scene, all_new_ice_on_the_ledge_grows_downward, .timeout = 600)
+{
+    floe_scene_opts o = sc_opts();
+    o.threads = 1;
+    cr_assert_eq(sc_run(&o, LEDGE_RUNS), 0, "%s", sc_err);
+}

@@ -222,6 +222,7 @@ static const floe_api core_api = {
     .cl_set_resize = ctx_set_resize_cl,
     .cl_set_compact = ctx_set_compact_cl,
     .cl_scan = api_cl_scan,
+    .cl_sort = api_cl_sort,
     .cl_cells = api_cl_cells,
 };
 

@@ -77,6 +77,17 @@ int api_cl_scan(floe_ctx *ctx, void *buf, uint32_t n)
     return ctx->dev->ops->scan(ctx, buf, n);
 }
 
+int api_cl_sort(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits)
+{
+    if (!ctx->dev)
+        return ctx_fail(ctx, FLOE_ERR, NOT_ACTIVE);
+    if (bits < 0 || bits > 64)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_sort: %d key bits (0 to 64)", bits);
+    if (n && (!keys || !vals))
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_sort: no buffer");
+    return ctx->dev->ops->sort(ctx, keys, vals, n, bits);
+}
+
 int api_cl_cells(floe_ctx *ctx, floe_set set, floe_cl_cells *out)
 {
     pset *p = ctx_set(ctx, set);

@@ -34,10 +34,20 @@ static ulong cell_key(long cx, long cy, long cz)
     return (ulong)cx | (ulong)cy << 21 | (ulong)cz << 42;
 }
 
-/* first cell with key >= k */
-static uint lower_bound(__global const ulong *ckey, uint n, ulong k)
+/* first cell at or after a with key >= k: a gallop from the previous
+ * row's cell (a row's keys come after the previous row's), then a
+ * binary search (field.c's lower_bound_from); from a = 0, a binary
+ * search of the whole list */
+static uint lower_bound_from(__global const ulong *ckey, uint n, uint a, ulong k)
 {
-    uint a = 0, b = n;
+    uint step = 1, b = a;
+    if (a == 0) /* the first row: the whole list */
+        b = n;
+    while (a > 0 && b < n && ckey[b] < k) {
+        a = b + 1;
+        b = a + step - 1 < n ? a + step - 1 : n;
+        step *= 2;
+    }
     while (a < b) {
         uint mid = a + (b - a) / 2;
         if (ckey[mid] < k)
@@ -73,6 +83,7 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
         for (int k = 0; k < 6; k++)
             s2[k][l] = 0.0f;
     }
+    uint from = 0;
     for (int dz = -CELL_DIV; dz <= CELL_DIV; dz++) {
         const double gz = axis_gap(u2, c2 + dz, h);
         for (int dy = -CELL_DIV; dy <= CELL_DIV; dy++) {
@@ -85,7 +96,7 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
             x1 = x1 > c0 + CELL_DIV ? c0 + CELL_DIV : x1;
             /* the entries of x cells x0..x1 of the row: from the first cell
              * at or after x0 to the first at or after x1 + 1 */
-            uint g = lower_bound(cs->ckey, cs->ncell, cell_key(x0, c1 + dy, c2 + dz));
+            uint g = from = lower_bound_from(cs->ckey, cs->ncell, from, cell_key(x0, c1 + dy, c2 + dz));
             const uint f0 = cs->cell[g];
             const ulong kend = cell_key(x1 + 1, c1 + dy, c2 + dz);
             while (cs->ckey[g] < kend)
@@ -139,22 +150,24 @@ static int neighbourhood(const cells *cs, uint e, ulong ck, double r, double mea
 #include "floe/sym3_eigen.h"
 #include "floe/aniso_matrix.h"
 
+/* count[n]: the number of occupied cells; lo: the cells' corner (3 doubles) */
 __kernel void aniso_shape(uint n, __global const float *X, __global const float *Y, __global const float *Z,
-                          __global const ulong *ckey, __global const uint *cell, uint ncell,
+                          __global const ulong *ckey, __global const uint *cell, __global const uint *count,
                           __global const ulong *key, __global const uint *idx, __global float *kern,
-                          double lo0, double lo1, double lo2, double inv, double h, double r, float lambda,
-                          double H, double kr, int n_min, __global uint *stretched)
+                          __global const double *lo, double inv, double h, double r, float lambda,
+                          double H, double kr, int n_min, __global uint *stretched, __global const float *V)
 {
     const uint e = get_global_id(0);
     if (e >= n)
         return;
-    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    const cells cs = {X, Y, Z, ckey, cell, count[n], lo[0], lo[1], lo[2], inv, h};
     double mean[3], cov[6], G[9];
     const int cnt = neighbourhood(&cs, e, key[e], r, mean, cov, 1);
     __global float *k = kern + 16 * (size_t)idx[e];
     const float x[3] = {X[e], Y[e], Z[e]};
     for (int d = 0; d < 3; d++)
         k[d] = (float)((1.0 - lambda) * x[d] + lambda * mean[d]);
+    k[12] = V[idx[e]];
     const floe_aniso_def ad = {H, kr, n_min};
     const double ax = floe_aniso_matrix(&ad, cov, cnt, G);
     if (ax > 1.0 + 1e-6)
@@ -174,14 +187,14 @@ __kernel void aniso_shape(uint n, __global const float *X, __global const float 
 
 /* the positions X, Y, Z are the smoothed centres here, sorted again */
 __kernel void aniso_inflate(uint n, __global const float *X, __global const float *Y, __global const float *Z,
-                            __global const ulong *ckey, __global const uint *cell, uint ncell,
+                            __global const ulong *ckey, __global const uint *cell, __global const uint *count,
                             __global const ulong *key, __global const uint *idx, __global float *kern,
-                            double lo0, double lo1, double lo2, double inv, double h, double r, double mu)
+                            __global const double *lo, double inv, double h, double r, double mu)
 {
     const uint e = get_global_id(0);
     if (e >= n)
         return;
-    const cells cs = {X, Y, Z, ckey, cell, ncell, lo0, lo1, lo2, inv, h};
+    const cells cs = {X, Y, Z, ckey, cell, count[n], lo[0], lo[1], lo[2], inv, h};
     double mean[3], cov[6];
     neighbourhood(&cs, e, key[e], r, mean, cov, 0);
     __global float *k = kern + 16 * (size_t)idx[e];

@@ -76,7 +76,7 @@ end
 -- tests/test_freeze.c): a cold solid ledge 0.2 x 0.03 x 0.12 m at y = 0.30 m
 -- sticking out of a tank's back wall, a block of water 0.08 x 0.17 x 0.10 m
 -- on it pushed towards the edge. opts: spacing, model ("kim" or "thermal"),
--- speed, anisotropic, glaze, icicle, alpha, fr, tension, T_solid, latent,
+-- speed, anisotropic, glaze, icicle, alpha, fr, min_froude, tension, T_solid, latent,
 -- surface, pictures. Returns the sim and the ledge's box.
 function M.ledge(opts)
   local water = floe.preset "water"
@@ -110,7 +110,7 @@ function M.ledge(opts)
     steps[#steps + 1] = { "freeze.film", cold = "ledge", ice = "ice", alpha = opts.alpha or 20 }
     steps[#steps + 1] = { "freeze.direction", anisotropic = opts.anisotropic ~= false }
     steps[#steps + 1] = { "freeze.transition", glaze = opts.glaze or 30, icicle = opts.icicle or 45,
-                          fr = opts.fr or "clamped" }
+                          fr = opts.fr or "clamped", min_froude = opts.min_froude or 0.5 }
   elseif opts.model == "thermal" then
     steps[#steps + 1] = { "freeze.thermal", cold = "ledge", ice = "ice", T_solid = opts.T_solid or -30,
                           latent = opts.latent or 334000 }
@@ -131,13 +131,17 @@ end
 
 -- The ledge's ice now: count, glaze / icicle / thermal, lowest point, the
 -- ice beyond the edge x_edge and the mean growth direction's downward
--- share there (ice_dir; 0 for thermal ice, which has none).
+-- share there (ice_dir; 0 for thermal ice, which has none); all_down: the
+-- same for all the ice.
 function M.ledge_stats(s, x_edge)
   local r = { water = s:count "fluid", ice = s:count "ice", kinds = { 0, 0, 0 }, low = nil, beyond = 0, down = 0 }
   local gx, gy, gz = 0, 0, 0
+  local ax, ay, az = 0, 0, 0
   for i = 1, r.ice do
     local x, y = s:get("ice", "x", i)
     local k = s:get("ice", "ice_kind", i)
+    local vx, vy, vz = s:get("ice", "ice_dir", i)
+    ax, ay, az = ax + vx, ay + vy, az + vz
     if r.kinds[k] then r.kinds[k] = r.kinds[k] + 1 end
     if not r.low or y < r.low then r.low = y end
     if x > x_edge then
@@ -148,6 +152,8 @@ function M.ledge_stats(s, x_edge)
   end
   local len = math.sqrt(gx * gx + gy * gy + gz * gz)
   r.down = len > 0 and -gy / len or 0
+  local alen = math.sqrt(ax * ax + ay * ay + az * az)
+  r.all_down = alen > 0 and -ay / alen or 0   -- all the ice's mean growth direction, its downward share
   return r
 end
 

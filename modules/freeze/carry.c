@@ -17,8 +17,10 @@
  * previous call's poses): a body particle (ice_body = k + 1, ice_r0 its
  * position in body k's frame), or ice already attached (the same
  * attachment), else nothing that moves (ice_body = -1: it stays). Attached
- * ice is then placed x = c + R ice_r0, v = its displacement / dt. The ice's
- * mass is not added to the body (the body's dynamics do not see its ice).
+ * ice is then placed x = c + R ice_r0, v = its displacement / dt. The
+ * rigid module adds the ice's mass and the fluid's pressure on it to the
+ * body when the scene names the ice to it (rigid.attach{ set = "ice" }:
+ * ice_body and ice_r0 are what it reads).
  * The stage runs after the bodies moved (after rigid.step); on its first
  * call it marks the ice set moving (sorted at every neighbours stage). */
 #include "freeze.h"

@@ -51,6 +51,9 @@ static const floe_param_desc tr_params[] = {
        "eq. 31: (gv.u + 1) / 2 (the paper's rescale), max(gv.u, 0) (no growth against the flow), 1 (no direction)"),
     PF("min_speed", 0.02, 0, 1e3, "m/s",
        "flow slower than this (|gv|) gives no growth direction: gv.u = 0 in eq. 31 (0: every flow counts)"),
+    PF("min_froude", 0.5, 0, 1e3, "",
+       "nor does flow slower than this times sqrt(|g| d), the speed scale of the solver's own motion at spacing d "
+       "(0: min_speed alone)"),
     {0},
 };
 static const floe_attr_desc tr_attrs[] = {

@@ -113,9 +113,12 @@ long fz_move_to_ice(floe_ctx *ctx, fz_state *s, const uint8_t *freeze, const flo
 /* parameter indices, in descriptor order (freeze.c) */
 enum { FILM_ALPHA, FILM_COLD, FILM_ICE };
 enum { DIR_ANISO, DIR_KR, DIR_NMIN };
-enum { TR_GLAZE, TR_ICICLE, TR_FR, TR_MIN_SPEED };
+enum { TR_GLAZE, TR_ICICLE, TR_FR, TR_MIN_SPEED, TR_MIN_FROUDE };
 enum { FR_RESCALED, FR_CLAMPED, FR_NONE };
 int fz_fr_mode(const char *s);
+/* the slowest flow that gives a growth direction: max(min_speed,
+ * min_froude sqrt(|g| d)) (phase.c) */
+float fz_min_flow(const floe_stage_call *c);
 
 /* ---- freeze_cl.c: the OpenCL path (kernels/freeze/freeze.cl) ---- */
 int fz_film_cl(const floe_stage_call *c);

@@ -300,7 +300,7 @@ int fz_transition_cl(const floe_stage_call *c)
     float kc[4], per[4];
     floe_cl_consts(si, kc, per);
     const float sigma1 = (float)(8.0 / M_PI), gz = (float)c->param[TR_GLAZE].f, ic = (float)c->param[TR_ICICLE].f;
-    const float vmin = (float)c->param[TR_MIN_SPEED].f;
+    const float vmin = fz_min_flow(c);
     const int32_t mode = fz_fr_mode(c->param[TR_FR].s);
     int st = FLOE_OK;
     void *fw = fw_buf(ctx, nf), *fi = fi_buf(ctx, nf), *cnt = scratch(ctx, "freeze.count", 4);

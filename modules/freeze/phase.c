@@ -19,6 +19,20 @@ static inline float freezing_coeff(int mode, const float gh[3], const float u[3]
     return mode == FR_RESCALED ? 0.5f * (dot + 1.0f) : fmaxf(dot, 0.0f);
 }
 
+/* A growth direction is gv / |gv|: where |gv| is at the level of the
+ * velocities a resting SPH fluid makes by itself, the direction is noise at
+ * full weight (measured on the ledge: water resting on its ice freezes
+ * layer on layer upward, docs/freezing.md). sqrt(|g| d) is that speed
+ * scale and keeps the threshold where it is when a scene is scaled (Froude
+ * similarity). */
+float fz_min_flow(const floe_stage_call *c)
+{
+    const floe_sim_info *si = api->sim(c->ctx);
+    const double g = sqrt(si->gravity[0] * si->gravity[0] + si->gravity[1] * si->gravity[1] +
+                          si->gravity[2] * si->gravity[2]);
+    return (float)fmax(c->param[TR_MIN_SPEED].f, c->param[TR_MIN_FROUDE].f * sqrt(g * si->spacing));
+}
+
 int fz_fr_mode(const char *s)
 {
     return strcmp(s, "clamped") == 0 ? FR_CLAMPED : strcmp(s, "none") == 0 ? FR_NONE : FR_RESCALED;
@@ -36,7 +50,7 @@ int fz_transition(const floe_stage_call *c)
         return api->fail(ctx, FLOE_ERR_ARG, "%s needs freeze.direction before it in the same step", c->name);
     const float gz = (float)c->param[TR_GLAZE].f, ic = (float)c->param[TR_ICICLE].f;
     const int mode = fz_fr_mode(c->param[TR_FR].s);
-    const float vmin = (float)c->param[TR_MIN_SPEED].f;
+    const float vmin = fz_min_flow(c);
     const float H = si->support;
     /* Gamma and the unit growth direction of every frost particle, concatenated */
     float *gam = malloc(((size_t)p->nb + 1) * sizeof *gam), *gh = malloc(((size_t)p->nb + 1) * 3 * sizeof *gh);

@@ -57,7 +57,9 @@ typedef struct pass {
     int sums_only;              /* viscosity: the bodies' sums only, the fluid's a left alone */
 } pass;
 
-static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
+/* tg: the particles the forces act on (NULL: the bodies' own set); a
+ * particle whose body index is nb or more is skipped */
+static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, double *F, double *T)
 {
     floe_ctx *ctx = s->ctx;
     const floe_sim_info *si = api->sim(ctx);
@@ -66,9 +68,11 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
     int nf, st;
     if ((st = floe_fluid_sets(api, ctx, f, &nf, NULL)) != FLOE_OK)
         return st;
-    const float *xb = api->attr(ctx, s->set, "x", FLOE_VEC3), *Vb = api->attr(ctx, s->set, "V", FLOE_F32);
-    const float *vb = api->attr(ctx, s->set, "v", FLOE_VEC3);
-    const uint32_t *bid = api->attr(ctx, s->set, "body", FLOE_U32);
+    const floe_set tset = tg ? tg->set : s->set;
+    const float *xb = tg ? tg->x : api->attr(ctx, s->set, "x", FLOE_VEC3);
+    const float *Vb = tg ? tg->V : api->attr(ctx, s->set, "V", FLOE_F32);
+    const float *vb = tg ? tg->x : api->attr(ctx, s->set, "v", FLOE_VEC3); /* tg: no viscosity, unread */
+    const uint32_t *bid = tg ? tg->body : api->attr(ctx, s->set, "body", FLOE_U32);
     if (!xb || !Vb || !vb || !bid)
         return api->fail(ctx, FLOE_ERR, "set '%s' lacks x, V, v or body", RIGID_SET);
     const int nb = s->nb;
@@ -81,10 +85,10 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        const floe_nlist *nl = api->neighbours(ctx, f[q].set, s->set);
+        const floe_nlist *nl = api->neighbours(ctx, f[q].set, tset);
         if (!nl || nl->n < n) {
             st = api->fail(ctx, FLOE_ERR_ARG, "no neighbour lists of set '%s' in '%s' (run 'neighbours' first)",
-                           f[q].info.name, RIGID_SET);
+                           f[q].info.name, tg ? tg->name : RIGID_SET);
             break;
         }
         const float *x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
@@ -127,6 +131,8 @@ static int run_pass(rigid_state *s, const pass *ps, double *F, double *T)
                 float ai[3] = {0.0f, 0.0f, 0.0f};
                 for (uint32_t k = 0; k < cnt; k++) {
                     const uint32_t j = row[k];
+                    if (bid[j] >= (uint32_t)nb)
+                        continue;
                     float dd[3] = {xi - xb[3 * j], yi - xb[3 * j + 1], zi - xb[3 * j + 2]};
                     if (si->periodic)
                         floe_periodic_delta(si, dd);
@@ -184,7 +190,7 @@ static int add_into(rigid_state *s, const pass *ps, int viscous)
     double *F = calloc((size_t)s->nb * 6, sizeof *F);
     if (!F)
         return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
-    int st = run_pass(s, ps, F, F + 3 * (size_t)s->nb);
+    int st = run_pass(s, ps, NULL, F, F + 3 * (size_t)s->nb);
     for (int k = 0; k < s->nb && !st; k++) {
         rigid_body *b = &s->b[k];
         double *dF = viscous ? b->Fv : b->F, *dT = viscous ? b->Tv : b->T;
@@ -237,5 +243,17 @@ int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alph
 {
     pass ps = make_pass(s, kind, c, alpha, c0);
     ps.sums_only = 1;
-    return run_pass(s, &ps, F, T);
+    return run_pass(s, &ps, NULL, F, T);
+}
+
+/* the pressure forces of the fluid on particles attached to the bodies
+ * (attach.c): the solver's boundary formula, as on the bodies' own
+ * particles; the viscous coupling is left to the solver's wall terms */
+int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T)
+{
+    rigid_couple cp = *c;
+    cp.alpha = 0.0;
+    pass ps = make_pass(s, c->solver == RIGID_IISPH ? 1 : 0, &cp, 0.0, 0.0);
+    ps.sums_only = 1;
+    return run_pass(s, &ps, tg, F, T);
 }

@@ -214,6 +214,7 @@ void rigid_engine_read(rigid_state *s)
             dBodySetLinearVel(b->body, b->v[0], b->v[1], 0.0);
             dBodySetAngularVel(b->body, 0.0, 0.0, b->w[2]);
         }
+        rigid_attach_from_com(b); /* ODE's centre of mass to the body's own centre */
     }
 }
 
@@ -263,8 +264,10 @@ int rigid_engine_step(rigid_state *s, double t, double dt)
                 dBodySetDynamic(b->body);
                 b->held = 0;
             }
+            double T[3];
+            rigid_attach_torque(b, T); /* about the centre of mass with attached particles */
             dBodyAddForce(b->body, b->F[0], b->F[1], b->F[2]);
-            dBodyAddTorque(b->body, b->T[0], b->T[1], b->T[2]);
+            dBodyAddTorque(b->body, T[0], T[1], T[2]);
         }
     }
     dSpaceCollide(s->space, s, near_cb);

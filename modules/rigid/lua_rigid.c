@@ -10,8 +10,10 @@
  *   rigid.walls{ min = {...}, max = {...}, open_top = true }
  *   rigid.hinge{ body = b, anchor = {...}, axis = {...}, to = other }
  *   rigid.settings{ friction = 0.5, restitution = 0.1, iterations = 50 }
+ *   rigid.attach{ set = "ice", body = "ice_body", r0 = "ice_r0" }  -- particles riding on bodies (attach.c)
  *   b:state() / rigid.state("crate")  -> position, quaternion, velocity, angular_velocity,
- *                                        force, torque, mass, volume, inertia, particles
+ *                                        force, torque, mass, volume, inertia, particles,
+ *                                        attached_mass, attached, centre_of_mass
  * docs/lua-api.md has the keys; every one is checked and errors name the
  * function (and, for meshes, the file). */
 #include "rigid.h"
@@ -153,6 +155,16 @@ static int push_state(lua_State *L, rigid_state *s, int k)
     lua_setfield(L, -2, "inertia");
     lua_pushinteger(L, b->count);
     lua_setfield(L, -2, "particles");
+    /* what rides on it (rigid.attach): mass, count, centre of mass of both */
+    lua_pushnumber(L, b->att_m);
+    lua_setfield(L, -2, "attached_mass");
+    lua_pushinteger(L, b->att_n);
+    lua_setfield(L, -2, "attached");
+    double R[3][3], cm[3];
+    rigid_quat_rot(b->q, R);
+    for (int d = 0; d < 3; d++)
+        cm[d] = b->x[d] + R[d][0] * b->att_c[0] + R[d][1] * b->att_c[1] + R[d][2] * b->att_c[2];
+    push_vec(L, cm, 3, "centre_of_mass");
     return 1;
 }
 
@@ -645,6 +657,29 @@ static int l_settings(lua_State *L)
     return 0;
 }
 
+/* rigid.attach{ set = "ice", body = "ice_body", r0 = "ice_r0" }: the
+ * particles of a boundary set that ride on the bodies (attach.c) */
+static int l_attach(lua_State *L)
+{
+    static const char *const KEYS[] = {"set", "body", "r0", NULL};
+    const char *fn = "rigid.attach";
+    rigid_state *s = STATE(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    only_keys(L, 1, fn, KEYS);
+    const char *v[3] = {"ice", "ice_body", "ice_r0"};
+    for (int k = 0; k < 3; k++) {
+        const int ty = lua_getfield(L, 1, KEYS[k]);
+        if (ty != LUA_TNIL && ty != LUA_TSTRING)
+            return lerr(L, "%s: '%s' must be a name (got %s)", fn, KEYS[k], luaL_typename(L, -1));
+        if (ty == LUA_TSTRING)
+            v[k] = lua_tostring(L, -1);
+    }
+    if (rigid_attach_config(s, v[0], v[1], v[2]))
+        return lerr(L, "%s: set, body and r0 must be names of 1 to %d characters", fn, RIGID_NAME - 1);
+    lua_pop(L, 3);
+    return 0;
+}
+
 static int l_bodies(lua_State *L)
 {
     rigid_state *s = STATE(L);
@@ -663,7 +698,7 @@ int rigid_lua_open(void *state, floe_ctx *ctx, void *Lv)
     s->L = L;
     s->ctx = ctx;
     static const luaL_Reg fns[] = {{"body", l_body},         {"state", l_state},   {"walls", l_walls},
-                                   {"hinge", l_hinge}, {"fix", l_fix},       {"settings", l_settings}, {"bodies", l_bodies},
+                                   {"hinge", l_hinge}, {"fix", l_fix},       {"settings", l_settings}, {"bodies", l_bodies}, {"attach", l_attach},
                                    {NULL, NULL}};
     lua_createtable(L, 0, 6);
     lua_pushlightuserdata(L, s);

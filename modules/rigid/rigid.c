@@ -48,6 +48,7 @@ static void rigid_fini(void *state)
     free(s->part);
     free(s->cl_cen);
     free(s->csv);
+    free(s->att_idx);
     free(s);
 }
 
@@ -102,7 +103,8 @@ static int force(const floe_stage_call *call, int cl)
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
                          "step too: keep one of the two");
-    return cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
+    int st = cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
+    return st ? st : rigid_attach_forces(s, &c); /* on particles riding on the bodies (rigid.attach) */
 }
 
 static int st_force(const floe_stage_call *call) { return force(call, 0); }
@@ -117,7 +119,9 @@ static int step_common(const floe_stage_call *call, int cl)
     const floe_sim_info *si = api->sim(call->ctx);
     if (!(si->dt > 0.0))
         return FLOE_OK;
-    int st = rigid_engine_step(s, si->time, si->dt);
+    int st = rigid_attach_update(s); /* mass of particles riding on the bodies (rigid.attach) */
+    if (!st)
+        st = rigid_engine_step(s, si->time, si->dt);
     if (st)
         return st;
     return cl ? rigid_cl_place(s) : rigid_place_particles(s);
@@ -184,6 +188,7 @@ static int rigid_load(void *state, floe_state_io *in)
     if ((len && in->read(in, s->csv, len)) || in->read(in, &s->csv_frame, sizeof s->csv_frame))
         return FLOE_ERR_IO;
     s->csv_len = len;
+    rigid_attach_loaded(s);
     return FLOE_OK;
 }
 

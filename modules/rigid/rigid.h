@@ -51,7 +51,22 @@ typedef struct rigid_body {
     double kin_t;               /* kinematic: time of the last pose */
     double hold;                /* a dynamic body held still until this time (the fluid settles) */
     int held;
+    /* particles attached to it (attach.c: ice grown on it): their mass,
+     * first and second moments in the body frame; the centre of mass of
+     * body + attached particles at att_c (body frame), where ODE has its
+     * body; x, v above stay those of the body's own centre */
+    double att_m, att_s1[3], att_s2[3][3], att_c[3];
+    uint32_t att_n;
+    int att_reset;              /* after a checkpoint's load: re-place without exchanging momentum */
 } rigid_body;
+
+/* particles of another boundary set that move with a body (attach.c) */
+typedef struct rigid_target {
+    floe_set set;
+    const char *name;
+    const float *x, *V;
+    const uint32_t *body;       /* the body's index, nb or more: not attached */
+} rigid_target;
 
 typedef struct rigid_joint {
     dJointID j;
@@ -89,6 +104,10 @@ typedef struct rigid_state {
     char *csv;
     size_t csv_len, csv_cap;
     int csv_frame;              /* the last frame written */
+    /* rigid.attach{}: a boundary set whose particles ride on the bodies */
+    char att_set[RIGID_NAME], att_body[RIGID_NAME], att_r0[RIGID_NAME];
+    uint32_t *att_idx;          /* per attached particle: its body index (nb: none) */
+    size_t att_cap;
 } rigid_state;
 
 /* body.c */
@@ -122,6 +141,18 @@ void rigid_couple_begin(rigid_state *s);
 /* the bodies' sums of pass kind (0 wcsph, 1 iisph, 2 viscosity) on the
  * host, the fluid untouched (the OpenCL path's fallback) */
 int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T);
+
+/* the pressure forces of the fluid on the particles of tg (no viscosity) */
+int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T);
+
+/* attach.c: ice (or anything) carried by a body adds its mass, moves the
+ * centre of mass and takes the fluid's pressure forces */
+int rigid_attach_config(rigid_state *s, const char *set, const char *body, const char *r0);
+int rigid_attach_forces(rigid_state *s, const rigid_couple *c);
+int rigid_attach_update(rigid_state *s);
+void rigid_attach_torque(const rigid_body *b, double T[3]);
+void rigid_attach_from_com(rigid_body *b);
+void rigid_attach_loaded(rigid_state *s);
 
 /* engine.c */
 int rigid_engine_init(rigid_state *s);

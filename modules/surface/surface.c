@@ -74,42 +74,60 @@ static int set_chosen(const char *list, const char *name)
     return !list[0] || floe_name_listed(list, name);
 }
 
-static int gather(floe_ctx *ctx, const char *list, parts *p, mem_meter *m)
+/* the sets the list names (every fluid set when it is empty; sets named may
+ * also be boundary sets: the freezing module's ice) and their total */
+static int chosen_sets(floe_ctx *ctx, const char *list, chosen *ch)
 {
-    const floe_sim_info *si = api->sim(ctx);
     floe_set sets[FLOE_MAX_SETS];
-    /* every fluid set by default; sets named in the list may also be
-     * boundary sets (the freezing module's ice) */
-    int ns = api->set_list(ctx, list[0] ? FLOE_SET_ANY : FLOE_SET_FLUID, sets, FLOE_MAX_SETS), nchosen = 0;
+    int ns = api->set_list(ctx, list[0] ? FLOE_SET_ANY : FLOE_SET_FLUID, sets, FLOE_MAX_SETS), named = 0;
     uint64_t total = 0;
+    ch->n = 0;
+    ch->total = 0;
     for (int s = 0; s < ns && s < FLOE_MAX_SETS; s++) {
         floe_set_info in;
-        if (!api->set_info(ctx, sets[s], &in) && set_chosen(list, in.name))
-            total += in.n, nchosen++;
+        if (api->set_info(ctx, sets[s], &in) || !set_chosen(list, in.name))
+            continue;
+        named++;
+        total += in.n;
+        if (in.n) {
+            ch->set[ch->n] = sets[s];
+            ch->info[ch->n++] = in;
+        }
     }
-    if (list[0] && !nchosen)
+    if (list[0] && !named)
         return api->fail(ctx, FLOE_ERR_ARG, "no particle set named in sets = \"%s\"", list);
     if (total > UINT32_MAX / 4)
         return api->fail(ctx, FLOE_ERR_ARG, "%llu particles: too many", (unsigned long long)total);
+    ch->total = (uint32_t)total;
+    return FLOE_OK;
+}
+
+static int gather(floe_ctx *ctx, const chosen *ch, parts *p, mem_meter *m)
+{
+    const floe_sim_info *si = api->sim(ctx);
     p->n = 0;
-    p->x = meter_alloc(m, (size_t)total * 3 * sizeof *p->x, 0);
-    p->V = meter_alloc(m, (size_t)total * sizeof *p->V, 0);
+    p->x = meter_alloc(m, (size_t)ch->total * 3 * sizeof *p->x, 0);
+    p->V = meter_alloc(m, (size_t)ch->total * sizeof *p->V, 0);
     if (!p->x || !p->V)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %llu particles", (unsigned long long)total);
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u particles", ch->total);
     const double rest_volume = (double)si->spacing * si->spacing * si->spacing;
-    for (int s = 0; s < ns && s < FLOE_MAX_SETS; s++) {
-        floe_set_info in;
-        if (api->set_info(ctx, sets[s], &in) || !set_chosen(list, in.name) || !in.n)
-            continue;
-        const float *x = api->attr(ctx, sets[s], "x", FLOE_VEC3), *mass = api->attr(ctx, sets[s], "m", FLOE_F32);
+    for (int s = 0; s < ch->n; s++) {
+        const floe_set_info in = ch->info[s];
+        const float *x = api->attr(ctx, ch->set[s], "x", FLOE_VEC3), *mass = api->attr(ctx, ch->set[s], "m", FLOE_F32);
+        const size_t at = p->n;
+        uint32_t bad = in.n; /* the first particle with a non-finite position */
+#pragma omp parallel for reduction(min : bad) if (in.n >= 65536)
         for (uint32_t i = 0; i < in.n; i++) {
             if (!isfinite(x[3 * i]) || !isfinite(x[3 * i + 1]) || !isfinite(x[3 * i + 2]))
-                return api->fail(ctx, FLOE_ERR_ARG, "particle %u of set '%s' has a non-finite position (%g, %g, %g)",
-                                 i, in.name, x[3 * i], x[3 * i + 1], x[3 * i + 2]);
-            memcpy(&p->x[3 * (size_t)p->n], &x[3 * i], 3 * sizeof *x);
+                bad = i < bad ? i : bad;
+            memcpy(&p->x[3 * (at + i)], &x[3 * (size_t)i], 3 * sizeof *x);
             /* rest volume m / rho0: the colour field is 1 inside the fluid */
-            p->V[p->n++] = mass && in.rest_density > 0 ? mass[i] / in.rest_density : (float)rest_volume;
+            p->V[at + i] = mass && in.rest_density > 0 ? mass[i] / in.rest_density : (float)rest_volume;
         }
+        if (bad < in.n)
+            return api->fail(ctx, FLOE_ERR_ARG, "particle %u of set '%s' has a non-finite position (%g, %g, %g)",
+                             bad, in.name, x[3 * (size_t)bad], x[3 * (size_t)bad + 1], x[3 * (size_t)bad + 2]);
+        p->n += in.n;
     }
     return FLOE_OK;
 }
@@ -129,12 +147,60 @@ typedef struct frame_out {
     double t_kern, t_splat, t_mesh; /* seconds: kernels' shapes, field, mesher */
 } frame_out;
 
-static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const parts *p, mem_meter *m,
-                      mesh *out, frame_out *fo)
+/* the kernels' records, the grid and its values on the device, the mesh
+ * by marching cubes there too (marching tetrahedra: the values come back
+ * and the host meshes them); nothing but a few counts comes back before
+ * the mesh */
+static int build_mesh_cl(floe_ctx *ctx, const floe_value *pv, int aniso, const chosen *ch, mem_meter *m, mesh *out,
+                         frame_out *fo, float H, double cell, mesher_kind mk)
+{
+    double t = now_s(), lo[3], hi[3], span[3];
+    const uint32_t *stretched = NULL, n = ch->total;
+    void *bx, *bv;
+    int rc = gather_cl(ctx, ch, &bx, &bv, span);
+    if (!rc && aniso && n) {
+        aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
+                        (int)pv[P_NMIN].i};
+        rc = kerns_anisotropic_cl(ctx, span, bx, bv, n, &o, &stretched);
+    } else if (!rc && n) {
+        rc = kerns_isotropic_cl(ctx, bx, bv, n, H);
+    }
+    if (!rc)
+        rc = grid_box_cl(ctx, n, cell, lo, hi);
+    if (!rc && stretched)
+        fo->stretched = *stretched; /* the box's read waited for it */
+    fo->t_kern = now_s() - t;
+    if (rc)
+        return rc;
+    t = now_s();
+    sgrid g;
+    rc = sgrid_init(&g, m, lo, hi, cell);
+    if (rc == FLOE_ERR_ARG)
+        rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
+    if (!rc)
+        rc = field_splat_cl(ctx, &g, n, mk != MESHER_CUBES);
+    fo->t_splat = now_s() - t;
+    t = now_s();
+    if (!rc && mk == MESHER_CUBES)
+        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
+    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+        rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
+                                                     : "the marching-cubes table's loops do not close (a bug)");
+    fo->t_mesh = now_s() - t;
+    fo->blocks = g.nblocks;
+    sgrid_free(&g);
+    return rc;
+}
+
+static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device, const chosen *ch, const parts *p,
+                      mem_meter *m, mesh *out, frame_out *fo)
 {
     const floe_sim_info *si = api->sim(ctx);
     const float H = pv[P_SUPPORT].f > 0 ? (float)(pv[P_SUPPORT].f * si->spacing) : si->support;
     const double cell = pv[P_CELL].f * si->spacing;
+    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
+    if (device)
+        return build_mesh_cl(ctx, pv, aniso, ch, m, out, fo, H, cell, mk);
     size_t kb = (size_t)p->n * sizeof(kern);
     kern *k = meter_alloc(m, kb, 0);
     if (!k)
@@ -145,11 +211,9 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     if (aniso) {
         aniso_opts o = {H, (float)pv[P_SMOOTH].f, (float)(pv[P_RADIUS].f * H), (float)pv[P_STRETCH].f,
                         (int)pv[P_NMIN].i};
-        int krc = device ? kerns_anisotropic_cl(ctx, k, p->x, p->n, &o, m, &fo->stretched)
-                         : kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched);
-        if (krc) {
+        if (kerns_anisotropic(k, p->x, p->n, &o, m, &fo->stretched)) {
             meter_free(m, k, kb);
-            return device ? krc : api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
+            return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
         }
     } else {
         kerns_isotropic(k, p->x, p->n, H);
@@ -168,19 +232,12 @@ static int build_mesh(floe_ctx *ctx, const floe_value *pv, int aniso, int device
     int rc = sgrid_init(&g, m, lo, hi, cell);
     if (rc == FLOE_ERR_ARG)
         rc = api->fail(ctx, rc, "the particles span more than 2^20 cells of %g m along an axis", cell);
-    const mesher_kind mk = strcmp(pv[P_MESHER].s, "tetrahedra") == 0 ? MESHER_TETRAHEDRA : MESHER_CUBES;
-    /* on the device, marching cubes reads the values where the splat left them */
-    const int device_mesh = device && mk == MESHER_CUBES;
-    if (!rc && device)
-        rc = field_splat_cl(ctx, &g, k, p->n, !device_mesh, aniso);
-    else if (!rc && (rc = field_splat(&g, k, p->n)))
+    if (!rc && (rc = field_splat(&g, k, p->n)))
         rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g.nblocks);
     meter_free(m, k, kb);
     fo->t_splat = now_s() - t;
     t = now_s();
-    if (!rc && device_mesh)
-        rc = mesh_extract_cl(ctx, &g, (float)pv[P_ISO].f, out);
-    else if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
+    if (!rc && (rc = mesh_extract(&g, (float)pv[P_ISO].f, mk, out)))
         rc = api->fail(ctx, rc, rc == FLOE_ERR_NOMEM ? "out of memory for the mesh"
                                                      : "the marching-cubes table's loops do not close (a bug)");
     fo->t_mesh = now_s() - t;
@@ -230,9 +287,14 @@ static int surface_run(const floe_stage_call *c, int aniso, int device)
     parts p = {0};
     mesh me = {.mem = &m};
     frame_out fo = {0};
-    int rc = gather(ctx, c->param[P_SETS].s, &p, &m);
+    chosen ch;
+    /* on the device the sets' own device copies are read there */
+    int rc = chosen_sets(ctx, c->param[P_SETS].s, &ch);
+    if (!rc && !device)
+        rc = gather(ctx, &ch, &p, &m);
+    p.n = ch.total;
     if (!rc)
-        rc = build_mesh(ctx, c->param, aniso, device, &p, &m, &me, &fo);
+        rc = build_mesh(ctx, c->param, aniso, device, &ch, &p, &m, &me, &fo);
     meter_free(&m, p.x, (size_t)p.n * 3 * sizeof *p.x);
     meter_free(&m, p.V, (size_t)p.n * sizeof *p.V);
     const double t_files = now_s();

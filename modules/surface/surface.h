@@ -84,6 +84,17 @@ typedef struct cell_sort {
 } cell_sort;
 int cells_build(cell_sort *cs, const float *x, uint32_t n, double r, mem_meter *m);
 void cells_free(cell_sort *cs, mem_meter *m);
+/* the same arrays in device buffers (cells_cl.c, kernels/surface/cells.cl),
+ * sorted on the device from positions there (pos: `stride` floats a
+ * point; span bounds their extent along each axis): ncell is word n of
+ * count, lo is 3 doubles; api->fail's status on an error */
+typedef struct cells_dev {
+    void *X, *Y, *Z, *ckey, *cell, *key, *idx, *count, *lo;
+    double inv, h;
+    uint32_t n;
+} cells_dev;
+int cells_build_cl(floe_ctx *ctx, void *pos, uint32_t stride, uint32_t n, double r, const double span[3],
+                   cells_dev *cd);
 
 typedef struct aniso_opts {
     float H;                 /* kernel support */
@@ -99,11 +110,36 @@ void kerns_isotropic(kern *k, const float *x, uint32_t n, float H);
 /* Yu & Turk kernels: smoothed centres and G from the weighted covariance;
  * returns FLOE_OK or FLOE_ERR_NOMEM */
 int kerns_anisotropic(kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m, uint32_t *n_stretched);
-/* the same on the OpenCL device (surface_cl.c, kernels/surface/aniso.cl):
- * the host sorts, the device sums the neighbourhoods and decomposes;
- * api->fail's status on an error */
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
-                         uint32_t *n_stretched);
+/* ---- the device path (surface_cl.c, cells_cl.c, grid_cl.c) ----------------
+ * The positions and volumes are the sets' device copies (gather_cl); the
+ * kernel records are made there (surface.kernels) and stay
+ * there: the isotropic ones (kernels/surface/grid.cl), or the Yu & Turk
+ * ones (kernels/surface/aniso.cl: the device sorts the particles by cell,
+ * sums the neighbourhoods and decomposes; span bounds the cells;
+ * the count of stretched kernels is in **n_stretched after the next
+ * waiting read). api->fail's status on an error. */
+/* the sets a stage surfaces: the non-empty ones chosen, their total */
+typedef struct chosen {
+    floe_set set[FLOE_MAX_SETS];
+    floe_set_info info[FLOE_MAX_SETS];
+    int n;
+    uint32_t total;
+} chosen;
+/* the chosen sets' positions and volumes on the device (grid_cl.c): the
+ * set's own device copy of x when one set is chosen, else copies side by
+ * side (surface.x); the volumes m / rho0 in surface.V; span: the extent of
+ * the positions along each axis. A non-finite position is an error naming
+ * the particle and the set. */
+int gather_cl(floe_ctx *ctx, const chosen *ch, void **bx, void **bv, double span[3]);
+/* the core's named device buffer (surface.*), nothing when *rc is already
+ * an error; a missing buffer makes *rc one */
+void *surface_scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc);
+int kerns_isotropic_cl(floe_ctx *ctx, void *bx, void *bv, uint32_t n, float H);
+int kerns_anisotropic_cl(floe_ctx *ctx, const double span[3], void *bx, void *bv, uint32_t n, const aniso_opts *o,
+                         const uint32_t **n_stretched);
+/* the grid's lo and hi from the records, as build_mesh computes them from
+ * host records */
+int grid_box_cl(floe_ctx *ctx, uint32_t n, double cell, double lo[3], double hi[3]);
 /* sum_j V_j W_j onto every point of g near a kernel (creates the blocks) */
 int field_splat(sgrid *g, const kern *k, uint32_t n);
 _Static_assert(sizeof(kern) == 16 * sizeof(float), "kernels/surface/splat.cl reads 16 floats a kernel");
@@ -118,11 +154,10 @@ int splat_lists_build(sgrid *g, const kern *k, uint32_t n, splat_lists *sl);
 int splat_blocks(sgrid *g, const kern *k, uint32_t n);  /* the blocks the kernels touch, values allocated */
 int splat_lists_fill(sgrid *g, const kern *k, uint32_t n, splat_lists *sl); /* after splat_blocks */
 void splat_lists_free(sgrid *g, splat_lists *sl);
-/* field_splat on the OpenCL device (surface_cl.c): the same lists, one work
- * item per grid point; the values come back when read_back is set, the
- * kernels go up unless kerns_anisotropic_cl left them there
- * (kernels_there); api->fail's status on an error */
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there);
+/* field_splat on the OpenCL device (grid_cl.c) from the records there: the
+ * same blocks and lists, one work item per grid point; g gets the block
+ * count, and with read_back its blocks and values too (the host's mesher) */
+int field_splat_cl(floe_ctx *ctx, sgrid *g, uint32_t n, int read_back);
 
 /* ---- the mesh (mesher.c, cubes.c) ------------------------------------------- */
 

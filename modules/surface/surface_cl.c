@@ -1,25 +1,17 @@
-/* The OpenCL path of the surface stages: everything but the cell sorts,
- * the blocks (the grid's hash) and the files. The Yu & Turk kernels
- * (kernels/surface/aniso.cl): the host sorts the particles by cell (as
- * field.c does), the sorted positions and cell lists go up, one work item
- * per particle sums its neighbourhood and decomposes it, and the kernels'
- * centres and extents come back (G stays there for the splat); the same again on the smoothed centres for Taubin's
- * step. The colour field splat (kernels/surface/splat.cl): one work item
- * per grid point over the kernels listed for its block, the lists as the
- * host lists them (each in kernel order) but made on the device (count,
- * scan, place, a sort of each block's list) from the kernels already there
- * and the grid's hash, so only the hash and the block coordinates go up
- * (the host lists a frame where a block lists more kernels than the sort
- * holds, 4096). Marching cubes (kernels/surface/mc.cl) reads the values
- * where the
- * splat left them: count, scan (the core's cl_scan), emit; the triangles
- * and vertices come back (marching tetrahedra: the values come back and
- * the host meshes them). The vertex normals (kernels/surface/normals.cl)
- * are summed on the device too, and come back with the mesh. */
+/* The OpenCL path of the surface stages (docs/surface.md, "OpenCL"): the
+ * Yu & Turk kernels (kernels/surface/aniso.cl) over the particles sorted
+ * by cell on the device (cells_cl.c), twice (Taubin's step on the
+ * smoothed centres); the records stay there for the grid and the splat
+ * (grid_cl.c). Marching cubes (kernels/surface/mc.cl) on the values the
+ * splat left there: count, scan (the core's cl_scan), emit, the vertices
+ * numbered by first use along the triangles as mesher.c numbers them; the
+ * vertex normals (kernels/surface/normals.cl) summed there too; the mesh
+ * comes back in one wait. */
 #include "surface.h"
 
 #include <floe/cl_module.h>
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -40,6 +32,24 @@ static int upload(floe_ctx *ctx, write_fn w, const char *name, const void *data,
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
 }
 
+void *surface_scratch(floe_ctx *ctx, const char *name, size_t bytes, int *rc)
+{
+    void *b = *rc ? NULL : api->cl_scratch(ctx, name, bytes ? bytes : 4);
+    if (!b && !*rc)
+        *rc = api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
+    return b;
+}
+
+/* a write from data that outlives the queue (static): it need not wait */
+static int upload_static(floe_ctx *ctx, write_fn w, const char *name, const void *data, size_t bytes, void **buf)
+{
+    *buf = api->cl_scratch(ctx, name, bytes);
+    if (!*buf)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "no device buffer of %zu bytes for %s", bytes, name);
+    int32_t e = w(api->cl_queue(ctx), *buf, 0, 0, bytes, data, 0, NULL, NULL);
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL write of %s failed (error %d)", name, (int)e) : FLOE_OK;
+}
+
 static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
 {
     *w = floe_cl_write_fn_of(api);
@@ -47,50 +57,17 @@ static int get_fns(floe_ctx *ctx, write_fn *w, read_fn *r)
     return *w && *r ? FLOE_OK : api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes");
 }
 
-/* the sorted cells on the device: buffers in the order of the kernels'
- * arguments X, Y, Z, ckey, cell, key, idx */
-static int upload_cells(floe_ctx *ctx, write_fn w, const cell_sort *cs, void *buf[7])
-{
-    const size_t n = cs->n, pad = n + LANES, nc = (size_t)cs->ncell + 1;
-    int rc = FLOE_OK;
-    static const char *const names[7] = {"surface.s0", "surface.s1", "surface.s2", "surface.s3",
-                                         "surface.s4", "surface.s5", "surface.s6"};
-    const void *data[7] = {cs->xs[0], cs->xs[1], cs->xs[2], cs->ckey, cs->cell, cs->key, cs->idx};
-    const size_t bytes[7] = {pad * 4, pad * 4, pad * 4, nc * 8, nc * 4, n * 8, n * 4};
-    for (int b = 0; b < 7 && !rc; b++)
-        rc = upload(ctx, w, names[b], data[b], bytes[b], &buf[b]);
-    return rc;
-}
+/* aniso_shape's or aniso_inflate's arguments over the sorted cells cd */
+#define CELL_ARGS(cd)                                                                                           \
+    FLOE_CL_ARG((cd).X), FLOE_CL_ARG((cd).Y), FLOE_CL_ARG((cd).Z), FLOE_CL_ARG((cd).ckey), FLOE_CL_ARG((cd).cell), \
+        FLOE_CL_ARG((cd).count), FLOE_CL_ARG((cd).key), FLOE_CL_ARG((cd).idx)
 
-typedef int32_t (*read_rect_fn)(void *, void *, uint32_t, const size_t *, const size_t *, const size_t *, size_t,
-                                size_t, size_t, size_t, void *, uint32_t, const void *, void *);
-
-/* What the host needs of the kernel records the device made: the centres
- * (for Taubin's sort; with_ext: and the support half-extents, for the
- * grid's box and blocks). G stays on the device, where the splat reads
- * it: a strided read of those fields alone (12 or 24 of each record's 64
- * bytes), or the whole records where the runtime lacks it. */
-static int read_kernels(floe_ctx *ctx, read_fn r, void *bk, kern *k, uint32_t n, int with_ext)
+int kerns_anisotropic_cl(floe_ctx *ctx, const double span[3], void *bx, void *bv, uint32_t n, const aniso_opts *o,
+                         const uint32_t **n_stretched)
 {
-    void *pf = api->cl_fn("clEnqueueReadBufferRect");
-    read_rect_fn rr;
-    memcpy(&rr, &pf, sizeof rr);
-    int32_t e = 0;
-    if (!rr || !n)
-        e = n ? r(api->cl_queue(ctx), bk, 1, 0, (size_t)n * sizeof *k, k, 0, NULL, NULL) : 0;
-    else
-        for (int f = 0; f <= with_ext && !e; f++) {
-            const size_t at = f ? offsetof(kern, ext) : offsetof(kern, c);
-            const size_t origin[3] = {at, 0, 0}, region[3] = {3 * sizeof(float), n, 1};
-            e = rr(api->cl_queue(ctx), bk, 1, origin, origin, region, sizeof *k, 0, sizeof *k, 0, k, 0, NULL, NULL);
-        }
-    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the kernels failed (error %d)", (int)e) : FLOE_OK;
-}
-
-int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, const aniso_opts *o, mem_meter *m,
-                         uint32_t *n_stretched)
-{
-    *n_stretched = 0;
+    static const uint32_t none = 0;
+    static uint32_t unpinned;
+    *n_stretched = &none;
     if (n == 0)
         return FLOE_OK;
     write_fn w;
@@ -100,156 +77,44 @@ int kerns_anisotropic_cl(floe_ctx *ctx, kern *k, const float *x, uint32_t n, con
     void *infl = shape ? api->cl_kernel(ctx, "surface", "aniso.cl", "aniso_inflate") : NULL;
     if (!infl)
         return rc ? rc : FLOE_ERR;
-    cell_sort cs;
-    if (cells_build(&cs, x, n, o->radius, m))
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
-    void *buf[7], *bk, *bst;
-    const uint32_t zero = 0;
-    if (!(rc = upload_cells(ctx, w, &cs, buf)) && !(rc = upload(ctx, w, "surface.kernels", k, (size_t)n * sizeof *k, &bk)) &&
-        !(rc = upload(ctx, w, "surface.s7", &zero, sizeof zero, &bst))) {
-        const double r_ = o->radius, H = o->H, kr = o->kr;
-        const float lambda = o->lambda;
-        const int n_min = o->n_min;
-        floe_cl_arg a[] = {FLOE_CL_ARG(n),      FLOE_CL_ARG(buf[0]), FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
-                           FLOE_CL_ARG(buf[3]), FLOE_CL_ARG(buf[4]), FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
-                           FLOE_CL_ARG(buf[6]), FLOE_CL_ARG(bk),     FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
-                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv), FLOE_CL_ARG(cs.h), FLOE_CL_ARG(r_),
-                           FLOE_CL_ARG(lambda), FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),     FLOE_CL_ARG(n_min),
-                           FLOE_CL_ARG(bst)};
-        rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n);
-        int32_t e = rc ? 0 : r(api->cl_queue(ctx), bst, 1, 0, sizeof *n_stretched, n_stretched, 0, NULL, NULL);
-        if (!rc && e)
-            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e);
-        if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n, !(o->lambda > 0));
-    }
-    cells_free(&cs, m);
-    if (rc || !(o->lambda > 0))
+    void *bk, *bst;
+    cells_dev cd;
+    if ((rc = upload(ctx, w, "surface.kernels", NULL, (size_t)n * sizeof(kern), &bk)) ||
+        (rc = upload_static(ctx, w, "surface.stretched", &none, sizeof none, &bst)) ||
+        (rc = cells_build_cl(ctx, bx, 3, n, o->radius, span, &cd)))
         return rc;
-    /* Taubin's step on the smoothed centres, sorted again */
-    size_t bytes = (size_t)n * 3 * sizeof(float);
-    float *c = meter_alloc(m, bytes, 0);
-    if (!c)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods");
-    for (uint32_t i = 0; i < n; i++)
-        memcpy(&c[3 * (size_t)i], k[i].c, sizeof k[i].c);
-    rc = cells_build(&cs, c, n, o->radius, m) ? api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the neighbourhoods")
-                                              : FLOE_OK;
-    meter_free(m, c, bytes);
+    const double r_ = o->radius, H = o->H, kr = o->kr, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
+    const float lambda = o->lambda;
+    const int n_min = o->n_min;
+    floe_cl_arg a[] = {FLOE_CL_ARG(n),     CELL_ARGS(cd),      FLOE_CL_ARG(bk),  FLOE_CL_ARG(cd.lo),
+                       FLOE_CL_ARG(cd.inv), FLOE_CL_ARG(cd.h), FLOE_CL_ARG(r_),  FLOE_CL_ARG(lambda),
+                       FLOE_CL_ARG(H),     FLOE_CL_ARG(kr),    FLOE_CL_ARG(n_min), FLOE_CL_ARG(bst),
+                       FLOE_CL_ARG(bv)};
+    if ((rc = api->cl_run(ctx, shape, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
+        return rc;
+    /* Taubin's step on the smoothed centres (the records' first 3 floats), sorted again */
+    if (o->lambda > 0 && !(rc = cells_build_cl(ctx, bk, 16, n, o->radius, span, &cd))) {
+        floe_cl_arg b[] = {FLOE_CL_ARG(n),      CELL_ARGS(cd),      FLOE_CL_ARG(bk), FLOE_CL_ARG(cd.lo),
+                           FLOE_CL_ARG(cd.inv), FLOE_CL_ARG(cd.h),  FLOE_CL_ARG(r_), FLOE_CL_ARG(mu)};
+        rc = api->cl_run(ctx, infl, n, (int)(sizeof b / sizeof *b), b, 16.0 * n);
+    }
     if (rc)
         return rc;
-    if (!(rc = upload_cells(ctx, w, &cs, buf))) {
-        const double r_ = o->radius, mu = -o->lambda / (1.0 - 0.1 * o->lambda);
-        floe_cl_arg a[] = {FLOE_CL_ARG(n),       FLOE_CL_ARG(buf[0]),   FLOE_CL_ARG(buf[1]), FLOE_CL_ARG(buf[2]),
-                           FLOE_CL_ARG(buf[3]),  FLOE_CL_ARG(buf[4]),   FLOE_CL_ARG(cs.ncell), FLOE_CL_ARG(buf[5]),
-                           FLOE_CL_ARG(buf[6]),  FLOE_CL_ARG(bk),       FLOE_CL_ARG(cs.lo[0]), FLOE_CL_ARG(cs.lo[1]),
-                           FLOE_CL_ARG(cs.lo[2]), FLOE_CL_ARG(cs.inv),  FLOE_CL_ARG(cs.h),  FLOE_CL_ARG(r_),
-                           FLOE_CL_ARG(mu)};
-        rc = api->cl_run(ctx, infl, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
-        if (!rc)
-            rc = read_kernels(ctx, r, bk, k, n, 1);
-    }
-    cells_free(&cs, m);
-    return rc;
-}
-
-/* the kernels of each block (kernels/surface/splat.cl: count, scan, place,
- * sort), in surface.s0 (starts) and surface.s1 (lists); *there = 0 where a
- * block lists more kernels than the sort holds (the host lists them) */
-static int lists_cl(floe_ctx *ctx, write_fn w, read_fn r, const sgrid *g, void *bk, uint32_t n, void **bs, void **bl,
-                    int *there)
-{
-    *there = 0;
-    void *k0 = api->cl_kernel(ctx, "surface", "splat.cl", "splat_zero");
-    void *k1 = k0 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_count") : NULL;
-    void *k2 = k1 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_place") : NULL;
-    void *k3 = k2 ? api->cl_kernel(ctx, "surface", "splat.cl", "splat_sort") : NULL;
-    if (!k3)
-        return FLOE_ERR;
-    const uint32_t nb = (uint32_t)g->nblocks, nb1 = nb + 1, zero = 0;
-    void *bkeys, *bslot, *bpos, *bover;
-    int rc;
-    if ((rc = upload(ctx, w, "surface.s2", g->keys, g->cap * sizeof *g->keys, &bkeys)) ||
-        (rc = upload(ctx, w, "surface.s3", g->slot_block, g->cap * sizeof *g->slot_block, &bslot)) ||
-        (rc = upload(ctx, w, "surface.s0", NULL, (size_t)nb1 * sizeof(uint32_t), bs)) ||
-        (rc = upload(ctx, w, "surface.s4", NULL, (size_t)nb1 * sizeof(uint32_t), &bpos)) ||
-        (rc = upload(ctx, w, "surface.s5", &zero, sizeof zero, &bover)))
-        return rc;
-    const double lo0 = g->lo[0], lo1 = g->lo[1], lo2 = g->lo[2], cell = g->cell;
-    const int32_t mb[4] = {g->max_block[0], g->max_block[1], g->max_block[2], 0};
-    const uint64_t mask = (uint64_t)g->cap - 1;
-    floe_cl_arg a0[] = {FLOE_CL_ARG(nb1), FLOE_CL_ARG(*bs), FLOE_CL_ARG(bpos)};
-    floe_cl_arg a1[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
-                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
-                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs)};
-    if ((rc = api->cl_run(ctx, k0, nb1, 3, a0, 8.0 * nb1)) || (n && (rc = api->cl_run(ctx, k1, n, 11, a1, 256.0 * n))) ||
-        (rc = api->cl_scan(ctx, *bs, nb1)))
-        return rc;
-    uint32_t total = 0, over = 0;
-    int32_t e = r(api->cl_queue(ctx), *bs, 1, (size_t)nb * sizeof(uint32_t), sizeof total, &total, 0, NULL, NULL);
-    if (e)
-        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' length failed (error %d)", (int)e);
-    if ((rc = upload(ctx, w, "surface.s1", NULL, (size_t)total * sizeof(uint32_t), bl)))
-        return rc;
-    floe_cl_arg a2[] = {FLOE_CL_ARG(n),    FLOE_CL_ARG(bk),    FLOE_CL_ARG(lo0),   FLOE_CL_ARG(lo1),
-                        FLOE_CL_ARG(lo2),  FLOE_CL_ARG(cell),  FLOE_CL_ARG(mb),    FLOE_CL_ARG(bkeys),
-                        FLOE_CL_ARG(bslot), FLOE_CL_ARG(mask), FLOE_CL_ARG(*bs),   FLOE_CL_ARG(bpos),
-                        FLOE_CL_ARG(*bl)};
-    floe_cl_arg a3[] = {FLOE_CL_ARG(nb), FLOE_CL_ARG(*bs), FLOE_CL_ARG(*bl), FLOE_CL_ARG(bover)};
-    if ((n && (rc = api->cl_run(ctx, k2, n, 13, a2, 256.0 * n))) ||
-        (nb && (rc = api->cl_run(ctx, k3, (size_t)nb * 128, 4, a3, 8.0 * total))))
-        return rc;
-    e = r(api->cl_queue(ctx), bover, 1, 0, sizeof over, &over, 0, NULL, NULL);
-    if (e)
-        return api->fail(ctx, FLOE_ERR, "OpenCL read of the splat lists' overflow failed (error %d)", (int)e);
-    *there = over == 0;
-    return FLOE_OK;
-}
-
-int field_splat_cl(floe_ctx *ctx, sgrid *g, const kern *k, uint32_t n, int read_back, int kernels_there)
-{
-    write_fn w = floe_cl_write_fn_of(api);
-    read_fn r = floe_cl_read_fn_of(api);
-    void *kernel = api->cl_kernel(ctx, "surface", "splat.cl", "splat");
-    if (!w || !r || !kernel)
-        return kernel ? api->fail(ctx, FLOE_ERR, "the OpenCL runtime lacks buffer reads or writes") : FLOE_ERR;
-    splat_lists sl = {0};
-    int rc = splat_blocks(g, k, n);
-    if (rc)
-        return api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
-    void *bk, *bs, *bl, *bc, *bv;
-    const size_t npts = (size_t)g->nblocks * BLOCK_PTS;
-    int there = 0; /* the lists made on the device */
-    if (!(rc = upload(ctx, w, "surface.kernels", kernels_there ? NULL : k, (size_t)n * sizeof *k, &bk)))
-        rc = lists_cl(ctx, w, r, g, bk, n, &bs, &bl, &there);
-    if (!rc && !there && (rc = splat_lists_fill(g, k, n, &sl)))
-        rc = api->fail(ctx, rc, "out of memory for the grid (%d blocks)", g->nblocks);
-    if (!rc && !there && !(rc = upload(ctx, w, "surface.s0", sl.start, sl.sb, &bs)))
-        rc = upload(ctx, w, "surface.s1", sl.list, sl.lb, &bl);
-    if (!rc && !(rc = upload(ctx, w, "surface.blocks", g->coord, (size_t)g->nblocks * 3 * sizeof *g->coord, &bc)) &&
-        !(rc = upload(ctx, w, "surface.values", NULL, npts * sizeof(float), &bv)) && npts) {
-        uint32_t np = (uint32_t)npts;
-        float lo0 = (float)g->lo[0], lo1 = (float)g->lo[1], lo2 = (float)g->lo[2], cell = (float)g->cell;
-        floe_cl_arg a[] = {FLOE_CL_ARG(np), FLOE_CL_ARG(bk), FLOE_CL_ARG(bs), FLOE_CL_ARG(bl), FLOE_CL_ARG(bc),
-                           FLOE_CL_ARG(bv), FLOE_CL_ARG(lo0), FLOE_CL_ARG(lo1), FLOE_CL_ARG(lo2), FLOE_CL_ARG(cell)};
-        rc = api->cl_run(ctx, kernel, npts, (int)(sizeof a / sizeof *a), a, 4.0 * npts + 64.0 * npts);
-        int32_t e = rc || !read_back ? 0 : r(api->cl_queue(ctx), bv, 1, 0, npts * sizeof(float), g->val, 0, NULL, NULL);
-        if (e)
-            rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the grid values failed (error %d)", (int)e);
-    }
-    splat_lists_free(g, &sl);
-    return rc;
+    /* the count arrives by the caller's next waiting read (in-order queue):
+     * into pinned memory without waiting, else read now */
+    uint32_t *pin = api->cl_pinned(ctx, "surface.stretched", sizeof *pin);
+    int32_t e = r(api->cl_queue(ctx), bst, !pin, 0, sizeof *pin, pin ? pin : &unpinned, 0, NULL, NULL);
+    *n_stretched = pin ? pin : &unpinned;
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the stretched count failed (error %d)", (int)e) : FLOE_OK;
 }
 
 /* the vertex normals of the mesh on the device (kernels/surface/normals.cl,
  * the sums of mesher.c's vertex_normals_par): bv holds its nv vertices,
- * bt its triangles; the normals come back into out->nrm */
-static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
+ * bt its nt triangles; the normals into *bn */
+static int normals_cl(floe_ctx *ctx, void *bv, void *bt, uint32_t nv, uint32_t nt, void **bn)
 {
-    const uint32_t nv = out->nv, nt = out->nt, nv1 = nv + 1;
-    out->nrm = meter_alloc(out->mem, (size_t)nv * 3 * sizeof *out->nrm, 0);
-    if (!out->nrm && nv)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the normals of %u vertices", nv);
+    const uint32_t nv1 = nv + 1;
+    *bn = NULL;
     if (!nv)
         return FLOE_OK;
     void *k0 = api->cl_kernel(ctx, "surface", "normals.cl", "nrm_zero");
@@ -276,8 +141,8 @@ static int normals_cl(floe_ctx *ctx, read_fn r, void *bv, void *bt, mesh *out)
         rc = api->cl_run(ctx, k2, nt, 5, a2, 36.0 * nt);
     if (!rc)
         rc = api->cl_run(ctx, k3, nv, 5, a3, 8.0 * nv + 48.0 * nt);
-    int32_t e = rc ? 0 : r(api->cl_queue(ctx), nrm, 1, 0, (size_t)nv * 3 * sizeof(float), out->nrm, 0, NULL, NULL);
-    return e ? api->fail(ctx, FLOE_ERR, "OpenCL read of the normals failed (error %d)", (int)e) : rc;
+    *bn = nrm;
+    return rc;
 }
 
 /* count, scan, emit (kernels/surface/mc.cl); the vertices come back and
@@ -300,30 +165,24 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     const size_t nb = (size_t)g->nblocks, npts = nb * BLOCK_PTS;
     if (npts >= UINT32_MAX)
         return api->fail(ctx, FLOE_ERR_ARG, "%zu grid points: too many for the device mesher", npts);
-    /* each block's 2x2x2 neighbourhood, as mesher.c's block_triangulate finds it */
-    const size_t snb = nb * 8 * sizeof(int32_t);
-    int32_t *nbr = meter_alloc(out->mem, snb, 0);
-    if (!nbr)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for the mesher");
-#pragma omp parallel for if (nb >= 1024)
-    for (size_t b = 0; b < nb; b++)
-        for (int c = 0; c < 8; c++)
-            nbr[8 * b + c] = sgrid_find(g, g->coord[3 * b] + (c & 1), g->coord[3 * b + 1] + (c >> 1 & 1),
-                                        g->coord[3 * b + 2] + (c >> 2 & 1));
+    /* what field_splat_cl left: the values, the blocks' coordinates and
+     * their 2x2x2 neighbourhoods (mesher.c's block_triangulate's) */
     void *bv = api->cl_scratch(ctx, "surface.values", npts * sizeof(float));
     void *bc = api->cl_scratch(ctx, "surface.blocks", nb * 3 * sizeof(int32_t));
-    void *bn, *bnt, *btri, *btc, *bvc, *bvo, *bto;
-    const uint32_t zero = 0;
+    void *bn = api->cl_scratch(ctx, "surface.nbr", nb * 8 * sizeof(int32_t));
+    void *bnt, *btri, *btc, *bvc, *bvo, *bto;
+    static const uint32_t zero = 0;
     uint32_t tot[2] = {0, 0}, np = (uint32_t)npts;
-    rc = bv && bc ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
-    if (!rc && !(rc = upload(ctx, w, "surface.s2", nbr, snb, &bn)) &&
-        !(rc = upload(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
-        !(rc = upload(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
+    uint32_t *pin = api->cl_pinned(ctx, "surface.mesh_counts", sizeof tot);
+    rc = bv && bc && bn ? FLOE_OK : api->fail(ctx, FLOE_ERR_NOMEM, "no device buffers for the grid");
+    /* the table and the zeros are static: their writes need not wait */
+    if (!rc && !(rc = upload_static(ctx, w, "surface.s3", t->ntri, sizeof t->ntri, &bnt)) &&
+        !(rc = upload_static(ctx, w, "surface.s4", t->tri, sizeof t->tri, &btri)) &&
         !(rc = upload(ctx, w, "surface.s5", NULL, (npts + 1) * sizeof(uint32_t), &btc)) &&
         !(rc = upload(ctx, w, "surface.s6", NULL, (npts + 1) * sizeof(uint32_t), &bvc))) {
         /* the word after the last point stays 0: the scans leave the totals there */
-        int32_t e = w(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
-        e = e ? e : w(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        int32_t e = w(api->cl_queue(ctx), btc, 0, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        e = e ? e : w(api->cl_queue(ctx), bvc, 0, npts * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
     }
@@ -333,10 +192,14 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         rc = api->cl_run(ctx, kc, npts, (int)(sizeof a / sizeof *a), a, 4.0 * 4 * npts);
     }
     if (!rc && !(rc = api->cl_scan(ctx, btc, np + 1)) && !(rc = api->cl_scan(ctx, bvc, np + 1))) {
-        int32_t e = r(api->cl_queue(ctx), btc, 1, npts * sizeof(uint32_t), sizeof tot[0], &tot[0], 0, NULL, NULL);
+        /* both counts by one wait: the first into pinned memory without waiting */
+        int32_t e = r(api->cl_queue(ctx), btc, !pin, npts * sizeof(uint32_t), sizeof tot[0], pin ? pin : &tot[0], 0,
+                      NULL, NULL);
         e = e ? e : r(api->cl_queue(ctx), bvc, 1, npts * sizeof(uint32_t), sizeof tot[1], &tot[1], 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh's counts failed (error %d)", (int)e);
+        else if (pin)
+            tot[0] = pin[0];
     }
     const uint32_t nt = tot[0], nv = tot[1], nc = 3 * nt;
     if (!rc && (uint64_t)nt * 3 >= UINT32_MAX)
@@ -365,7 +228,7 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
     if (!rc && !(rc = upload(ctx, w, "surface.s5", NULL, (size_t)nv * sizeof(uint32_t), &bfirst)) &&
         !(rc = upload(ctx, w, "surface.s6", NULL, ((size_t)nc + 1) * sizeof(uint32_t), &bflag)) &&
         !(rc = upload(ctx, w, "surface.s2", NULL, sv, &bvf))) {
-        int32_t e = w(api->cl_queue(ctx), bflag, 1, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
+        int32_t e = w(api->cl_queue(ctx), bflag, 0, (size_t)nc * sizeof(uint32_t), sizeof zero, &zero, 0, NULL, NULL);
         if (e)
             rc = api->fail(ctx, FLOE_ERR, "OpenCL write failed (error %d)", (int)e);
         floe_cl_arg a1[] = {FLOE_CL_ARG(nv), FLOE_CL_ARG(bfirst)};
@@ -383,20 +246,34 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
                                nkept, nv);
         }
     }
+    void *bnrm = NULL;
+    if (!rc)
+        rc = normals_cl(ctx, bvf, bto, nkept, nt, &bnrm);
+    const size_t skept = (size_t)nkept * 3 * sizeof(float);
     if (!rc) {
         out->tri = meter_alloc(out->mem, st, 0);
-        out->v = meter_alloc(out->mem, sv, 0);
-        if (!out->tri || !out->v)
+        out->v = meter_alloc(out->mem, skept, 0);
+        out->nrm = meter_alloc(out->mem, skept, 0);
+        out->t_cap = nt; /* what mesh_free frees */
+        out->v_cap = out->nv = nkept;
+        if (!out->tri || !out->v || !out->nrm)
             rc = api->fail(ctx, FLOE_ERR_NOMEM, "out of memory for a mesh of %u triangles", nt);
     }
     if (!rc) {
-        out->t_cap = nt;
-        out->v_cap = nv;
-        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 1, 0, (size_t)nkept * 3 * sizeof(float), out->v, 0, NULL, NULL) : 0;
-        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 1, 0, st, out->tri, 0, NULL, NULL);
-        if (e)
+        /* the mesh in one wait: vertices and triangles without waiting, the
+         * normals waiting (the queue runs in order) */
+        int32_t e = nkept ? r(api->cl_queue(ctx), bvf, 0, 0, skept, out->v, 0, NULL, NULL) : 0;
+        e = e || !nt ? e : r(api->cl_queue(ctx), bto, 0, 0, st, out->tri, 0, NULL, NULL);
+        e = e || !nkept ? e : r(api->cl_queue(ctx), bnrm, 1, 0, skept, out->nrm, 0, NULL, NULL);
+        if (e) {
+            /* no read may still be writing into the mesh when it is freed */
+            int32_t (*finish)(void *) = NULL;
+            void *pf = api->cl_fn("clFinish");
+            memcpy(&finish, &pf, sizeof finish);
+            if (finish)
+                finish(api->cl_queue(ctx));
             rc = api->fail(ctx, FLOE_ERR, "OpenCL read of the mesh failed (error %d)", (int)e);
-        out->nv = nkept;
+        }
         out->nt = nt;
         long bad = 0;
 #pragma omp parallel for reduction(+ : bad) if (nc > 65536)
@@ -405,6 +282,5 @@ int mesh_extract_cl(floe_ctx *ctx, const sgrid *g, float iso, mesh *out)
         if (!rc && bad)
             rc = api->fail(ctx, FLOE_ERR, "the device mesher made %ld vertex indices out of %u", bad, nkept);
     }
-    meter_free(out->mem, nbr, snb);
-    return rc ? rc : normals_cl(ctx, r, bvf, bto, out);
+    return rc;
 }

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 11
+#define FLOE_ABI_MINOR 12
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -240,7 +240,7 @@ typedef struct floe_cl_nlist {
     double total;
 } floe_cl_nlist;
 
-/* The device cell sort of a particle set (OpenCL backend, ABI 1.11), for
+/* The device cell sort of a particle set (OpenCL backend, ABI 1.12), for
  * kernels that walk the neighbour cells instead of reading lists
  * (kernels/core/cells.h; FLOE_CL_NEIGHBOURS=cells). spos holds, per sorted
  * slot, the position and the particle index (float4: x, y, z, index as
@@ -417,7 +417,16 @@ typedef struct floe_api {
     int (*cl_set_compact)(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep);
     /* Exclusive prefix sum of n uint words of a device buffer, in place. */
     int (*cl_scan)(floe_ctx *ctx, void *buf, uint32_t n);
-    /* ---- appended in ABI 1.11: neighbour cells on the device ------------
+    /* ---- appended in ABI 1.11: the core's device sort ----------------------
+     * Sort n keys (a device buffer of n 64-bit unsigned words) by their low
+     * `bits` bits (0 to 64; higher bits are ignored) with a payload (a
+     * device buffer of n uint words that moves with them), in place and
+     * stably: equal keys keep their order, so a payload of 0 .. n - 1 ends
+     * as the stable sort's permutation. The core's LSD radix sort
+     * (kernels/core/sort.cl, 4 bits a pass); the queue runs it in order
+     * with the caller's kernels, nothing is read back. */
+    int (*cl_sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
+    /* ---- appended in ABI 1.12: neighbour cells on the device ------------
      * The cell sort of the last neighbours stage of `set` (floe_cl_cells),
      * where the backend prefers cell walks to lists (FLOE_CL_NEIGHBOURS=
      * cells, no periodic axis); else out->spos = NULL and the module reads

@@ -44,6 +44,11 @@ static int set_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t n_keep)
 
 static int scan_words(floe_ctx *ctx, void *buf, uint32_t n) { return cl_scan_words(ctx, (cl_mem)buf, n); }
 
+static int sort_keys(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits)
+{
+    return cl_radix_sort(ctx, (cl_mem)keys, (cl_mem)vals, n, bits);
+}
+
 static void defer_checks(floe_ctx *ctx, int on) { CL->defer = on; }
 
 static void destroy(floe_ctx *ctx)
@@ -56,7 +61,7 @@ static void destroy(floe_ctx *ctx)
     if (CL->rows_ev)
         F->clReleaseEvent(CL->rows_ev);
     CL->rows_ev = NULL;
-    if (CL->profile && CL->steps)
+    if (CL->profile && (CL->steps || CL->nks))
         cl_print_profile(ctx);
     const char *wv = getenv("FLOE_CL_WAITS");
     if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->wait_steps)
@@ -81,6 +86,9 @@ static void destroy(floe_ctx *ctx)
         cl_rel(ctx, &CL->scan_sums[k]);
     cl_rel(ctx, &CL->cmp_rank);
     cl_rel(ctx, &CL->cmp_perm);
+    cl_rel(ctx, &CL->rdx_key);
+    cl_rel(ctx, &CL->rdx_val);
+    cl_rel(ctx, &CL->rdx_hist);
     cl_rel(ctx, &CL->stats);
     cl_rel(ctx, &CL->flags);
     cl_rel(ctx, &CL->speed);
@@ -163,6 +171,7 @@ static const floe_backend_ops opencl_ops = {
     .set_resize = cl_set_resize,
     .set_compact = set_compact,
     .scan = scan_words,
+    .sort = sort_keys,
     .cells = cl_cells,
 };
 

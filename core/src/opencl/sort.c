@@ -1,6 +1,8 @@
 /* OpenCL backend: the cell sort of a particle set on the device (keys,
  * a prefix sum over the cells, a stable scatter) and the reorder of a fluid
- * set's attributes along it (kernels/core/neighbours.cl, core.cl). */
+ * set's attributes along it (kernels/core/neighbours.cl, core.cl); the
+ * radix sort of keys with a payload that modules borrow (api->cl_sort,
+ * kernels/core/sort.cl). */
 #include "state.h"
 
 static int scan(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
@@ -28,6 +30,47 @@ static int scan(floe_ctx *ctx, cl_mem buf, uint32_t m, int level)
 
 /* exclusive prefix sum of n words in place (api->cl_scan, cl_set_compact) */
 int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n) { return n ? scan(ctx, buf, n, 0) : FLOE_OK; }
+
+/* api->cl_sort: kernels/core/sort.cl, RADIX_BITS (4) bits a pass over tiles
+ * of RADIX_TILE (4096) keys; the passes alternate between the caller's
+ * buffers and the core's second pair, and an odd count is copied back */
+#define RADIX_BITS 4
+#define RADIX_TILE 4096
+int cl_radix_sort(floe_ctx *ctx, cl_mem key, cl_mem val, uint32_t n, int bits)
+{
+    if (n < 2 || bits <= 0)
+        return FLOE_OK;
+    const uint32_t ntiles = (n + RADIX_TILE - 1) / RADIX_TILE, nh = ntiles << RADIX_BITS;
+    int rc;
+    if ((rc = cl_ensure(ctx, &CL->rdx_key, &CL->rdx_cap[0], n, 8)) ||
+        (rc = cl_ensure(ctx, &CL->rdx_val, &CL->rdx_cap[1], n, 4)) ||
+        (rc = cl_ensure(ctx, &CL->rdx_hist, &CL->rdx_cap[2], nh, 4)))
+        return rc;
+    cl_kernel kc = cl_core_kernel(ctx, "sort.cl", "radix_count"), ks = cl_core_kernel(ctx, "sort.cl", "radix_scatter");
+    if (!kc || !ks)
+        return FLOE_ERR;
+    const int passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+    cl_mem k[2] = {key, CL->rdx_key}, v[2] = {val, CL->rdx_val};
+    for (int p = 0; p < passes; p++) {
+        const cl_uint shift = (cl_uint)(p * RADIX_BITS),
+                      dmask = (1u << (bits - p * RADIX_BITS < RADIX_BITS ? bits - p * RADIX_BITS : RADIX_BITS)) - 1;
+        cl_mem ki = k[p & 1], vi = v[p & 1], ko = k[!(p & 1)], vo = v[!(p & 1)];
+        if ((rc = LAUNCH(kc, (size_t)ntiles * 256, 256, 8.0 * n, ARG(ki), ARG(n), ARG(shift), ARG(dmask), ARG(ntiles),
+                         ARG(CL->rdx_hist))) ||
+            (rc = cl_scan_words(ctx, CL->rdx_hist, nh)) ||
+            (rc = LAUNCH(ks, (size_t)ntiles * 256, 256, 32.0 * n, ARG(ki), ARG(vi), ARG(n), ARG(shift), ARG(dmask), ARG(ntiles),
+                         ARG(CL->rdx_hist), ARG(ko), ARG(vo))))
+            return rc;
+    }
+    if (passes & 1) {
+        cl_int e = F->clEnqueueCopyBuffer(CL->q, CL->rdx_key, key, 0, 0, (size_t)n * 8, 0, NULL, NULL);
+        if (e == CL_SUCCESS)
+            e = F->clEnqueueCopyBuffer(CL->q, CL->rdx_val, val, 0, 0, (size_t)n * 4, 0, NULL, NULL);
+        if (e != CL_SUCCESS)
+            return cl_err(ctx, e, "clEnqueueCopyBuffer");
+    }
+    return FLOE_OK;
+}
 
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn)
 {

@@ -115,6 +115,8 @@ typedef struct cl_backend {
     uint32_t scan_cap[6];
     cl_mem cmp_rank, cmp_perm; /* a compaction's ranks and order (resize.c) */
     uint32_t cmp_cap[2];
+    cl_mem rdx_key, rdx_val, rdx_hist; /* the radix sort's other half and digit counts (sort.c) */
+    uint32_t rdx_cap[3];
     cl_mem stats, flags, speed;
     int nflags;
     flag_slot slots[MAX_FLAGS];
@@ -272,6 +274,9 @@ int cl_reorder(floe_ctx *ctx, int s);
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn);
 /* exclusive prefix sum of n words in place */
 int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n);
+/* stable sort of n ulong keys by their low `bits` bits, with a uint payload,
+ * in place (api->cl_sort; kernels/core/sort.cl) */
+int cl_radix_sort(floe_ctx *ctx, cl_mem key, cl_mem val, uint32_t n, int bits);
 
 /* resize.c: sets that change size on the device (ABI 1.10) */
 int cl_set_resize(floe_ctx *ctx, pset *p, uint32_t n);
@@ -329,7 +334,9 @@ double cl_max_speed(floe_ctx *ctx);
 /* frame_stats.c: a frame's statistics of a fluid set, reduced on the device */
 int cl_frame_stats(floe_ctx *ctx, pset *p, double out[4]);
 
-/* profile.c: FLOE_CL_PROFILE's kernel table, FLOE_CL_WAITS' host waits */
+/* profile.c: FLOE_CL_PROFILE's kernel table, FLOE_CL_WAITS' host waits;
+ * the finished launches' times into the table (waits for them) */
 void cl_print_profile(floe_ctx *ctx);
+void cl_profile_collect(floe_ctx *ctx);
 
 #endif

@@ -196,18 +196,7 @@ int cl_step_end(floe_ctx *ctx)
         CL->ev_begin[i] = CL->ev_end[i] = NULL;
     }
     if (CL->profile) {
-        for (int k = 0; k < CL->npend; k++) {
-            cl_ulong t0, t1;
-            if (!ev_time(ctx, CL->pend[k].ev, CL_PROFILING_COMMAND_START, &t0) &&
-                !ev_time(ctx, CL->pend[k].ev, CL_PROFILING_COMMAND_END, &t1)) {
-                kstat *ks = &CL->ks[CL->pend[k].k];
-                ks->ms += t1 > t0 ? (double)(t1 - t0) * 1e-6 : 0;
-                ks->bytes += CL->pend[k].bytes;
-                ks->calls++;
-            }
-            F->clReleaseEvent(CL->pend[k].ev);
-        }
-        CL->npend = 0;
+        cl_profile_collect(ctx);
         CL->steps++;
     }
     return FLOE_OK;
