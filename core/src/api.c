@@ -223,6 +223,7 @@ static const floe_api core_api = {
     .cl_set_compact = ctx_set_compact_cl,
     .cl_scan = api_cl_scan,
     .cl_sort = api_cl_sort,
+    .set_placer = ctx_set_placer,
     .cl_cells = api_cl_cells,
 };
 

@@ -42,6 +42,9 @@ typedef struct pset {
     float *ksum[MAX_SETS];   /* fluid sets: kernel sums of lists[t] (floe_nlist.wsum) */
     uint32_t ksum_cap[MAX_SETS];
     uint8_t ksum_ok[MAX_SETS]; /* computed by the last update */
+    int (*placer)(void *state); /* api->set_placer (OpenCL): the owner places the set late */
+    void *placer_state;
+    int placing;             /* in placer: not called again from inside */
 } pset;
 
 typedef struct grid {
@@ -133,6 +136,9 @@ int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 /* api->set_moving: a boundary set sorted every step, its volumes its owner's */
 int ctx_set_moving(floe_ctx *ctx, floe_set set);
+/* api->set_placer, and the call of a set's placer (FLOE_OK without one) */
+int ctx_set_placer(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state);
+int ctx_run_placer(floe_ctx *ctx, pset *p);
 /* sim:load: the values a loaded module's lua_open (ABI 1.7) pushes, or 0 */
 int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L);
 attr *pset_attr(pset *p, const char *name);

@@ -223,6 +223,8 @@ typedef struct floe_probe_def {
     double time_origin, time_scale, scale;
     const char *reference;    /* a CSV of measured data (x, y) to compare with, or NULL:
                                * listed in probes.csv beside the tables (floe compare plots it) */
+    int min_neighbours;       /* FRONT: the outermost particle with at least this many other fluid
+                               * particles within 1.5 d (0 = the outermost particle) */
 } floe_probe_def;
 
 /* Declare a probe (checked here: name, kind, points, the boundary set). */

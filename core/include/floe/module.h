@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 12
+#define FLOE_ABI_MINOR 13
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -426,7 +426,17 @@ typedef struct floe_api {
      * (kernels/core/sort.cl, 4 bits a pass); the queue runs it in order
      * with the caller's kernels, nothing is read back. */
     int (*cl_sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
-    /* ---- appended in ABI 1.12: neighbour cells on the device ------------
+    /* ---- appended in ABI 1.12: a moving set placed late -------------------
+     * On the OpenCL backend, fn(state) is called before the core next uses
+     * the moving set `set`'s positions: in a neighbours stage after the
+     * other sets' sorts and their neighbour lists are launched and before
+     * this set is sorted (so what the owner does on the host there
+     * overlaps that device work), or before a copy of the set to the host.
+     * The owner places the set's particles there (returns FLOE_OK, or an
+     * error with the message set) and, with nothing pending, returns at
+     * once. The cpu backend never calls it. NULL fn: none. */
+    int (*set_placer)(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state);
+    /* ---- appended in ABI 1.13: neighbour cells on the device ------------
      * The cell sort of the last neighbours stage of `set` (floe_cl_cells),
      * where the backend prefers cell walks to lists (FLOE_CL_NEIGHBOURS=
      * cells, no periodic axis); else out->spos = NULL and the module reads
