@@ -233,9 +233,8 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
     }
 }
 
-/* Lists of a set (sorted positions sposq, the particle index in w) in a
- * set (spos, cs; the same set: same = 1, self left out) without periodic
- * axes, one work group of NBL_WG consecutive sorted query slots at a time. When the group's queries all
+/* Lists of a set against itself without periodic axes, one work group of
+ * NBL_WG consecutive sorted slots at a time. When the group's queries all
  * lie in one row of cells along x (the usual case: slots are sorted by
  * cell key, x fastest), each of the 9 (3 in 2D) neighbour rows is one
  * contiguous slot range for the whole group: it is staged through local
@@ -250,9 +249,9 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
 #define NBL_S 64
 
 __kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
-void nb_build_local(uint nq, __global const float4 *sposq, __global const float4 *spos, __global const uint *cs,
-                    int same, float4 go, int4 gn, float r2, __global uint *count, __global uint *idx, uint stride,
-                    uint pitch, __global uint *stats, uint slot)
+void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
+                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
+                    uint slot)
 {
     __local float4 cand[NBL_T];
     __local uint hits[NBL_S * NBL_WG];
@@ -265,14 +264,14 @@ void nb_build_local(uint nq, __global const float4 *sposq, __global const float4
         lsum = 0;
     }
     const int act = q < nq;
-    const float4 p = sposq[act ? q : g0];
-    const uint i = as_uint(p.w), self = same ? i : 0xffffffffu;
+    const float4 p = spos[act ? q : g0];
+    const uint i = as_uint(p.w);
     const float pz = gn.w ? p.z : 0.0f;
     const int ix = nb_axis(p.x, go.x, go.w, gn.x), iy = nb_axis(p.y, go.y, go.w, gn.y);
     const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
     const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
     /* the group's first and last query (uniform over the group) */
-    const float4 pa = sposq[g0], pb = sposq[glast];
+    const float4 pa = spos[g0], pb = spos[glast];
     const int ya = nb_axis(pa.y, go.y, go.w, gn.y), yb = nb_axis(pb.y, go.y, go.w, gn.y);
     const int za = gn.w ? nb_axis(pa.z, go.z, go.w, gn.z) : 0, zb = gn.w ? nb_axis(pb.z, go.z, go.w, gn.z) : 0;
     const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
@@ -305,7 +304,7 @@ void nb_build_local(uint nq, __global const float4 *sposq, __global const float4
                             }
                             if (d2 < r2) {
                                 const uint j = as_uint(t.w);
-                                if (j != self) {
+                                if (j != i) {
                                     if (c < NBL_S)
                                         hits[c * NBL_WG + lid] = j;
                                     c++;
@@ -331,7 +330,7 @@ void nb_build_local(uint nq, __global const float4 *sposq, __global const float4
                     }
                     if (d2 < r2) {
                         const uint j = as_uint(t.w);
-                        if (j != self) {
+                        if (j != i) {
                             if (c < NBL_S)
                                 hits[c * NBL_WG + lid] = j;
                             c++;

@@ -55,13 +55,12 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
-    /* no periodic axes, lists of at most 64, the query set's sort current
-     * (a set against itself, or a fluid set against the walls): the
+    /* a set against itself, no periodic axes, lists of at most 64: the
      * work-group kernel (candidates staged in local memory) */
-    if (!per && stride <= 64 && !CL->nb_local_off && dq->spos && dq->sorted_valid && !dq->spos_stale)
-        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dq->spos),
-                      ARG(dt->spos), ARG(dt->cs), ARG(same), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]),
-                      ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot));
+    if (same && !per && stride <= 64 && !CL->nb_local_off)
+        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+                      ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
+                      ARG(pitch), ARG(CL->stats), ARG(slot));
     return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
                   ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
                   ARG(plo), ARG(period), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats),
