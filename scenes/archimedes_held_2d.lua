@@ -13,11 +13,13 @@
 -- With nobody = 1 the tank has no body (the level alone). docs/rigid.md,
 -- "Archimedes".
 --
---   floe run scenes/archimedes_held_2d.lua --set solver=iisph [--set lower=0.04] [--set nobody=1]
+--   floe run scenes/archimedes_held_2d.lua --set solver=iisph [--set lower=0.04] [--set nobody=1] [--set bp=extrapolate]
 local floe = require "floe"
 local d = floe.param("d", 0.02)
 local W, H = 0.8, 0.25
 local solver = floe.param("solver", "iisph")
+-- the bodies' boundary pressure: mirror, or extrapolate (docs/rigid.md, "Forces")
+local bp = floe.param("bp", "mirror")
 local seconds = floe.param("t", 2.5)
 local verbose = floe.param("verbose", 0) == 1
 local sim = floe.sim{ dim = 2, spacing = d, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, max = {W + 0.1, 1} } }
@@ -34,14 +36,14 @@ local b = not nobody and rigid.body{ name = "box", shape = "box", size = {w, h},
 if solver == "iisph" then
   sim:pipeline{ "neighbours", "sph.density", "gravity",
     { "rigid.viscosity", alpha = 0.05, speed_of_sound = 20 },
-    { "iisph.solve", tolerance = 0.0005, boundary_pressure = "mirror", damping = 2 },
-    { "rigid.force", solver = "iisph", boundary_pressure = "mirror" },
+    { "iisph.solve", tolerance = 0.0005, boundary_pressure = bp, damping = 2 },
+    { "rigid.force", solver = "iisph", boundary_pressure = bp },
     "integrate", "rigid.step" }
 else
   sim:pipeline{ "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = floe.param("c", 20) }, "gravity",
     { "wcsph.viscosity", kind = "artificial", alpha = floe.param("alpha", 0.05) },
     { "rigid.viscosity", alpha = 0.05, speed_of_sound = 20 },
-    "wcsph.pressure_force", "rigid.force", "integrate", "rigid.step" }
+    "wcsph.pressure_force", { "rigid.force", boundary_pressure = bp }, "integrate", "rigid.step" }
 end
 local sub, force, level, gap, n = 0, 0, 0, 0, 0
 sim:on_frame(function(s, st)

@@ -71,7 +71,8 @@ static int tank_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 
 /* neighbours, the density by `mode`, Tait pressure (c), gravity, optional
  * viscosity stage, the pressure force, optional damping, integrate */
-static void pipeline(fixture *f, int mode, double c, const char *visc, double damp, floe_stage_fn host, void *user)
+static void pipeline(fixture *f, int mode, int adami, double c, const char *visc, double damp, floe_stage_fn host,
+                     void *user)
 {
     floe_pipeline_clear(f->ctx);
     fixture_add(f, "neighbours", 0, NULL);
@@ -92,7 +93,10 @@ static void pipeline(fixture *f, int mode, double c, const char *visc, double da
         floe_param_kv lk[] = {KV_F("nu", 1e-6), KV_F("boundary_nu", 0)};
         fixture_add(f, "viscosity.laminar", 2, lk);
     }
-    fixture_add(f, "wcsph.pressure_force", 0, NULL);
+    /* adami: 1 Adami's wall pressure, 2 with the gradient correction too */
+    floe_param_kv wk[] = {KV_S("walls", adami ? "extrapolated" : "mirror"),
+                          KV_B("gradient_correction", adami == 2)};
+    fixture_add(f, "wcsph.pressure_force", 2, wk);
     if (damp > 0) {
         floe_param_kv dk[] = {KV_F("rate", damp)};
         fixture_add(f, "hello.damp", 1, dk);
@@ -112,7 +116,8 @@ static void run_frames(fixture *f, double seconds, double fps, floe_frame_fn fn,
 
 /* A 2D tank 0.2 x 0.3 m filled to 0.2 m at d = 2 cm, c = 20 m/s, settled with
  * damping for `settle` s, then measured for `measure` s at 10 frames a second. */
-static tank_log still_tank(int mode, const char *visc, double settle, double measure, pavg *A, fixture *out)
+static tank_log still_tank(int mode, int adami, const char *visc, double settle, double measure, pavg *A,
+                           fixture *out)
 {
     const float d = DS, tank[3] = {0.2f, 0.3f, 0}, water[3] = {0.2f, 0.2f, 0};
     fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
@@ -127,9 +132,9 @@ static tank_log still_tank(int mode, const char *visc, double settle, double mea
     }
     tank_log L = {.fluid = f.fluid, .d = d, .depth_y = 0.09f, .W = tank[0], .worst_x = {1e30f, -1e30f},
                   .worst_y = 1e30f};
-    pipeline(&f, mode, C0, visc, 20, NULL, NULL);
+    pipeline(&f, mode, adami, C0, visc, 20, NULL, NULL);
     run_frames(&f, settle, 10, NULL, NULL);
-    pipeline(&f, mode, C0, visc, 0, A ? accumulate_p : NULL, A);
+    pipeline(&f, mode, adami, C0, visc, 0, A ? accumulate_p : NULL, A);
     if (A) {
         A->fluid = f.fluid;
         A->T = 0;
@@ -155,11 +160,16 @@ static tank_log still_tank(int mode, const char *visc, double settle, double mea
     return L;
 }
 
-Test(delta_sph, hydrostatic_tank_10s, .timeout = 600)
+/* The hydrostatic figures of a still tank after 10 s: worst time-averaged
+ * per-particle error against rho0 g (surface - y) 5 d deep and more, the
+ * fitted slope's error, the mean density's drift, the worst layer below the
+ * top two against rho0 g h of the mass above; asserted within tol_fit,
+ * tol_slope, 5e-4 and tol_layer. */
+static void hydrostatic(int adami, double tol_slope, double tol_fit, double tol_layer)
 {
     static pavg A;
     fixture f;
-    const tank_log L = still_tank(DELTA_SPH, "artificial", 1.0, 10.0, &A, &f);
+    const tank_log L = still_tank(DELTA_SPH, adami, "artificial", 1.0, 10.0, &A, &f);
     const float d = DS;
     const uint32_t n = floe_set_size(f.ctx, f.fluid);
     float *pa = malloc(n * sizeof *pa), *ya = malloc(n * sizeof *ya);
@@ -186,27 +196,48 @@ Test(delta_sph, hydrostatic_tank_10s, .timeout = 600)
     for (uint32_t i = 0; i < n; i++) /* each particle against rho0 g (surface - y), 5 d deep and more */
         if (ya[i] < top - 5.0f * d)
             worst_fit = fmax(worst_fit, fabs(pa[i] / (1000.0 * 9.81 * (surface - ya[i])) - 1));
-    cr_log_info("pressure vs rho g h below the top two layers, averaged over %.1f s: worst layer %.2f%% (%d layers), "
+    cr_log_info("%s walls: pressure vs rho g h below the top two layers, averaged over %.1f s: worst layer %.2f%% (%d layers), "
                 "worst slab %.2f%% (%d slabs), h from the mass above; fitted dp/dy %.1f Pa/m (rho0 g %.1f, %+.2f%%), "
                 "free surface at %.4f m (the mass gives %.4f m), each particle 5 d deep or more within %.2f%% of "
                 "rho0 g (surface - y)",
-                A.T, 100 * worst, layers, 100 * worst_slab, slabs, -slope, 1000 * 9.81, 100 * (-slope / 9810 - 1),
+                adami == 2 ? "extrapolated (Adami), corrected gradient" : adami ? "extrapolated (Adami)" : "mirrored (Akinci)", A.T, 100 * worst, layers, 100 * worst_slab, slabs, -slope, 1000 * 9.81, 100 * (-slope / 9810 - 1),
                 surface, top, 100 * worst_fit);
     free(pa);
     free(ya);
     cr_assert_eq(L.inside_wall, 0, "%d particle centres beyond a wall", L.inside_wall);
     cr_assert_lt(fabs(L.rho_last / L.rho_first - 1), 5e-4, "mean density drifted by %.4f%% in 10 s",
                  100 * (L.rho_last / L.rho_first - 1));
-    cr_assert_lt(fabs(-slope / 9810 - 1), TOL_SLOPE, "dp/dy %.1f Pa/m", -slope);
-    cr_assert_lt(worst_fit, TOL_FIT, "pressure off rho0 g (surface - y) by %.2f%%", 100 * worst_fit);
+    cr_assert_lt(fabs(-slope / 9810 - 1), tol_slope, "dp/dy %.1f Pa/m", -slope);
+    cr_assert_lt(worst_fit, tol_fit, "pressure off rho0 g (surface - y) by %.2f%%", 100 * worst_fit);
+    cr_assert_lt(worst, tol_layer, "a layer's pressure off rho0 g h by %.2f%%", 100 * worst);
     floe_ctx_destroy(f.ctx);
 }
+
+/* mirrored walls: layers measured up to 22.7% off (the first below the
+ * top two), so that limit only catches a broken tank */
+Test(delta_sph, hydrostatic_tank_10s, .timeout = 600) { hydrostatic(0, TOL_SLOPE, TOL_FIT, 0.3); }
+
+/* Adami et al. 2012's wall pressure (wcsph.pressure_force{walls =
+ * "extrapolated"}): measured worst layer +2.55% (the one next to the
+ * floor; the others +1.04% to +1.99%), slope +2.97%, per particle 4.39%,
+ * drift +0.0004%: the issue's 1% is not met (docs/validation.md) */
+Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = 600) { hydrostatic(1, 0.04, 0.06, 0.03); }
+
+/* ... and wcsph.pressure_force{gradient_correction}: the issue's 1% below
+ * the top two layers; measured worst layer +0.87% (the second from the
+ * floor; the others +0.09% to +0.54%), slope +0.96%, per particle 3.56%,
+ * drift +0.0002% */
+Test(delta_sph, hydrostatic_tank_10s_adami_walls_corrected, .timeout = 600) { hydrostatic(2, 0.015, 0.05, 0.01); }
 
 Test(delta_sph, pressure_noise, .timeout = 600)
 {
     double sd[3];
     for (int m = 0; m < 3; m++) {
-        const tank_log L = still_tank(m, "artificial", 1.0, 2.0, NULL, NULL);
+        /* the plain continuity density (delta = 0) is the unstable one: its
+         * noise grows until the tank blows up, 1.8-3 s after the settling
+         * depending on the last bits of the sums, so it is measured over
+         * its first second only */
+        const tank_log L = still_tank(m, 0, "artificial", 1.0, m == CONTINUITY ? 1.0 : 2.0, NULL, NULL);
         sd[m] = sqrt(L.var_sum / L.frames);
     }
     cr_log_info("pressure std at one depth: %.1f Pa (density sum), %.1f Pa (continuity), %.1f Pa (delta-SPH): "
@@ -226,12 +257,14 @@ Test(delta_sph, pressure_noise, .timeout = 600)
  * to 0.04 d). */
 Test(delta_sph, free_slip_walls_hold_10s, .timeout = 600)
 {
-    for (int m = SUMMATION; m <= DELTA_SPH; m += DELTA_SPH - SUMMATION) {
-        const tank_log L = still_tank(m, "free_slip", 1.0, 10.0, NULL, NULL);
+    for (int k = 0; k < 3; k++) { /* the density sum, delta-SPH, delta-SPH with Adami's wall pressure */
+        const int m = k == 0 ? SUMMATION : DELTA_SPH, adami = k == 2;
+        const tank_log L = still_tank(m, adami, "free_slip", 1.0, 10.0, NULL, NULL);
         cr_assert_eq(L.inside_wall, 0, "%s: %d particle centres beyond a wall (x in [%g, %g], y >= %g)",
                      mode_name[m], L.inside_wall, L.worst_x[0], L.worst_x[1], L.worst_y);
         const float gap = fminf(fminf(L.worst_x[0], L.W - L.worst_x[1]), L.worst_y);
-        cr_log_info("%s: closest approach to a wall surface %.2f d", mode_name[m], gap / L.d);
+        cr_log_info("%s%s: closest approach to a wall surface %.2f d", mode_name[m], adami ? ", Adami walls" : "",
+                    gap / L.d);
         if (m == DELTA_SPH)
             cr_assert_gt(gap, 0.25f * L.d, "delta-SPH: a particle came within %.2f d of a wall", gap / L.d);
     }
@@ -360,4 +393,52 @@ Test(delta_sph, needs_the_speed_of_sound)
     cr_assert_eq(floe_step(f.ctx, 1e-4), FLOE_ERR_ARG);
     cr_assert(strstr(floe_ctx_error(f.ctx), "put 'wcsph.pressure' in the step"), "%s", floe_ctx_error(f.ctx));
     floe_ctx_destroy(f.ctx);
+}
+
+/* Adami's wall pressure takes B and gamma from wcsph.pressure: without it
+ * in the step the pressure force stops with a message saying so */
+Test(delta_sph, extrapolated_walls_need_the_equation_of_state)
+{
+    const float d = 0.02f, tank[3] = {0.2f, 0.3f, 0}, water[3] = {0.2f, 0.2f, 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
+    cr_assert_eq(floe_module_load(f.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_param_kv wk[] = {KV_S("walls", "extrapolated")};
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    fixture_add(&f, "wcsph.pressure_force", 1, wk);
+    fixture_add(&f, "integrate", 0, NULL);
+    cr_assert_eq(floe_step(f.ctx, 1e-4), FLOE_ERR_ARG);
+    cr_assert(strstr(floe_ctx_error(f.ctx), "put 'wcsph.pressure' before it"), "%s", floe_ctx_error(f.ctx));
+    floe_ctx_destroy(f.ctx);
+}
+
+/* walls = "extrapolated" and gradient_correction (wcsph.pressure_force) and
+ * wall_velocity = "extrapolated" (viscosity.laminar) have no OpenCL path: on
+ * that backend the stage stops with a message naming the parameter */
+Test(delta_sph, extrapolated_walls_refused_on_opencl, .timeout = 300)
+{
+    need_opencl();
+    static const char *const expect[] = {"(Adami's wall pressure) runs on the CPU backend only",
+                                         "gradient_correction = true} runs on the CPU backend only",
+                                         "wall_velocity = \"extrapolated\" is built for form = \"morris\" on the CPU"};
+    for (int k = 0; k < 3; k++) {
+        fixture g = cl_world("opencl", 2);
+        cr_assert_eq(floe_module_load(g.ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(g.ctx));
+        floe_pipeline_clear(g.ctx);
+        floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
+        floe_param_kv wk[] = {k == 1 ? KV_B("gradient_correction", 1) : KV_S("walls", k ? "mirror" : "extrapolated")};
+        floe_param_kv lk[] = {KV_F("nu", 1e-6), KV_S("wall_velocity", "extrapolated")};
+        fixture_add(&g, "neighbours", 0, NULL);
+        fixture_add(&g, "sph.density", 0, NULL);
+        fixture_add(&g, "wcsph.pressure", 1, pk);
+        if (k == 2)
+            fixture_add(&g, "viscosity.laminar", 2, lk);
+        fixture_add(&g, "wcsph.pressure_force", 1, wk);
+        fixture_add(&g, "integrate", 0, NULL);
+        cr_assert_eq(floe_step(g.ctx, 1e-4), FLOE_ERR_ARG, "%s", floe_ctx_error(g.ctx));
+        cr_assert(strstr(floe_ctx_error(g.ctx), expect[k]), "%s", floe_ctx_error(g.ctx));
+        floe_ctx_destroy(g.ctx);
+    }
 }

@@ -293,3 +293,47 @@ Test(dfsph, bit_identical_over_thread_counts, .timeout = 300)
     free(a);
     free(b);
 }
+
+/* A column started on a fresh lattice and left alone (no damping) stays at
+ * rest. A fresh 2D lattice sums to 0.086% above rho0 (cubic spline, H = 2
+ * d), and the row next to a two-layer Akinci wall to 3-4.6%. Removed at a
+ * speed per particle (max(max_correction_speed, |v|max) dt / d of the
+ * density a step), the rows' shares added up over the column, the |v|max in
+ * the bound fed on itself, and the top rows left at 7.5 m/s (adaptive dt,
+ * over 0.2 s) and 9.6 m/s (dt = 1e-4 s, over 0.02 s). The compression a run
+ * starts with is now a budget that shrinks by max_correction_speed dt / L a
+ * step (dfsph_start_lag, L the fluid column's height): 0.39 and 0.41 m/s over 0.2
+ * s, the largest speed of any particle (rms 0.07-0.09 m/s: the square
+ * lattice rearranging under pressure; the same column under WCSPH, c = 30
+ * m/s, reaches 1.3 m/s, docs/dfsph.md). */
+static int log_vmax(floe_ctx *ctx, const floe_frame_stats *st, void *user)
+{
+    (void)ctx;
+    double *vm = user;
+    *vm = fmax(*vm, st->max_speed);
+    return 0;
+}
+
+static double column_vmax(float d, double dt, double seconds)
+{
+    const float tank[3] = {0.2f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
+    fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
+    dfsph_pipeline(&f, 0, NULL, NULL);
+    double vm = 0;
+    floe_run_def r = fixture_run_def(seconds, 100);
+    r.dt = dt;
+    r.on_frame = log_vmax;
+    r.user = &vm;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_log_info("2D column 0.3 m deep, d = %g m, dt %s: largest speed over %.2f s %.4g m/s", d,
+                dt > 0 ? "1e-4 s" : "adaptive", seconds, vm);
+    floe_ctx_destroy(f.ctx);
+    return vm;
+}
+
+Test(dfsph, fresh_lattice_column_stays_at_rest, .timeout = 600)
+{
+    const double v1 = column_vmax(0.01f, 0, 0.2), v2 = column_vmax(0.01f, 1e-4, 0.2);
+    cr_assert(v1 < 0.5, "adaptive dt: a particle of the column reached %.3g m/s (limit 0.5)", v1);
+    cr_assert(v2 < 0.5, "dt = 1e-4 s: a particle of the column reached %.3g m/s (limit 0.5)", v2);
+}

@@ -241,6 +241,41 @@ Test(probes, own_rate)
     floe_ctx_destroy(f.ctx);
 }
 
+/* A droplet ahead of the water: the plain front is the droplet's edge, the
+ * front with min_neighbours = 2 the block's (its outermost particle plus
+ * d/2), and with the direction -1 the block's other side. */
+Test(probes, front_leaves_out_a_droplet_ahead)
+{
+    const float d = 0.02f, tank[3] = {0.6f, 0.4f, 0}, water[3] = {0.2f, 0.2f, 0};
+    fixture f = fixture_tank(2, d, tank, water, 1);
+    const float lo[3] = {0.4f, 0, 0}, hi[3] = {0.4f + d, d, 0};
+    cr_assert_eq(floe_fill_box(f.ctx, f.fluid, lo, hi, NULL), 1);
+    fixture_wcsph(&f, 20, "artificial", 0.05, 0);
+    floe_probe_def a = probe("plain", FLOE_PROBE_FRONT), b = probe("body", FLOE_PROBE_FRONT),
+                   c = probe("back", FLOE_PROBE_FRONT);
+    b.min_neighbours = 2;
+    c.min_neighbours = 2;
+    c.direction = -1;
+    cr_assert_eq(floe_probe_add(f.ctx, &a), FLOE_OK);
+    cr_assert_eq(floe_probe_add(f.ctx, &b), FLOE_OK);
+    cr_assert_eq(floe_probe_add(f.ctx, &c), FLOE_OK);
+    floe_run_def r = fixture_run_def(0.01, 100);
+    r.out_dir = dir;
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    csv_table ta, tb, tc;
+    read_table("plain", &ta);
+    read_table("body", &tb);
+    read_table("back", &tc);
+    /* frame 0: the lattice as filled */
+    cr_assert(fabs(csv_at(&ta, 0, 1) - (0.4 + d)) < 1e-6, "plain front %g", csv_at(&ta, 0, 1));
+    cr_assert(fabs(csv_at(&tb, 0, 1) - 0.2) < 1e-6, "front with neighbours %g", csv_at(&tb, 0, 1));
+    cr_assert(fabs(csv_at(&tc, 0, 1)) < 1e-6, "back %g", csv_at(&tc, 0, 1));
+    csv_free(&ta);
+    csv_free(&tb);
+    csv_free(&tc);
+    floe_ctx_destroy(f.ctx);
+}
+
 /* Bad declarations name the scene line and the problem. */
 Test(probes, bad_declarations_are_errors)
 {

@@ -13,8 +13,18 @@ TestSuite(rigid_float, .init = sc_setup, .fini = sc_teardown, .timeout = 1200);
 /* One box {w, h} of density ratio r, released at `deg` degrees, in a tank
  * 0.8 m wide and 0.25 m deep; the scene's on_frame keeps the draft (free
  * surface by the side walls minus the box's lowest point) and the angle,
- * `check` (Lua) judges them at the end. */
-static int run_box(double w, double h, double r, double deg, double seconds, const char *check)
+ * `check` (Lua) judges them at the end. The free surface: the fluid's
+ * volume in two strips 0.1 m wide by the side walls (the wall's own column
+ * left out), particles x d^2 over the strips' width, above the fluid's
+ * bottom edge there (its lowest particles - d/2: the floor's particles
+ * hold the fluid some 2-3 mm up); `drafts` from it, averaged over the
+ * last `avg` seconds. The top particle of each column + d/2 is logged
+ * beside it (`tdrafts`), 0.3-0.5 d lower: the top row sags, its clamped
+ * pressure of a deficient density leaving it only the row below to rest
+ * on (docs/rigid.md, "Archimedes"). IISPH, the boundary pressure mirrored
+ * or (bp = extrapolate) extrapolated, in the solve and on the body. */
+static int run_box_with(const char *bp, double w, double h, double r, double deg, double seconds, double avg,
+                        const char *check)
 {
     floe_scene_opts o = sc_opts();
     return sc_run(&o,
@@ -29,13 +39,14 @@ static int run_box(double w, double h, double r, double deg, double seconds, con
         "local y0 = math.max(H + h / 2 - ratio * h, h / 2 + 0.001)\n"
         "local b = rigid.body{ name = 'box', shape = 'box', size = {w, h}, density = 1000 * ratio,\n"
         "                      position = {W / 2, y0}, rotation = deg, hold = 0.5 }\n"
+        "local bp = '%s'\n"
         "sim:pipeline{ 'neighbours', 'sph.density', 'gravity',\n"
         "  { 'rigid.viscosity', alpha = 0.05, speed_of_sound = 20 },\n"
-        "  { 'iisph.solve', tolerance = 0.0005, boundary_pressure = 'mirror', damping = 2 },\n"
-        "  { 'rigid.force', solver = 'iisph', boundary_pressure = 'mirror' },\n"
+        "  { 'iisph.solve', tolerance = 0.0005, boundary_pressure = bp, damping = 2 },\n"
+        "  { 'rigid.force', solver = 'iisph', boundary_pressure = bp },\n"
         "  'integrate', 'rigid.step' }\n"
-        "local seconds = %g\n"
-        "local drafts, angles, lows, energies, levels = {}, {}, {}, {}, {}\n"
+        "local seconds, avg = %g, %g\n"
+        "local drafts, tdrafts, angles, lows, energies, levels = {}, {}, {}, {}, {}, {}\n"
         "sim:on_frame(function(s, st)\n"
         "  local q = b:state()\n"
         "  local th = 2 * math.atan(q.quaternion[4], q.quaternion[1])\n"
@@ -46,37 +57,62 @@ static int run_box(double w, double h, double r, double deg, double seconds, con
         "    if (x > 1.5 * d and x < 0.12) or (x < W - 1.5 * d and x > W - 0.12) then local k = math.floor(x / d); if not col[k] or y > col[k] then col[k] = y end end end\n"
         "  for _, y in pairs(col) do top = top + y; cnt = cnt + 1 end\n"
         "  local surf = top / cnt + d / 2\n"
+        "  local inside, bot, bs, bn = 0, {}, 0, 0\n"
+        "  for i = 1, s:count 'fluid' do local x, y = s:get('fluid', 'x', i); local xl = math.min(x, W - x)\n"
+        "    if xl >= d and xl < d + 0.1 then inside = inside + 1; local k = math.floor(x / d); if not bot[k] or y < bot[k] then bot[k] = y end end end\n"
+        "  for _, y in pairs(bot) do bs = bs + y; bn = bn + 1 end\n"
+        "  local vsurf = bs / bn - d / 2 + inside * d * d / 0.2\n"
         "  -- the hydrostatic level: y + p / (rho0 g) of the particles in the lower half beside the box\n"
         "  local lv, nl = 0, 0\n"
         "  for i = 1, s:count 'fluid' do local x, y = s:get('fluid', 'x', i)\n"
         "    if y < H / 2 and y > 2 * d and math.abs(x - W / 2) > w / 2 + 2 * d and x > 2 * d and x < W - 2 * d then\n"
         "      lv = lv + y + s:get('fluid', 'p', i) / (1000 * 9.81); nl = nl + 1 end end\n"
-        "  if st.time > seconds - 1 then levels[#levels + 1] = (lv / nl - low) / h end\n"
-        "  if st.time > seconds - 1 then drafts[#drafts + 1] = (surf - low) / h end\n"
+        "  if st.time > seconds - avg then levels[#levels + 1] = (lv / nl - low) / h end\n"
+        "  if st.time > seconds - avg then drafts[#drafts + 1] = (vsurf - low) / h; tdrafts[#tdrafts + 1] = (surf - low) / h end\n"
         "  angles[#angles + 1] = math.deg(th); lows[#lows + 1] = low\n"
         "  energies[#energies + 1] = q.mass * 9.81 * q.position[2] + 0.5 * q.mass * (q.velocity[1]^2 + q.velocity[2]^2)\n"
         "end)\n"
         "sim:run{ end_time = seconds, fps = 20, dt_max = 0.004, out = 'o' }\n"
         "local mean = 0; for _, v in ipairs(drafts) do mean = mean + v end; mean = mean / #drafts\n"
+        "local tmean = 0; for _, v in ipairs(tdrafts) do tmean = tmean + v end; tmean = tmean / #tdrafts\n"
         "local hmean = 0; for _, v in ipairs(levels) do hmean = hmean + v end; hmean = hmean / #levels\n"
-        "floe.log(string.format('box %%g x %%g, ratio %%g, released at %%g deg: mean draft/height %%.4f over the last second (from the hydrostatic level %%.4f), final angle %%.2f deg, lowest point %%.4f m',\n"
-        "  w, h, ratio, deg, mean, hmean, angles[#angles], lows[#lows]))\n"
+        "floe.log(string.format('%s: box %%g x %%g, ratio %%g, released at %%g deg: mean draft/height %%.4f over the last %%g s (%%+.1f%%%%; from the top particles + d/2 %%.4f, from the hydrostatic level %%.4f), final angle %%.2f deg, lowest point %%.4f m',\n"
+        "  w, h, ratio, deg, mean, avg, 100 * (mean / ratio - 1), tmean, hmean, angles[#angles], lows[#lows]))\n"
         "%s\n",
-        w, h, r, deg, seconds, check);
+        w, h, r, deg, bp, seconds, avg, bp, check);
 }
 
-/* The issue asks for 3%; measured here (d = 0.02 m, the box 8 spacings
- * tall, IISPH): 0.2028, 0.4648, 0.6958 for 0.25, 0.5, 0.75, drafts 5.6 to
- * 8.7 mm (0.28 to 0.44 d) short of Archimedes (docs/rigid.md,
- * "Archimedes"). Checked: within half a spacing of ratio x height, which
- * the layer on the surface (instead of d/2 inside it) misses by a further
- * d/2. */
-#define ARCHIMEDES(r)                                                                                              \
-    "assert(math.abs(mean - " #r ") * h < d / 2, string.format('draft/height %.4f, expected " #r " within d/2 = %g m', mean, d / 2))"
+static int run_box(double w, double h, double r, double deg, double seconds, const char *check)
+{
+    return run_box_with("mirror", w, h, r, deg, seconds, 1.0, check);
+}
 
-Test(rigid_float, archimedes_ratio_0_25) { cr_assert_eq(run_box(0.48, 0.16, 0.25, 0, 2.5, ARCHIMEDES(0.25)), 0, "%s", sc_err); }
-Test(rigid_float, archimedes_ratio_0_5) { cr_assert_eq(run_box(0.48, 0.16, 0.5, 0, 2.5, ARCHIMEDES(0.5)), 0, "%s", sc_err); }
-Test(rigid_float, archimedes_ratio_0_75) { cr_assert_eq(run_box(0.48, 0.16, 0.75, 0, 2.5, ARCHIMEDES(0.75)), 0, "%s", sc_err); }
+/* Archimedes: the draft averaged over 4 s after 1.5 s (the box held
+ * 0.5 s) against ratio x height. The issue asks for 3%; measured here
+ * (d = 0.02 m, the box 8 spacings tall, IISPH with the boundary pressure
+ * extrapolated, the surface from the fluid's volume): -1.5%, -1.1%, -1.9%
+ * for 0.25, 0.5, 0.75. Runs that differ in rounding alone scatter (the
+ * same in scenes/archimedes_volume_2d.lua: -3.2%, -2.1%, -2.9%; held
+ * 0.52 s instead of 0.5 s, over 2 s: -5.9%, -1.1%, -1.5%), most for 0.25,
+ * whose draft is 2 spacings (-0.8% to -9.7% over the runs of
+ * docs/rigid.md). Asserted: 5% for 0.5 and 0.75, 12% for 0.25; before
+ * this, -17%, -11.3%, -7.1%. */
+#define ARCHIMEDES(r, tol)                                                                                         \
+    "assert(math.abs(mean / " #r " - 1) < " #tol ", string.format('draft/height %.4f, expected " #r " within " #tol \
+    "', mean))"
+
+Test(rigid_float, archimedes_ratio_0_25)
+{
+    cr_assert_eq(run_box_with("extrapolate", 0.48, 0.16, 0.25, 0, 5.5, 4, ARCHIMEDES(0.25, 0.12)), 0, "%s", sc_err);
+}
+Test(rigid_float, archimedes_ratio_0_5)
+{
+    cr_assert_eq(run_box_with("extrapolate", 0.48, 0.16, 0.5, 0, 5.5, 4, ARCHIMEDES(0.5, 0.05)), 0, "%s", sc_err);
+}
+Test(rigid_float, archimedes_ratio_0_75)
+{
+    cr_assert_eq(run_box_with("extrapolate", 0.48, 0.16, 0.75, 0, 5.5, 4, ARCHIMEDES(0.75, 0.05)), 0, "%s", sc_err);
+}
 
 /* Metacentric theory for a box of width w, height h, ratio r:
  * GM = w^2 / (12 r h) - h (1 - r) / 2; 3:1 at r = 0.5 gives GM = +0.4 h

@@ -169,6 +169,17 @@ Test(viscosity, poiseuille_laminar, .timeout = 300)
     check(&P);
 }
 
+/* The same channel with Adami et al. 2012's wall velocity (2 v_w - v~_b,
+ * v~_b the kernel-weighted fluid velocity around each wall particle)
+ * instead of the pairwise mirror: the same 5% of the centre-line velocity */
+Test(viscosity, poiseuille_laminar_extrapolated_wall_velocity, .timeout = 300)
+{
+    static profile_log P;
+    floe_param_kv kv[] = {KV_F("nu", CH_NU), KV_F("boundary_nu", CH_NU), KV_S("wall_velocity", "extrapolated")};
+    run_channel("viscosity.laminar", 3, kv, &P);
+    check(&P);
+}
+
 /* Kim 2020 eq. 37-40, applied to every pair, is the Monaghan form of the
  * laminar operator with nu = beta0 beta1 H / (2 (d + 2)) and walls at rest
  * (exactly so while rho_i = rho_j = rho0): one step of each on the same

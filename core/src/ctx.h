@@ -32,6 +32,7 @@ typedef struct pset {
     int is_static;
     int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
+    uint32_t ghosts;         /* MPI (decomp.c): the last `ghosts` of the n are other ranks' particles */
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
     attr attrs[MAX_ATTRS];
@@ -42,6 +43,9 @@ typedef struct pset {
     float *ksum[MAX_SETS];   /* fluid sets: kernel sums of lists[t] (floe_nlist.wsum) */
     uint32_t ksum_cap[MAX_SETS];
     uint8_t ksum_ok[MAX_SETS]; /* computed by the last update */
+    int (*placer)(void *state); /* api->set_placer (OpenCL): the owner places the set late */
+    void *placer_state;
+    int placing;             /* in placer: not called again from inside */
     /* bumped by every change of the set's count or order and by every
      * position write outside the step (invalidate): ends its Verlet lists */
     uint32_t layout;
@@ -151,6 +155,8 @@ struct floe_ctx {
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
+    int nb_by_id;            /* neighbours{order = "id"}: cells' particles in id order (nb_update.c) */
+    struct floe_dd *dd;      /* domain decomposition over MPI (decomp.c), NULL: one process */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -160,6 +166,9 @@ int ctx_set_reserve(pset *p, uint32_t n);
 floe_set ctx_set_handle(floe_ctx *ctx, int index);
 /* api->set_moving: a boundary set sorted every step, its volumes its owner's */
 int ctx_set_moving(floe_ctx *ctx, floe_set set);
+/* api->set_placer, and the call of a set's placer (FLOE_OK without one) */
+int ctx_set_placer(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state);
+int ctx_run_placer(floe_ctx *ctx, pset *p);
 /* sim:load: the values a loaded module's lua_open (ABI 1.7) pushes, or 0 */
 int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L);
 attr *pset_attr(pset *p, const char *name);

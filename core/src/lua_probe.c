@@ -22,7 +22,8 @@ int floe_lua_probe(lua_State *L, floe_ctx *ctx);
 #define MAX_ATTRS 8
 
 static const char *const KEYS[] = {"name", "kind", "points", "attributes", "axis", "direction", "set", "wall",
-                                   "rate", "threshold", "time_origin", "time_scale", "scale", "reference", NULL};
+                                   "rate", "threshold", "time_origin", "time_scale", "scale", "reference", "min_neighbours",
+                                   NULL};
 static const char *const KINDS[] = {"points", "height", "front", "force", NULL};
 
 static void only_keys(lua_State *L, int t)
@@ -35,7 +36,7 @@ static void only_keys(lua_State *L, int t)
             ok = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), *k);
         if (!ok)
             luaL_error(L, FN ": unknown key '%s' (accepted: name, kind, points, attributes, axis, direction, set, "
-                       "wall, rate, threshold, time_origin, time_scale, scale, reference)", luaL_tolstring(L, -1, NULL));
+                       "wall, rate, threshold, time_origin, time_scale, scale, reference, min_neighbours)", luaL_tolstring(L, -1, NULL));
     }
 }
 
@@ -173,6 +174,7 @@ int floe_lua_probe(lua_State *L, floe_ctx *ctx)
     d.time_scale = num_key(L, t, "time_scale", 1, -1e30, 1e30);
     d.scale = num_key(L, t, "scale", 1, -1e30, 1e30);
     d.reference = str_key(L, t, "reference", NULL);
+    d.min_neighbours = (int)num_key(L, t, "min_neighbours", 0, 0, 1000);
     if (floe_probe_add(ctx, &d) != FLOE_OK)
         luaL_error(L, FN ": %s", floe_ctx_error(ctx));
     return 0;

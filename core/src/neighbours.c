@@ -6,6 +6,9 @@
  * tight grids, else an LSD radix sort with the same result; neither depends
  * on the thread count), and each query particle of
  * nb_build writes only its own slots, in ascending sorted-slot order. */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "neighbours.h"
 
 #include "bigmem.h"
@@ -1297,4 +1300,51 @@ void nb_list_free(nb_list *l)
     free(l->count);
     free(l->idx);
     memset(l, 0, sizeof *l);
+}
+
+static void runs_by_id(uint32_t *ord, const uint32_t *key, const uint32_t *id, uint32_t k0, uint32_t k1)
+{
+    for (uint32_t r0 = k0; r0 < k1;) {
+        uint32_t r1 = r0 + 1;
+        while (r1 < k1 && key[ord[r1]] == key[ord[r0]])
+            r1++;
+        for (uint32_t a = r0 + 1; a < r1; a++) {
+            const uint32_t v = ord[a], idv = id[v];
+            uint32_t b = a;
+            for (; b > r0 && id[ord[b - 1]] > idv; b--)
+                ord[b] = ord[b - 1];
+            ord[b] = v;
+        }
+        r0 = r1;
+    }
+}
+
+/* each thread's part starts at a cell's first slot, found before any slot
+ * moves: the parts' runs are disjoint */
+void nb_sorted_by_id(nb_sorted *s, const uint32_t *id)
+{
+    enum { MAXT = 256 };
+    uint32_t start[MAXT + 1];
+    const uint32_t n = s->n, *key = s->key;
+    uint32_t *ord = s->order;
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+        int T = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        int T = 1, t = 0;
+#endif
+        T = T > MAXT ? MAXT : T;
+        if (t < T) {
+            uint32_t k = (uint32_t)((uint64_t)n * (uint64_t)t / (uint64_t)T);
+            while (k > 0 && k < n && key[ord[k]] == key[ord[k - 1]])
+                k++;
+            start[t] = k;
+        }
+        if (t == 0)
+            start[T] = n;
+#pragma omp barrier
+        if (t < T)
+            runs_by_id(ord, key, id, start[t], start[t + 1] > start[t] ? start[t + 1] : start[t]);
+    }
 }

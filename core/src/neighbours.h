@@ -48,6 +48,11 @@ typedef struct nb_sorted {
     size_t slots_len;
 } nb_sorted;
 
+/* Within each cell of the sort, the slots in ascending id (id[i] of
+ * particle i): the lists then list a row's neighbours in an order that does
+ * not depend on the particles' indices. Insertion sort of each cell's run. */
+void nb_sorted_by_id(nb_sorted *s, const uint32_t *id);
+
 typedef struct nb_list {
     uint32_t n, cap, stride;
     uint32_t *count;       /* n */

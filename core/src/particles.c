@@ -371,6 +371,29 @@ int ctx_set_moving(floe_ctx *ctx, floe_set set)
     return FLOE_OK;
 }
 
+int ctx_set_placer(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "invalid particle set handle");
+    if (fn && p->is_static)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "set '%s' is not moving: only a moving set is placed late", p->name);
+    p->placer = fn;
+    p->placer_state = state;
+    return FLOE_OK;
+}
+
+int ctx_run_placer(floe_ctx *ctx, pset *p)
+{
+    (void)ctx;
+    if (!p->placer || p->placing)
+        return FLOE_OK;
+    p->placing = 1;
+    const int rc = p->placer(p->placer_state);
+    p->placing = 0;
+    return rc;
+}
+
 floe_set ctx_set_handle(floe_ctx *ctx, int index)
 {
     if (index < 0 || index >= ctx->npsets || !ctx->sets[index].gen)

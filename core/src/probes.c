@@ -13,7 +13,10 @@
  *           the first wet sample where the sum falls below `threshold`
  *           (0.5, linear between samples; DualSPHysics' GaugeSwl).
  *   front   the fluid's furthest extent along an axis, the outermost
- *           particle's coordinate plus d/2 (or minus, direction -1).
+ *           particle's coordinate plus d/2 (or minus, direction -1); with
+ *           min_neighbours > 0 the outermost particle that has that many
+ *           other fluid particles within 1.5 d (a droplet ahead of a surge
+ *           is not its front; the solver tests' rule).
  *   force   the pressure force the fluid exerts on a boundary set through
  *           Akinci boundary particles, the reaction of the force the solver
  *           puts on the fluid: F = sum_b sum_i m_i psi_b (p_i + p_b) / rho_i^2
@@ -58,7 +61,7 @@ typedef struct probe {
     float (*points)[3];
     char attrs[PROBE_MAX_ATTRS][NAME_LEN];
     int nattrs;
-    int axis, direction;
+    int axis, direction, min_nb;
     char set[NAME_LEN];
     int wall;
     double rate, threshold;
@@ -195,6 +198,7 @@ int floe_probe_add(floe_ctx *ctx, const floe_probe_def *d)
     }
     q->axis = d->axis;
     q->direction = d->direction;
+    q->min_nb = d->min_neighbours > 0 ? d->min_neighbours : 0;
     snprintf(q->set, sizeof q->set, "%s", d->set ? d->set : "");
     q->wall = d->wall;
     q->rate = d->rate;
@@ -519,26 +523,73 @@ static void sample_height(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
     }
 }
 
+/* fluid particles within 1.5 d of (x, y, z), the particle itself included */
+static uint32_t count_near(floe_ctx *ctx, const float c[3])
+{
+    const double r2 = 2.25 * (double)ctx->info.spacing * ctx->info.spacing;
+    uint32_t cnt = 0;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->kind != FLOE_SET_FLUID)
+            continue;
+        const float *x = pset_attr(p, "x")->data;
+        for (uint32_t i = 0; i < p->n; i++) {
+            const double dx = x[3 * i] - c[0], dy = x[3 * i + 1] - c[1], dz = x[3 * i + 2] - c[2];
+            cnt += dx * dx + dy * dy + dz * dz <= r2;
+        }
+    }
+    return cnt;
+}
+
+/* The outermost particle along the axis (direction +1: the largest
+ * coordinate) among those beyond `limit` (strictly inside it): its
+ * coordinate and position; returns 0 when there is none. */
+static int outermost(floe_ctx *ctx, const probe *q, double limit, double *best, float at[3])
+{
+    int found = 0;
+    *best = q->direction > 0 ? -INFINITY : INFINITY;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (p->kind != FLOE_SET_FLUID)
+            continue;
+        const float *x = pset_attr(p, "x")->data;
+        for (uint32_t i = 0; i < p->n; i++) {
+            const double v = x[3 * i + q->axis];
+            if (q->direction > 0 ? (v < limit && v > *best) : (v > limit && v < *best)) {
+                *best = v, found = 1;
+                for (int k = 0; k < 3; k++)
+                    at[k] = x[3 * i + k];
+            }
+        }
+    }
+    return found;
+}
+
 static void sample_front(floe_ctx *ctx, probe *q)
 {
-    double best = q->direction > 0 ? -INFINITY : INFINITY;
     uint32_t n = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
         dev_host_set(ctx, p, 0);
-        const float *x = pset_attr(p, "x")->data;
-        for (uint32_t i = 0; i < p->n; i++) {
-            const double v = x[3 * i + q->axis];
-            best = q->direction > 0 ? fmax(best, v) : fmin(best, v);
-        }
         n += p->n;
     }
-    if (!n)
+    double best = 0, limit = q->direction > 0 ? INFINITY : -INFINITY;
+    float at[3];
+    if (!n || !outermost(ctx, q, limit, &best, at)) {
         put(q, ",nan");
-    else
-        put(q, ",%.9g", q->scale * (best + 0.5 * q->direction * ctx->info.spacing));
+        return;
+    }
+    /* with min_neighbours: inwards, particle by particle, up to 64 of them
+     * (then the 64th stands: a spray that wide is the front) */
+    for (int tries = 1; q->min_nb > 0 && tries < 64 && count_near(ctx, at) < (uint32_t)q->min_nb + 1; tries++) {
+        double next;
+        if (!outermost(ctx, q, best, &next, at))
+            break;
+        best = next;
+    }
+    put(q, ",%.9g", q->scale * (best + 0.5 * q->direction * ctx->info.spacing));
 }
 
 static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)

@@ -104,13 +104,16 @@ __kernel void dfsph_gamma(uint n, __global const float4 *xm, __global float4 *gb
 #define DF_G(kgc, dw) ((kgc) ? xj.w * ((dw) * (0.5f * (gi + gam[j]))) : xj.w * (dw))
 
 /* Fluid pass: D, few and lag into co = (D, few, lag, 0). cf = (rho0,
- * D_min, elim inputs: max_correction_speed, dt / spacing); few_limit the
+ * D_min, elim inputs: max_correction_speed, dt / spacing); sl, sr the
+ * start budgets and their rates (dfsph_start_lag, dfsph_start_rate), rate0
+ * the rate set at the run's first step (first); few_limit the
  * neighbour count below which a particle takes no part in the divergence
  * solve. */
 __kernel void dfsph_setup_f(uint n, __global const float4 *xm, __global const float4 *gb,
                             __global const float *rho, __global float4 *co, float4 kc, float4 per, float4 cf,
                             uint few_limit, __global const uint *mx, __global const uint *cntf,
-                            __global const uint *idxf, uint pitchf, int kgc, __global const float *gam)
+                            __global const uint *idxf, uint pitchf, int kgc, __global const float *gam,
+                            __global float *sl, __global float *sr, float rate0, float dt, int first)
 {
     const uint i = get_global_id(0);
     if (i >= n)
@@ -139,7 +142,13 @@ __kernel void dfsph_setup_f(uint n, __global const float4 *xm, __global const fl
     if (cf.z > 0.0f)
         elim = fmax(cf.z, sqrt(as_float(mx[0]))) * cf.w;
     const float rhoi = rho[i];
-    const float lag = rho0 * floe_pos(rhoi / rho0 - 1.0f - elim);
+    /* and the start budget sl (dfsph_lag_step in modules/dfsph/dfsph.h) */
+    const float e = rhoi / rho0 - 1.0f, ep = floe_pos(e);
+    const float rate = first ? rate0 : sr[i];
+    const float nb = rate > 0.0f ? (first ? ep : fmin(floe_pos(sl[i] - rate * dt), ep)) : 0.0f;
+    sr[i] = rate;
+    sl[i] = nb;
+    const float lag = rho0 * fmax(nb, floe_pos(e - elim));
     co[i] = (float4)(D > cf.y ? D : 0.0f, count < few_limit ? 1.0f : 0.0f, lag, 0.0f);
 }
 

@@ -11,6 +11,19 @@
 #define WGS 128 /* api->cl_run's work-group size (modules/rigid/rigid_cl.c) */
 #define KMAX 8  /* bodies one work group of fluid particles may touch */
 
+/* *p += v, atomically (OpenCL 1.2 has no float atomics) */
+inline void add_atomic(volatile __global float *p, float v)
+{
+    union {
+        uint u;
+        float f;
+    } o, nw;
+    do {
+        o.f = *p;
+        nw.f = o.f + v;
+    } while (atomic_cmpxchg((volatile __global uint *)p, o.u, nw.u) != o.u);
+}
+
 /* kind 0: wcsph pressure, 1: iisph pressure, 2: viscosity (added to a too);
  * visc (kinds 0, 1): the viscosity too, in the same pass (rigid.force{alpha}).
  * One work item per fluid particle; the group's slots are then summed per
@@ -18,14 +31,16 @@
  * most KMAX (body, F, T) entries per group of WGS fluid particles go out
  * (gid = -1: unused). The fluid is sorted by cell, so a group spans a few
  * cells and touches a body or two; most groups touch none and write only
- * their -1 ids. A third body in one row, or more than KMAX in one group,
- * is counted in `over` and the host takes the step's sums on the C path. */
+ * their -1 ids. A third body in one row, or more than KMAX in one group
+ * (rare), adds that part to spill[6 b..] with atomics, in no fixed order,
+ * and is counted in `over`; reduce_bodies adds the spill in. */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 couple(uint n, int kind, int visc, __global const float *x, __global const float *m, __global const float *rho,
        __global const float *p, __global const float *v, __global float *a, float4 kc, float4 per, float rho0,
        float beta, int hyd, float cvisc, float eps, float4 g, __global const float *xb, __global const float *Vb,
        __global const float *vb, __global const uint *bid, __global const uint *cnt, __global const uint *idx,
-       uint pitch, __global const float *cen, __global int *gid, __global float *gs, __global uint *over)
+       uint pitch, __global const float *cen, __global int *gid, __global float *gs, __global uint *over,
+       __global float *spill)
 {
     __local int lid_[2 * WGS];
     __local float ls[12 * WGS];
@@ -41,11 +56,13 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
         const float3 xi = floe_load3(x, i);
         const float irho = 1.0f / rho[i];
         const int vs = kind == 2 || visc;
+        const int hydf = kind == 0 && hyd; /* wcsph extrapolate: the fluid's share too (couple.c) */
         const float fv = vs ? cvisc * rho0 * 0.5f * irho : 0.0f;
         float fi = 0.0f, on = 0.0f;
-        if (kind == 0)
+        if (kind == 0) {
             fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
-        else if (kind == 1) {
+            on = hydf && p[i] > 0.0f ? rho0 * irho : 0.0f;
+        } else if (kind == 1) {
             fi = -beta * rho0 * (p[i] / (rho[i] * rho[i]));
             on = hyd && p[i] > 0.0f ? rho0 * irho : 0.0f;
         }
@@ -57,19 +74,22 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
             const float3 d = floe_min_image(xi - floe_load3(xb, j), per);
             const float r2 = d.x * d.x + d.y * d.y + d.z * d.z;
             const float w = Vb[j] * floe_dw_r(kc, r2);
-            /* gv: viscous (the fluid and the body), gp: pressure (the body only) */
-            float gp = 0.0f, gv = 0.0f;
+            /* gv: viscous (the fluid and the body), gp: pressure (the body;
+             * of it gh, wcsph's extrapolated part, the fluid too) */
+            float gp = 0.0f, gv = 0.0f, gh = 0.0f;
             if (vs) {
                 const float3 vij = floe_load3(v, i) - floe_load3(vb, j);
                 gv = w * (fv * floe_neg(vij.x * d.x + vij.y * d.y + vij.z * d.z) / (r2 + eps));
             }
             if (kind == 1)
                 gp = w * (fi + on * (g.x * d.x + g.y * d.y + g.z * d.z));
-            else if (kind == 0)
-                gp = w * fi;
+            else if (kind == 0) {
+                gh = w * (on * (g.x * d.x + g.y * d.y + g.z * d.z));
+                gp = w * fi + gh;
+            }
             const float gg = kind == 2 ? gv : visc ? gp + gv : gp;
             const float3 aib = gg * d;
-            ai += gv * d;
+            ai += (gv + gh) * d;
             const float3 fb = -mi * aib;
             const int o = (int)bid[j];
             const float3 r = floe_load3(xb, j) - floe_load3(cen, (uint)o);
@@ -80,12 +100,16 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
             } else if (id1 < 0 || id1 == o) {
                 id1 = o;
                 s1[0] += fb.x, s1[1] += fb.y, s1[2] += fb.z, s1[3] += t.x, s1[4] += t.y, s1[5] += t.z;
-            } else
+            } else { /* a third body: straight into its spill */
                 third = 1;
+                const float e6[6] = {fb.x, fb.y, fb.z, t.x, t.y, t.z};
+                for (int k = 0; k < 6; k++)
+                    add_atomic(spill + 6 * o + k, e6[k]);
+            }
         }
         if (third)
             atomic_inc(over);
-        if (vs) {
+        if (vs || hydf) {
             a[3 * i] += ai.x;
             a[3 * i + 1] += ai.y;
             a[3 * i + 2] += ai.z;
@@ -115,8 +139,10 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
             while (e < nt && tid[e] != o)
                 e++;
             if (e == nt) {
-                if (nt == KMAX) {
+                if (nt == KMAX) { /* no entry left: into the body's spill */
                     full = 1;
+                    for (int k = 0; k < 6; k++)
+                        add_atomic(spill + 6 * o + k, ls[6 * q + k]);
                     continue;
                 }
                 tid[nt++] = o;
@@ -138,11 +164,12 @@ couple(uint n, int kind, int visc, __global const float *x, __global const float
 
 /* out[6 b..] = body b's entries of every group, one work group per body:
  * item li sums groups li, li + WGS, ... in order, then a fixed tree adds
- * the items' sums (the same bits every run). The first group also puts
- * the `over` count after the sums (out[6 nb], as bits) and clears it. */
+ * the items' sums (the same bits every run), then the body's spill (and
+ * clears it). The first group also puts the `over` count after the sums
+ * (out[6 nb], as bits) and clears it. */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 reduce_bodies(uint nb, uint ngroups, __global const int *gid, __global const float *gs, __global float *out,
-              __global uint *over)
+              __global uint *over, __global float *spill)
 {
     __local float red[6 * WGS];
     const uint b = get_group_id(0), li = get_local_id(0);
@@ -167,8 +194,10 @@ reduce_bodies(uint nb, uint ngroups, __global const int *gid, __global const flo
                 red[6 * li + k] += red[6 * (li + h) + k];
     }
     if (li == 0) {
-        for (int k = 0; k < 6; k++)
-            out[6 * b + k] = red[k];
+        for (int k = 0; k < 6; k++) {
+            out[6 * b + k] = red[k] + spill[6 * b + k];
+            spill[6 * b + k] = 0.0f;
+        }
         if (b == 0) {
             ((__global uint *)out)[6 * nb] = *over;
             *over = 0;

@@ -181,7 +181,8 @@ inline float adhesion_hat(float H, float inv_H, float r)
  *      + coef2 sum_b V_b A(r) x_ib/r
  * (coef = gamma rho0, coh = C's constant, coef2 = beta rho0 A's constant) */
 __kernel void ak_force(uint n, __global const float *x, __global const float *rho, __global const float *nrm,
-                       __global float *a, float4 kc, float4 per, float H, float coh, float coef, float coef2,
+                       __global float *a, float4 kc, float4 per, float H, float coh, float curv, float coef,
+                       float coef2,
                        int hasf, int hasb, __global const float *xf, __global const float *mf,
                        __global const float *rhof, __global const float *nrmf, __global const uint *cntf,
                        __global const uint *idxf, uint pitchf, __global const float *xb, __global const float *Vb,
@@ -194,11 +195,11 @@ __kernel void ak_force(uint n, __global const float *x, __global const float *rh
     const float3 ni = floe_load3(nrm, i);
     const float rhoi = rho[i];
     float3 sf = (float3)(0.0f), sb = (float3)(0.0f);
-    if (hasf) /* K_ij (coh m_j C(r) x_ij / r + n_i - n_j), K_ij = 2 / (rho_i + rho_j) */
+    if (hasf) /* K_ij (coh m_j C(r) x_ij / r + curv (n_i - n_j)), K_ij = 2 / (rho_i + rho_j) */
         FLOE_ROW_SUM3(cntf, idxf, pitchf, xf,
                       2.0f / (rhoi + rhof[j]) *
                           (coh * mf[j] * cohesion_hat(H, sqrt(r2 + kc.z)) / sqrt(r2 + kc.z) * d +
-                           (ni - floe_load3(nrmf, j))),
+                           curv * (ni - floe_load3(nrmf, j))),
                       sf);
     if (hasb) /* V_b A(r) x_ib / r */
         FLOE_ROW_SUM3(cntb, idxb, pitchb, xb, Vb[j] * adhesion_hat(H, kc.x, sqrt(r2 + kc.z)) / sqrt(r2 + kc.z) * d, sb);

@@ -48,10 +48,17 @@
  * Speed: the set-up stores m_j grad W_ij of every fluid pair once per step
  * (CSR rows with global neighbour indices over every fluid set); each
  * iteration is then two passes over those rows and no kernel evaluation.
+ * The solves' sources walk a row while it is in cache: the divergence
+ * solve's in the set-up, the constant density solve's with its first
+ * pass 1. With AVX2 the rows run eight neighbours at a time: a^p and u are
+ * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
+ * gathered; the plain loops take the rows' tails and other CPUs.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
 #include "dfsph.h"
+
+#include <floe/simd.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,16 +79,17 @@ typedef struct dfsph_state {
     float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
-    float *u;           /* 3N: the velocity being corrected */
+    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
     float *P;           /* N: the iterate P = p / rho^2 */
     float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
     float *S;           /* N: the solve's source */
-    float *ap;          /* 3N: pressure accelerations of the iterate */
+    float *ap;          /* 4N: pressure accelerations of the iterate, 16-byte records (x, y, z, 0) */
     float *rho;         /* N: rho (all fluid sets, global index) */
     float *rho0;        /* N: rest density of the particle's set */
     float *lag;         /* N: compression present now that is left to later steps */
     float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
+    uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
     double *part;       /* chunk partial sums */
     struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
 } dfsph_state;
@@ -99,9 +107,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 static void free_particles(dfsph_state *s)
 {
     free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
-    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->part);
+    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->own), free(s->part);
     s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = NULL;
-    s->few = NULL, s->part = NULL;
+    s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
 
@@ -132,19 +140,20 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->off = malloc((cap + 1) * sizeof *s->off);
     s->Gb = malloc(3 * cap * sizeof(float));
     s->D = malloc(cap * sizeof(float));
-    s->u = malloc(3 * cap * sizeof(float));
+    s->u = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->P = malloc(cap * sizeof(float));
     s->Pold = malloc(cap * sizeof(float));
     s->S = malloc(cap * sizeof(float));
-    s->ap = malloc(3 * cap * sizeof(float));
+    s->ap = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->rho = malloc(cap * sizeof(float));
     s->rho0 = malloc(cap * sizeof(float));
     s->lag = malloc(cap * sizeof(float));
     s->gam = malloc(cap * sizeof(float));
     s->few = malloc(cap);
+    s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
     if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->few ||
-        !s->part) {
+        !s->own || !s->part) {
         free_particles(s);
         return -1;
     }
@@ -170,6 +179,46 @@ static int ensure_pairs(dfsph_state *s, size_t n)
     return 0;
 }
 
+/* sum over a row of (v - r_j) . g_k, r the 16-byte records of the fluid
+ * particles (u or a^p) and g_k the stored m_j grad W_ij: with AVX2 eight
+ * neighbours at a time (their records loaded whole and transposed,
+ * floe_load4x8), the rest one by one */
+static inline float row_rel_dot(const float *restrict r4, const uint32_t *restrict nj, const float *restrict gx,
+                                const float *restrict gy, const float *restrict gz, uint32_t k0, uint32_t k1,
+                                float vx, float vy, float vz)
+{
+    float d = 0.0f;
+    uint32_t k = k0;
+#if defined(__AVX2__)
+    if (k1 - k0 >= 8) {
+        const __m256 x8 = _mm256_set1_ps(vx), y8 = _mm256_set1_ps(vy), z8 = _mm256_set1_ps(vz);
+        __m256 acc = _mm256_setzero_ps();
+        for (; k + 8 <= k1; k += 8) {
+            __m256 rx, ry, rz, rw;
+            floe_load4x8(r4, nj + k, &rx, &ry, &rz, &rw);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(x8, rx), _mm256_loadu_ps(gx + k)));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(y8, ry), _mm256_loadu_ps(gy + k)));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_sub_ps(z8, rz), _mm256_loadu_ps(gz + k)));
+        }
+        d = floe_hsum8(acc);
+    }
+#endif
+    for (; k < k1; k++) {
+        const float *rj = r4 + 4 * (size_t)nj[k];
+        d += (vx - rj[0]) * gx[k] + (vy - rj[1]) * gy[k] + (vz - rj[2]) * gz[k];
+    }
+    return d;
+}
+
+/* Drho_i/Dt of the velocities u for particle gi */
+static inline float div_one(const dfsph_state *restrict s, size_t gi)
+{
+    const float *restrict u = s->u;
+    const float ux = u[4 * gi], uy = u[4 * gi + 1], uz = u[4 * gi + 2];
+    const float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
+    return d + row_rel_dot(u, s->nj, s->gx, s->gy, s->gz, s->off[gi], s->off[gi + 1], ux, uy, uz);
+}
+
 /* ---- set-up: pair gradients, boundary sums, the diagonal --------------------- */
 
 typedef struct setup {
@@ -182,6 +231,7 @@ typedef struct setup {
     float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
     int few_limit;          /* fewer neighbours than this: no divergence solve */
     int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
+    int div_source;         /* also the divergence solve's source S_i = Drho_i/Dt of u */
     dfsph_state *s;
 } setup;
 
@@ -232,62 +282,77 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     /* isolated particle: D ~ 0, no pressure (D ~ rho0^2 / d^2 inside the fluid) */
     s->D[gi] = D > 1e-6f * u->rho0 * u->rho0 * kc->inv_H * kc->inv_H ? D : 0.0f;
     s->few[gi] = count < (uint32_t)u->few_limit;
+    /* the divergence solve's source from the row just written (u = v of
+     * every particle is in place before the set-up) */
+    if (u->div_source)
+        s->S[gi] = s->few[gi] ? 0.0f : div_one(s, gi);
 }
 
 /* ---- the two passes of an iteration -------------------------------------------- */
-
-/* Drho_i/Dt of the velocities u for particle gi */
-static inline float div_one(const dfsph_state *restrict s, size_t gi)
-{
-    const float *restrict u = s->u;
-    const float ux = u[3 * gi], uy = u[3 * gi + 1], uz = u[3 * gi + 2];
-    float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
-    const uint32_t k0 = s->off[gi], k1 = s->off[gi + 1];
-    const uint32_t *restrict nj = s->nj;
-    const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
-#pragma omp simd reduction(+ : d)
-    for (uint32_t k = k0; k < k1; k++) {
-        const uint32_t j = nj[k];
-        d += (ux - u[3 * j]) * gx[k] + (uy - u[3 * j + 1]) * gy[k] + (uz - u[3 * j + 2]) * gz[k];
-    }
-    return d;
-}
 
 /* The source of a solve, once before its iterations: S_i = Drho_i/Dt of u
  * (divergence; 0 for a particle with too few neighbours, as SPlisHSPlasH
  * does) or rho_i + dt Drho_i/Dt - rho0 - lag_i, the predicted density
  * beyond the rest density (constant density). */
-static void source(dfsph_state *s, size_t N, float dt, int divergence)
+static inline float source_one(const dfsph_state *restrict s, size_t i, float dt, int divergence)
 {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < N; i++) {
-        const float d = div_one(s, i);
-        s->S[i] = divergence ? (s->few[i] ? 0.0f : d) : s->rho[i] + dt * d - s->rho0[i] - s->lag[i];
-    }
+    const float d = div_one(s, i);
+    return divergence ? (s->few[i] ? 0.0f : d) : s->rho[i] + dt * d - s->rho0[i] - s->lag[i];
 }
 
 /* Pass 1: a^p_i = -sum_j m_j (P_i + P_j) grad W_ij - P_i sum_b psi_b grad W_ib */
-static void pass_accel(dfsph_state *s, size_t N)
+static inline void accel_one(dfsph_state *restrict s, size_t i)
 {
     const float *restrict P = s->P;
     const uint32_t *restrict nj = s->nj;
     const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
-    float *restrict ap = s->ap;
+    const float Pi = P[i];
+    float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
+    uint32_t k = s->off[i];
+    const uint32_t k1 = s->off[i + 1];
+#if defined(__AVX2__)
+    if (k1 - k >= 8) { /* eight neighbours at a time, P_j gathered */
+        const __m256 pi8 = _mm256_set1_ps(Pi);
+        __m256 sx = _mm256_setzero_ps(), sy = _mm256_setzero_ps(), sz = _mm256_setzero_ps();
+        for (; k + 8 <= k1; k += 8) {
+            const __m256 c = _mm256_add_ps(pi8, _mm256_i32gather_ps(P, _mm256_loadu_si256((const __m256i *)(nj + k)), 4));
+            sx = _mm256_add_ps(sx, _mm256_mul_ps(c, _mm256_loadu_ps(gx + k)));
+            sy = _mm256_add_ps(sy, _mm256_mul_ps(c, _mm256_loadu_ps(gy + k)));
+            sz = _mm256_add_ps(sz, _mm256_mul_ps(c, _mm256_loadu_ps(gz + k)));
+        }
+        ax += floe_hsum8(sx), ay += floe_hsum8(sy), az += floe_hsum8(sz);
+    }
+#endif
+    for (; k < k1; k++) {
+        const float c = Pi + P[nj[k]];
+        ax += c * gx[k];
+        ay += c * gy[k];
+        az += c * gz[k];
+    }
+    s->ap[4 * i] = -ax;
+    s->ap[4 * i + 1] = -ay;
+    s->ap[4 * i + 2] = -az;
+    s->ap[4 * i + 3] = 0.0f;
+}
+
+static void pass_accel(dfsph_state *s, size_t N)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < N; i++)
+        accel_one(s, i);
+}
+
+/* The first iteration's pass 1 with the source (of the constant density
+ * solve, or of the divergence solve when `with_source`): particle i's row
+ * walked twice while it is in cache, the same sums as source() and
+ * pass_accel() apart */
+static void pass_source_accel(dfsph_state *s, size_t N, float dt, int divergence, int with_source)
+{
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < N; i++) {
-        const float Pi = P[i];
-        float ax = Pi * s->Gb[3 * i], ay = Pi * s->Gb[3 * i + 1], az = Pi * s->Gb[3 * i + 2];
-        const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
-#pragma omp simd reduction(+ : ax, ay, az)
-        for (uint32_t k = k0; k < k1; k++) {
-            const float c = Pi + P[nj[k]];
-            ax += c * gx[k];
-            ay += c * gy[k];
-            az += c * gz[k];
-        }
-        ap[3 * i] = -ax;
-        ap[3 * i + 1] = -ay;
-        ap[3 * i + 2] = -az;
+        if (with_source)
+            s->S[i] = source_one(s, i, dt, divergence);
+        accel_one(s, i);
     }
 }
 
@@ -311,17 +376,13 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
         const size_t i0 = ch * CHUNK, i1 = i0 + CHUNK < N ? i0 + CHUNK : N;
         double e = 0;
         for (size_t i = i0; i < i1; i++) {
-            const float ax = ap[3 * i], ay = ap[3 * i + 1], az = ap[3 * i + 2];
+            const float ax = ap[4 * i], ay = ap[4 * i + 1], az = ap[4 * i + 2];
             /* a^p_i . G_i - sum_j a^p_j . m_j grad W_ij = sum_j (a^p_i - a^p_j) . g_ij + a^p_i . Gb_i */
-            float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2];
-            const uint32_t k0 = s->off[i], k1 = s->off[i + 1];
-#pragma omp simd reduction(+ : d)
-            for (uint32_t k = k0; k < k1; k++) {
-                const uint32_t j = nj[k];
-                d += (ax - ap[3 * j]) * gx[k] + (ay - ap[3 * j + 1]) * gy[k] + (az - ap[3 * j + 2]) * gz[k];
-            }
+            const float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2] +
+                            row_rel_dot(ap, nj, gx, gy, gz, s->off[i], s->off[i + 1], ax, ay, az);
             const float F = divergence && s->few[i] ? 0.0f : s->S[i] + dtk * d;
-            e += floe_pos(F) / s->rho0[i];
+            if (s->own[i]) /* a ghost's error is its owner's */
+                e += floe_pos(F) / s->rho0[i];
             const float pj = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
             s->Pold[i] = cheb == 1.0f ? pj : floe_pos(s->Pold[i] + cheb * (pj - s->Pold[i]));
         }
@@ -330,7 +391,7 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
     double e = 0;
     for (size_t ch = 0; ch < nch; ch++)
         e += s->part[ch];
-    return N ? (divergence ? dtk : 1.0) * e / (double)N : 0.0;
+    return (divergence ? dtk : 1.0) * e; /* the caller divides by the particles owned over all ranks */
 }
 
 /* One solve: P from warm * prev, relaxed Jacobi until the mean error is at
@@ -340,33 +401,66 @@ typedef struct iter {
     float omega, warm, cheb_rho; /* relaxation, warm start, Chebyshev's spectral radius estimate (0: off) */
     int64_t cheb_delay, min_it, max_it;
     double tol;
+    int source_done; /* S already holds the divergence solve's source (the set-up's pass) */
 } iter;
 
-static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
+/* MPI (docs/mpi.md): the fluid sets, for the ghosts of the solver's own
+ * arrays (their rows lack the neighbours beyond the halo: P, a^p and u of
+ * a ghost are its owner's), and the particles owned over all ranks */
+typedef struct dd_view {
+    floe_ctx *ctx;
+    const floe_fluid *f;
+    int nf, ranks;
+    double owned;
+} dd_view;
+
+static int halo_all(const dd_view *h, float *arr, int per)
+{
+    int st = FLOE_OK;
+    for (int q = 0; q < h->nf && h->ranks > 1 && st == FLOE_OK; q++)
+        st = floe_halo(api, h->ctx, h->f[q].set, arr + (size_t)per * h->f[q].off, (size_t)per * sizeof(float));
+    return st;
+}
+
+static int solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, const dd_view *h, int64_t *its,
+                 double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
-    source(s, N, dt, divergence);
+    int st;
     for (size_t i = 0; i < N; i++)
         s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
+    if ((st = halo_all(h, s->P, 1)) != FLOE_OK)
+        return st;
     const int64_t min_it = divergence ? 1 : c->min_it, max_it = c->max_it;
     const double tol = c->tol;
     int64_t it = 0;
     float om = 1.0f;
     for (;;) {
-        pass_accel(s, N);
+        if (it == 0)
+            pass_source_accel(s, N, dt, divergence, !(divergence && c->source_done));
+        else
+            pass_accel(s, N);
+        if ((st = halo_all(h, s->ap, 4)) != FLOE_OK)
+            return st;
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
-        *err = pass_update(s, N, dtk, divergence, c->omega, om);
+        double e = pass_update(s, N, dtk, divergence, c->omega, om);
+        if ((st = floe_reduce(api, h->ctx, &e, 1, FLOE_REDUCE_SUM)) != FLOE_OK)
+            return st;
+        *err = h->owned > 0.0 ? e / h->owned : 0.0;
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
+        if ((st = halo_all(h, s->P, 1)) != FLOE_OK)
+            return st;
         it++;
         if ((it >= min_it && *err <= tol) || it >= max_it)
             break;
     }
     pass_accel(s, N);
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < 3 * N; i++)
+    for (size_t i = 0; i < 4 * N; i++)
         s->u[i] += dt * s->ap[i];
-    return it;
+    *its = it;
+    return halo_all(h, s->u, 4);
 }
 
 /* ---- the stage ---------------------------------------------------------------------- */
@@ -419,10 +513,14 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     if (min_it > max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
                          (long long)max_it);
-    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+    int ranks; /* MPI: a rank without particles takes part in the others' exchanges */
+    if ((st = floe_solver_sets_dd(api, ctx, dt, f, &nf, &N, &ranks)) != FLOE_OK)
         return st == FLOE_SKIP ? FLOE_OK : st;
-    if (ensure_particles(s, N))
+    if (ensure_particles(s, N ? N : 1))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
+    dd_view h = {ctx, f, nf, ranks, 0.0};
+    if ((st = floe_owned_mask(api, ctx, f, nf, s->own, &h.owned)) != FLOE_OK)
+        return st;
 
     /* rows: fluid neighbours of every particle, then the prefix sum */
     double vmax = 0.0;
@@ -458,11 +556,28 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
      * wall overlap) is removed in this step only up to what moves particles
      * by max(max_correction_speed, |v|max) dt, a fraction vc dt / d of the
      * spacing: removed at once, a 1% overlap at dt = 1e-4 s would launch
-     * particles at 1% of d / dt (as in iisph's solve) */
+     * particles at 1% of d / dt (as in iisph's solve). And the compression
+     * a run starts with is a budget (dfsph_start_lag) that shrinks by
+     * max_correction_speed dt / L a step, L the fluid column's height at the
+     * first step: the rows' shares of a column add up, so the column rises
+     * at most at max_correction_speed (dfsph_lag_step) */
+    if ((st = floe_reduce(api, ctx, &vmax, 1, FLOE_REDUCE_MAX)) != FLOE_OK) /* MPI: over every rank */
+        return st;
     const double corr = c->corr_speed;
     const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
-    for (size_t i = 0; i < N; i++)
-        s->lag[i] = s->rho0[i] * floe_pos(s->rho[i] / s->rho0[i] - 1.0f - elim);
+    const int first = si->step == 0;
+    for (int q = 0; q < nf; q++) {
+        float *restrict sl = floe_attr_of(api, ctx, &f[q], "dfsph_start_lag", FLOE_F32);
+        float *restrict sr = floe_attr_of(api, ctx, &f[q], "dfsph_start_rate", FLOE_F32);
+        const float *xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        if (!sl || !sr || !xq)
+            return FLOE_ERR_ARG;
+        const float rate0 = first && corr > 0.0 ? (float)(corr / dfsph_fluid_column(si, xq, f[q].info.n)) : 0.0f;
+        for (uint32_t i = 0; i < f[q].info.n; i++) {
+            const size_t g = f[q].off + i;
+            s->lag[g] = s->rho0[g] * dfsph_lag_step(&sl[i], &sr[i], s->rho[g] / s->rho0[g] - 1.0f, elim, rate0, dt, first);
+        }
+    }
     s->off[0] = 0;
     for (size_t i = 0; i < N; i++) {
         if ((uint64_t)s->off[i] + s->off[i + 1] >= UINT32_MAX)
@@ -496,26 +611,38 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
     }
+    if (c->corr && (st = halo_all(&h, s->gam, 1)) != FLOE_OK) /* MPI: the ghosts' gamma are their owners' */
+        return st;
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n;
+        if (n == 0)
+            continue;
+        v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
+        a[q] = floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3);
+        p[q] = floe_attr_of(api, ctx, &f[q], "p", FLOE_F32);
+        kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
+        if (!v[q] || !a[q] || !p[q] || !kv[q])
+            return FLOE_ERR_ARG;
+        float *restrict uu = s->u + 4 * f[q].off;
+        for (uint32_t i = 0; i < n; i++) {
+            for (int k = 0; k < 3; k++)
+                uu[4 * i + k] = v[q][3 * i + k];
+            uu[4 * i + 3] = 0.0f;
+        }
+    }
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
         setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
-                   c->corr, s};
+                   c->corr, divergence, s};
         u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
         u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
-        v[q] = floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3);
-        a[q] = floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3);
-        p[q] = floe_attr_of(api, ctx, &f[q], "p", FLOE_F32);
-        kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
-        if (!u.x || !u.m || !v[q] || !a[q] || !p[q] || !kv[q])
+        if (!u.x || !u.m)
             return FLOE_ERR_ARG;
 #define SETUP(i, P) setup_one(&u, i, P)
         FLOE_PAR_FOR(kc.periodic, n, SETUP);
 #undef SETUP
-        float *restrict uu = s->u + 3 * f[q].off;
-        for (uint32_t i = 0; i < 3 * n; i++)
-            uu[i] = v[q][i];
     }
 
     /* 1. divergence-free solver on v, from last step's P of this solver
@@ -526,8 +653,9 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 s->P[f[q].off + i] = kv[q][i] / dt;
-        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v};
-        it_v = solve(s, N, dt, 1, &cv, &err_v);
+        const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v, 1};
+        if ((st = solve(s, N, dt, 1, &cv, &h, &it_v, &err_v)) != FLOE_OK)
+            return st;
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 kv[q][i] = dt * s->P[f[q].off + i];
@@ -535,35 +663,59 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
-        float *restrict uu = s->u + 3 * f[q].off;
+        float *restrict uu = s->u + 4 * f[q].off;
         const float *restrict aq = a[q];
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                uu[3 * i + k] += dt * aq[3 * i + k];
+                uu[4 * i + k] += dt * aq[3 * i + k];
             const float r = s->rho[f[q].off + i];
             s->P[f[q].off + i] = p[q][i] / (r * r);
         }
     }
     double err = 0.0;
-    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol};
-    const int64_t it = solve(s, N, dt, 0, &cd, &err);
+    const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol, 0};
+    int64_t it = 0;
+    if ((st = solve(s, N, dt, 0, &cd, &h, &it, &err)) != FLOE_OK)
+        return st;
 
     /* a = (u - v) / dt, p = rho^2 P */
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
             continue;
-        const float *restrict uu = s->u + 3 * f[q].off, *restrict rho = s->rho + f[q].off;
+        const float *restrict uu = s->u + 4 * f[q].off, *restrict rho = s->rho + f[q].off;
         const float *restrict Pq = s->P + f[q].off;
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                a[q][3 * i + k] = (uu[3 * i + k] - v[q][3 * i + k]) / dt;
+                a[q][3 * i + k] = (uu[4 * i + k] - v[q][3 * i + k]) / dt;
             p[q][i] = Pq[i] * rho[i] * rho[i];
         }
     }
     dfsph_step_end(ctx, c, it, err, it_v, err_v);
     return FLOE_OK;
+}
+
+double dfsph_fluid_column(const floe_sim_info *si, const float *x, uint32_t n)
+{
+    const double g = sqrt((double)si->gravity[0] * si->gravity[0] + (double)si->gravity[1] * si->gravity[1] +
+                          (double)si->gravity[2] * si->gravity[2]);
+    double lo[4] = {INFINITY, INFINITY, INFINITY, INFINITY}, hi[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = 0; i < n; i++) {
+        const double h = g > 0.0 ? (x[3 * i] * (double)si->gravity[0] + x[3 * i + 1] * (double)si->gravity[1] +
+                                    x[3 * i + 2] * (double)si->gravity[2]) / g
+                                 : 0.0;
+        for (int k = 0; k < 3; k++)
+            lo[k] = fmin(lo[k], x[3 * i + k]), hi[k] = fmax(hi[k], x[3 * i + k]);
+        lo[3] = fmin(lo[3], h), hi[3] = fmax(hi[3], h);
+    }
+    double L = 0.0;
+    if (n > 0 && g > 0.0)
+        L = hi[3] - lo[3];
+    else
+        for (int k = 0; n > 0 && k < si->dim; k++)
+            L = fmax(L, hi[k] - lo[k]);
+    return L + si->spacing;
 }
 
 void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v)
@@ -659,6 +811,8 @@ static const floe_attr_desc solve_attrs[] = {
     FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),
     FLOE_ATTR_FLUID("p", FLOE_F32, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_FLUID("dfsph_kv", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("dfsph_start_lag", FLOE_F32, FLOE_READ | FLOE_WRITE),
+    FLOE_ATTR_FLUID("dfsph_start_rate", FLOE_F32, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
     FLOE_ATTR_BOUND("x", FLOE_VEC3),
     FLOE_ATTR_BOUND("V", FLOE_F32),

@@ -19,6 +19,29 @@ typedef struct dfsph_cfg {
     int corr;                           /* gradient_correction */
 } dfsph_cfg;
 
+/* the height of a set's fluid column: its extent along gravity (its
+ * largest extent without gravity), at least d; n positions x */
+double dfsph_fluid_column(const floe_sim_info *si, const float *x, uint32_t n);
+
+/* The compression a particle's constant density solve leaves to later
+ * steps, as a fraction of rho0 (the C path; the kernel dfsph_setup_f in
+ * kernels/dfsph/dfsph.cl repeats it). Of its compression e = rho / rho0 - 1:
+ * whatever exceeds elim (the per-step bound), and the part still in its
+ * start budget *b. At a run's first step (first != 0) the budget is the
+ * compression the particle starts with and *rate = rate0, the fraction it
+ * loses a second (max_correction_speed / the column's height, so a column
+ * rises at most at max_correction_speed; 0: no budget); later it shrinks by
+ * *rate dt a step and never exceeds e. */
+static inline float dfsph_lag_step(float *b, float *rate, float e, float elim, float rate0, float dt, int first)
+{
+    const float ep = floe_pos(e);
+    if (first)
+        *rate = rate0;
+    const float nb = *rate > 0.0f ? (first ? ep : fminf(floe_pos(*b - *rate * dt), ep)) : 0.0f;
+    *b = nb;
+    return fmaxf(nb, floe_pos(e - elim));
+}
+
 /* the end of a step on either path: the time step proposals and the
  * statistics (dfsph.c) */
 void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v);

@@ -7,7 +7,7 @@
  * launch):
  *
  *   setup_b (per boundary set)   Gb, neighbour counts, (x, m) packed, u = v, max |v|^2
- *   setup_f                      D, few, lag
+ *   setup_f                      D, few, lag (and the start budgets dfsph_start_lag)
  *   divergence-free solve        source (S = Drho/Dt of u, P from dfsph_kv), iterations, apply (kv = dt P)
  *   predict                      u += dt a
  *   constant density solve       source (S = rho* - rho0 - lag, P from p), iterations, apply (a, p)
@@ -154,6 +154,21 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
     return FLOE_OK;
 }
 
+/* the start budgets' rate at a run's first step, from the fluid column's
+ * height (positions read back once) */
+static int first_rate(solver *S, void *x, const floe_sim_info *si, float *rate0)
+{
+    float *h = malloc((size_t)S->n * 3 * sizeof *h + 1);
+    if (!h)
+        return api->fail(S->ctx, FLOE_ERR_NOMEM, "out of memory");
+    int st = cl_check(S->ctx, S->cl->read(S->cl->queue, x, 1, 0, (size_t)S->n * 3 * sizeof *h, h, 0, NULL, NULL),
+                      "reading the positions");
+    if (!st)
+        *rate0 = (float)(S->c->corr_speed / dfsph_fluid_column(si, h, S->n));
+    free(h);
+    return st;
+}
+
 int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
 {
     const floe_sim_info *si = api->sim(ctx);
@@ -206,6 +221,8 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     S.p = floe_cl_attr(api, ctx, q, "p", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
     S.kv = floe_cl_attr(api, ctx, q, "dfsph_kv", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
     S.a = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+    void *sl = floe_cl_attr(api, ctx, q, "dfsph_start_lag", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
+    void *sr = floe_cl_attr(api, ctx, q, "dfsph_start_rate", FLOE_F32, FLOE_READ | FLOE_WRITE, &st);
     if (st)
         return st;
     /* device scratch: float4 per particle (xm, u, gb, co, ap), float (S, P,
@@ -266,10 +283,14 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
         /* D_min as the C path: 1e-6 rho0^2 / H^2; elim = max(corr, |v|max) dt / d */
         const float dmin = 1e-6f * S.rho0 * S.rho0 * kern.inv_H * kern.inv_H;
         const float cf[4] = {S.rho0, dmin, (float)c->corr_speed, (float)(dt / si->spacing)};
+        const int32_t first = si->step == 0;
+        float rate0 = 0.0f;
+        if (first && c->corr_speed > 0.0 && (st = first_rate(&S, x, si, &rate0)))
+            return st;
         const uint32_t few_limit = si->dim == 3 ? 20 : 7;
         floe_cl_arg a[] = {ARG(n),   ARG(S.xm),      ARG(S.gb), ARG(S.rho), ARG(S.co),    ARG(S.kc),  ARG(S.per),
                            ARG(cf),  ARG(few_limit), ARG(mx),   ARG(S.cnt), ARG(S.idx), ARG(S.pitch), ARG(S.kgc),
-                           ARG(S.gam)};
+                           ARG(S.gam), ARG(sl),      ARG(sr),     ARG(rate0),  ARG(S.dt),   ARG(first)};
         if ((st = api->cl_run(ctx, k_setup_f, n, (int)(sizeof a / sizeof *a), a, 64.0 * n + 20.0 * rf.total)))
             return st;
     }

@@ -7,11 +7,20 @@
  * pair), so no solver changes and buoyancy comes out of the pressure:
  *
  *   wcsph  a_ib = -2 rho0 V_b (p_i / rho_i^2) grad W_ib                (wcsph.pressure_force)
+ *          + on_i rho0 V_b (g.x_ib / rho_i) grad W_ib    (boundary_pressure = extrapolate)
  *   iisph  a_ib = rho0 V_b (on_i g.x_ib / rho_i - beta p_i / rho_i^2) grad W_ib
  *          (iisph.solve: beta = 2 for mirror and extrapolate, 1 for akinci;
  *           the g term with extrapolate only, on_i = p_i > 0)
  *
- * with x_ib = x_i - x_b and grad W_ib = (dW/dr / r) x_ib. The viscous
+ * with x_ib = x_i - x_b and grad W_ib = (dW/dr / r) x_ib. wcsph's solver
+ * mirrors the pressure onto every boundary particle (p_b = p_i); with
+ * extrapolate the body's particles get p_b = p_i + rho_i g.(x_b - x_i)
+ * (Adami et al. 2012, the hydrostatic part, where p_i > 0): the second
+ * term, which the solver does not have, is added to the fluid's a here
+ * (the opposite to the body, with the rest). Mirrored, a body feels the
+ * pressure of its first fluid row's centre, d/2 below its surface: rho0 g
+ * d/2 too much, which lifts a floating box by about d/2 (docs/rigid.md,
+ * "Archimedes"). The viscous
  * coupling is the module's own (rigid.viscosity), Monaghan's artificial
  * viscosity against a particle moving with the body, as wcsph's boundary
  * term with v_b:
@@ -54,7 +63,7 @@ typedef struct pass {
     int visc;                   /* kinds 0, 1: the viscosity in the same pass (rigid.force{alpha}) */
     float beta, hyd, cvisc, eps;
     float g[3];
-    int sums_only;              /* viscosity: the bodies' sums only, the fluid's a left alone */
+    int sums_only;              /* the bodies' sums only, the fluid's a left alone (attached particles) */
 } pass;
 
 /* tg: the particles the forces act on (NULL: the bodies' own set); a
@@ -96,9 +105,11 @@ static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, doub
         const float *rho = floe_attr_of(api, ctx, &f[q], "rho", FLOE_F32);
         const float *p = ps->kind != 2 ? floe_attr_of(api, ctx, &f[q], "p", FLOE_F32) : NULL;
         const int visc = ps->kind == 2 || ps->visc;
+        const int hydf = ps->kind == 0 && ps->hyd != 0.0f; /* wcsph extrapolate: the fluid's share too */
         const float *v = visc ? floe_attr_of(api, ctx, &f[q], "v", FLOE_VEC3) : NULL;
-        float *a = visc && !ps->sums_only ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
-        if (!x || !m || !rho || (ps->kind != 2 && !p) || (visc && (!v || (!a && !ps->sums_only)))) {
+        const int wa = (visc || hydf) && !ps->sums_only; /* the fluid's a gets its share */
+        float *a = wa ? floe_attr_of(api, ctx, &f[q], "a", FLOE_VEC3) : NULL;
+        if (!x || !m || !rho || (ps->kind != 2 && !p) || (visc && !v) || (wa && !a)) {
             st = FLOE_ERR_ARG;
             break;
         }
@@ -122,9 +133,10 @@ static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, doub
                 /* the factor of V_b (dW/dr / r) x_ib in a_ib, common to the row */
                 float fi = 0.0f, on = 0.0f, irho = 1.0f / rho[i];
                 const float fv = visc ? ps->cvisc * rho0 * 0.5f * irho : 0.0f;
-                if (ps->kind == 0)
+                if (ps->kind == 0) {
                     fi = -2.0f * rho0 * (p[i] / (rho[i] * rho[i]));
-                else if (ps->kind == 1) {
+                    on = hydf && p[i] > 0.0f ? rho0 * irho : 0.0f;
+                } else if (ps->kind == 1) {
                     fi = -ps->beta * rho0 * (p[i] / (rho[i] * rho[i]));
                     on = ps->hyd != 0.0f && p[i] > 0.0f ? rho0 * irho : 0.0f;
                 }
@@ -139,9 +151,9 @@ static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, doub
                     const float r2 = dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2];
                     const float w = Vb[j] * floe_kdw(&kc, r2);
                     /* gv: the viscous factor (on the fluid and the body),
-                     * gp: the pressure factor (the body only: the solver
-                     * gave the fluid its share) */
-                    float gp = 0.0f, gv = 0.0f;
+                     * gp: the pressure factor (the body; the solver gave
+                     * the fluid its share but gh, wcsph's extrapolated part) */
+                    float gp = 0.0f, gv = 0.0f, gh = 0.0f;
                     if (visc) {
                         const float vx = (v[3 * i] - vb[3 * j]) * dd[0] + (v[3 * i + 1] - vb[3 * j + 1]) * dd[1] +
                                          (v[3 * i + 2] - vb[3 * j + 2]) * dd[2];
@@ -149,11 +161,14 @@ static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, doub
                     }
                     if (ps->kind == 1)
                         gp = w * (fi + on * (ps->g[0] * dd[0] + ps->g[1] * dd[1] + ps->g[2] * dd[2]));
-                    else if (ps->kind == 0)
-                        gp = w * fi;
+                    else if (ps->kind == 0) {
+                        gh = w * (on * (ps->g[0] * dd[0] + ps->g[1] * dd[1] + ps->g[2] * dd[2]));
+                        gp = w * fi + gh;
+                    }
                     const float g = ps->kind == 2 ? gv : ps->visc ? gp + gv : gp;
                     const float aib[3] = {g * dd[0], g * dd[1], g * dd[2]};
-                    ai[0] += gv * dd[0], ai[1] += gv * dd[1], ai[2] += gv * dd[2];
+                    const float gf = gv + gh; /* the fluid's share */
+                    ai[0] += gf * dd[0], ai[1] += gf * dd[1], ai[2] += gf * dd[2];
                     /* the body: -m_i a_ib at x_b */
                     const double fb[3] = {-(double)m[i] * aib[0], -(double)m[i] * aib[1], -(double)m[i] * aib[2]};
                     const uint32_t o = bid[j];
@@ -239,20 +254,17 @@ int rigid_couple_viscosity(rigid_state *s, double alpha, double c0)
     return add_into(s, &ps, 1);
 }
 
-int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T)
-{
-    pass ps = make_pass(s, kind, c, alpha, c0);
-    ps.sums_only = 1;
-    return run_pass(s, &ps, NULL, F, T);
-}
-
 /* the pressure forces of the fluid on particles attached to the bodies
  * (attach.c): the solver's boundary formula, as on the bodies' own
- * particles; the viscous coupling is left to the solver's wall terms */
+ * particles, mirrored for wcsph (its wall term, which the fluid got: the
+ * module adds nothing to the fluid for them); the viscous coupling is left
+ * to the solver's wall terms */
 int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T)
 {
     rigid_couple cp = *c;
     cp.alpha = 0.0;
+    if (c->solver == RIGID_WCSPH)
+        cp.hyd = 0;
     pass ps = make_pass(s, c->solver == RIGID_IISPH ? 1 : 0, &cp, 0.0, 0.0);
     ps.sums_only = 1;
     return run_pass(s, &ps, tg, F, T);

@@ -218,17 +218,20 @@ void rigid_engine_read(rigid_state *s)
     }
 }
 
-/* One step of dt from time t: kinematic poses for t + dt, the fluid's
- * forces, gravity, contacts, ODE's step. */
-int rigid_engine_step(rigid_state *s, double t, double dt)
+/* One step of dt from time t, first half: kinematic poses for t + dt,
+ * held bodies released, contacts (none of it needs the fluid's forces, so
+ * the OpenCL path runs it while the device still computes them). */
+int rigid_engine_collide(rigid_state *s, double t, double dt)
 {
     const floe_sim_info *si = api->sim(s->ctx);
     dWorldSetGravity(s->world, si->gravity[0], si->gravity[1], si->gravity[2]);
     dWorldSetQuickStepNumIterations(s->world, s->iterations);
     dWorldSetERP(s->world, 0.2);
     dWorldSetCFM(s->world, 1e-9);
+    s->step_dt = dt;
     for (int k = 0; k < s->nb; k++) {
         rigid_body *b = &s->b[k];
+        b->push = 0;
         if (b->motion == RIGID_KINEMATIC) {
             double x[3], q[4];
             int st = rigid_kinematic_pose(s, b, t + dt, x, q);
@@ -264,14 +267,26 @@ int rigid_engine_step(rigid_state *s, double t, double dt)
                 dBodySetDynamic(b->body);
                 b->held = 0;
             }
-            double T[3];
-            rigid_attach_torque(b, T); /* about the centre of mass with attached particles */
-            dBodyAddForce(b->body, b->F[0], b->F[1], b->F[2]);
-            dBodyAddTorque(b->body, T[0], T[1], T[2]);
+            b->push = 1; /* the fluid's force and torque, in the second half */
         }
     }
     dSpaceCollide(s->space, s, near_cb);
-    dWorldQuickStep(s->world, dt);
+    return FLOE_OK;
+}
+
+/* Second half: the fluid's forces on the dynamic bodies, ODE's step. */
+void rigid_engine_solve(rigid_state *s)
+{
+    for (int k = 0; k < s->nb; k++) {
+        rigid_body *b = &s->b[k];
+        if (!b->push)
+            continue;
+        double T[3];
+        rigid_attach_torque(b, T); /* about the centre of mass with attached particles */
+        dBodyAddForce(b->body, b->F[0], b->F[1], b->F[2]);
+        dBodyAddTorque(b->body, T[0], T[1], T[2]);
+    }
+    dWorldQuickStep(s->world, s->step_dt);
     dJointGroupEmpty(s->contacts);
     for (int k = 0; k < s->nb; k++) { /* kinematic bodies land on their function's pose exactly */
         rigid_body *b = &s->b[k];
@@ -282,5 +297,14 @@ int rigid_engine_step(rigid_state *s, double t, double dt)
         dBodySetQuaternion(b->body, dq);
     }
     rigid_engine_read(s);
-    return FLOE_OK;
+}
+
+/* One step of dt from time t: kinematic poses for t + dt, the fluid's
+ * forces, gravity, contacts, ODE's step. */
+int rigid_engine_step(rigid_state *s, double t, double dt)
+{
+    int st = rigid_engine_collide(s, t, dt);
+    if (!st)
+        rigid_engine_solve(s);
+    return st;
 }

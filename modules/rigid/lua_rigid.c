@@ -127,6 +127,8 @@ static int body_arg(lua_State *L, rigid_state *s, int idx, const char *fn)
 
 static int push_state(lua_State *L, rigid_state *s, int k)
 {
+    if (rigid_cl_current(s)) /* the OpenCL path's step, finished */
+        return luaL_error(L, "rigid: the bodies' forces could not be read from the device (see the message above)");
     const rigid_body *b = &s->b[k];
     lua_createtable(L, 0, 12);
     lua_pushstring(L, b->name);

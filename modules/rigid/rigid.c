@@ -15,8 +15,16 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 FLOE_MODULE_API_DEFINE;
+
+double rigid_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
 
 static int rigid_init(floe_ctx *ctx, void **state)
 {
@@ -38,6 +46,7 @@ static void rigid_fini(void *state)
     rigid_state *s = state;
     if (!s)
         return;
+    rigid_cl_fini(s);
     rigid_engine_fini(s);
     for (int k = 0; k < s->nb; k++) {
         free(s->b[k].mx);
@@ -47,6 +56,9 @@ static void rigid_fini(void *state)
     free(s->j);
     free(s->part);
     free(s->cl_cen);
+    free(s->cl_out_mem[0]);
+    free(s->cl_out_mem[1]);
+    free(s->cl_pose_mem);
     free(s->csv);
     free(s->att_idx);
     free(s);
@@ -69,6 +81,9 @@ static int viscosity(const floe_stage_call *call, int cl)
         return FLOE_OK;
     rigid_state *s = call->state;
     s->visc_ran = 1;
+    int st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
+    if (st)
+        return st;
     return cl ? rigid_cl_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f)
               : rigid_couple_viscosity(s, call->param[VI_ALPHA].f, call->param[VI_SPEED].f);
 }
@@ -81,11 +96,12 @@ static int decode_force(const floe_stage_call *call, rigid_couple *c)
     const char *solver = call->param[FO_SOLVER].s, *bp = call->param[FO_BOUNDARY].s;
     *c = (rigid_couple){.solver = strcmp(solver, "iisph") == 0 ? RIGID_IISPH : RIGID_WCSPH, .beta = 2.0f,
                         .alpha = call->param[FO_ALPHA].f, .c0 = call->param[FO_SPEED].f};
-    if (c->solver == RIGID_IISPH) {
-        if (!strcmp(bp, "akinci"))
-            c->beta = 1.0f;
-        c->hyd = !strcmp(bp, "extrapolate");
-    }
+    if (c->solver == RIGID_IISPH && !strcmp(bp, "akinci"))
+        c->beta = 1.0f;
+    else if (c->solver == RIGID_WCSPH && !strcmp(bp, "akinci"))
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "rigid.force: boundary_pressure 'akinci' is iisph's; wcsph mirrors (mirror) or extrapolates");
+    c->hyd = !strcmp(bp, "extrapolate");
     return FLOE_OK;
 }
 
@@ -96,14 +112,18 @@ static int force(const floe_stage_call *call, int cl)
         return FLOE_OK;
     rigid_state *s = call->state;
     rigid_couple c;
-    decode_force(call, &c);
+    int st = decode_force(call, &c);
+    if (st)
+        return st;
     const int both = c.alpha > 0.0 && s->visc_ran;
     s->visc_ran = 0;
     if (both)
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "rigid.force: alpha > 0 adds the fluid-body friction, and rigid.viscosity added it this "
                          "step too: keep one of the two");
-    int st = cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
+    st = cl ? rigid_cl_finish(s) : FLOE_OK; /* the last step's bodies, placed */
+    if (!st)
+        st = cl ? rigid_cl_pressure(s, &c) : rigid_couple_pressure(s, &c);
     return st ? st : rigid_attach_forces(s, &c); /* on particles riding on the bodies (rigid.attach) */
 }
 
@@ -119,12 +139,25 @@ static int step_common(const floe_stage_call *call, int cl)
     const floe_sim_info *si = api->sim(call->ctx);
     if (!(si->dt > 0.0))
         return FLOE_OK;
-    int st = rigid_attach_update(s); /* mass of particles riding on the bodies (rigid.attach) */
+    /* OpenCL: the last step's ODE done before attached masses change it */
+    int st = cl ? rigid_cl_finish(s) : FLOE_OK;
     if (!st)
-        st = rigid_engine_step(s, si->time, si->dt);
+        st = rigid_attach_update(s); /* mass of particles riding on the bodies (rigid.attach) */
     if (st)
         return st;
-    return cl ? rigid_cl_place(s) : rigid_place_particles(s);
+    if (cl) /* rigid_cl.c: in two halves, the second overlapping the device's work */
+        return rigid_cl_step(s, si->time, si->dt);
+    /* the host's time per step in the run record: ODE's collision detection
+     * and contacts, ODE's step */
+    const double t0 = rigid_now_ms();
+    st = rigid_engine_collide(s, si->time, si->dt);
+    if (st)
+        return st;
+    const double t1 = rigid_now_ms();
+    rigid_engine_solve(s);
+    api->stat(call->ctx, "rigid.contacts_ms", t1 - t0);
+    api->stat(call->ctx, "rigid.ode_step_ms", rigid_now_ms() - t1);
+    return rigid_place_particles(s);
 }
 
 static int st_step(const floe_stage_call *call) { return step_common(call, 0); }
@@ -135,7 +168,8 @@ static int st_output(const floe_stage_call *call)
 {
     if (!have_bodies(call))
         return FLOE_OK;
-    return rigid_write_frame(call->state);
+    int st = rigid_cl_current(call->state); /* the OpenCL path's step, finished */
+    return st ? st : rigid_write_frame(call->state);
 }
 
 /* ---- checkpoint: the bodies' state and the CSV so far ----------------------- */
@@ -143,6 +177,8 @@ static int st_output(const floe_stage_call *call)
 static int rigid_save(void *state, floe_state_io *out)
 {
     rigid_state *s = state;
+    if (rigid_cl_current(s))
+        return FLOE_ERR;
     int st = out->write(out, &s->nb, sizeof s->nb);
     for (int k = 0; k < s->nb && !st; k++) {
         rigid_body *b = &s->b[k];
@@ -211,7 +247,9 @@ static const floe_param_desc force_params[] = {
         .doc = "whose boundary pressure force to mirror onto the bodies: wcsph.pressure_force or iisph.solve" },
     [FO_BOUNDARY] = { FLOE_SIZED(floe_param_desc), .name = "boundary_pressure", .type = FLOE_PARAM_STRING,
         .def_str = "extrapolate", .choices = "extrapolate|mirror|akinci", .unit = "",
-        .doc = "iisph: the solve's boundary_pressure (set both alike; gradient_correction off)" },
+        .doc = "the bodies' boundary pressure. iisph: the solve's boundary_pressure (set both alike; "
+               "gradient_correction off). wcsph: mirror (the solver's p_b = p_i) or extrapolate (p_b = p_i + "
+               "rho_i g.(x_b - x_i) where p_i > 0, Adami et al. 2012: the hydrostatic part added to the fluid too)" },
     [FO_ALPHA] = { FLOE_SIZED(floe_param_desc), .name = "alpha", .type = FLOE_PARAM_FLOAT,
         .def = 0, .min = 0, .max = 10, .unit = "",
         .doc = "> 0: rigid.viscosity's friction in this stage's pass over the rows (one pass instead of two; "
@@ -243,20 +281,20 @@ static const floe_attr_desc step_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "viscosity",
       .doc = "fluid-body friction: artificial viscosity against the body particles' velocities, on the fluid's a and, "
              "opposite, on the bodies (before the pressure stage)",
       .run = st_viscosity, .run_cl = st_viscosity_cl, .params = visc_params, .attrs = visc_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "force",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "force",
       .doc = "the fluid's pressure forces on the body particles (the solver's boundary formula, Newton's third law), "
              "summed per body into a force and a torque (after the pressure stage, before integrate); with alpha > 0 "
              "also rigid.viscosity's friction, in the same pass",
       .run = st_force, .run_cl = st_force_cl, .params = force_params, .attrs = force_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "step",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "step",
       .doc = "the bodies' step through ODE (fluid forces, gravity, contacts, joints, kinematic poses), then the body "
              "particles moved with them (after integrate)",
       .run = st_step, .run_cl = st_step_cl, .attrs = step_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "output",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "output",
       .doc = "per frame: each body's surface as NAME.NNNN.obj and one bodies.csv (t, id, name, position, quaternion, "
              "velocity, angular velocity, fluid force and torque)",
       .run = st_output, .per_frame = 1 },

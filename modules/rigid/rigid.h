@@ -8,7 +8,8 @@
  *   engine.c     the ODE world: bodies, walls, contacts, joints, kinematic motion
  *   output.c     per frame: each body's mesh (OBJ) and bodies.csv
  *   lua_rigid.c  the scene face: rigid.body{}, rigid.walls{}, rigid.hinge{}, b:state()
- *   rigid_cl.c   the OpenCL path of the coupling (kernels/rigid/rigid.cl) */
+ *   rigid_cl.c   the OpenCL path of the coupling (kernels/rigid/rigid.cl)
+ *   engine_thread.c  ODE's step on a host thread (OpenCL path) */
 #ifndef RIGID_H
 #define RIGID_H
 
@@ -51,6 +52,7 @@ typedef struct rigid_body {
     double kin_t;               /* kinematic: time of the last pose */
     double hold;                /* a dynamic body held still until this time (the fluid settles) */
     int held;
+    int push;                   /* this step: the fluid's force goes to ODE (rigid_engine_solve) */
     /* particles attached to it (attach.c: ice grown on it): their mass,
      * first and second moments in the body frame; the centre of mass of
      * body + attached particles at att_c (body frame), where ODE has its
@@ -73,6 +75,8 @@ typedef struct rigid_joint {
     int a, b;                   /* bodies (b = -1: the world) */
 } rigid_joint;
 
+typedef struct rigid_thread rigid_thread;
+
 typedef struct rigid_state {
     floe_ctx *ctx;
     void *L;                    /* the scene's lua_State (lua_open) */
@@ -90,15 +94,31 @@ typedef struct rigid_state {
     double friction, restitution, contact_erp, contact_cfm;
     int iterations;
     int started;                /* the world has taken the bodies (first rigid.step) */
+    double step_dt;             /* the step rigid_engine_collide began */
     /* per-particle partial sums of the coupling: 2 bodies per fluid particle row */
     double *part;               /* 12 doubles a particle: (body a: F, T), (body b: F, T) */
     int32_t *part_id;           /* 2 per particle: the two bodies, -1 none */
     size_t part_cap;
     uint64_t overflow;          /* rows that touched a third body (reported) */
-    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state */
+    /* OpenCL path (rigid_cl.c): the centres sent up, the counter's state,
+     * the sums' reads in flight (at most one per pass: viscosity, force) */
     float *cl_cen;
     uint32_t cl_cen_cap;
-    int cl_over_ready;          /* the device counter of rows on the host is zero */
+    int cl_over_ready;          /* the device counter of spilled rows is zero */
+    int cl_npend;
+    struct {
+        void *ev;               /* the read's cl_event */
+        float *out;             /* pinned: nb x 6 sums, the spill count */
+        int viscous;            /* into Fv, Tv (rigid.viscosity) or F, T */
+    } cl_pend[2];
+    void *cl_pose_ev;           /* the last pose upload's cl_event */
+    int cl_step_pending;        /* rigid.step's second half (sums, ODE's step, placing) not yet run */
+    int cl_placer;              /* registered with api->set_placer */
+    rigid_thread *thread;       /* engine_thread.c: ODE's step off the main thread */
+    int cl_threaded;            /* the pending step's second half runs there */
+    double cl_wait_ms, cl_ode_ms; /* that half's times (stats are the main thread's) */
+    uint32_t cl_spilled;        /* rows spilled in the passes settled since the last stat */
+    float *cl_out_mem[2], *cl_pose_mem; /* host memory where the runtime gives no pinned memory */
     int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */
     char *csv;
@@ -138,9 +158,6 @@ enum { RIGID_WCSPH = 1, RIGID_IISPH };
 int rigid_couple_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_couple_viscosity(rigid_state *s, double alpha, double c0);
 void rigid_couple_begin(rigid_state *s);
-/* the bodies' sums of pass kind (0 wcsph, 1 iisph, 2 viscosity) on the
- * host, the fluid untouched (the OpenCL path's fallback) */
-int rigid_sums_host(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T);
 
 /* the pressure forces of the fluid on the particles of tg (no viscosity) */
 int rigid_sums_attached(rigid_state *s, const rigid_couple *c, const rigid_target *tg, double *F, double *T);
@@ -160,6 +177,11 @@ void rigid_engine_fini(rigid_state *s);
 int rigid_engine_add(rigid_state *s, rigid_body *b, const double x[3], const double q[4], const double v[3],
                      const double w[3]);
 int rigid_engine_step(rigid_state *s, double t, double dt);
+double rigid_now_ms(void);
+/* the same step in two halves: what does not need the fluid's forces
+ * (kinematic poses, releases, contacts), then the forces and ODE's step */
+int rigid_engine_collide(rigid_state *s, double t, double dt);
+void rigid_engine_solve(rigid_state *s);
 int rigid_walls(rigid_state *s, const double lo[3], const double hi[3], int open_top);
 int rigid_fix(rigid_state *s, int a, int b);
 int rigid_hinge(rigid_state *s, int a, int b, const double anchor[3], const double axis[3]);
@@ -173,6 +195,24 @@ int rigid_kinematic_pose(rigid_state *s, rigid_body *b, double t, double x[3], d
 int rigid_cl_pressure(rigid_state *s, const rigid_couple *c);
 int rigid_cl_viscosity(rigid_state *s, double alpha, double c0);
 int rigid_cl_place(rigid_state *s);
+/* the sums of the passes in flight folded into the bodies' F, T (waits) */
+int rigid_cl_settle(rigid_state *s);
+/* rigid.step on OpenCL: ODE's collision detection now, the rest (the
+ * sums, ODE's step, the particles placed) at rigid_cl_finish, which the
+ * next neighbours stage calls (api->set_placer) once the fluid's sort and
+ * lists are launched, or anything that reads the bodies first */
+int rigid_cl_step(rigid_state *s, double t, double dt);
+int rigid_cl_finish(rigid_state *s);
+/* the bodies' state current for a reader (Lua, output, checkpoint): the
+ * step finished and the sums in flight folded in */
+int rigid_cl_current(rigid_state *s);
+void rigid_cl_fini(rigid_state *s);
+
+/* engine_thread.c: fn(s) on the module's thread (0), or -1 when no thread
+ * can be made (the caller runs it in line); join returns fn's status */
+int rigid_thread_submit(rigid_state *s, int (*fn)(rigid_state *));
+int rigid_thread_join(rigid_state *s);
+void rigid_thread_stop(rigid_state *s);
 
 /* output.c */
 int rigid_write_frame(rigid_state *s);

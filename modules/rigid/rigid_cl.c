@@ -1,10 +1,13 @@
 /* The OpenCL path of the coupling (kernels/rigid/rigid.cl): the pair forces
  * and their sums per body on the device, the bodies' state on the host.
- * Per stage: the centres up (nb x 3 floats, not waited for), the sums
- * down (nb x 6 floats and a counter, one read); per step the poses up
- * (nb x 20 floats): small copies, the particles stay on the device. A fluid particle whose row touches a third
- * body (rare: three bodies within 2 d of it) sends that step's sums to the
- * C path (couple.c), which computes them from host copies. */
+ * Per pass: the centres up (nb x 3 floats), the sums down (nb x 6 floats
+ * and a counter) in one read that is not waited for: rigid.step runs ODE's
+ * collision detection first and waits for the sums only before ODE's step
+ * (rigid_cl_settle), so the host's part overlaps the device's; per step
+ * the poses up (nb x 20 floats, not waited for): small copies, the
+ * particles stay on the device. A fluid particle whose row touches a third
+ * body, or a work group touching more than KMAX bodies, adds that part
+ * with atomics on the device (rare; counted as rigid.rows_spilled). */
 #include "rigid.h"
 
 #include <floe/cl_module.h>
@@ -17,31 +20,93 @@
 #define WGS 128 /* api->cl_run's work-group size: the kernels' reqd_work_group_size */
 #define KMAX 8  /* (body, sums) entries per work group, as in rigid.cl */
 
-typedef int (*fn_write_t)(void *, void *, unsigned, size_t, size_t, const void *, unsigned, const void *, void *);
-typedef int (*fn_read_t)(void *, void *, unsigned, size_t, size_t, void *, unsigned, const void *, void *);
+typedef int32_t (*fn_wait_t)(uint32_t, const void *);
+typedef int32_t (*fn_release_t)(void *);
 
-static int copy(floe_ctx *ctx, void *mem, void *host, size_t bytes, int up, int wait)
+/* a copy up or down, waited for or not; event: NULL or where the copy's
+ * event goes */
+static int copy(floe_ctx *ctx, void *mem, void *host, size_t bytes, int up, int wait, void **event)
 {
-    static fn_write_t wr;
-    static fn_read_t rd;
-    if (!wr) { /* process-wide by nature: the runtime the core loaded */
-        wr = (fn_write_t)api->cl_fn("clEnqueueWriteBuffer");
-        rd = (fn_read_t)api->cl_fn("clEnqueueReadBuffer");
-    }
+    const floe_cl_write_fn wr = floe_cl_write_fn_of(api);
+    const floe_cl_read_fn rd = floe_cl_read_fn_of(api);
     if (!wr || !rd)
         return api->fail(ctx, FLOE_ERR, "OpenCL: no clEnqueueWriteBuffer/ReadBuffer");
-    int e = up ? wr(api->cl_queue(ctx), mem, wait ? 1u : 0u, 0, bytes, host, 0, NULL, NULL)
-               : rd(api->cl_queue(ctx), mem, wait ? 1u : 0u, 0, bytes, host, 0, NULL, NULL);
+    const uint32_t blocking = wait ? 1u : 0u;
+    int e = up ? wr(api->cl_queue(ctx), mem, blocking, 0, bytes, host, 0, NULL, event)
+               : rd(api->cl_queue(ctx), mem, blocking, 0, bytes, host, 0, NULL, event);
     return e ? api->fail(ctx, FLOE_ERR, "OpenCL: copy of %zu bytes failed (%d)", bytes, e) : FLOE_OK;
 }
 
-/* kind 0/1: pressure (wcsph/iisph), 2: viscosity; sums into F, T (nb x 3
- * each); *over: rows that touched a third body */
-static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0, double *F, double *T,
-                  uint32_t *over_total)
+/* wait for an event and release it */
+static int wait_event(floe_ctx *ctx, void **ev)
+{
+    if (!*ev)
+        return FLOE_OK;
+    void *pw = api->cl_fn("clWaitForEvents"), *pr = api->cl_fn("clReleaseEvent");
+    fn_wait_t w;
+    fn_release_t r;
+    memcpy(&w, &pw, sizeof w);
+    memcpy(&r, &pr, sizeof r);
+    if (!w || !r)
+        return api->fail(ctx, FLOE_ERR, "OpenCL: no clWaitForEvents/clReleaseEvent");
+    const int e = w(1, ev);
+    r(*ev);
+    *ev = NULL;
+    return e ? api->fail(ctx, FLOE_ERR, "OpenCL: waiting for the rigid bodies' sums failed (%d)", e) : FLOE_OK;
+}
+
+int rigid_cl_settle(rigid_state *s)
+{
+    int st = FLOE_OK;
+    for (int k = 0; k < s->cl_npend; k++) {
+        int e = wait_event(s->ctx, &s->cl_pend[k].ev);
+        st = st ? st : e;
+        if (e)
+            continue;
+        const float *out = s->cl_pend[k].out;
+        const int viscous = s->cl_pend[k].viscous;
+        for (int b = 0; b < s->nb; b++) {
+            rigid_body *r = &s->b[b];
+            double *dF = viscous ? r->Fv : r->F, *dT = viscous ? r->Tv : r->T;
+            for (int d = 0; d < 3; d++) {
+                dF[d] += out[6 * b + d];
+                dT[d] += out[6 * b + 3 + d];
+            }
+        }
+        uint32_t o;
+        memcpy(&o, out + 6 * (size_t)s->nb, sizeof o);
+        s->cl_spilled += o; /* the statistic from the main thread (spilled_stat) */
+    }
+    s->cl_npend = 0;
+    return st;
+}
+
+static void spilled_stat(rigid_state *s)
+{
+    if (s->cl_spilled)
+        api->stat(s->ctx, "rigid.rows_spilled", (double)s->cl_spilled);
+    s->cl_spilled = 0;
+}
+
+void rigid_cl_fini(rigid_state *s)
+{
+    rigid_thread_stop(s);
+    for (int k = 0; k < s->cl_npend; k++)
+        wait_event(s->ctx, &s->cl_pend[k].ev);
+    s->cl_npend = 0;
+    wait_event(s->ctx, &s->cl_pose_ev);
+}
+
+/* kind 0/1: pressure (wcsph/iisph), 2: viscosity; the sums (into F, T or
+ * Fv, Tv) are read without waiting and folded in by rigid_cl_settle */
+static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0)
 {
     floe_ctx *ctx = s->ctx;
     const floe_sim_info *si = api->sim(ctx);
+    /* an earlier pass's read: its host memory and the centres are reused */
+    int st = rigid_cl_settle(s);
+    if (st)
+        return st;
     void *kcouple = api->cl_kernel(ctx, "rigid", FILE_CL, "couple");
     void *kbodies = api->cl_kernel(ctx, "rigid", FILE_CL, "reduce_bodies");
     if (!kcouple || !kbodies)
@@ -49,14 +114,14 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     float kc[4], per[4];
     floe_cl_consts(si, kc, per);
     floe_cl_set f[FLOE_CL_MAX_SETS];
-    int nf, st;
+    int nf;
     if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)))
         return st;
     floe_cl_set bs = {.set = s->set};
     api->set_info(ctx, s->set, &bs.info);
     const uint32_t nb = (uint32_t)s->nb;
     /* the centres go up without waiting: the buffer stays as it is until
-     * this call's read below, which comes after the copy */
+     * this pass's read is settled, which comes after the copy */
     float *cen = s->cl_cen;
     if (s->cl_cen_cap < nb) {
         free(s->cl_cen);
@@ -65,27 +130,26 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
             return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
         s->cl_cen_cap = nb;
     }
-    /* the sums (6 floats a body) and the rows that met a third body (the
-     * last word) in one read */
-    const size_t out_bytes = ((size_t)nb * 6 + 1) * sizeof(float);
-    float *out = api->cl_pinned(ctx, "rigid.out_host", out_bytes);
-    float *out_mem = out ? NULL : malloc(out_bytes);
-    if (!out)
-        out = out_mem;
-    if (!out)
-        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < nb; k++)
         for (int d = 0; d < 3; d++)
             cen[3 * k + d] = (float)s->b[k].x[d];
     void *dcen = api->cl_scratch(ctx, "rigid.cen", (size_t)nb * 3 * sizeof(float));
-    void *dout = api->cl_scratch(ctx, "rigid.out", out_bytes);
     void *dover = api->cl_scratch(ctx, "rigid.over", sizeof(uint32_t));
-    st = dcen && dout && dover ? copy(ctx, dcen, cen, (size_t)nb * 3 * sizeof(float), 1, 0)
-                               : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
-    static const uint32_t zero = 0;
-    if (!st && !s->cl_over_ready) /* reduce_bodies clears it after each use */
-        if (!(st = copy(ctx, dover, (void *)&zero, sizeof zero, 1, 0)))
+    void *dspill = api->cl_scratch(ctx, "rigid.spill", (size_t)nb * 6 * sizeof(float));
+    st = dcen && dover && dspill ? copy(ctx, dcen, cen, (size_t)nb * 3 * sizeof(float), 1, 0, NULL)
+                                 : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
+    if (!st && !s->cl_over_ready) { /* reduce_bodies clears both after each use */
+        const floe_cl_fill_fn fill = floe_cl_fill_fn_of(api);
+        static const uint32_t zero = 0;
+        int e = fill ? fill(api->cl_queue(ctx), dover, &zero, sizeof zero, 0, sizeof zero, 0, NULL, NULL) |
+                           fill(api->cl_queue(ctx), dspill, &zero, sizeof zero, 0, (size_t)nb * 6 * sizeof(float), 0,
+                                NULL, NULL)
+                     : -1;
+        if (e)
+            st = api->fail(ctx, FLOE_ERR, "OpenCL: clearing the rigid bodies' counters failed (%d)", e);
+        else
             s->cl_over_ready = 1;
+    }
     void *xb = NULL, *Vb = NULL, *vb = NULL, *bid = NULL;
     if (!st) {
         xb = floe_cl_attr(api, ctx, &bs, "x", FLOE_VEC3, FLOE_READ, &st);
@@ -104,7 +168,25 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
     const int32_t visc = kind != 2 && c && c->alpha > 0.0; /* rigid.force{alpha}: the viscosity in this pass */
     if (visc)
         cvisc = (float)(2.0 * c->alpha * H * c->c0);
-    uint32_t over = 0;
+    /* one fluid set (the usual case) reads straight into the pinned sums;
+     * more sets add theirs on the host, waited for (rare) */
+    int nfluid = 0;
+    for (int q = 0; q < nf; q++)
+        nfluid += f[q].info.n > 0;
+    const size_t out_bytes = ((size_t)nb * 6 + 1) * sizeof(float);
+    const int slot = s->cl_npend;
+    float *out = api->cl_pinned(ctx, slot ? "rigid.out_host1" : "rigid.out_host0", out_bytes);
+    if (!out) /* no pinned memory: the state's own buffer */
+        out = s->cl_out_mem[slot] = s->cl_out_mem[slot] ? s->cl_out_mem[slot] : malloc(out_bytes);
+    if (!out)
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+    float *acc = NULL; /* several fluid sets: their sums added here */
+    if (nfluid > 1 && !(acc = calloc((size_t)nb * 6 + 1, sizeof *acc)))
+        return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+    void *dout = api->cl_scratch(ctx, "rigid.out", out_bytes);
+    if (!dout && !st)
+        st = api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
+    int done = 0;
     for (int q = 0; q < nf && !st; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
@@ -116,8 +198,10 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         void *m = floe_cl_attr(api, ctx, &f[q], "m", FLOE_F32, FLOE_READ, &st);
         void *rho = floe_cl_attr(api, ctx, &f[q], "rho", FLOE_F32, FLOE_READ, &st);
         void *p = kind != 2 ? floe_cl_attr(api, ctx, &f[q], "p", FLOE_F32, FLOE_READ, &st) : rho;
+        const int hydf = kind == 0 && hyd; /* wcsph extrapolate: the fluid's a too */
         void *v = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "v", FLOE_VEC3, FLOE_READ, &st) : rho;
-        void *a = kind == 2 || visc ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st) : rho;
+        void *a = kind == 2 || visc || hydf ? floe_cl_attr(api, ctx, &f[q], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st)
+                                            : rho;
         const uint32_t ngroups = (n + WGS - 1) / WGS;
         void *gid = api->cl_scratch(ctx, "rigid.gid", (size_t)ngroups * KMAX * sizeof(int32_t));
         void *gs = api->cl_scratch(ctx, "rigid.gs", (size_t)ngroups * KMAX * 6 * sizeof(float));
@@ -129,62 +213,124 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         floe_cl_arg a1[] = {ARG(n), ARG(k32), ARG(visc), ARG(x), ARG(m), ARG(rho), ARG(p), ARG(v), ARG(a), ARG(kc), ARG(per),
                             ARG(rho0), ARG(beta), ARG(hyd), ARG(cvisc), ARG(eps), ARG(g4), ARG(xb), ARG(Vb), ARG(vb),
                             ARG(bid), ARG(nl.count), ARG(nl.idx), ARG(nl.pitch), ARG(dcen), ARG(gid), ARG(gs),
-                            ARG(dover)};
+                            ARG(dover), ARG(dspill)};
         if ((st = api->cl_run(ctx, kcouple, n, (int)(sizeof a1 / sizeof *a1), a1,
                               8.0 * n + 40.0 * nl.total + 4.0 * KMAX * ngroups)))
             break;
-        floe_cl_arg a2[] = {ARG(nb), ARG(ngroups), ARG(gid), ARG(gs), ARG(dout), ARG(dover)};
+        floe_cl_arg a2[] = {ARG(nb), ARG(ngroups), ARG(gid), ARG(gs), ARG(dout), ARG(dover), ARG(dspill)};
         if ((st = api->cl_run(ctx, kbodies, (size_t)nb * WGS, (int)(sizeof a2 / sizeof *a2), a2,
                               4.0 * KMAX * ngroups * nb)))
             break;
-        if ((st = copy(ctx, dout, out, out_bytes, 0, 1)))
+        if (++done < nfluid) { /* not the last set: its sums now, on the host */
+            if ((st = copy(ctx, dout, out, out_bytes, 0, 1, NULL)))
+                break;
+            for (size_t k = 0; k < (size_t)nb * 6; k++)
+                acc[k] += out[k];
+            uint32_t o, t;
+            memcpy(&o, out + 6 * (size_t)nb, sizeof o);
+            memcpy(&t, acc + 6 * (size_t)nb, sizeof t);
+            t += o;
+            memcpy(acc + 6 * (size_t)nb, &t, sizeof t);
+            continue;
+        }
+        s->cl_pend[slot].ev = NULL;
+        if ((st = copy(ctx, dout, out, out_bytes, 0, 0, &s->cl_pend[slot].ev)))
             break;
-        for (uint32_t k = 0; k < nb; k++)
-            for (int d = 0; d < 3; d++) {
-                F[3 * k + d] += out[6 * k + d];
-                T[3 * k + d] += out[6 * k + 3 + d];
-            }
-        uint32_t o;
-        memcpy(&o, out + 6 * (size_t)nb, sizeof o);
-        over += o;
-    }
-    *over_total = over;
-    free(out_mem);
-    return st;
-}
-
-static int cl_sums(rigid_state *s, int kind, const rigid_couple *c, double alpha, double c0)
-{
-    double *F = calloc((size_t)s->nb * 6, sizeof *F);
-    if (!F)
-        return api->fail(s->ctx, FLOE_ERR_NOMEM, "out of memory");
-    double *T = F + 3 * (size_t)s->nb;
-    uint32_t over = 0;
-    int st = run_cl(s, kind, c, alpha, c0, F, T, &over);
-    if (!st && over) { /* a row met three bodies: this step's sums on the host (the fluid's a is done) */
-        memset(F, 0, (size_t)s->nb * 6 * sizeof *F);
-        st = rigid_sums_host(s, kind, c, alpha, c0, F, T);
-        api->stat(s->ctx, "rigid.rows_on_host", (double)over);
-    }
-    for (int k = 0; k < s->nb && !st; k++) {
-        rigid_body *b = &s->b[k];
-        double *dF = kind == 2 ? b->Fv : b->F, *dT = kind == 2 ? b->Tv : b->T;
-        for (int d = 0; d < 3; d++) {
-            dF[d] += F[3 * k + d];
-            dT[d] += T[3 * k + d];
+        s->cl_pend[slot].out = out;
+        s->cl_pend[slot].viscous = kind == 2;
+        s->cl_npend = slot + 1;
+        if (acc) { /* the earlier sets' sums go with the last one's */
+            if ((st = wait_event(ctx, &s->cl_pend[slot].ev)))
+                break;
+            for (size_t k = 0; k < (size_t)nb * 6; k++)
+                out[k] += acc[k];
+            uint32_t o, t;
+            memcpy(&o, out + 6 * (size_t)nb, sizeof o);
+            memcpy(&t, acc + 6 * (size_t)nb, sizeof t);
+            o += t;
+            memcpy(out + 6 * (size_t)nb, &o, sizeof o);
         }
     }
-    free(F);
+    free(acc);
     return st;
 }
 
 int rigid_cl_pressure(rigid_state *s, const rigid_couple *c)
 {
+    int st = rigid_cl_settle(s); /* rigid.viscosity's sums first: rigid_couple_begin moves them into F */
+    if (st)
+        return st;
     rigid_couple_begin(s);
-    return cl_sums(s, c->solver == RIGID_IISPH ? 1 : 0, c, 0.0, 0.0);
+    return run_cl(s, c->solver == RIGID_IISPH ? 1 : 0, c, 0.0, 0.0);
 }
 
-int rigid_cl_viscosity(rigid_state *s, double alpha, double c0) { return cl_sums(s, 2, NULL, alpha, c0); }
+int rigid_cl_viscosity(rigid_state *s, double alpha, double c0) { return run_cl(s, 2, NULL, alpha, c0); }
+
+static int finish_cb(void *state) { return rigid_cl_finish(state); }
+
+int rigid_cl_current(rigid_state *s)
+{
+    int st = rigid_cl_finish(s);
+    if (!st)
+        st = rigid_cl_settle(s);
+    spilled_stat(s);
+    return st;
+}
+
+/* rigid.step's second half but the placing: the sums waited for, ODE's
+ * step (on the module's thread, or in line) */
+static int second_half(rigid_state *s)
+{
+    const double t0 = rigid_now_ms();
+    int st = rigid_cl_settle(s);
+    if (st)
+        return st;
+    const double t1 = rigid_now_ms();
+    rigid_engine_solve(s);
+    s->cl_wait_ms = t1 - t0;
+    s->cl_ode_ms = rigid_now_ms() - t1;
+    return FLOE_OK;
+}
+
+int rigid_cl_step(rigid_state *s, double t, double dt)
+{
+    int st = rigid_cl_finish(s); /* a step not finished since (no neighbours stage between) */
+    if (st)
+        return st;
+    if (!s->cl_placer) {
+        if ((st = api->set_placer(s->ctx, s->set, finish_cb, s)))
+            return st;
+        s->cl_placer = 1;
+    }
+    const double t0 = rigid_now_ms();
+    if ((st = rigid_engine_collide(s, t, dt)))
+        return st;
+    api->stat(s->ctx, "rigid.contacts_ms", rigid_now_ms() - t0);
+    s->cl_step_pending = 1;
+    /* ODE's step starts now on the module's thread: the main thread goes
+     * on launching the next step's work until the placer joins it */
+    s->cl_threaded = rigid_thread_submit(s, second_half) == 0;
+    return FLOE_OK;
+}
+
+int rigid_cl_finish(rigid_state *s)
+{
+    if (!s->cl_step_pending) /* the sums of a pass in flight stay so (stages between) */
+        return FLOE_OK;
+    s->cl_step_pending = 0;
+    const double t0 = rigid_now_ms();
+    int st = s->cl_threaded ? rigid_thread_join(s) : second_half(s);
+    s->cl_threaded = 0;
+    spilled_stat(s);
+    if (st)
+        return st;
+    /* rigid.join_ms: how long the main thread waited for ODE's thread */
+    if (s->thread)
+        api->stat(s->ctx, "rigid.join_ms", rigid_now_ms() - t0);
+    api->stat(s->ctx, "rigid.wait_ms", s->cl_wait_ms);
+    api->stat(s->ctx, "rigid.ode_step_ms", s->cl_ode_ms);
+    return rigid_cl_place(s);
+}
 
 int rigid_cl_place(rigid_state *s)
 {
@@ -193,9 +339,17 @@ int rigid_cl_place(rigid_state *s)
     if (!k)
         return FLOE_ERR;
     const uint32_t nb = (uint32_t)s->nb;
-    float *pose = calloc((size_t)nb * 20, sizeof *pose);
+    /* the last upload is done before its host memory is written again */
+    int st = wait_event(ctx, &s->cl_pose_ev);
+    if (st)
+        return st;
+    const size_t bytes = (size_t)nb * 20 * sizeof(float);
+    float *pose = api->cl_pinned(ctx, "rigid.pose_host", bytes);
+    if (!pose)
+        pose = s->cl_pose_mem = s->cl_pose_mem ? s->cl_pose_mem : malloc(bytes);
     if (!pose)
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory");
+    memset(pose, 0, bytes);
     for (uint32_t b = 0; b < nb; b++) {
         const rigid_body *r = &s->b[b];
         double R[3][3];
@@ -209,10 +363,9 @@ int rigid_cl_place(rigid_state *s)
                 P[3 + 3 * d + e] = (float)R[d][e];
         }
     }
-    void *dpose = api->cl_scratch(ctx, "rigid.pose", (size_t)nb * 20 * sizeof(float));
-    int st = dpose ? copy(ctx, dpose, pose, (size_t)nb * 20 * sizeof(float), 1, 1)
-                   : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffer");
-    free(pose);
+    void *dpose = api->cl_scratch(ctx, "rigid.pose", bytes);
+    st = dpose ? copy(ctx, dpose, pose, bytes, 1, 0, &s->cl_pose_ev)
+               : api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffer");
     floe_cl_set bs = {.set = s->set};
     api->set_info(ctx, s->set, &bs.info);
     if (st || bs.info.n == 0)

@@ -100,6 +100,16 @@ static int targets(floe_ctx *ctx, const ten_state *ts, const floe_fluid *q, cons
     return st;
 }
 
+/* MPI: the ghosts of attribute `name` of every fluid set from their owners
+ * (collective: every set, also an empty one) */
+static int halo_attr(floe_ctx *ctx, const floe_fluid *f, int nf, const char *name, size_t elem)
+{
+    int st = FLOE_OK;
+    for (int s = 0; s < nf && st == FLOE_OK; s++)
+        st = floe_halo(api, ctx, f[s].set, api->attr(ctx, f[s].set, name, elem == 4 ? FLOE_F32 : FLOE_VEC3), elem);
+    return st;
+}
+
 /* V_j of a target: the module's scratch (fluid) or the attribute V (boundary) */
 static inline const float *vol_of(const floe_target *t) { return t->boundary ? t->mass : t->aux; }
 
@@ -144,11 +154,11 @@ FLOE_ROW_FN float adhesion_hat(const floe_kconst *kc, float r)
     return on * sqrtf(sqrtf(p));
 }
 
-/* s += sum_j 2/(rho_i+rho_j) (cc m_j C(r) x_ij / r + (n_i - n_j)) (the minus and gamma rho0 outside) */
+/* s += sum_j 2/(rho_i+rho_j) (cc m_j C(r) x_ij / r + kq (n_i - n_j)) (the minus and gamma rho0 outside) */
 FLOE_ROW_FN void row_akinci(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                             const float *restrict xt, const float *restrict m, const float *restrict rho,
-                            const float *restrict nrm, float rhoi, const float ni[3], float cc, float xi, float yi,
-                            float zi, float s[3], const int per)
+                            const float *restrict nrm, float rhoi, const float ni[3], float cc, float kq, float xi,
+                            float yi, float zi, float s[3], const int per)
 {
     float sx = 0.0f, sy = 0.0f, sz = 0.0f;
 #pragma omp simd reduction(+ : sx, sy, sz)
@@ -157,9 +167,9 @@ FLOE_ROW_FN void row_akinci(const floe_kconst *kc, const uint32_t *restrict id, 
         const float r = sqrtf(r2 + kc->r_min2);
         const float K = 2.0f / (rhoi + rho[j]);
         const float coh = cc * m[j] * cohesion_hat(kc, r) / r;
-        sx += K * (coh * dx + (ni[0] - nrm[3 * j]));
-        sy += K * (coh * dy + (ni[1] - nrm[3 * j + 1]));
-        sz += K * (coh * dz + (ni[2] - nrm[3 * j + 2]));
+        sx += K * (coh * dx + kq * (ni[0] - nrm[3 * j]));
+        sy += K * (coh * dy + kq * (ni[1] - nrm[3 * j + 1]));
+        sz += K * (coh * dz + kq * (ni[2] - nrm[3 * j + 2]));
     }
     s[0] += sx;
     s[1] += sy;
@@ -184,6 +194,7 @@ typedef struct job {
     float *a;
     float wall;                 /* he, air_pressure: colour of boundary particles */
     float coh;                  /* akinci: cohesion kernel constant */
+    float curv;                 /* akinci: factor of the curvature term */
     float coef, coef2;          /* per stage */
 } job;
 
@@ -301,6 +312,10 @@ static int he_c(floe_ctx *ctx, ten_state *ts, const ten_he *p)
             else
                 FLOE_PAR_FOR(kc.periodic, n, HE_FORCE);
         }
+        /* MPI (docs/mpi.md): the next pass reads the neighbours' colour
+         * (gradient) and |grad c|^2 (force): the ghosts' from their owners */
+        if (pass < 2 && (st = halo_attr(ctx, f, nf, extra[pass + 1], sizeof(float))) != FLOE_OK)
+            return st;
     }
     return FLOE_OK;
 }
@@ -412,8 +427,8 @@ FLOE_ROW_FN void ak_force(const job *J, uint32_t i, const int per)
         if (t[b].boundary)
             row_adhesion(kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, xi, yi, zi, sb, per);
         else
-            row_akinci(kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, t[b].rho, J->T->ex[b], rhoi, ni, J->coh, xi, yi,
-                       zi, sf, per);
+            row_akinci(kc, FLOE_ROW(&t[b], i), t[b].x, t[b].mass, t[b].rho, J->T->ex[b], rhoi, ni, J->coh, J->curv,
+                       xi, yi, zi, sf, per);
     }
     J->a[3 * i] -= J->coef * sf[0] + J->coef2 * sb[0];
     J->a[3 * i + 1] -= J->coef * sf[1] + J->coef2 * sb[1];
@@ -423,7 +438,7 @@ FLOE_ROW_FN void ak_force(const job *J, uint32_t i, const int per)
 #define AK_NORMAL(i, per) ak_normal(&J, (i), (per))
 #define AK_FORCE(i, per) ak_force(&J, (i), (per))
 
-enum { AK_GAMMA, AK_BETA };
+enum { AK_GAMMA, AK_BETA, AK_CURV };
 
 /* kernel constants: C = 32/(pi H^9) in 3D (Akinci 2013), 32/(pi H^8) in 2D;
  * A = 0.007/H^3.25 in 3D, 0.007/H^2.25 in 2D (one power of H less, so
@@ -435,7 +450,7 @@ static ten_akinci decode_akinci(const floe_stage_call *call)
     const double cC = si->dim == 3 ? 32.0 / (FLOE_PI * pow(H, 9)) : 32.0 / (FLOE_PI * pow(H, 8));
     const double cA = si->dim == 3 ? 0.007 / pow(H, 3.25) : 0.007 / pow(H, 2.25);
     const double beta = call->param[AK_BETA].f;
-    const ten_akinci p = {call->param[AK_GAMMA].f, beta, cA, (float)cC, beta != 0.0};
+    const ten_akinci p = {call->param[AK_GAMMA].f, beta, cA, (float)cC, (float)call->param[AK_CURV].f, beta != 0.0};
     return p;
 }
 
@@ -466,6 +481,7 @@ static int akinci_c(floe_ctx *ctx, ten_state *ts, const ten_akinci *p)
                 .nrm = floe_attr_of(api, ctx, &f[s], "normal", FLOE_VEC3),
                 .a = floe_attr_of(api, ctx, &f[s], "a", FLOE_VEC3),
                 .coh = p->coh,
+                .curv = p->curv,
             };
             if (!J.x || !J.rho || !J.nrm || !J.a)
                 return FLOE_ERR_ARG;
@@ -475,6 +491,9 @@ static int akinci_c(floe_ctx *ctx, ten_state *ts, const ten_akinci *p)
             else
                 FLOE_PAR_FOR(kc.periodic, n, AK_FORCE);
         }
+        /* MPI (docs/mpi.md): the forces read the neighbours' normals */
+        if (pass == 0 && (st = halo_attr(ctx, f, nf, "normal", 3 * sizeof(float))) != FLOE_OK)
+            return st;
     }
     return FLOE_OK;
 }
@@ -550,6 +569,9 @@ static const floe_param_desc akinci_params[] = {
     [AK_BETA] = FLOE_PARAM_F("beta", 0, 0, 1e3, "",
                              "Akinci adhesion coefficient beta against boundary particles (m^4 kg^-1 s^-2); "
                              "0 = none"),
+    [AK_CURV] = FLOE_PARAM_F("curvature", 1, 0, 1e3, "",
+                             "factor of the curvature term gamma (n_i - n_j) (1 = Akinci's; 0 = cohesion only, "
+                             "which holds a 2D droplet as an elastic solid, docs/viscosity_tension.md)"),
     {0},
 };
 

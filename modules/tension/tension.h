@@ -22,11 +22,11 @@ typedef struct ten_air {
 } ten_air;
 
 /* tension.akinci: gamma, beta as given, coh and cA the constants of
- * Akinci's cohesion spline C and adhesion kernel A; adhesion: beta != 0
- * (the boundary rows are walked) */
+ * Akinci's cohesion spline C and adhesion kernel A, curv the factor of the
+ * curvature term; adhesion: beta != 0 (the boundary rows are walked) */
 typedef struct ten_akinci {
     double gamma, beta, cA;
-    float coh;
+    float coh, curv;
     int adhesion;
 } ten_akinci;
 

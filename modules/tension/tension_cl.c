@@ -233,7 +233,7 @@ static int ak_force(floe_ctx *ctx, const sets *S, const floe_cl_set *q, int nb, 
     void *acc = floe_cl_attr(api, ctx, q, "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
     if (st)
         return st;
-    float coef, coef2, coh = p->coh;
+    float coef, coef2, coh = p->coh, curv = p->curv;
     ten_akinci_coef(p, q->info.rest_density, &coef, &coef2);
     for (int l = 0; l < launches; l++) {
         floe_cl_row rf, rb;
@@ -241,7 +241,7 @@ static int ak_force(floe_ctx *ctx, const sets *S, const floe_cl_set *q, int nb, 
         if ((st = rows(ctx, S, q, l, nb, "normal", FLOE_VEC3, &rf, &rb, &ex)))
             return st;
         floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(rho),      ARG(nrm),    ARG(acc),   ARG(S->kc),
-                           ARG(S->per), ARG(S->H),   ARG(coh),      ARG(coef),   ARG(coef2), ARG(rf.has),
+                           ARG(S->per), ARG(S->H),   ARG(coh),      ARG(curv),   ARG(coef),  ARG(coef2), ARG(rf.has),
                            ARG(rb.has), ARG(rf.x),   ARG(rf.w),     ARG(rf.rho), ARG(ex), ARG(rf.cnt),
                            ARG(rf.idx), ARG(rf.pitch), ARG(rb.x),   ARG(rb.w),   ARG(rb.cnt), ARG(rb.idx),
                            ARG(rb.pitch)};

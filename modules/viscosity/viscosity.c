@@ -44,6 +44,8 @@
  * thread count. */
 #include "viscosity.h"
 
+#include <floe/wall_sums.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,11 @@ FLOE_MODULE_API_DEFINE; /* the core's services; the entry point sets it */
 typedef struct visc_state {
     float *vol;
     size_t cap;
+    /* wall_velocity = "extrapolated": v~_b (3 per boundary particle, every
+     * boundary set end to end), then the kernel sums */
+    float *wv;
+    size_t wv_cap;
+    floe_walls walls;
 } visc_state;
 
 FLOE_STATE_INIT(visc_init, visc_state)
@@ -62,8 +69,10 @@ FLOE_STATE_INIT(visc_init, visc_state)
 static void visc_fini(void *state)
 {
     visc_state *s = state;
-    if (s)
+    if (s) {
         free(s->vol);
+        free(s->wv);
+    }
     free(s);
 }
 
@@ -147,6 +156,68 @@ FLOE_ROW_FN float row_morris_wall(const floe_kconst *kc, const uint32_t *restric
     return s;
 }
 
+/* Morris against a static wall of velocity 2 v_w - v~_b, v_w = 0:
+ * s += sum_b V_b F_ib (v_i + v~_b) */
+FLOE_ROW_FN void row_morris_wall_ext(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                                     const float *restrict xt, const float *restrict V, const float *restrict vw,
+                                     float xi, float yi, float zi, const float vi[3], float eps, float s[3],
+                                     const int per)
+{
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    const float ui = vi[0], wi = vi[1], ti = vi[2];
+#pragma omp simd reduction(+ : sx, sy, sz)
+    for (uint32_t k = 0; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        const float F = V[j] * r2 / (r2 + eps) * floe_kdw(kc, r2);
+        sx += F * (ui + vw[3 * j]);
+        sy += F * (wi + vw[3 * j + 1]);
+        sz += F * (ti + vw[3 * j + 2]);
+    }
+    s[0] += sx;
+    s[1] += sy;
+    s[2] += sz;
+}
+
+/* v~_b = sum_f v_f W_bf / sum_f W_bf of every static boundary particle
+ * (Adami et al. 2012's smoothed fluid velocity at the wall), into vs->wv */
+static int wall_velocity(floe_ctx *ctx, visc_state *vs, const floe_kconst *pkc, const floe_fluid *f, int nf)
+{
+    const floe_kconst kc = *pkc;
+    const floe_sim_info *si = api->sim(ctx);
+    floe_walls *w = &vs->walls;
+    floe_target t[2 * FLOE_MAX_SETS];
+    int nt, st;
+    if ((st = floe_walls_layout(api, ctx, w)) != FLOE_OK ||
+        (st = floe_scratch(api, ctx, &vs->wv, &vs->wv_cap, 4 * w->total + 1)) != FLOE_OK)
+        return st;
+    float *restrict Sv = vs->wv, *restrict Sw = vs->wv + 3 * w->total;
+    memset(vs->wv, 0, 4 * w->total * sizeof *Sv);
+    for (int s = 0; s < nf; s++) {
+        const uint32_t n = f[s].info.n;
+        const float *xs = NULL;
+        if ((st = floe_walls_fluid(api, ctx, f, nf, s, t, &nt, &xs)) != FLOE_OK)
+            return st;
+        const float *restrict v = nt ? api->attr_read(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        if (nt == 0)
+            continue;
+        if (!v)
+            return api->fail(ctx, FLOE_ERR_ARG, "set '%s' lacks v", f[s].info.name);
+        FLOE_WALL_SCATTER(w, t, nt, n, xs, kc, si, {
+            Sw[b] += W;
+            Sv[3 * b] += v[3 * i] * W;
+            Sv[3 * b + 1] += v[3 * i + 1] * W;
+            Sv[3 * b + 2] += v[3 * i + 2] * W;
+        });
+    }
+    const size_t total = w->total;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < total; b++) {
+        const float inv = Sw[b] > 0.0f ? 1.0f / Sw[b] : 0.0f;
+        Sv[3 * b] *= inv, Sv[3 * b + 1] *= inv, Sv[3 * b + 2] *= inv;
+    }
+    return FLOE_OK;
+}
+
 /* ---- one particle, every target ------------------------------------------- */
 
 typedef struct visc_job {
@@ -158,6 +229,7 @@ typedef struct visc_job {
     float *a;
     int kind;
     float cf, cb, eps; /* cb with the boundary mass's rho0_i */
+    const float *const *vw; /* per target: v~_b of a static wall (wall_velocity = extrapolated), else NULL */
 } visc_job;
 
 FLOE_ROW_FN void visc_particle(const visc_job *J, uint32_t i, const int per)
@@ -172,15 +244,19 @@ FLOE_ROW_FN void visc_particle(const visc_job *J, uint32_t i, const int per)
         float sb = 0.0f;
         for (int b = 0; b < J->nt; b++) {
             const floe_target *tg = &J->t[b];
-            if (tg->boundary)
+            if (tg->boundary && J->vw && J->vw[b])
+                row_morris_wall_ext(kc, FLOE_ROW(tg, i), tg->x, tg->mass, J->vw[b], xi, yi, zi, vi, J->eps, ab, per);
+            else if (tg->boundary && J->vw) /* a moving set: mirrored, v_i - v_b = 2 v_i */
+                sb += 2.0f * row_morris_wall(kc, FLOE_ROW(tg, i), tg->x, tg->mass, xi, yi, zi, J->eps, per);
+            else if (tg->boundary)
                 sb += row_morris_wall(kc, FLOE_ROW(tg, i), tg->x, tg->mass, xi, yi, zi, J->eps, per);
             else
                 row_morris(kc, FLOE_ROW(tg, i), tg->x, tg->mass, tg->rho, tg->v, xi, yi, zi, 1.0f / rhoi, vi, J->eps,
                            af, per);
         }
-        ab[0] = sb * vi[0];
-        ab[1] = sb * vi[1];
-        ab[2] = sb * vi[2];
+        ab[0] += sb * vi[0];
+        ab[1] += sb * vi[1];
+        ab[2] += sb * vi[2];
     } else {
         for (int b = 0; b < J->nt; b++) {
             const floe_target *tg = &J->t[b];
@@ -215,6 +291,10 @@ static int visc_c(const floe_stage_call *call, const visc_coef *c)
     if (c->kind == VK_MONAGHAN && (st = compute_volumes(ctx, call->state, f, nf, total)) != FLOE_OK)
         return st;
     const float *vol = c->kind == VK_MONAGHAN ? ((visc_state *)call->state)->vol : NULL;
+    visc_state *vs = call->state;
+    const int ext = c->wall_ext && c->cb_nu != 0.0;
+    if (ext && (!vs || (st = wall_velocity(ctx, vs, &kc, f, nf)) != FLOE_OK))
+        return vs ? st : api->fail(ctx, FLOE_ERR, "module state missing");
     const unsigned needs = FLOE_NEED_RHO | FLOE_NEED_V | (c->cb_nu != 0.0 ? FLOE_WITH_BOUNDARY : 0);
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
@@ -222,6 +302,11 @@ static int visc_c(const floe_stage_call *call, const visc_coef *c)
             continue;
         if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, vol, NULL, t, &nt)) != FLOE_OK)
             return st;
+        const float *vw[2 * FLOE_MAX_SETS];
+        for (int b = 0; b < nt; b++) {
+            const int k = ext && t[b].boundary ? floe_walls_slot(&vs->walls, t[b].set) : -1;
+            vw[b] = k >= 0 && vs->walls.is_static[k] ? vs->wv + 3 * vs->walls.off[k] : NULL;
+        }
         visc_job job = {
             .kc = &kc, .t = t, .nt = nt, .n = n,
             .x = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3),
@@ -232,6 +317,7 @@ static int visc_c(const floe_stage_call *call, const visc_coef *c)
             .cf = c->cf,
             .cb = (float)(c->cb_nu * f[s].info.rest_density), /* boundary mass rho0_i V_b */
             .eps = c->eps,
+            .vw = ext ? vw : NULL,
         };
         if (!job.a)
             return FLOE_ERR_ARG;
@@ -256,7 +342,7 @@ static visc_coef coef(const floe_stage_call *call, int kind, double cf, double c
 {
     const floe_sim_info *si = api->sim(call->ctx);
     const float H = floe_kernel_make(si->dim, si->support).H;
-    const visc_coef c = {kind, (float)cf, cb_nu, (float)(eps_f * H * H)};
+    const visc_coef c = {kind, (float)cf, cb_nu, (float)(eps_f * H * H), 0};
     return c;
 }
 
@@ -271,13 +357,20 @@ static int laminar(const floe_stage_call *call, int cl)
     const char *wall = call->param[LA_WALL].s ? call->param[LA_WALL].s : "mirror";
     const double eps = call->param[LA_EPS].f, dif = call->param[LA_DIFFUSION].f;
     double nub = nub0;
+    const int ext = !strcmp(wall, "extrapolated");
     if (!strcmp(wall, "mirror")) /* v_ib = v_i - v_b = 2 v_i */
         nub = 2.0 * nub0;
-    else if (strcmp(wall, "zero"))
-        return api->fail(call->ctx, FLOE_ERR_ARG, "viscosity.laminar: wall_velocity '%s': expected zero or mirror", wall);
+    else if (strcmp(wall, "zero") && !ext)
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "viscosity.laminar: wall_velocity '%s': expected zero, mirror or extrapolated", wall);
+    if (ext && (strcmp(form, "morris") || cl))
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "viscosity.laminar: wall_velocity = \"extrapolated\" is built for form = \"morris\" on the "
+                         "CPU backend only");
     if (!strcmp(form, "morris")) { /* boundary: m_b (1/rho_i + 1/rho_b) = 2 rho0 V_b / rho_i */
-        const visc_coef c = coef(call, VK_MORRIS, nu, 2.0 * nub, eps);
-        return run_visc(call, cl, &c, fmax(nu, nub), dif);
+        visc_coef c = coef(call, VK_MORRIS, nu, 2.0 * nub, eps);
+        c.wall_ext = ext;
+        return run_visc(call, cl, &c, fmax(nu, ext ? 2.0 * nub : nub), dif);
     }
     if (!strcmp(form, "monaghan")) {
         const double k = 2.0 * (si->dim + 2);
@@ -328,10 +421,12 @@ static const floe_param_desc laminar_params[] = {
         "morris: Morris et al. 1997, a_i += nu sum_j m_j (1/rho_i+1/rho_j) (x_ij.grad W_ij)/(r^2+eps H^2) v_ij "
         "(accurate on coarse neighbourhoods); monaghan: 2(d+2) nu sum_j V_j (v_ij.x_ij)/(r^2+eps H^2) grad W_ij "
         "(conserves angular momentum, ~30% low at H = 2d)"),
-    [LA_WALL] = FLOE_PARAM_S("wall_velocity", "mirror", "zero|mirror",
+    [LA_WALL] = FLOE_PARAM_S("wall_velocity", "mirror", "zero|mirror|extrapolated",
         "velocity given to boundary particles of walls at rest: mirror = -v_i (Takeda 1994, Morris 1997 "
         "extrapolation with d_b = d_i: no-slip at the wall surface), zero = 0 (no-slip about a "
-        "third of a spacing inside the wall)"),
+        "third of a spacing inside the wall), extrapolated = 2 v_w - v~_b, v~_b the kernel-weighted fluid "
+        "velocity around each static wall particle (Adami et al. 2012; morris form, CPU only; moving sets "
+        "mirror)"),
     [LA_EPS] = FLOE_PARAM_F("eps", 0.01, 1e-6, 1, "",
         "regulariser: |x_ij|^2 + eps H^2 in the denominator (H = support radius)"),
     [LA_DIFFUSION] = FLOE_PARAM_F("diffusion_number", 0.125, 0, 10, "",

@@ -17,6 +17,7 @@ typedef struct visc_coef {
     float cf;
     double cb_nu; /* 0: the boundary rows are not walked */
     float eps;
+    int wall_ext; /* morris: wall velocity 2 v_w - v~_b (Adami 2012), v~_b from the fluid (C path) */
 } visc_coef;
 
 /* the OpenCL path (viscosity_cl.c) */

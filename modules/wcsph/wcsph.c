@@ -47,6 +47,7 @@ static void wcsph_fini(void *state)
         free(s->prho2);
         free(s->grad);
         free(s->drho);
+        free(s->wall);
         floe_records_free(&s->rec);
     }
     free(s);
@@ -64,6 +65,44 @@ FLOE_ROW_FN void row_grad_p(const floe_kconst *kc, const uint32_t *restrict id, 
                             float xi, float yi, float zi, float s[3], const int per)
 {
     FLOE_ROW_GRAD_SUM(s, w[j] * (Pi + P[j]));
+}
+
+/* s += sum_b (P_i + P_b) grad W_ib (Adami's walls, walls.c: P_b = p_b / rho_b^2) */
+FLOE_ROW_FN void row_grad_p_wall(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                                 const float *restrict xt, const float *restrict P, float Pi, float xi, float yi,
+                                 float zi, float s[3], const int per)
+{
+    FLOE_ROW_GRAD_SUM(s, Pi + P[j]);
+}
+
+/* tr(-sum_j V_j x_ij (x) grad W_ij) = -sum_j V_j F_ij r_ij^2 over a fluid
+ * row (V_j = m_j / rho_j) or, with rho = NULL, a boundary row of volumes
+ * w (or, with w = NULL, every volume vol) */
+FLOE_ROW_FN float row_trace(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                            const float *restrict xt, const float *restrict w, const float *restrict rho, float vol,
+                            float xi, float yi, float zi, const int per)
+{
+    float s = 0.0f;
+    if (rho) {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= w[j] / rho[j] * floe_kdw(kc, r2) * r2;
+        }
+    } else if (w) {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= w[j] * floe_kdw(kc, r2) * r2;
+        }
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            s -= vol * floe_kdw(kc, r2) * r2;
+        }
+    }
+    return s;
 }
 
 /* Pressure force and XSPH in one walk of a fluid row (pressure_force with
@@ -191,6 +230,10 @@ static int pressure(const floe_stage_call *call, int cl)
         const float gf = (float)gamma;
         const wcsph_eos e = {(float)B, (float)(1.0 / rho0), gf, clamp ? 0.0f : -INFINITY,
                              gf == 7.0f ? 7 : gf == 1.0f ? 1 : 0};
+        if (s == 0) { /* the wall pressure's (walls.c) */
+            ws->eos0_B = e.B, ws->eos0_inv_rho0 = e.inv_rho0, ws->eos0_gamma = e.gamma, ws->eos0_lo = e.lo;
+            ws->eos_valid = 1;
+        }
         if (cl) {
             if ((st = wcsph_cl_pressure(ctx, &f[s], &e)) != FLOE_OK)
                 return st;
@@ -212,7 +255,7 @@ static int st_pressure_cl(const floe_stage_call *call) { return pressure(call, 1
 
 /* ---- pressure force ------------------------------------------------------ */
 
-enum { PF_XSPH };
+enum { PF_XSPH, PF_WALLS, PF_GRAD_CORR };
 
 static wcsph_pf decode_pf(const floe_stage_call *call)
 {
@@ -263,6 +306,10 @@ static int st_pressure_force(const floe_stage_call *call)
         return api->fail(ctx, FLOE_ERR, "module state missing");
     if ((st = prho2(ctx, ws, f, nf)) != FLOE_OK)
         return st;
+    const int adami = !strcmp(call->param[PF_WALLS].s ? call->param[PF_WALLS].s : "mirror", "extrapolated");
+    const int gcorr = call->param[PF_GRAD_CORR].b;
+    if (adami && (st = wcsph_wall_pressure(ctx, ws, &kc, f, nf)) != FLOE_OK)
+        return st;
     int packed; /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
     const unsigned what = FLOE_PACK_P | FLOE_PACK_RHO | (cv > 0.0f ? FLOE_PACK_V | FLOE_PACK_VZ : 0);
     if ((st = floe_pack_fluids(api, ctx, &ws->rec, &kc, f, nf, what, ws->prho2, &packed)) != FLOE_OK)
@@ -271,7 +318,8 @@ static int st_pressure_force(const floe_stage_call *call)
         const uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        const unsigned needs = FLOE_WITH_BOUNDARY | (cv > 0.0f ? FLOE_NEED_RHO | FLOE_NEED_V : 0);
+        const unsigned needs =
+            FLOE_WITH_BOUNDARY | (cv > 0.0f ? FLOE_NEED_RHO | FLOE_NEED_V : 0) | (gcorr ? FLOE_NEED_RHO : 0);
         if ((st = floe_targets(api, ctx, &f[s], f, nf, needs, ws->prho2, packed ? ws->rec.umass : NULL, t, &nt)) !=
             FLOE_OK)
             return st;
@@ -283,6 +331,11 @@ static int st_pressure_force(const floe_stage_call *call)
             return FLOE_ERR_ARG;
         const float *restrict Ps = ws->prho2 + f[s].off;
         const float rho0 = f[s].info.rest_density;
+        const float vlat = kc.dim == 2 ? api->sim(ctx)->spacing * api->sim(ctx)->spacing
+                                       : api->sim(ctx)->spacing * api->sim(ctx)->spacing * api->sim(ctx)->spacing;
+        const float *wallP[2 * FLOE_MAX_SETS]; /* P_b of static walls (walls = "extrapolated"), else NULL */
+        for (int b = 0; b < nt; b++)
+            wallP[b] = adami && t[b].boundary ? wcsph_wall_of(ws, t[b].set) : NULL;
 
 #pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
         for (uint32_t i = 0; i < n; i++) {
@@ -290,9 +343,13 @@ static int st_pressure_force(const floe_stage_call *call)
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float Pi = Ps[i];
             float af[3] = {0.0f, 0.0f, 0.0f}, ab[3] = {0.0f, 0.0f, 0.0f}, sv[3] = {0.0f, 0.0f, 0.0f};
+            float aw[3] = {0.0f, 0.0f, 0.0f};
             for (int b = 0; b < nt; b++) {
                 const floe_target *tg = &t[b];
-                if (tg->boundary) /* sum_b V_b grad W_ib */
+                if (tg->boundary && wallP[b]) /* sum_b (P_i + P_b) grad W_ib */
+                    FLOE_ROW_CALL(kc.periodic, row_grad_p_wall, &kc, FLOE_ROW(tg, i), tg->x, wallP[b], Pi, xi, yi, zi,
+                                  aw);
+                else if (tg->boundary) /* sum_b V_b grad W_ib */
                     FLOE_ROW_CALL(kc.periodic, floe_row_grad, &kc, FLOE_ROW(tg, i), tg->x, tg->mass, xi, yi, zi, ab);
 #ifdef FLOE_SPH_AVX2
                 else if (packed) {
@@ -322,11 +379,25 @@ static int st_pressure_force(const floe_stage_call *call)
                 a[3 * i + 1] += cv * sv[1];
                 a[3 * i + 2] += cv * sv[2];
             }
-            /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i */
-            const float cb = 2.0f * rho0 * Pi;
-            a[3 * i] -= af[0] + cb * ab[0];
-            a[3 * i + 1] -= af[1] + cb * ab[1];
-            a[3 * i + 2] -= af[2] + cb * ab[2];
+            /* boundary: rho0_i V_b (P_i + P_b) with P_b = P_i (mirrored), or
+             * static walls with walls = "extrapolated": rho0_i d^dim (P_i + P_b)
+             * with Adami's P_b (walls.c) */
+            const float cb = 2.0f * rho0 * Pi, cw = rho0 * vlat;
+            float gam = 1.0f; /* gradient_correction: dim / tr M_i in [0.9, 1/0.9], else 1 or 0.9 */
+            if (gcorr) {
+                float tr = 0.0f;
+                for (int b = 0; b < nt; b++) {
+                    const floe_target *tg = &t[b];
+                    tr += FLOE_ROW_CALL(kc.periodic, row_trace, &kc, FLOE_ROW(tg, i), tg->x,
+                                        tg->boundary && wallP[b] ? NULL : tg->mass, tg->boundary ? NULL : tg->rho,
+                                        vlat, xi, yi, zi);
+                }
+                gam = tr > 0.0f ? (float)kc.dim / tr : 1.0f;
+                gam = gam > 1.0f / 0.9f ? 1.0f : gam < 0.9f ? 0.9f : gam;
+            }
+            a[3 * i] -= gam * (af[0] + cb * ab[0] + cw * aw[0]);
+            a[3 * i + 1] -= gam * (af[1] + cb * ab[1] + cw * aw[1]);
+            a[3 * i + 2] -= gam * (af[2] + cb * ab[2] + cw * aw[2]);
         }
     }
     return FLOE_OK;
@@ -334,6 +405,13 @@ static int st_pressure_force(const floe_stage_call *call)
 
 static int st_pressure_force_cl(const floe_stage_call *call)
 {
+    if (call->param[PF_GRAD_CORR].b)
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "wcsph.pressure_force{gradient_correction = true} runs on the CPU backend only");
+    if (call->param[PF_WALLS].s && !strcmp(call->param[PF_WALLS].s, "extrapolated"))
+        return api->fail(call->ctx, FLOE_ERR_ARG,
+                         "wcsph.pressure_force{walls = \"extrapolated\"} (Adami's wall pressure) runs on the CPU "
+                         "backend only; on --backend opencl use walls = \"mirror\"");
     const wcsph_pf pf = decode_pf(call);
     return wcsph_cl_pressure_force(call->ctx, &pf);
 }
@@ -500,6 +578,15 @@ static const floe_param_desc pressure_force_params[] = {
         .def = 0, .min = 0, .max = 10, .unit = "",
         .doc = "XSPH coefficient between fluid particles summed in the same neighbour pass (the same term as "
                "sph.xsph{alpha = xsph} before this stage, one walk of the lists instead of two); 0 = none" },
+    [PF_WALLS] = FLOE_PARAM_S("walls", "mirror", "mirror|extrapolated",
+        "pressure of boundary particles: mirror = the fluid particle's own (Akinci et al. 2012, p_b = p_i), "
+        "extrapolated = Adami et al. 2012's wall pressure from the fluid around each static wall particle, the "
+        "hydrostatic head included (moving boundaries keep mirror; C path only)"),
+    [PF_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
+        "scale particle i's pressure acceleration by gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) (fluid and "
+        "boundary neighbours; walls = extrapolated: V = d^dim) where it lies in [0.9, 1/0.9], 0.9 below; 1 above "
+        "(a truncated kernel at the free surface, not a packing error): hydrostatic pressure consistent with "
+        "rho0 g h; one more neighbour walk; C path only"),
     {0},
 };
 

@@ -6,6 +6,7 @@
 
 #include <floe/sph.h>
 #include <floe/sph_pack.h>
+#include <floe/wall_sums.h>
 
 FLOE_MODULE_API_EXTERN; /* one `api` for wcsph.c, continuity.c and wcsph_cl.c (<floe/sph.h>) */
 
@@ -27,6 +28,16 @@ typedef struct wcsph_state {
     float *grad, *drho;
     size_t grad_cap, drho_cap;
     int calls_without_sound;
+    /* the equation of state wcsph.pressure gave the first fluid set
+     * (wcsph_eos below; eos_valid once it ran) */
+    float eos0_B, eos0_inv_rho0, eos0_gamma, eos0_lo;
+    int eos_valid;
+    /* pressure_force{walls = "extrapolated"} (walls.c): per boundary
+     * particle p_b / rho_b^2, every boundary set end to end, then two sums
+     * of the same length */
+    float *wall;
+    size_t wall_cap;
+    floe_walls walls; /* the boundary sets' layout (<floe/wall_sums.h>) */
 } wcsph_state;
 
 /* the speed of sound wcsph.pressure gave fluid set `set` (0 when it has
@@ -67,6 +78,12 @@ typedef struct wcsph_cont {
     float dt, dc;
     int32_t dim;
 } wcsph_cont;
+
+/* Adami et al. 2012's wall pressure of every static boundary set, as V_b
+ * p_b / rho_b^2 into ws->wall (walls.c); the slice of one set (NULL: a
+ * moving set, mirrored pressure) */
+int wcsph_wall_pressure(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *kc, const floe_fluid *f, int nf);
+const float *wcsph_wall_of(const wcsph_state *ws, floe_set set);
 
 /* the stage (continuity.c) and its descriptors */
 int wcsph_st_continuity(const floe_stage_call *call);

@@ -5,7 +5,11 @@
 -- particles (visc = art: Monaghan alpha; lam: Morris with water's nu;
 -- art+lam) and the walls (wall = friction: Monaghan boundary_alpha 0.5, the
 -- old wall_friction; noslip: Morris with water's nu against the walls,
--- mirrored velocities; free: no shear stress). Logs one line per frame,
+-- mirrored velocities; free: no shear stress) and the walls' pressure
+-- (press = mirror: Akinci's p_b = p_i; adami: Adami et al. 2012's
+-- extrapolated wall pressure, wcsph.pressure_force{walls = "extrapolated"};
+-- gc = 1 adds its gradient_correction).
+-- Logs one line per frame,
 --   ROW T Z tau H outside
 -- (front Z = (max x + d/2) / a at T = t sqrt(2 g / a); column height at the
 -- left wall H = (max y + d/2) / 2a at tau = t sqrt(g / a); fluid particle
@@ -20,6 +24,9 @@ local res = floe.param("resolution", 20)
 local dens = floe.param("dens", "sum")      -- sum | delta
 local visc = floe.param("visc", "art")      -- art | lam | art+lam
 local wall = floe.param("wall", "friction") -- friction | noslip | free
+local press = floe.param("press", "mirror") -- mirror | adami
+local gc = floe.param("gc", 0)              -- 1: wcsph.pressure_force{gradient_correction}
+local wv = floe.param("wv", "mirror")       -- no-slip wall velocity: mirror | extrapolated (Adami)
 local alpha = floe.param("alpha", 0.02)
 local c = floe.param("c", 25)
 local tend = floe.param("T", 4.4)
@@ -42,9 +49,10 @@ local function pipe(settling)
   end
   if visc == "lam" or visc == "art+lam" or wall == "noslip" then
     p[#p+1] = { "viscosity.laminar", nu = (visc == "lam" or visc == "art+lam") and 1e-6 or 0,
-                boundary_nu = wall == "noslip" and 1e-6 or 0 }
+                boundary_nu = wall == "noslip" and 1e-6 or 0, wall_velocity = wv }
   end
-  p[#p+1] = "wcsph.pressure_force"
+  p[#p+1] = { "wcsph.pressure_force", walls = press == "adami" and "extrapolated" or "mirror",
+              gradient_correction = gc == 1 }
   if settling then p[#p+1] = { "hello.damp", rate = 5 } end
   p[#p+1] = "integrate"
   return p

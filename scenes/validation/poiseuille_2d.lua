@@ -9,6 +9,7 @@
 -- at t = 0.1, 0.2 and 1 s (steady: u_max = F L^2 / (8 nu) = 0.1 m/s).
 --
 --   floe run scenes/validation/poiseuille_2d.lua --set solver=wcsph|iisph|dfsph [--set rows=30]
+--       [--set wall_velocity=mirror|extrapolated]  (viscosity.laminar at the walls)
 local floe = require "floe"
 
 local solver = floe.param("solver", "wcsph")
@@ -30,7 +31,7 @@ sim:fluid_box{ min = { 0, 0 }, max = { Lx, L }, density = 1000 }
 sim:boundary_solid_box{ min = { 0, -2 * d - g }, max = { Lx, -g }, set = "walls" }
 sim:boundary_solid_box{ min = { 0, L + g }, max = { Lx, L + 2 * d + g }, set = "walls" }
 
-local visc = { "viscosity.laminar", nu = nu, boundary_nu = nu }
+local visc = { "viscosity.laminar", nu = nu, boundary_nu = nu, wall_velocity = floe.param("wall_velocity", "mirror") }
 local steps = {
   wcsph = { "sph.density", { "wcsph.pressure", speed_of_sound = 2 }, "gravity", visc, "wcsph.pressure_force" },
   iisph = { "sph.density", "gravity", visc, "iisph.solve" },

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 11
+#define FLOE_ABI_MINOR 13
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -120,6 +120,14 @@ typedef struct floe_stage_desc {
      * NULL for an unconditional replacement. */
     const char *replaced_by;
     const char *replaced_if;
+    /* ABI 1.13: nonzero: the stage cannot run on a part of the particles
+     * (mpirun -np N, docs/mpi.md): it needs the whole set in one process
+     * (a grid over the domain, a mesh of the whole surface, sums over a
+     * body), or grows sets the decomposition does not know of. A pipeline
+     * holding it is refused under MPI with a message naming it. Zero (and
+     * every module built for an older ABI): each particle's values are a
+     * gather over its neighbours, which the core's halos serve. */
+    int serial;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -405,7 +413,38 @@ typedef struct floe_api {
      * (kernels/core/sort.cl, 4 bits a pass); the queue runs it in order
      * with the caller's kernels, nothing is read back. */
     int (*cl_sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
+    /* ---- appended in ABI 1.12: a moving set placed late -------------------
+     * On the OpenCL backend, fn(state) is called before the core next uses
+     * the moving set `set`'s positions: in a neighbours stage after the
+     * other sets' sorts and their neighbour lists are launched and before
+     * this set is sorted (so what the owner does on the host there
+     * overlaps that device work), or before a copy of the set to the host.
+     * The owner places the set's particles there (returns FLOE_OK, or an
+     * error with the message set) and, with nothing pending, returns at
+     * once. The cpu backend never calls it. NULL fn: none. */
+    int (*set_placer)(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state);
+    /* ---- appended in ABI 1.13: domain decomposition (docs/mpi.md) ------
+     * Under mpirun -np N each process owns the particles of its slab of
+     * the domain: the first `owned` of each fluid set. After them come
+     * ghosts, copies of other ranks' particles within the support radius
+     * of this slab, so that every owned particle's neighbour rows are
+     * whole. Stages may compute on ghosts too (their results are thrown
+     * away); before a stage runs, the core refreshes the ghosts of every
+     * attribute it declares FLOE_READ that an earlier stage of the step
+     * wrote. Without MPI: owned is the set's size, halo does nothing and
+     * reduce leaves the values as they are.
+     * owned: how many particles of the set this process owns (the first). */
+    uint32_t (*owned)(floe_ctx *ctx, floe_set set);
+    /* Refresh the ghosts of a per-particle array of the set now (data: the
+     * set's n elements of elem_bytes each, an attribute or a module's
+     * scratch laid out like it): a solver's iterate between iterations. */
+    int (*halo)(floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes);
+    /* values[0..n) reduced over all ranks in place (FLOE_REDUCE_*): sums
+     * over owned particles, maxima for time-step limits, convergence. */
+    int (*reduce)(floe_ctx *ctx, double *values, int n, int op);
 } floe_api;
+
+enum { FLOE_REDUCE_SUM = 0, FLOE_REDUCE_MAX, FLOE_REDUCE_MIN };
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);
 

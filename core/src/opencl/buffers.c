@@ -81,6 +81,9 @@ int cl_sync(floe_ctx *ctx, pset *p, attr *at)
 
 void cl_to_host(floe_ctx *ctx, pset *p, attr *at, int write)
 {
+    /* a set placed late (api->set_placer): placed before the host looks */
+    if (p->placer && ctx_run_placer(ctx, p))
+        ctx_log(ctx, FLOE_LOG_ERROR, "OpenCL: placing set '%s' before copying it back failed", p->name);
     cl_mirror *m = cl_mirror_of(ctx, p, at);
     if (m->host_stale) {
         if (p->n && m->mem) {

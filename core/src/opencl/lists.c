@@ -67,44 +67,70 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
                   ARG(slot));
 }
 
-/* Clear the counts and build the lists of the set pairs which[0..n) (all
- * of CL->nb_pq/nb_pt when which is NULL), each reporting into its slot */
-static int build_pairs(floe_ctx *ctx, const int *which, int n)
+/* Clear the counts of every pair */
+static int clear_counts(floe_ctx *ctx)
 {
     cl_uint zero = 0;
     cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4, (size_t)2 * CL->nb_np * 4, 0,
                                       NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "clEnqueueFillBuffer");
-    for (int k = 0; k < n; k++) {
+    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
+}
+
+/* Clear the counts and build the lists of the set pairs which[0..n) (all
+ * of CL->nb_pq/nb_pt when which is NULL), each reporting into its slot */
+static int build_pairs(floe_ctx *ctx, const int *which, int n)
+{
+    int rc = clear_counts(ctx);
+    for (int k = 0; k < n && !rc; k++) {
         const int pr = which ? which[k] : k;
-        int rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr));
-        if (rc)
+        rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr));
+    }
+    return rc;
+}
+
+/* Sort one set (reordering a fluid set along the sort when asked) */
+static int sort_set(floe_ctx *ctx, int s, int reorder)
+{
+    pset *p = &ctx->sets[s];
+    int rc;
+    if ((rc = cl_sort(ctx, s)))
+        return rc;
+    /* static sets were reordered once on the host (boundary volumes) */
+    if (!p->is_static && reorder && p->n > 1) {
+        /* the previous step's checks name particles by index: report
+         * them before the indices change */
+        if ((rc = cl_checks_flush(ctx)) || (rc = cl_reorder(ctx, s)) || (rc = cl_sort(ctx, s)))
             return rc;
     }
+    CL->sets[s].sorted_valid = 1;
     return FLOE_OK;
 }
 
-/* Sort every set that needs it (reordering fluid sets along the sort
- * when asked), build the lists of every pair and read their counts
- * without waiting. */
+/* Build the lists of every pair whose target set is placed late (late = 1)
+ * or not (0) */
+static int build_lists(floe_ctx *ctx, int late)
+{
+    int rc = FLOE_OK;
+    for (int pr = 0; pr < CL->nb_np && !rc; pr++)
+        if (!ctx->sets[CL->nb_pt[pr]].placer == !late)
+            rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr));
+    return rc;
+}
+
+/* Sort every set that needs it, build the lists of every pair and read
+ * their counts without waiting. A set placed late (api->set_placer) comes
+ * last: the other sets' sorts and lists are launched, then its owner
+ * places it (host work that overlaps them), then it is sorted and the
+ * lists into it built. */
 static int build_all(floe_ctx *ctx, int reorder)
 {
     int rc;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
-        if (p->is_static && CL->sets[s].sorted_valid)
+        if ((p->is_static && CL->sets[s].sorted_valid) || p->placer)
             continue;
-        if ((rc = cl_sort(ctx, s)))
+        if ((rc = sort_set(ctx, s, reorder)))
             return rc;
-        /* static sets were reordered once on the host (boundary volumes) */
-        if (!p->is_static && reorder && p->n > 1) {
-            /* the previous step's checks name particles by index: report
-             * them before the indices change */
-            if ((rc = cl_checks_flush(ctx)) || (rc = cl_reorder(ctx, s)) || (rc = cl_sort(ctx, s)))
-                return rc;
-        }
-        CL->sets[s].sorted_valid = 1;
     }
     if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
@@ -117,8 +143,19 @@ static int build_all(floe_ctx *ctx, int reorder)
                 np++;
             }
     CL->nb_np = np;
-    if ((rc = build_pairs(ctx, NULL, np)))
+    if ((rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
         return rc;
+    int late = 0;
+    for (int s = 0; s < ctx->npsets; s++)
+        late |= ctx->sets[s].placer != NULL;
+    if (late) {
+        F->clFlush(CL->q); /* the device starts on what is launched while the owners work */
+        for (int s = 0; s < ctx->npsets; s++)
+            if (ctx->sets[s].placer && ((rc = ctx_run_placer(ctx, &ctx->sets[s])) || (rc = sort_set(ctx, s, reorder))))
+                return rc;
+        if ((rc = build_lists(ctx, 1)))
+            return rc;
+    }
     /* the one small read of the neighbour update, the largest count and the
      * total of every pair, after the outside rule's words: without waiting */
     cl_uint *st = nb_stats_host(ctx);

@@ -56,6 +56,14 @@ static int declares_write(const stage_inst *st, const char *name)
     return !st->desc; /* a host stage may write anything */
 }
 
+static int reads_boundary(const stage_inst *st)
+{
+    for (const floe_attr_desc *a = st->desc ? st->desc->attrs : NULL; a && a->name; a++)
+        if (a->kind & FLOE_SET_BOUNDARY)
+            return 1;
+    return 0;
+}
+
 /* The core's neighbour search on the device */
 static int core_neighbours(const stage_inst *st)
 {
@@ -94,6 +102,13 @@ int cl_stage_begin(floe_ctx *ctx, const stage_inst *st, int use_cl)
                 }
         return FLOE_OK;
     }
+    /* a device stage reading boundary sets: the sets placed late
+     * (api->set_placer) placed first (the neighbours stage places them
+     * itself, after launching the other sets' work) */
+    if (!core_neighbours(st) && reads_boundary(st))
+        for (int s = 0; s < ctx->npsets; s++)
+            if ((rc = ctx_run_placer(ctx, &ctx->sets[s])))
+                return rc;
     if (st->per_frame) { /* between steps: timed by the host, the steps' work done first */
         F->clFinish(CL->q);
         return FLOE_OK;
