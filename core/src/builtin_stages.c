@@ -129,7 +129,8 @@ static const floe_param_desc nb_params[] = {
      .unit = "support radii",
      .doc = "cells method on the cpu backend: Verlet lists within the support radius plus this skin, rebuilt when "
             "two particles may have closed it, cut to the support radius every step (0, the default: build every "
-            "step, faster on the reference dam break; periodic domains, order = id and MPI runs build every step; docs/neighbours.md)"},
+            "step, faster on the reference dam break; periodic domains, order = id and MPI runs build every "
+            "step; docs/neighbours.md)"},
     {0}};
 
 static const floe_attr_desc nb_attrs[] = {

@@ -220,7 +220,8 @@ static int rebuild(floe_ctx *ctx, int reorder)
 
 int ctx_neighbours_verlet(floe_ctx *ctx, float skin, int reorder)
 {
-    if (!(skin > 0.0f) || ctx->info.periodic || ctx->dev || ctx->dd || ctx->nb_by_id) {
+    /* order = id and MPI (ghosts appended every step): built every step */
+    if (!(skin > 0.0f) || ctx->info.periodic || ctx->dev || ctx->nb_by_id || ctx->dd) {
         ctx->verlet.valid = 0;
         return ctx_neighbours_update(ctx, reorder);
     }
