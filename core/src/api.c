@@ -244,6 +244,7 @@ static const floe_api core_api = {
     .owned = api_owned,
     .halo = api_halo,
     .reduce = dd_reduce,
+    .cl_cells = api_cl_cells,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

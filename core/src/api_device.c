@@ -3,6 +3,8 @@
  * getters answer NULL and the calls fail with a message. */
 #include "device.h"
 
+#include <string.h>
+
 #define NOT_ACTIVE "the OpenCL backend is not active (floe.sim{ backend = \"opencl\" })"
 
 int api_backend(floe_ctx *ctx) { return ctx->dev ? ctx->dev->ops->kind : FLOE_BACKEND_CPU; }
@@ -84,6 +86,17 @@ int api_cl_sort(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits)
     if (n && (!keys || !vals))
         return ctx_fail(ctx, FLOE_ERR_ARG, "cl_sort: no buffer");
     return ctx->dev->ops->sort(ctx, keys, vals, n, bits);
+}
+
+int api_cl_cells(floe_ctx *ctx, floe_set set, floe_cl_cells *out)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!ctx->dev)
+        return ctx_fail(ctx, FLOE_ERR, NOT_ACTIVE);
+    if (!p || !out)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "cl_cells: invalid set");
+    memset(out, 0, sizeof *out);
+    return ctx->dev->ops->cells(ctx, p, out);
 }
 
 void *api_cl_pinned(floe_ctx *ctx, const char *name, size_t bytes)

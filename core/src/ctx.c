@@ -124,7 +124,11 @@ void floe_ctx_destroy(floe_ctx *ctx)
         for (int a = 0; a < p->nattrs; a++)
             free(p->attrs[a].data);
         nb_sorted_free(&p->sorted);
+        nb_sorted_free(&p->vsorted);
+        free(p->x0);
+        free(p->pack);
         for (int t = 0; t < MAX_SETS; t++) {
+            nb_list_free(&p->vlists[t]);
             nb_list_free(&p->lists[t]);
             free(p->ksum[t]);
         }

@@ -29,7 +29,7 @@ int ctx_nb_grid_ensure(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-static int sort_set(floe_ctx *ctx, int s, int reorder)
+int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder)
 {
     pset *p = &ctx->sets[s];
     float *x = pset_attr(p, "x")->data;
@@ -70,7 +70,7 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
 /* The weights and the room of the kernel sums of fluid set pq's list in
  * set t (floe_nlist.wsum): m of a fluid target, V of a boundary one. A
  * target without them gets none (ks->w stays NULL). */
-static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
+int ctx_nb_ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
 {
     pset *pt = &ctx->sets[t];
     const attr *w = pset_attr(pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
@@ -107,7 +107,7 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
         if (p->is_static && p->sorted_valid)
             continue;
         /* static sets are reordered once, on their first sort */
-        rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
+        rc = ctx_nb_sort_set(ctx, s, p->is_static ? 1 : reorder);
     }
     ctx->ksums_valid = 0;
     const float inv_H = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H;
@@ -121,7 +121,7 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
             const float *xt = pset_attr(pt, "x")->data;
             nb_ksum ks = {0}, *ksp = NULL;
             pq->ksum_ok[t] = 0;
-            if (ctx->ksums_wanted && (rc = ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
+            if (ctx->ksums_wanted && (rc = ctx_nb_ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
                 ksp = &ks;
             if (rc)
                 return rc;

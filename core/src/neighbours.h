@@ -111,6 +111,18 @@ typedef struct nb_ksum {
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks);
 
+/* Verlet lists (nb_verlet.c): the rows of `in` (lists within a radius
+ * larger than `radius`, built earlier) cut to the pairs now within radius,
+ * in the rows' order, into out (rows padded as nb_build pads them). xq:
+ * the query positions (3 floats each); pack: the target's records (x, y,
+ * z, w), 16-byte aligned, w the kernel sums' weight (ks->w is not read:
+ * ks->out gets the sums of the cut rows, summed as nb_build_sums sums).
+ * The squared distance is the build's float (fused in the AVX2 build), so
+ * a pair is in a cut row exactly when a build within radius finds it.
+ * Returns 0 or -1 (no memory). */
+int nb_filter(nb_list *out, const nb_list *in, int dim, const float *xq, const float *pack, float radius,
+              nb_ksum *ks);
+
 /* Permutation that sorts particles by cell key (for locality reordering):
  * perm[k] = old index now at k. Equal to s->order after nb_sort. */
 

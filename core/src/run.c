@@ -540,6 +540,9 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
          * step runs; all are in before the frame's statistics and files */
         if (ctx->dev)
             ctx->dev->ops->defer_checks(ctx, 1);
+        /* Verlet lists rebuilt at each frame's first step: a run resumed
+         * from a frame's checkpoint rebuilds where this one does */
+        ctx->nb_rebuild = 1;
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
             double dt = choose_dt(ctx, &def, dt_prev, t_end), ts0 = wall_now();
             rc = floe_step(ctx, dt);

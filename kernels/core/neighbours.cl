@@ -5,8 +5,8 @@
  *   nb_scatter  slot = start[key] + rank (arrival order within a cell)
  *   nb_stable   within each cell, order by particle index: the result is
  *               exactly the C path's stable counting sort, deterministic
- *   nb_gather   sorted positions (float4, the particle index in w) for
- *               streaming candidate loads
+ *               and the sorted positions (float4, the particle index in
+ *               w) for streaming candidate loads
  *   nb_build    fixed-stride lists, neighbour-major: idx[k * pitch + i],
  *               candidates in ascending slot order per row of 3 cells, so
  *               each list holds the C list's neighbours in the C order */
@@ -109,8 +109,10 @@ __kernel void nb_scatter(__global const uint *key, __global const uint *rank, __
         tmp[start[key[i]] + rank[i]] = i;
 }
 
+/* Slot s's particle i goes to a + r, r = its rank by index within its cell
+ * [a, b); its sorted position with it (the row is at hand: no gather pass) */
 __kernel void nb_stable(__global const uint *tmp, __global const uint *key, __global const uint *start, uint n,
-                        __global uint *order)
+                        __global uint *order, __global const float *x, __global float4 *spos)
 {
     const uint s = get_global_id(0);
     if (s >= n)
@@ -120,15 +122,7 @@ __kernel void nb_stable(__global const uint *tmp, __global const uint *key, __gl
     for (uint k = a; k < b; k++)
         r += tmp[k] < i;
     order[a + r] = i;
-}
-
-__kernel void nb_gather(__global const float *x, __global const uint *order, uint n, __global float4 *spos)
-{
-    const uint s = get_global_id(0);
-    if (s >= n)
-        return;
-    const uint j = order[s];
-    spos[s] = (float4)(x[3 * j], x[3 * j + 1], x[3 * j + 2], as_float(j)); /* w: the particle index */
+    spos[a + r] = (float4)(x[3 * i], x[3 * i + 1], x[3 * i + 2], as_float(i)); /* w: the particle index */
 }
 
 /* Lists of nq query particles in a target set. same_set: the queries are the

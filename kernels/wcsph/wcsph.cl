@@ -4,7 +4,7 @@
  * modules/wcsph/wcsph.c; each launch sums over one fluid target set (f*)
  * and one boundary target set (b*), either absent (NULL count buffer).
  * Neighbour lists are neighbour-major: idx[k * pitch + i]. */
-#include "core/sph.h"
+#include "core/cells.h"
 
 inline float maxf(float a, float b) { return a > b ? a : b; }
 
@@ -28,20 +28,14 @@ __kernel void pressure(uint n, __global const float *rho, __global float *p, flo
     p[i] = maxf(v, lo);
 }
 
-/* P = p / rho^2 */
-__kernel void prho2(uint n, __global const float *rho, __global const float *p, __global float *P)
-{
-    const uint i = get_global_id(0);
-    if (i < n)
-        P[i] = p[i] / (rho[i] * rho[i]);
-}
-
-/* a_i -= sum_j m_j (P_i + P_j) grad W_ij + 2 rho0 P_i sum_b V_b grad W_ib;
- * with cv > 0 first a_i += cv sum_j m_j/(rho_i+rho_j) (v_j-v_i) W_ij / sigma
- * (XSPH in the same walk of the list, as the viscosity kernel adds it) */
-__kernel void pressure_force(uint n, __global const float *x, __global const float *P, __global float *a, float4 kc,
+/* a_i -= sum_j m_j (P_i + P_j) grad W_ij + 2 rho0 P_i sum_b V_b grad W_ib,
+ * P = p / rho^2 computed here as prho2 would (the same floats, no pass of
+ * its own); with cv > 0 first a_i += cv sum_j m_j/(rho_i+rho_j) (v_j-v_i)
+ * W_ij / sigma (XSPH in the same walk of the list, as the viscosity kernel
+ * adds it) */
+__kernel void pressure_force(uint n, __global const float *x, __global const float *p, __global float *a, float4 kc,
                              float4 per, float rho0, int hasf, int hasb, __global const float *xf, __global const float *mf,
-                             __global const float *Pf, __global const uint *cntf, __global const uint *idxf,
+                             __global const float *pf, __global const uint *cntf, __global const uint *idxf,
                              uint pitchf, __global const float *xb, __global const float *Vb,
                              __global const uint *cntb, __global const uint *idxb, uint pitchb, float cv,
                              __global const float *v, __global const float *rho, __global const float *vf,
@@ -51,23 +45,24 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
     if (i >= n)
         return;
     const float3 xi = floe_load3(x, i);
-    const float Pi = P[i];
+    const float rhoi = rho[i];
+    const float Pi = p[i] / (rhoi * rhoi);
     float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
     if (hasf) {
         const uint c = cntf[i];
         if (cv > 0.0f) {
             const float3 vi = floe_load3(v, i);
-            const float rhoi = rho[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
                 FLOE_X_IJ(xf);
                 const float mj = mf[j];
-                const float g = mj * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                const float rj = rhof[j];
+                const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
                 af.z += g * d.z;
                 const float3 vj = floe_load3(vf, j);
-                const float cc = mj / (rhoi + rhof[j]) * floe_w_hat(kc, r2);
+                const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
                 sv.x += cc * (vj.x - vi.x);
                 sv.y += cc * (vj.y - vi.y);
                 sv.z += cc * (vj.z - vi.z);
@@ -76,7 +71,8 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
             for (uint k = 0; k < c; k++) {
                 const uint j = idxf[k * pitchf + i];
                 FLOE_X_IJ(xf);
-                const float g = mf[j] * (Pi + Pf[j]) * floe_dw_r(kc, r2);
+                const float rj = rhof[j];
+                const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
                 af.x += g * d.x;
                 af.y += g * d.y;
                 af.z += g * d.z;
@@ -94,6 +90,158 @@ __kernel void pressure_force(uint n, __global const float *x, __global const flo
             ab.z += g * d.z;
         }
     }
+    float3 ai = floe_load3(a, i);
+    if (cv > 0.0f) {
+        ai.x += cv * sv.x;
+        ai.y += cv * sv.y;
+        ai.z += cv * sv.z;
+    }
+    const float cb = 2.0f * rho0 * Pi;
+    a[3 * i] = ai.x - (af.x + cb * ab.x);
+    a[3 * i + 1] = ai.y - (af.y + cb * ab.y);
+    a[3 * i + 2] = ai.z - (af.z + cb * ab.z);
+}
+
+/* pressure_force over a cell walk (kernels/core/cells.h): the same sums in
+ * the same order as pressure_force's over lists */
+__kernel __attribute__((reqd_work_group_size(FLOE_WGS, 1, 1)))
+void pressure_force_cells(uint n, __global const float *x, __global const float *p, __global float *a, float4 kc,
+                          float4 per, float rho0, int hasf, int hasb, __global const float *xf,
+                          __global const float *mf, __global const float *pf, __global const float *xb,
+                          __global const float *Vb, float cv, __global const float *v, __global const float *rho,
+                          __global const float *vf, __global const float *rhof, FLOE_CELL_ARGS, FLOE_CELL_TARGET(f),
+                          int selff, FLOE_CELL_TARGET(b))
+{
+    __local float4 cand[FLOE_CAND];
+    FLOE_CELL_QUERY(n, x);
+    /* P = p / rho^2 as prho2 computes it, here instead of in a pass of its own */
+    const float rhoi = act ? rho[i] : 1.0f;
+    const float Pi = act ? p[i] / (rhoi * rhoi) : 0.0f;
+    float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
+    if (hasf) {
+        const uint self = selff ? i : 0xffffffffu;
+        if (cv > 0.0f) {
+            const float3 vi = act ? floe_load3(v, i) : (float3)(0.0f);
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, FLOE_CELL_NONE_)
+                const float mj = mf[j];
+                const float rj = rhof[j];
+                const float g = mj * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+                const float3 vj = floe_load3(vf, j);
+                const float cc = mj / (rhoi + rj) * floe_w_hat(kc, r2);
+                sv.x += cc * (vj.x - vi.x);
+                sv.y += cc * (vj.y - vi.y);
+                sv.z += cc * (vj.z - vi.z);
+            FLOE_CELL_WALK_END
+        } else {
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, FLOE_CELL_NONE_)
+                const float rj = rhof[j];
+                const float g = mf[j] * (Pi + pf[j] / (rj * rj)) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+            FLOE_CELL_WALK_END
+        }
+    }
+    if (hasb) {
+        FLOE_CELL_WALK_BEGIN(cand, bsp, bcs, bfresh, xb, 0xffffffffu, FLOE_CELL_NONE_)
+            const float g = Vb[j] * floe_dw_r(kc, r2);
+            ab.x += g * d.x;
+            ab.y += g * d.y;
+            ab.z += g * d.z;
+        FLOE_CELL_WALK_END
+    }
+    if (!act)
+        return;
+    float3 ai = floe_load3(a, i);
+    if (cv > 0.0f) {
+        ai.x += cv * sv.x;
+        ai.y += cv * sv.y;
+        ai.z += cv * sv.z;
+    }
+    const float cb = 2.0f * rho0 * Pi;
+    a[3 * i] = ai.x - (af.x + cb * ab.x);
+    a[3 * i + 1] = ai.y - (af.y + cb * ab.y);
+    a[3 * i + 2] = ai.z - (af.z + cb * ab.z);
+}
+
+/* The data a packed pressure-force walk reads of each neighbour, per
+ * sorted slot q of a fluid set (particle i = spos[q].w): u = (v, rho),
+ * w = (m, P = p / rho^2, as prho2 computes it) */
+__kernel void pack_cells(uint n, __global const float4 *sp, __global const float *v, __global const float *rho,
+                         __global const float *m, __global const float *p, __global float4 *u, __global float2 *w)
+{
+    const uint q = get_global_id(0);
+    if (q >= n)
+        return;
+    const uint i = as_uint(sp[q].w);
+    const float r = rho[i];
+    u[q] = (float4)(v[3 * i], v[3 * i + 1], v[3 * i + 2], r);
+    w[q] = (float2)(m[i], p[i] / (r * r));
+}
+
+/* pressure_force_cells over packed neighbour data: a work group stages u
+ * and w of its candidate rows in local memory with their positions, so a
+ * neighbour costs no global read; the query's own from its slot (qu, qw:
+ * the query set's packs). The same sums in the same order. */
+#define PF_ST(l, g)     \
+    cu[l] = fu[g];      \
+    cw[l] = fw[g];
+#define PF_STB(l, g) cu[l].x = Vb[as_uint(cand[l].w)]; /* the walls' volumes */
+
+__kernel __attribute__((reqd_work_group_size(FLOE_WGS, 1, 1)))
+void pressure_force_packed(uint n, __global const float *x, __global float *a, float4 kc, float4 per, float rho0,
+                           int hasf, int hasb, __global const float4 *qu, __global const float2 *qw,
+                           __global const float4 *fu, __global const float2 *fw, __global const float *xf,
+                           __global const float *xb, __global const float *Vb, float cv, FLOE_CELL_ARGS,
+                           FLOE_CELL_TARGET(f), int selff, FLOE_CELL_TARGET(b))
+{
+    __local float4 cand[FLOE_CAND], cu[FLOE_CAND];
+    __local float2 cw[FLOE_CAND];
+    FLOE_CELL_QUERY(n, x);
+    const float4 ui = qu[act ? q_ : g0_];
+    const float2 wi = qw[act ? q_ : g0_];
+    const float rhoi = ui.w, Pi = act ? wi.y : 0.0f;
+    const float3 vi = ui.xyz;
+    float3 af = (float3)(0.0f), ab = (float3)(0.0f), sv = (float3)(0.0f);
+    if (hasf) {
+        const uint self = selff ? i : 0xffffffffu;
+        if (cv > 0.0f) {
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, PF_ST)
+                const float4 uj = FLOE_CELL_STAGED(cu, fu[k_]);
+                const float2 wj = FLOE_CELL_STAGED(cw, fw[k_]);
+                const float mj = wj.x;
+                const float g = mj * (Pi + wj.y) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+                const float cc = mj / (rhoi + uj.w) * floe_w_hat(kc, r2);
+                sv.x += cc * (uj.x - vi.x);
+                sv.y += cc * (uj.y - vi.y);
+                sv.z += cc * (uj.z - vi.z);
+            FLOE_CELL_WALK_END
+        } else {
+            FLOE_CELL_WALK_BEGIN(cand, fsp, fcs, ffresh, xf, self, PF_ST)
+                const float2 wj = FLOE_CELL_STAGED(cw, fw[k_]);
+                const float g = wj.x * (Pi + wj.y) * floe_dw_r(kc, r2);
+                af.x += g * d.x;
+                af.y += g * d.y;
+                af.z += g * d.z;
+            FLOE_CELL_WALK_END
+        }
+    }
+    if (hasb) {
+        FLOE_CELL_WALK_BEGIN(cand, bsp, bcs, bfresh, xb, 0xffffffffu, PF_STB)
+            const float g = FLOE_CELL_STAGED(cu, (float4)(Vb[j])).x * floe_dw_r(kc, r2);
+            ab.x += g * d.x;
+            ab.y += g * d.y;
+            ab.z += g * d.z;
+        FLOE_CELL_WALK_END
+    }
+    if (!act)
+        return;
     float3 ai = floe_load3(a, i);
     if (cv > 0.0f) {
         ai.x += cv * sv.x;

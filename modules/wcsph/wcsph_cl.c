@@ -39,33 +39,36 @@ int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *fs, const wcsph_eos *e)
 
 /* ---- pressure force ------------------------------------------------------ */
 
-int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
+/* ... with the neighbours' data packed in sorted order first (pack_cells:
+ * u = (v, rho), w = (m, P) per slot of each fluid set), which the walk
+ * stages in local memory with the positions */
+static int pressure_force_packed(floe_ctx *ctx, float cv, const cset *f, int nf, const cset *b, int nb,
+                                 const floe_cl_cellq *cq)
 {
-    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
-    void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "prho2");
-    if (!k || !kp)
-        return FLOE_ERR;
     float kc[4], per[4];
     floe_cl_consts(api->sim(ctx), kc, per);
-    const float cv = pf->cv; /* XSPH in the same pass */
-    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
-    void *P[FLOE_MAX_SETS];
-    int nf, nb, st;
-    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) || (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
-        return st;
-    /* P = p / rho^2 of every fluid particle, once per call, in scratch */
+    void *kp = api->cl_kernel(ctx, "wcsph", FILE_CL, "pack_cells");
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_packed");
+    if (!k || !kp)
+        return FLOE_ERR;
+    void *U[FLOE_MAX_SETS], *Wm[FLOE_MAX_SETS];
+    int st;
     for (int s = 0; s < nf; s++) {
         char name[96];
-        snprintf(name, sizeof name, "wcsph.P.%s", f[s].info.name);
         uint32_t n = f[s].info.n;
-        P[s] = api->cl_scratch(ctx, name, (size_t)n * 4);
+        snprintf(name, sizeof name, "wcsph.pack_u.%s", f[s].info.name);
+        U[s] = api->cl_scratch(ctx, name, (size_t)n * 16);
+        snprintf(name, sizeof name, "wcsph.pack_w.%s", f[s].info.name);
+        Wm[s] = api->cl_scratch(ctx, name, (size_t)n * 8);
         st = FLOE_OK;
+        void *v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
         void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *m = floe_cl_attr(api, ctx, &f[s], "m", FLOE_F32, FLOE_READ, &st);
         void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
-        if (st || !P[s])
+        if (st || !U[s] || !Wm[s])
             return st ? st : FLOE_ERR_NOMEM;
-        floe_cl_arg a[] = {ARG(n), ARG(rho), ARG(p), ARG(P[s])};
-        if ((st = api->cl_run(ctx, kp, n, 4, a, 12.0 * n)))
+        floe_cl_arg a[] = {ARG(n), ARG(cq[s].sp), ARG(v), ARG(rho), ARG(m), ARG(p), ARG(U[s]), ARG(Wm[s])};
+        if ((st = api->cl_run(ctx, kp, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
             return st;
     }
     const int launches = nf > nb ? nf : nb;
@@ -73,11 +76,106 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
         st = FLOE_OK;
         void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
         void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
-        void *v = x, *rho = x; /* dummies without xsph */
-        if (cv > 0.0f) {
-            v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
-            rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            floe_cl_row rf, rb;
+            floe_cl_cellt tf, tb;
+            const float cvl = l < nf ? cv : 0.0f;
+            if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, 0, &rf, &rb, &tf, &tb)))
+                return st;
+            void *fu = l < nf ? U[l] : U[s], *fw = l < nf ? Wm[l] : Wm[s];
+            int32_t selff = l < nf && f[l].set.id == f[s].set.id;
+            /* compulsory: sorted position 16, packs 24, a 24 (read, write) */
+            floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(acc),  ARG(kc),   ARG(per),  ARG(rho0),
+                               ARG(tf.has), ARG(tb.has), ARG(U[s]), ARG(Wm[s]), ARG(fu),  ARG(fw),
+                               ARG(rf.x),   ARG(rb.x),   ARG(rb.w), ARG(cvl),  FLOE_CL_CELLQ_ARGS(cq[s]),
+                               FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 64.0 * n)))
+                return st;
         }
+    }
+    return FLOE_OK;
+}
+
+/* the pressure force (with XSPH where cv > 0) of every fluid set over cell
+ * walks: launch l sums over the l-th fluid and l-th boundary target, as the
+ * list launches do; P = p / rho^2 computed in the walk (no prho2 pass) */
+static int pressure_force_cells(floe_ctx *ctx, float cv, const cset *f, int nf, const cset *b, int nb,
+                                const floe_cl_cellq *cq)
+{
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force_cells");
+    if (!k)
+        return FLOE_ERR;
+    if (cq[0].pack)
+        return pressure_force_packed(ctx, cv, f, nf, b, nb, cq);
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        int st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *v = cv > 0.0f ? floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st) : x;
+        if (st)
+            return st;
+        uint32_t n = f[s].info.n;
+        float rho0 = f[s].info.rest_density;
+        for (int l = 0; l < launches; l++) {
+            floe_cl_row rf, rb;
+            floe_cl_cellt tf, tb;
+            const float cvl = l < nf ? cv : 0.0f;
+            if ((st = floe_cl_cell_rows(api, ctx, f, nf, b, nb, l, FLOE_CL_ROW_RHO | (cvl > 0.0f ? FLOE_CL_ROW_V : 0), &rf,
+                                        &rb, &tf, &tb)))
+                return st;
+            void *pf = x;
+            if (l < nf && !(pf = floe_cl_attr(api, ctx, &f[l], "p", FLOE_F32, FLOE_READ, &st)))
+                return st;
+            void *vf = cvl > 0.0f ? rf.v : x;
+            int32_t selff = l < nf && f[l].set.id == f[s].set.id;
+            /* compulsory: sorted position 16, p, rho 8, a 24 (read, write), v 12 with XSPH */
+            double bytes = (cvl > 0.0f ? 60.0 : 48.0) * n;
+            floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(p),    ARG(acc),  ARG(kc),   ARG(per),    ARG(rho0),
+                               ARG(tf.has), ARG(tb.has), ARG(rf.x), ARG(rf.w), ARG(pf),   ARG(rb.x),   ARG(rb.w),
+                               ARG(cvl),    ARG(v),      ARG(rho),  ARG(vf),   ARG(rf.rho), FLOE_CL_CELLQ_ARGS(cq[s]),
+                               FLOE_CL_CELLT_ARGS(tf), ARG(selff), FLOE_CL_CELLT_ARGS(tb)};
+            if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
+                return st;
+        }
+    }
+    return FLOE_OK;
+}
+
+int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
+{
+    void *k = api->cl_kernel(ctx, "wcsph", FILE_CL, "pressure_force");
+    if (!k)
+        return FLOE_ERR;
+    float kc[4], per[4];
+    floe_cl_consts(api->sim(ctx), kc, per);
+    const float cv = pf->cv; /* XSPH in the same pass */
+    cset f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
+    int nf, nb, st;
+    if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) || (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
+        return st;
+    floe_cl_cellq cq[FLOE_MAX_SETS];
+    int cells = nf > 0;
+    for (int s = 0; s < nf; s++)
+        cells = cells && floe_cl_cell_query(api, ctx, &f[s], &cq[s]);
+    if (cells) /* walk the cells (kernels/core/cells.h) */
+        return pressure_force_cells(ctx, cv, f, nf, b, nb, cq);
+    const int launches = nf > nb ? nf : nb;
+    for (int s = 0; s < nf; s++) {
+        st = FLOE_OK;
+        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
+        void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
+        void *p = floe_cl_attr(api, ctx, &f[s], "p", FLOE_F32, FLOE_READ, &st);
+        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        void *v = cv > 0.0f ? floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st) : x; /* a dummy without xsph */
         if (st)
             return st;
         uint32_t n = f[s].info.n;
@@ -85,16 +183,19 @@ int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf)
         for (int l = 0; l < launches; l++) {
             floe_cl_row rf, rb;
             const float cvl = l < nf ? cv : 0.0f;
-            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, cvl > 0.0f ? FLOE_CL_ROW_RHO | FLOE_CL_ROW_V : 0,
+            if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, FLOE_CL_ROW_RHO | (cvl > 0.0f ? FLOE_CL_ROW_V : 0),
                                    &rf, &rb)))
                 return st;
-            void *Pf = l < nf ? P[l] : rf.x;
-            void *vf = rf.v, *rhof = rf.rho;
-            double bytes = (cvl > 0.0f ? 60.0 : 44.0) * n + 4.0 * (rf.total + rb.total);
-            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(P[s]), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
-                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(Pf), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
+            void *pf_ = x;
+            if (l < nf && !(pf_ = floe_cl_attr(api, ctx, &f[l], "p", FLOE_F32, FLOE_READ, &st)))
+                return st;
+            void *vf = cvl > 0.0f ? rf.v : x;
+            /* p, rho of i and of each neighbour: P = p / rho^2 in the pass */
+            double bytes = (cvl > 0.0f ? 64.0 : 52.0) * n + 4.0 * (rf.total + rb.total);
+            floe_cl_arg a[] = {ARG(n), ARG(x), ARG(p), ARG(acc), ARG(kc), ARG(per), ARG(rho0),
+                               ARG(rf.has), ARG(rb.has), ARG(rf.x), ARG(rf.w), ARG(pf_), ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch),
                                ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch), ARG(cvl), ARG(v), ARG(rho),
-                               ARG(vf), ARG(rhof)};
+                               ARG(vf), ARG(rf.rho)};
             if ((st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, bytes)))
                 return st;
         }

@@ -9,7 +9,8 @@
 --   n: 100k, 1M, 4M or any count (k/M suffixes); steps: number of timed
 --   steps; warmup: simulated seconds before them (default 0.05 s: the start's
 --   compression and the kernel builds); tolerance; cfl; chebyshev;
---   gradient_correction (0 or 1, iisph.solve's kernel gradient correction)
+--   gradient_correction (0 or 1, iisph.solve's kernel gradient correction);
+--   reorder_every (the neighbours stage's, default 10)
 local floe = require "floe"
 
 local function count(s)
@@ -39,7 +40,7 @@ floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, IISP
   .. "%d timed steps", n, floe.param("n", "100k"), d, 100 * tolerance, cfl, steps))
 
 sim:pipeline{
-  "neighbours",
+  { "neighbours", reorder_every = floe.param("reorder_every", 10) },
   "sph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),

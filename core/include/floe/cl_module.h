@@ -86,8 +86,9 @@ typedef struct floe_cl_row {
 
 enum { FLOE_CL_ROW_RHO = 1, FLOE_CL_ROW_V = 2 };
 
-static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *t,
-                                  unsigned needs, floe_cl_row *r)
+/* the target's attributes of a row, without lists (a cell walk's target) */
+static inline int floe_cl_target_get(const floe_api *api, floe_ctx *ctx, const floe_cl_set *t, unsigned needs,
+                                     floe_cl_row *r)
 {
     memset(r, 0, sizeof *r);
     void *none = api->cl_scratch(ctx, "floe.none", 16);
@@ -97,13 +98,7 @@ static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe
     if (!t)
         return FLOE_OK;
     r->has = 1;
-    floe_cl_nlist nl;
-    int st = api->cl_neighbours(ctx, q->set, t->set, &nl);
-    if (st)
-        return st;
-    if (nl.n < q->info.n)
-        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
-                         q->info.n);
+    int st = FLOE_OK;
     const int bound = t->info.kind == FLOE_SET_BOUNDARY;
     r->x = floe_cl_attr(api, ctx, t, "x", FLOE_VEC3, FLOE_READ, &st);
     r->w = floe_cl_attr(api, ctx, t, bound ? "V" : "m", FLOE_F32, FLOE_READ, &st);
@@ -111,12 +106,107 @@ static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe
         r->rho = floe_cl_attr(api, ctx, t, "rho", FLOE_F32, FLOE_READ, &st);
     if (!bound && (needs & FLOE_CL_ROW_V))
         r->v = floe_cl_attr(api, ctx, t, "v", FLOE_VEC3, FLOE_READ, &st);
+    return st;
+}
+
+static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *t,
+                                  unsigned needs, floe_cl_row *r)
+{
+    int st = floe_cl_target_get(api, ctx, NULL, 0, r);
+    if (st || !t)
+        return st;
+    floe_cl_nlist nl;
+    if ((st = api->cl_neighbours(ctx, q->set, t->set, &nl)))
+        return st;
+    if (nl.n < q->info.n)
+        return api->fail(ctx, FLOE_ERR, "stale neighbour lists for set '%s' (%u < %u particles)", q->info.name, nl.n,
+                         q->info.n);
+    if ((st = floe_cl_target_get(api, ctx, t, needs, r)))
+        return st;
     r->cnt = nl.count;
     r->idx = nl.idx;
     r->pitch = nl.pitch;
     r->total = nl.total;
     return st;
 }
+
+/* ---- cell walks (ABI 1.14, kernels/core/cells.h) ------------------------
+ * The arguments of FLOE_CELL_ARGS (the query set's sort, the grid) and of
+ * a FLOE_CELL_TARGET (a target set's sort). floe_cl_cell_query answers 0
+ * (and the module reads lists) where the backend prefers lists, the
+ * domain is periodic or the set has no current sort. */
+typedef struct floe_cl_cellq {
+    void *sp;
+    int32_t fresh, staged, pack;
+    float go[4], rc2;
+    int32_t gn[4];
+} floe_cl_cellq;
+
+typedef struct floe_cl_cellt {
+    void *sp, *cs;
+    int32_t fresh, has;
+} floe_cl_cellt;
+
+static inline int floe_cl_cell_query(const floe_api *api, floe_ctx *ctx, const floe_cl_set *q, floe_cl_cellq *out)
+{
+    floe_cl_cells c;
+    memset(out, 0, sizeof *out);
+    if (api->cl_cells(ctx, q->set, &c) != FLOE_OK || !c.spos || c.n < q->info.n)
+        return 0;
+    out->sp = c.spos;
+    out->fresh = c.fresh;
+    out->staged = c.staged;
+    out->pack = c.pack;
+    memcpy(out->go, c.origin, sizeof out->go);
+    memcpy(out->gn, c.dims, sizeof out->gn);
+    out->rc2 = c.support2;
+    return 1;
+}
+
+/* a target's cells (t NULL: absent, dummy buffers); FLOE_ERR where the
+ * target has no current sort while the query has (not expected: every set
+ * is sorted by the same neighbours stage) */
+static inline int floe_cl_cell_target(const floe_api *api, floe_ctx *ctx, const floe_cl_set *t, floe_cl_cellt *out)
+{
+    memset(out, 0, sizeof *out);
+    void *none = api->cl_scratch(ctx, "floe.none", 16);
+    if (!none)
+        return FLOE_ERR_NOMEM;
+    out->sp = out->cs = none;
+    if (!t)
+        return FLOE_OK;
+    floe_cl_cells c;
+    int st = api->cl_cells(ctx, t->set, &c);
+    if (st)
+        return st;
+    if (!c.spos || c.n < t->info.n)
+        return api->fail(ctx, FLOE_ERR, "set '%s': no current cell sort on the device", t->info.name);
+    out->sp = c.spos;
+    out->cs = c.start;
+    out->fresh = c.fresh;
+    out->has = 1;
+    return FLOE_OK;
+}
+
+/* Launch l of a cell walk (as floe_cl_rows for lists): the l-th fluid
+ * target's and the l-th boundary target's cells and attributes (needs: the
+ * fluid target's FLOE_CL_ROW_RHO / _V) */
+static inline int floe_cl_cell_rows(const floe_api *api, floe_ctx *ctx, const floe_cl_set *f, int nf,
+                                    const floe_cl_set *b, int nb, int l, unsigned needs, floe_cl_row *rf,
+                                    floe_cl_row *rb, floe_cl_cellt *tf, floe_cl_cellt *tb)
+{
+    int st;
+    if ((st = floe_cl_cell_target(api, ctx, l < nf ? &f[l] : NULL, tf)) ||
+        (st = floe_cl_cell_target(api, ctx, l < nb ? &b[l] : NULL, tb)) ||
+        (st = floe_cl_target_get(api, ctx, l < nf ? &f[l] : NULL, needs, rf)))
+        return st;
+    return floe_cl_target_get(api, ctx, l < nb ? &b[l] : NULL, 0, rb);
+}
+
+#define FLOE_CL_CELLQ_ARGS(cq) \
+    FLOE_CL_ARG((cq).sp), FLOE_CL_ARG((cq).fresh), FLOE_CL_ARG((cq).go), FLOE_CL_ARG((cq).gn), FLOE_CL_ARG((cq).rc2), \
+        FLOE_CL_ARG((cq).staged)
+#define FLOE_CL_CELLT_ARGS(ct) FLOE_CL_ARG((ct).sp), FLOE_CL_ARG((ct).cs), FLOE_CL_ARG((ct).fresh)
 
 /* Launch l of the launches = max(nf, nb) of query set q: the rows of its
  * l-th fluid target (f[l], absent when l >= nf) and l-th boundary target. */

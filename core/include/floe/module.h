@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 13
+#define FLOE_ABI_MINOR 14
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -248,6 +248,27 @@ typedef struct floe_cl_nlist {
     double total;
 } floe_cl_nlist;
 
+/* The device cell sort of a particle set (OpenCL backend, ABI 1.12), for
+ * kernels that walk the neighbour cells instead of reading lists
+ * (kernels/core/cells.h; FLOE_CL_NEIGHBOURS=cells). spos holds, per sorted
+ * slot, the position and the particle index (float4: x, y, z, index as
+ * uint bits); start[c] .. start[c + 1] are the slots of cell c (key ix +
+ * n0 (iy + n1 iz)), n0 n1 n2 + 1 words. origin = (grid origin, 1 / cell
+ * edge), dims = (cells per axis, dim == 3). fresh: no position of the set
+ * changed since the sort (spos equals x); else the walk finds the
+ * neighbours of the sorted positions, as lists built then hold, and
+ * reads x for the sums. spos NULL: no cells (lists are the way). */
+typedef struct floe_cl_cells {
+    uint32_t n;
+    int32_t fresh;
+    void *spos, *start;
+    float origin[4];
+    int32_t dims[4];
+    float support2; /* the search radius squared (the lists' test: d2 < support2) */
+    int32_t staged; /* walk a work group's candidates through local memory (FLOE_CL_CELLS_LOCAL) */
+    int32_t pack;   /* pack the neighbours' data in sorted order first (FLOE_CL_CELLS_PACK) */
+} floe_cl_cells;
+
 /* One kernel argument for api->cl_run: a buffer is {sizeof(void *), &mem}
  * (&null_mem for none), a value {sizeof v, &v}, local memory {bytes, NULL}. */
 typedef struct floe_cl_arg {
@@ -442,6 +463,13 @@ typedef struct floe_api {
     /* values[0..n) reduced over all ranks in place (FLOE_REDUCE_*): sums
      * over owned particles, maxima for time-step limits, convergence. */
     int (*reduce)(floe_ctx *ctx, double *values, int n, int op);
+    /* ---- appended in ABI 1.14: neighbour cells on the device ------------
+     * The cell sort of the last neighbours stage of `set` (floe_cl_cells),
+     * where the backend prefers cell walks to lists (FLOE_CL_NEIGHBOURS=
+     * cells, no periodic axis); else out->spos = NULL and the module reads
+     * lists (api->cl_neighbours builds them on demand). FLOE_OK either way
+     * on the OpenCL backend. */
+    int (*cl_cells)(floe_ctx *ctx, floe_set set, floe_cl_cells *out);
 } floe_api;
 
 enum { FLOE_REDUCE_SUM = 0, FLOE_REDUCE_MAX, FLOE_REDUCE_MIN };

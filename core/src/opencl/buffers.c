@@ -162,8 +162,11 @@ void *cl_attr(floe_ctx *ctx, pset *p, attr *at, unsigned access)
     if (cl_sync(ctx, p, at))
         return NULL;
     cl_mirror *m = cl_mirror_of(ctx, p, at);
-    if (access & FLOE_WRITE)
+    if (access & FLOE_WRITE) {
         m->host_stale = 1;
+        if (!strcmp(at->name, "x")) /* the cell sort's positions are the old ones now */
+            CL->sets[p - ctx->sets].spos_stale = 1;
+    }
     return m->mem;
 }
 

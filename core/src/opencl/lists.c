@@ -71,8 +71,9 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 static int clear_counts(floe_ctx *ctx)
 {
     cl_uint zero = 0;
-    cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4, (size_t)2 * CL->nb_np * 4, 0,
-                                      NULL, NULL);
+    cl_int e = CL->nb_np ? F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4,
+                                                  (size_t)2 * CL->nb_np * 4, 0, NULL, NULL)
+                         : CL_SUCCESS;
     return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
 }
 
@@ -86,6 +87,20 @@ static int build_pairs(floe_ctx *ctx, const int *which, int n)
         rc = build_pair(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr));
     }
     return rc;
+}
+
+/* every (fluid set, set) pair, in CL->nb_pq/nb_pt */
+static void set_pairs(floe_ctx *ctx)
+{
+    int np = 0;
+    for (int q = 0; q < ctx->npsets; q++)
+        if (ctx->sets[q].kind == FLOE_SET_FLUID)
+            for (int t = 0; t < ctx->npsets; t++) {
+                CL->nb_pq[np] = q;
+                CL->nb_pt[np] = t;
+                np++;
+            }
+    CL->nb_np = np;
 }
 
 /* Sort one set (reordering a fluid set along the sort when asked) */
@@ -134,15 +149,12 @@ static int build_all(floe_ctx *ctx, int reorder)
     }
     if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
-    int np = 0;
-    for (int q = 0; q < ctx->npsets; q++)
-        if (ctx->sets[q].kind == FLOE_SET_FLUID)
-            for (int t = 0; t < ctx->npsets; t++) {
-                CL->nb_pq[np] = q;
-                CL->nb_pt[np] = t;
-                np++;
-            }
-    CL->nb_np = np;
+    /* cells: the sorts are all; lists only when a module asks (cl_lists_ensure) */
+    const int lazy = CL->cells && !ctx->nbgrid.periodic;
+    set_pairs(ctx);
+    if (lazy)
+        CL->nb_np = 0;
+    const int np = CL->nb_np;
     if ((rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
         return rc;
     int late = 0;
@@ -166,7 +178,8 @@ static int build_all(floe_ctx *ctx, int reorder)
         return cl_err(ctx, e, "reading the neighbour counts");
     F->clFlush(CL->q);
     CL->nb_pending = 1;
-    CL->lists_valid = 1;
+    CL->lists_valid = !lazy;
+    CL->lists_lazy = lazy;
     ctx->nb_valid = 0;
     return FLOE_OK;
 }
@@ -203,13 +216,14 @@ int cl_lists_pending(floe_ctx *ctx)
  * (rows were cut), widen it and build that pair again, now waiting for the
  * counts. *rebuilt tells the caller that stages run on the speculative
  * lists must run again. */
+static int widen(floe_ctx *ctx, cl_uint *st, int *rebuilt);
+
 int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
 {
     *rebuilt = 0;
     if (!CL->nb_pending)
         return FLOE_OK;
     CL->nb_pending = 0;
-    enum { NPAIR = MAX_SETS * MAX_SETS };
     double t0 = now_ms();
     cl_int e = F->clWaitForEvents(1, &CL->nb_ev);
     CL->wait_nb_ms += now_ms() - t0;
@@ -217,7 +231,7 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
     CL->nb_ev = NULL;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
-    int pending[NPAIR], npending = 0, rc, changed = 0;
+    int rc, changed = 0;
     /* the build went ahead on particles that had left the domain: removed
      * now, the lists built again (no reorder: done, or not due), and the
      * stages run on the old ones run again */
@@ -236,8 +250,18 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "reading the neighbour counts");
     }
+    return widen(ctx, nb_stats_host(ctx) + STATS_PAIR0, rebuilt);
+}
+
+/* Look at the counts st of every pair: where a list overflowed its stride
+ * (rows were cut), widen it and build that pair again, now waiting. */
+static int widen(floe_ctx *ctx, cl_uint *st, int *rebuilt)
+{
+    enum { NPAIR = MAX_SETS * MAX_SETS };
+    int pending[NPAIR], npending = 0, rc;
+    double t0;
+    cl_int e;
     const int np = CL->nb_np;
-    cl_uint *st = nb_stats_host(ctx) + STATS_PAIR0;
     for (int round = 0;; round++) {
         /* an overflow: kernels enqueued on the speculative lists may still
          * read them; let them finish before the lists are released */
@@ -274,5 +298,31 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         if (e != CL_SUCCESS)
             return cl_err(ctx, e, "reading the neighbour counts");
     }
+    return FLOE_OK;
+}
+
+/* Where the last neighbours stage only sorted (cells), the lists of every
+ * pair now, on that sort, waiting for their counts (a module that reads
+ * lists asked: api->cl_neighbours, or a C stage the host lists). */
+int cl_lists_ensure(floe_ctx *ctx)
+{
+    if (CL->lists_valid || !CL->lists_lazy)
+        return FLOE_OK;
+    set_pairs(ctx);
+    int rc = build_pairs(ctx, NULL, CL->nb_np);
+    if (rc)
+        return rc;
+    cl_uint *st = nb_stats_host(ctx) + STATS_PAIR0;
+    double t0 = now_ms();
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_TRUE, (size_t)STATS_PAIR0 * 4, (size_t)2 * CL->nb_np * 4, st,
+                                      0, NULL, NULL);
+    CL->wait_nb_ms += now_ms() - t0;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    int rebuilt;
+    if ((rc = widen(ctx, st, &rebuilt)))
+        return rc;
+    CL->lists_lazy = 0;
+    CL->lists_valid = 1;
     return FLOE_OK;
 }

@@ -9,9 +9,11 @@
 /* Host lists (neighbours.c layout) from the device lists. */
 int cl_lists_to_host(floe_ctx *ctx)
 {
+    int rebuilt, rc;
+    if ((rc = cl_lists_ensure(ctx)))
+        return rc;
     if (!CL->lists_valid)
         return FLOE_ERR;
-    int rebuilt, rc;
     /* the pipeline settles the lists before any C stage; this is for other
      * callers, which have run nothing on the speculative lists */
     if ((rc = cl_lists_settle(ctx, &rebuilt)))
@@ -128,12 +130,14 @@ static int lists_to_device(floe_ctx *ctx)
  * checked the sets), copied up from the host lists when only those are current. */
 int cl_lists(floe_ctx *ctx, pset *q, pset *t, floe_cl_nlist *out)
 {
+    int rc = cl_lists_ensure(ctx);
+    if (rc)
+        return rc;
     if (!CL->lists_valid) {
         if (!ctx->nb_valid)
             return ctx_fail(ctx, FLOE_ERR_ARG, "no neighbour lists for set '%s' (run the 'neighbours' stage first)",
                             q->name);
-        int rc = lists_to_device(ctx);
-        if (rc)
+        if ((rc = lists_to_device(ctx)))
             return rc;
     }
     int qi = (int)(q - ctx->sets), ti = (int)(t - ctx->sets);

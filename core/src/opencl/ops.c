@@ -34,6 +34,7 @@ static void moved(floe_ctx *ctx, pset *p)
 {
     CL->sets[p - ctx->sets].sorted_valid = 0;
     CL->lists_valid = 0;
+    CL->lists_lazy = 0;
 }
 
 static int set_compact(floe_ctx *ctx, pset *p, void *keep, uint32_t n_keep)
@@ -171,6 +172,7 @@ static const floe_backend_ops opencl_ops = {
     .set_compact = set_compact,
     .scan = scan_words,
     .sort = sort_keys,
+    .cells = cl_cells,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)
@@ -228,6 +230,20 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     b->nb_local_off = nl && !strcmp(nl, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");
     b->nb_spec_off = sp && !strcmp(sp, "0");
+    /* FLOE_CL_NEIGHBOURS: lists (default) or cells (docs/opencl.md) */
+    const char *nm = getenv("FLOE_CL_NEIGHBOURS");
+    if (nm && nm[0] && strcmp(nm, "lists") != 0 && strcmp(nm, "cells") != 0) {
+        snprintf(msg, msglen, "FLOE_CL_NEIGHBOURS must be \"lists\" or \"cells\" (got \"%s\")", nm);
+        f->clReleaseCommandQueue(b->q);
+        f->clReleaseContext(b->context);
+        free(b);
+        return NULL;
+    }
+    b->cells = nm && !strcmp(nm, "cells");
+    const char *cst = getenv("FLOE_CL_CELLS_LOCAL");
+    b->cells_staged = !(cst && !strcmp(cst, "0"));
+    const char *cpk = getenv("FLOE_CL_CELLS_PACK");
+    b->cells_pack = !(cpk && !strcmp(cpk, "0"));
     return &b->base;
 }
 

@@ -128,11 +128,10 @@ int cl_sort(floe_ctx *ctx, int s)
     if ((rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_scatter"), n, WG, 16.0 * n, ARG(d->key), ARG(d->rank),
                      ARG(d->cs), ARG(n), ARG(d->tmp))))
         return rc;
-    if ((rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_stable"), n, WG, 24.0 * n, ARG(d->tmp), ARG(d->key),
-                     ARG(d->cs), ARG(n), ARG(d->order))))
-        return rc;
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_gather"), n, WG, 32.0 * n, ARG(x), ARG(d->order), ARG(n),
-                  ARG(d->spos));
+    d->spos_stale = 0;
+    /* the stable order and the sorted positions in one pass */
+    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_stable"), n, WG, 52.0 * n, ARG(d->tmp), ARG(d->key),
+                  ARG(d->cs), ARG(n), ARG(d->order), ARG(x), ARG(d->spos));
 }
 
 /* Physically reorder every attribute of a fluid set along the device sort. */

@@ -45,6 +45,7 @@ int cl_integrate(floe_ctx *ctx)
     }
     ctx->nb_valid = 0;
     CL->lists_valid = 0;
+    CL->lists_lazy = 0;
     return FLOE_OK;
 }
 

@@ -61,6 +61,7 @@ typedef struct cl_setdev {
     double ltotal[MAX_SETS];
     cl_mem perm_tmp;
     size_t perm_bytes;
+    int spos_stale;          /* a device stage wrote x since the sort (spos differs from x) */
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -143,6 +144,14 @@ typedef struct cl_backend {
      * read without waiting and settled before the first stage that cannot
      * simply be run again (cl_lists_settle; FLOE_CL_NB_SPECULATE=0: at once) */
     int nb_spec_off;
+    /* FLOE_CL_NEIGHBOURS=cells: the neighbours stage sorts only; kernels
+     * that can walk the cells do (api->cl_cells), lists are built when a
+     * module asks for them (lists_lazy: the sort is current, the lists not
+     * built yet). cells_staged (FLOE_CL_CELLS_LOCAL, default 1): the walk
+     * kernels stage a work group's candidates in local memory; cells_pack
+     * (FLOE_CL_CELLS_PACK, default 1): force walks read their neighbours'
+     * data packed in sorted order. */
+    int cells, cells_staged, cells_pack, lists_lazy;
     int nb_pending;         /* a build whose counts have not been looked at */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
@@ -277,6 +286,10 @@ int cl_set_compact(floe_ctx *ctx, pset *p, cl_mem keep, uint32_t n_keep);
 int cl_neighbours(floe_ctx *ctx, int reorder);
 int cl_lists_pending(floe_ctx *ctx);
 int cl_lists_settle(floe_ctx *ctx, int *rebuilt);
+/* the lists built now where the last neighbours stage only sorted (cells) */
+int cl_lists_ensure(floe_ctx *ctx);
+/* cells.c: a set's cell sort for cell walks (api->cl_cells) */
+int cl_cells(floe_ctx *ctx, pset *p, floe_cl_cells *out);
 
 /* lists_copy.c: neighbour lists between host and device */
 int cl_lists_to_host(floe_ctx *ctx);
