@@ -6,6 +6,7 @@
 # PyYAML and matplotlib for the reports of floe compare and floe validate;
 # GLFW 3 and libepoxy for floe view, with Xvfb and Mesa's software OpenGL
 # (llvmpipe) for its tests on machines without a display or GPU;
+# Open MPI (libopenmpi-dev, openmpi-bin) for mpirun -np N floe run (docs/mpi.md);
 # valgrind with FLOE_WITH_VALGRIND=1, clang and libFuzzer with FLOE_WITH_FUZZ=1.
 # Does nothing when everything is already there.
 set -euo pipefail
@@ -14,7 +15,8 @@ pkgs=(gcc pkg-config meson ninja-build python3 python3-yaml python3-matplotlib l
       libcriterion-dev libpng-dev
       libassimp-dev assimp-testmodels libode-dev
       libglfw3-dev libepoxy-dev xvfb libgl1-mesa-dri
-      pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers)
+      pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers
+      libopenmpi-dev openmpi-bin)
 [ "${FLOE_WITH_VALGRIND:-0}" = 1 ] && pkgs+=(valgrind)
 # make fuzz: clang and its libFuzzer runtime (not pulled in by clang without
 # recommends), for the default clang version of the distribution

@@ -27,6 +27,18 @@ static const char *const WCSPH =
     "sim:on_frame(function(s, st) if hang == 1 and st.frame == 7 then while true do end end end)\n"
     RUN();
 
+/* the same with Verlet lists (a skin): the resumed run rebuilds them at
+ * the frame's first step, as the uninterrupted one does */
+static const char *const WCSPH_SKIN =
+    SC_HEAD "local d = 0.01\n"
+    "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 }, domain = { min = { -4 * d, -4 * d }, max = { 0.5 + 4 * d, 0.6 } } }\n"
+    "sim:load{ 'sph', 'wcsph' }\n"
+    "sim:fluid_box{ min = { 0, 0 }, max = { 0.1, 0.2 }, density = 1000 }\n"
+    "sim:boundary_box{ min = { 0, 0 }, max = { 0.5, 0.3 }, layers = 2, open_top = true }\n"
+    "sim:pipeline{ { 'neighbours', skin = 0.3, reorder_every = 7 }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"
+    "  { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n"
+    RUN();
+
 static const char *const IISPH =
     SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, gravity = { 0, -9.81, 0 }, domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.2, 1.2, 0.6 } } }\n"
     "sim:load{ 'sph', 'iisph' }\n"
@@ -139,6 +151,7 @@ static void interrupted_and_resumed(const char *scene)
 }
 
 Test(checkpoint, wcsph_resumed_frames_are_byte_identical) { interrupted_and_resumed(WCSPH); }
+Test(checkpoint, wcsph_with_a_skin_resumed_frames_are_byte_identical) { interrupted_and_resumed(WCSPH_SKIN); }
 Test(checkpoint, iisph_resumed_frames_are_byte_identical) { interrupted_and_resumed(IISPH); }
 Test(checkpoint, flip_resumed_frames_are_byte_identical) { interrupted_and_resumed(FLIP); }
 

@@ -592,3 +592,67 @@ Test(flip_cl, adaptive_time_step_as_on_the_c_path, .timeout = 120)
     destroy(&a);
     destroy(&b);
 }
+
+#include "ctx.h"
+
+/* the statistic flip.max_density_ratio of steps run with floe_step: its
+ * count and sum (ctx.h) */
+static void ratio_stat(world *w, uint64_t *count, double *sum, double *max)
+{
+    *count = 0;
+    *sum = *max = 0;
+    for (int i = 0; i < w->ctx->nstats; i++)
+        if (!strcmp(w->ctx->stats[i].name, "flip.max_density_ratio")) {
+            *count = w->ctx->stats[i].count;
+            *sum = w->ctx->stats[i].sum;
+            *max = w->ctx->stats[i].max;
+        }
+}
+
+/* The device path reads its per-step statistics through a ring, half a
+ * ring (FLIP_CL_HALF steps) at a time, without waiting: after 100 steps
+ * all but the last 16 to 32 are reported, and they are the C path's */
+Test(flip_cl, statistics_through_the_ring_match_the_c_path, .timeout = 120)
+{
+    need_opencl();
+    cfg c = base2();
+    world a = make_world("cpu", 2, c.d, c.hi, c.wlo, c.whi, 0);
+    world b = make_world("opencl", 2, c.d, c.hi, c.wlo, c.whi, 0);
+    /* courant = 0: no time step limit (with one, each step reads its ratio) */
+    floe_param_kv sp[] = {KV_F("radius", 3)}, gk[] = {KV_F("speed_of_sound", 15), KV_F("courant", 0)};
+    world *w[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        add(w[i], "flip.splat", 1, sp);
+        add(w[i], "flip.grid", 2, gk);
+        add(w[i], "flip.advect", 0, NULL);
+        for (int s = 0; s < 100; s++)
+            cr_assert_eq(floe_step(w[i]->ctx, 4e-4), FLOE_OK, "%s", floe_ctx_error(w[i]->ctx));
+    }
+    uint64_t na, nb;
+    double sa, sb, ma, mb;
+    ratio_stat(&a, &na, &sa, &ma);
+    ratio_stat(&b, &nb, &sb, &mb);
+    cr_log_info("flip.max_density_ratio: C path %llu steps, mean %.7g, max %.7g; device %llu steps, mean %.7g",
+                (unsigned long long)na, sa / (double)na, ma, (unsigned long long)nb, sb / (double)nb);
+    cr_expect_eq(na, 100);
+    /* a half is read at the first step of the other half (passes 17, 33,
+     * 49, ...: passes 1-16, 17-32, ...) and reported at the first step of
+     * its own half again, 16 passes later: by pass 97, passes 1-80 */
+    cr_expect_eq(nb, 80, "%llu steps reported", (unsigned long long)nb);
+    /* the same steps on the C path: its first 80 (the run again, to 80) */
+    world a80 = make_world("cpu", 2, c.d, c.hi, c.wlo, c.whi, 0);
+    add(&a80, "flip.splat", 1, sp);
+    add(&a80, "flip.grid", 2, gk);
+    add(&a80, "flip.advect", 0, NULL);
+    for (int s = 0; s < 80; s++)
+        cr_assert_eq(floe_step(a80.ctx, 4e-4), FLOE_OK, "%s", floe_ctx_error(a80.ctx));
+    uint64_t n80;
+    double s80, m80;
+    ratio_stat(&a80, &n80, &s80, &m80);
+    cr_expect(fabs(sb - s80) <= 1e-5 * fabs(s80), "sum of 80 ratios: device %.9g, C path %.9g", sb, s80);
+    cr_expect(fabs(mb - m80) <= 1e-5 * fabs(m80), "largest: device %.9g, C path %.9g", mb, m80);
+    cr_expect_gt(m80, 0.5, "a ratio of water must be near 1 (got %g)", m80);
+    destroy(&a);
+    destroy(&b);
+    destroy(&a80);
+}

@@ -59,6 +59,8 @@ static const char help_run[] =
     "                  sim:run{checkpoint_every = N}); DIR is also the output folder\n"
     "  --quiet         no progress display\n"
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
+    "  --balance K     under mpirun: move the slabs to even out particle counts at most every\n"
+    "                  K frames (default 10, 0 = never; docs/mpi.md)\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
     "\n"
     "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
@@ -360,7 +362,13 @@ static int cmd_run(int argc, char **argv, int bench)
             o.backend = argv[++i];
         else if (!strcmp(a, "--device") && has)
             o.device = argv[++i];
-        else if (a[0] != '-' && !o.path)
+        else if (!strcmp(a, "--balance") && has) {
+            if (parse_long(cmd, a, argv[++i], 0, 1000000L, &v)) {
+                free(sets);
+                return 2;
+            }
+            floe_mpi_balance_every((int)v);
+        } else if (a[0] != '-' && !o.path)
             o.path = a;
         else {
             fprintf(stderr, "floe %s: unknown or incomplete option '%s'\n%s", bench ? "bench" : "run", a, usage);
@@ -379,9 +387,12 @@ static int cmd_run(int argc, char **argv, int bench)
     signal(SIGINT, on_stop_signal);
     signal(SIGTERM, on_stop_signal);
     char err[8192];
+    int rank = 0, ranks = floe_mpi_size(&rank);
+    if (rank != 0) /* MPI: rank 0 shows the progress and the summary */
+        o.progress = 0;
     int rc = floe_scene_run(&o, err, sizeof err);
     free(sets);
-    if (sum.frames > 0 || sum.steps > 0) {
+    if (rank == 0 && (sum.frames > 0 || sum.steps > 0)) {
         printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.1f steps/s, %.4g particle-steps/s\n",
                o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s,
                sum.wall_s > 0 ? (double)sum.steps / sum.wall_s : 0, sum.particle_steps_per_s);
@@ -408,7 +419,10 @@ static int cmd_run(int argc, char **argv, int bench)
     }
     if (rc == FLOE_OK)
         return 0;
-    fprintf(stderr, "floe: %s\n", err);
+    if (ranks > 1)
+        fprintf(stderr, "floe (rank %d of %d): %s\n", rank, ranks, err);
+    else
+        fprintf(stderr, "floe: %s\n", err);
     if (rc == FLOE_ERR_INTERRUPT)
         return 128 + (stop_signal ? stop_signal : SIGINT);
     return rc == FLOE_ERR_BLOWUP ? 3 : rc == FLOE_ERR_TIMEOUT ? 124 : 1;
@@ -514,6 +528,24 @@ int main(int argc, char **argv)
         return cmd_modules(argc - 2, argv + 2);
     if (!strcmp(argv[1], "devices"))
         return cmd_devices(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "run") || !strcmp(argv[1], "bench")) {
+        /* started by mpirun -np N (N > 1): one slab of the domain per process (docs/mpi.md) */
+        const char *np = getenv("OMPI_COMM_WORLD_SIZE");
+        if (!np)
+            np = getenv("PMI_SIZE");
+        if (np && atoi(np) > 1) {
+            char err[512];
+            if (floe_mpi_begin(&argc, &argv, err, sizeof err) < 0) {
+                fprintf(stderr, "floe: started by mpirun with %s processes, but %s\n", np, err);
+                return 1;
+            }
+            int rc = cmd_run(argc - 2, argv + 2, argv[1][0] == 'b');
+            /* an interrupt or a time limit stops every rank at the same frame; any
+             * other failure is one rank's, which the others would wait for forever */
+            floe_mpi_end(rc == 0 || rc == 124 || rc >= 128 ? 0 : rc);
+            return rc;
+        }
+    }
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc - 2, argv + 2, 0);
     if (!strcmp(argv[1], "surface"))

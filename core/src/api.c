@@ -1,4 +1,5 @@
 /* The table of core services handed to every module (floe/module.h). */
+#include "decomp.h"
 #include "device.h"
 #include <floe/mesh.h>
 #include "io.h"
@@ -179,6 +180,22 @@ static long api_boundary_mesh(floe_ctx *ctx, floe_set set, const struct floe_mes
     return floe_boundary_mesh(ctx, set, m, use);
 }
 
+/* ABI 1.13: the decomposition's services (decomp.c; without MPI: the set's
+ * size, nothing to refresh, the values as they are) */
+static uint32_t api_owned(floe_ctx *ctx, floe_set set)
+{
+    pset *p = ctx_set(ctx, set);
+    return p ? dd_owned(ctx, p) : 0;
+}
+
+static int api_halo(floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes)
+{
+    pset *p = ctx_set(ctx, set);
+    if (!p || (!data && p->n > 0) || elem_bytes == 0)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "halo: invalid set handle, data or element size");
+    return dd_halo(ctx, p, data, elem_bytes);
+}
+
 static const floe_api core_api = {
     .size = sizeof(floe_api),
     .abi_major = FLOE_ABI_MAJOR,
@@ -224,6 +241,9 @@ static const floe_api core_api = {
     .cl_scan = api_cl_scan,
     .cl_sort = api_cl_sort,
     .set_placer = ctx_set_placer,
+    .owned = api_owned,
+    .halo = api_halo,
+    .reduce = dd_reduce,
     .cl_cells = api_cl_cells,
 };
 

@@ -168,7 +168,8 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
             if ((at->type != FLOE_F32 && at->type != FLOE_VEC3) || !writes(st, at->name, p->kind))
                 continue;
             size_t comps = at->type == FLOE_VEC3 ? 3 : 1;
-            long bad = first_nonfinite(at->data, (size_t)p->n * comps);
+            /* MPI: the ghosts' values are their owners' to check */
+            long bad = first_nonfinite(at->data, (size_t)(p->n - p->ghosts) * comps);
             if (bad >= 0) {
                 char what[96];
                 snprintf(what, sizeof what, "%s in attribute '%s'", isnan(((float *)at->data)[bad]) ? "NaN" : "Inf",
@@ -184,7 +185,7 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
         const unsigned per = ctx->info.periodic;
         /* the first particle outside (parallel for many: the smallest index
          * wins, whatever the thread count) */
-        const int64_t n = (int64_t)p->n;
+        const int64_t n = (int64_t)(p->n - p->ghosts);
         int64_t out = n;
 #pragma omp parallel for schedule(static) reduction(min : out) if (n >= 32768)
         for (int64_t i = 0; i < n; i++) {
@@ -196,6 +197,10 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
         }
         if (out < n && ctx->outside == FLOE_OUTSIDE_ERROR)
             return ctx_blowup_report(ctx, p, (uint32_t)out, st->name, "left the simulation domain");
+        /* MPI: deleting would renumber the ghosts of the step; the
+         * decomposition deletes them when the step ends (decomp.c) */
+        if (out < n && ctx->dd && ctx->outside == FLOE_OUTSIDE_DELETE)
+            continue;
         if (out < n && (rc = outside_apply(ctx, s, (uint32_t)out, st)))
             return rc;
     }

@@ -1,6 +1,7 @@
 /* The core's own stages, registered as the built-in module "core" through
  * the same descriptors as any plugin: neighbours, gravity, integrate.
  * Scenes name them without prefix ("neighbours") or as "core.neighbours". */
+#include "decomp.h"
 #include "device.h"
 #include "emit.h"
 
@@ -12,7 +13,7 @@
 
 /* ---- neighbours ------------------------------------------------------- */
 
-enum { NB_REORDER_EVERY, NB_METHOD };
+enum { NB_REORDER_EVERY, NB_METHOD, NB_ORDER, NB_SKIN };
 
 /* method "sorted_keys": Kipfer & Westermann's search (neighbours_sorted.c) */
 static int sorted_keys(const floe_stage_call *c) { return c->param[NB_METHOD].s && c->param[NB_METHOD].s[0] == 's'; }
@@ -23,8 +24,11 @@ static int stage_neighbours(const floe_stage_call *c)
     if (sorted_keys(c))
         return ctx_neighbours_sorted(ctx);
     int64_t every = c->param[NB_REORDER_EVERY].i;
-    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
-    return ctx_neighbours_update(ctx, reorder);
+    /* MPI: the owned particles are reordered before the ghosts are added
+     * (decomp.c); a reorder here would mix the two */
+    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0 && !ctx->dd;
+    ctx->nb_by_id = c->param[NB_ORDER].s && !strcmp(c->param[NB_ORDER].s, "id");
+    return ctx_neighbours_verlet(ctx, (float)c->param[NB_SKIN].f, reorder);
 }
 
 /* ---- gravity and integration ------------------------------------------- */
@@ -116,6 +120,16 @@ static const floe_param_desc nb_params[] = {
      .choices = "cells|sorted_keys", .unit = "",
      .doc = "cells: cell-sorted search with 3x3(x3) blocks; sorted_keys: Kipfer & Westermann's linear scan over "
             "sorted bin keys with staggered grids (cpu backend, no periodic domains; docs/neighbours.md)"},
+    {FLOE_SIZED(floe_param_desc), .name = "order", .type = FLOE_PARAM_STRING, .def_str = "index",
+     .choices = "index|id", .unit = "",
+     .doc = "order of a cell's particles in the lists (method cells, cpu): index (as they lie in memory) or id "
+            "(the same lists, so the same floats, whatever the memory order: after reorders, and on any number "
+            "of MPI ranks, where it is always id; docs/mpi.md)"},
+    {FLOE_SIZED(floe_param_desc), .name = "skin", .type = FLOE_PARAM_FLOAT, .def = 0, .min = 0, .max = 1,
+     .unit = "support radii",
+     .doc = "cells method on the cpu backend: Verlet lists within the support radius plus this skin, rebuilt when "
+            "two particles may have closed it, cut to the support radius every step (0, the default: build every "
+            "step, faster on the reference dam break; periodic domains, order = id and MPI runs build every step; docs/neighbours.md)"},
     {0}};
 
 static const floe_attr_desc nb_attrs[] = {

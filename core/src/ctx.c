@@ -1,5 +1,6 @@
 /* Simulation context: creation and destruction (the services every layer
  * uses, errors, log, thread team: ctx_base.c). */
+#include "decomp.h"
 #include "device.h"
 #include "probes.h"
 #include "emit.h"
@@ -113,6 +114,7 @@ void floe_ctx_destroy(floe_ctx *ctx)
     backend_close(ctx); /* device buffers and kernels, before the modules go */
     probes_free(ctx);
     emit_free(ctx);
+    dd_free(ctx);
     ctx_nbs_free(ctx);
     for (int i = 0; i < ctx->nmodules; i++)
         if (ctx->modules[i].dl)
@@ -122,7 +124,11 @@ void floe_ctx_destroy(floe_ctx *ctx)
         for (int a = 0; a < p->nattrs; a++)
             free(p->attrs[a].data);
         nb_sorted_free(&p->sorted);
+        nb_sorted_free(&p->vsorted);
+        free(p->x0);
+        free(p->pack);
         for (int t = 0; t < MAX_SETS; t++) {
+            nb_list_free(&p->vlists[t]);
             nb_list_free(&p->lists[t]);
             free(p->ksum[t]);
         }

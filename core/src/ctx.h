@@ -32,6 +32,7 @@ typedef struct pset {
     int is_static;
     int every_frame;         /* a boundary set written with every frame (floe_set_every_frame) */
     uint32_t n, cap;
+    uint32_t ghosts;         /* MPI (decomp.c): the last `ghosts` of the n are other ranks' particles */
     uint32_t next_id;        /* fluid particles carry a stable "id" */
     int nattrs;
     attr attrs[MAX_ATTRS];
@@ -45,7 +46,32 @@ typedef struct pset {
     int (*placer)(void *state); /* api->set_placer (OpenCL): the owner places the set late */
     void *placer_state;
     int placing;             /* in placer: not called again from inside */
+    /* bumped by every change of the set's count or order and by every
+     * position write outside the step (invalidate): ends its Verlet lists */
+    uint32_t layout;
+    /* Verlet lists (nb_verlet.c): the sort on the skin grid, the lists of a
+     * fluid set within support + skin in set t, the positions they were
+     * built from, and the packed records (x, y, z, w) the filter reads */
+    nb_sorted vsorted;
+    uint32_t vsorted_layout; /* the layout and cell size vsorted is of */
+    float vsorted_cell;
+    nb_list vlists[MAX_SETS];
+    float *x0;
+    float *pack;
+    uint32_t x0_cap, pack_cap;
 } pset;
+
+/* The Verlet state (nb_verlet.c): what the lists were built for */
+typedef struct nb_verlet {
+    nb_grid grid;            /* cells of support + skin */
+    int valid;               /* lists built and not ended by a change */
+    float radius;            /* support + skin of the build */
+    int npsets;
+    uint16_t gen[MAX_SETS];
+    uint32_t n[MAX_SETS], layout[MAX_SETS];
+    uint8_t is_static[MAX_SETS], packed[MAX_SETS];
+    uint64_t builds, updates; /* rebuilds and neighbour updates so far */
+} nb_verlet;
 
 typedef struct grid {
     char name[NAME_LEN];
@@ -103,6 +129,8 @@ struct floe_ctx {
     int ksums_wanted;        /* a module asked for kernel sums (want_kernel_sums) */
     int ksums_valid;         /* the sums match the positions (no stage moved them since) */
     uint64_t nb_updates;
+    nb_verlet verlet;        /* skin lists of the cpu neighbour stage (nb_verlet.c) */
+    int nb_rebuild;          /* the next Verlet update rebuilds (set at each frame's start) */
     double dt_limit;         /* smallest limit proposed this step */
     double dt_last;          /* last step taken by floe_run (0 = none yet) */
     int nstats;
@@ -127,6 +155,8 @@ struct floe_ctx {
     struct emit_state *emit; /* sources and sinks (emit.c), NULL when none */
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
+    int nb_by_id;            /* neighbours{order = "id"}: cells' particles in id order (nb_update.c) */
+    struct floe_dd *dd;      /* domain decomposition over MPI (decomp.c), NULL: one process */
 };
 
 pset *ctx_set(floe_ctx *ctx, floe_set s);
@@ -163,6 +193,13 @@ const floe_module_desc *floe_core_module(void);
 /* host neighbour lists (nb_update.c) */
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
+/* sort set s by cell (and with reorder move its attributes along) */
+int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder);
+/* the kernel sums' weights of fluid set pq's lists in set t (nb_ksum) */
+int ctx_nb_ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks);
+/* nb_verlet.c: the neighbours stage with a skin (a fraction of the support
+ * radius; 0, a periodic domain or a device: ctx_neighbours_update) */
+int ctx_neighbours_verlet(floe_ctx *ctx, float skin, int reorder);
 /* neighbours_sorted.c: the neighbours stage's method "sorted_keys" */
 int ctx_neighbours_sorted(floe_ctx *ctx);
 void ctx_nbs_free(floe_ctx *ctx);

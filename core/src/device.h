@@ -94,7 +94,7 @@ typedef struct floe_backend_ops {
     /* ABI 1.11: a stable sort of n ulong keys (their low `bits` bits) with
      * a uint payload, in place */
     int (*sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
-    /* ABI 1.13: the cell sort of set p for cell walks (spos NULL: lists) */
+    /* ABI 1.14: the cell sort of set p for cell walks (spos NULL: lists) */
     int (*cells)(floe_ctx *ctx, pset *p, floe_cl_cells *out);
 } floe_backend_ops;
 
@@ -154,7 +154,7 @@ int ctx_set_resize_cl(floe_ctx *ctx, floe_set set, uint32_t n);
 int ctx_set_compact_cl(floe_ctx *ctx, floe_set set, void *keep, uint32_t n_keep);
 int api_cl_scan(floe_ctx *ctx, void *buf, uint32_t n);
 int api_cl_sort(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
-/* ABI 1.13 */
+/* ABI 1.14 */
 int api_cl_cells(floe_ctx *ctx, floe_set set, floe_cl_cells *out);
 
 #endif

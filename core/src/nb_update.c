@@ -29,12 +29,21 @@ int ctx_nb_grid_ensure(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-static int sort_set(floe_ctx *ctx, int s, int reorder)
+int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder)
 {
     pset *p = &ctx->sets[s];
     float *x = pset_attr(p, "x")->data;
     if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+    /* neighbours{order = "id"}, and always under MPI: each cell's particles in
+     * id order, so that the lists, and every sum over them, do not depend on
+     * where particles lie in memory (reorders, the ghosts of a decomposition);
+     * before a reorder, so that memory follows that order too and the sort
+     * after it is the identity (the search's contiguous path) */
+    const attr *ida = pset_attr(p, "id");
+    const int by_id = (ctx->nb_by_id || ctx->dd) && p->kind == FLOE_SET_FLUID && ida && ida->type == FLOE_U32;
+    if (by_id)
+        nb_sorted_by_id(&p->sorted, ida->data);
     if (reorder && p->n > 1) {
         /* move every attribute along the cell key for memory locality, then
          * sort again (keys are now ascending, so order becomes the identity) */
@@ -44,6 +53,8 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
         x = pset_attr(p, "x")->data;
         if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
+        if (by_id) /* the reorder moved the id attribute too: the identity stays */
+            nb_sorted_by_id(&p->sorted, pset_attr(p, "id")->data);
     }
     /* a static set is searched every step and sorted once: map the cells
      * near it, so that queries far from it (most fluid particles, for a
@@ -59,7 +70,7 @@ static int sort_set(floe_ctx *ctx, int s, int reorder)
 /* The weights and the room of the kernel sums of fluid set pq's list in
  * set t (floe_nlist.wsum): m of a fluid target, V of a boundary one. A
  * target without them gets none (ks->w stays NULL). */
-static int ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
+int ctx_nb_ksum_target(floe_ctx *ctx, pset *pq, int t, float inv_H, nb_ksum *ks)
 {
     pset *pt = &ctx->sets[t];
     const attr *w = pset_attr(pt, pt->kind == FLOE_SET_FLUID ? "m" : "V");
@@ -96,7 +107,7 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
         if (p->is_static && p->sorted_valid)
             continue;
         /* static sets are reordered once, on their first sort */
-        rc = sort_set(ctx, s, p->is_static ? 1 : reorder);
+        rc = ctx_nb_sort_set(ctx, s, p->is_static ? 1 : reorder);
     }
     ctx->ksums_valid = 0;
     const float inv_H = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H;
@@ -110,7 +121,7 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
             const float *xt = pset_attr(pt, "x")->data;
             nb_ksum ks = {0}, *ksp = NULL;
             pq->ksum_ok[t] = 0;
-            if (ctx->ksums_wanted && (rc = ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
+            if (ctx->ksums_wanted && (rc = ctx_nb_ksum_target(ctx, pq, t, inv_H, &ks)) == FLOE_OK && ks.w)
                 ksp = &ks;
             if (rc)
                 return rc;

@@ -6,6 +6,9 @@
  * tight grids, else an LSD radix sort with the same result; neither depends
  * on the thread count), and each query particle of
  * nb_build writes only its own slots, in ascending sorted-slot order. */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "neighbours.h"
 
 #include "bigmem.h"
@@ -1090,6 +1093,150 @@ int nb_sorted_keep_slots(nb_sorted *s, const float *x)
     return 0;
 }
 
+/* ---------------------------------------------------------------- filter -- */
+
+#define NB_FCHUNK 256u /* rows per work chunk */
+
+/* Rows [r0, r1) of in cut to d2 < r2 into out (nb_filter); with sums the
+ * d2 and w of the kept entries go to d2b and wb (stride floats each) and
+ * the row's sum to ks->out. Returns the largest count (may exceed the
+ * stride: those rows are truncated and the caller widens and redoes). */
+static uint32_t filter_rows(uint32_t r0, uint32_t r1, nb_list *out, const nb_list *in, int dim3, const float *xq,
+                            const float *pack, float r2, nb_ksum *ks)
+{
+    const uint32_t os = out->stride, is = in->stride;
+    uint32_t maxc = 0;
+    for (uint32_t i = r0; i < r1; i++) {
+        const uint32_t *restrict row = in->idx + (size_t)i * is;
+        const uint32_t cnt = in->count[i];
+        uint32_t *restrict dst = out->idx + (size_t)i * os;
+        const float px = xq[3 * (size_t)i], py = xq[3 * (size_t)i + 1], pz = dim3 ? xq[3 * (size_t)i + 2] : 0.0f;
+        uint32_t c = 0;
+#if defined(__AVX2__)
+        const __m256 vx = _mm256_set1_ps(px), vy = _mm256_set1_ps(py), vz = _mm256_set1_ps(pz);
+        const __m256 vr2 = _mm256_set1_ps(r2), inv_H = _mm256_set1_ps(ks ? ks->inv_H : 0.0f);
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        /* the kernel sum as row_ksum sums the cut row: its blocks of 8 are
+         * assembled in registers (pd2, pw: the p kept entries not yet in a
+         * full block) and added in row order, the lanes summed at the end */
+        __m256 acc = _mm256_setzero_ps(), pd2 = _mm256_setzero_ps(), pw = _mm256_setzero_ps();
+        uint32_t p = 0;
+        for (uint32_t k = 0; k < cnt; k += 8) {
+            __m256 X, Y, Z, W;
+            /* rows are padded to whole blocks of 8 with valid indices */
+            floe_load4x8(pack, row + k, &X, &Y, &Z, &W);
+            const __m256 dx = _mm256_sub_ps(X, vx), dy = _mm256_sub_ps(Y, vy);
+            /* the build's float: candidate minus query, fused */
+            __m256 d2 = _mm256_fmadd_ps(dy, dy, _mm256_mul_ps(dx, dx));
+            if (dim3)
+                d2 = _mm256_fmadd_ps(_mm256_sub_ps(Z, vz), _mm256_sub_ps(Z, vz), d2);
+            const uint32_t rem = cnt - k;
+            const uint32_t m = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(d2, vr2, _CMP_LT_OQ)) &
+                               (rem >= 8 ? 0xFFu : (1u << rem) - 1u);
+            if (!m)
+                continue;
+            const uint32_t nm = (uint32_t)__builtin_popcount(m);
+            const __m256i jv = _mm256_loadu_si256((const __m256i *)(const void *)(row + k));
+            const __m256i perm = nb_compress_perm(m);
+            if (c + 8 <= os) {
+                _mm256_storeu_si256((__m256i *)(void *)(dst + c), _mm256_permutevar8x32_epi32(jv, perm));
+            } else {
+                _Alignas(32) uint32_t jl[8];
+                _mm256_store_si256((__m256i *)(void *)jl, _mm256_permutevar8x32_epi32(jv, perm));
+                for (uint32_t l = 0; l < nm; l++)
+                    if (c + l < os)
+                        dst[c + l] = jl[l];
+            }
+            c += nm;
+            if (ks) {
+                /* the kept entries rotated to start at lane p */
+                const __m256i rot = _mm256_and_si256(_mm256_sub_epi32(lane, _mm256_set1_epi32((int)p)),
+                                                     _mm256_set1_epi32(7));
+                const __m256 cd2 = _mm256_permutevar8x32_ps(_mm256_permutevar8x32_ps(d2, perm), rot);
+                const __m256 cw = _mm256_permutevar8x32_ps(_mm256_permutevar8x32_ps(W, perm), rot);
+                const __m256 hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)p - 1)));
+                const __m256 bd2 = _mm256_blendv_ps(pd2, cd2, hi), bw = _mm256_blendv_ps(pw, cw, hi);
+                if (p + nm >= 8) { /* a full block: its lanes in row order */
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(bw, floe_w_hat8(inv_H, bd2)));
+                    pd2 = cd2; /* lanes below p + nm - 8: the rest */
+                    pw = cw;
+                    p = p + nm - 8;
+                } else {
+                    pd2 = bd2;
+                    pw = bw;
+                    p += nm;
+                }
+            }
+        }
+        if (ks && c <= os) {
+            if (p) { /* the last block: lanes past the row weigh 0, as row_ksum's */
+                const __m256 below = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)p), lane));
+                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_and_ps(pw, below),
+                                                       floe_w_hat8(inv_H, _mm256_and_ps(pd2, below))));
+            }
+            ks->out[i] = c ? floe_hsum8(acc) : 0.0f;
+        }
+#else
+        (void)ks;
+        for (uint32_t k = 0; k < cnt; k++) {
+            const uint32_t j = row[k];
+            const float *t = pack + 4 * (size_t)j;
+            const float dx = t[0] - px, dy = t[1] - py;
+            const float d2 = dim3 ? dx * dx + dy * dy + (t[2] - pz) * (t[2] - pz) : dx * dx + dy * dy;
+            if (d2 < r2) {
+                if (c < os)
+                    dst[c] = j;
+                c++;
+            }
+        }
+#endif
+        if (c <= os)
+            nb_pad_row(dst, c, os);
+        out->count[i] = c;
+        maxc = c > maxc ? c : maxc;
+    }
+    return maxc;
+}
+
+int nb_filter(nb_list *out, const nb_list *in, int dim, const float *xq, const float *pack, float radius,
+              nb_ksum *ks)
+{
+    if (ks)
+        ks->done = 0;
+    const uint32_t nq = in ? in->n : 0;
+    if (!out || !in || (nq && (!xq || !pack || !in->count || !in->idx)) || isnan(radius))
+        return -1;
+    uint32_t stride = out->stride ? out->stride : (dim == 3 ? 64u : 32u);
+    if (list_reserve(out, nq, stride))
+        return -1;
+    out->n = nq;
+    if (nq == 0)
+        return 0;
+#if !defined(__AVX2__)
+    ks = NULL; /* kernel sums only with the AVX2 builds, as nb_build_sums */
+#endif
+    const float r2 = radius * radius;
+    const int dim3 = dim == 3;
+    const int64_t nchunks = ((int64_t)nq + NB_FCHUNK - 1) / NB_FCHUNK;
+    for (;;) {
+        uint32_t maxc = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : maxc) if (nq >= NB_PAR_MIN)
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            const uint32_t lo = (uint32_t)ch * NB_FCHUNK, hi = nq - lo < NB_FCHUNK ? nq : lo + NB_FCHUNK;
+            const uint32_t m = filter_rows(lo, hi, out, in, dim3, xq, pack, r2, ks);
+            maxc = m > maxc ? m : maxc;
+        }
+        if (maxc <= out->stride)
+            break;
+        uint64_t ns = ((uint64_t)maxc + 7u) & ~(uint64_t)7u;
+        if (ns > UINT32_MAX || list_reserve(out, nq, (uint32_t)ns))
+            return -1;
+    }
+    if (ks)
+        ks->done = 1;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- free -- */
 
 int nb_sorted_near(nb_sorted *s, const nb_grid *g)
@@ -1153,4 +1300,51 @@ void nb_list_free(nb_list *l)
     free(l->count);
     free(l->idx);
     memset(l, 0, sizeof *l);
+}
+
+static void runs_by_id(uint32_t *ord, const uint32_t *key, const uint32_t *id, uint32_t k0, uint32_t k1)
+{
+    for (uint32_t r0 = k0; r0 < k1;) {
+        uint32_t r1 = r0 + 1;
+        while (r1 < k1 && key[ord[r1]] == key[ord[r0]])
+            r1++;
+        for (uint32_t a = r0 + 1; a < r1; a++) {
+            const uint32_t v = ord[a], idv = id[v];
+            uint32_t b = a;
+            for (; b > r0 && id[ord[b - 1]] > idv; b--)
+                ord[b] = ord[b - 1];
+            ord[b] = v;
+        }
+        r0 = r1;
+    }
+}
+
+/* each thread's part starts at a cell's first slot, found before any slot
+ * moves: the parts' runs are disjoint */
+void nb_sorted_by_id(nb_sorted *s, const uint32_t *id)
+{
+    enum { MAXT = 256 };
+    uint32_t start[MAXT + 1];
+    const uint32_t n = s->n, *key = s->key;
+    uint32_t *ord = s->order;
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+        int T = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        int T = 1, t = 0;
+#endif
+        T = T > MAXT ? MAXT : T;
+        if (t < T) {
+            uint32_t k = (uint32_t)((uint64_t)n * (uint64_t)t / (uint64_t)T);
+            while (k > 0 && k < n && key[ord[k]] == key[ord[k - 1]])
+                k++;
+            start[t] = k;
+        }
+        if (t == 0)
+            start[T] = n;
+#pragma omp barrier
+        if (t < T)
+            runs_by_id(ord, key, id, start[t], start[t + 1] > start[t] ? start[t + 1] : start[t]);
+    }
 }

@@ -48,6 +48,11 @@ typedef struct nb_sorted {
     size_t slots_len;
 } nb_sorted;
 
+/* Within each cell of the sort, the slots in ascending id (id[i] of
+ * particle i): the lists then list a row's neighbours in an order that does
+ * not depend on the particles' indices. Insertion sort of each cell's run. */
+void nb_sorted_by_id(nb_sorted *s, const uint32_t *id);
+
 typedef struct nb_list {
     uint32_t n, cap, stride;
     uint32_t *count;       /* n */
@@ -105,6 +110,18 @@ typedef struct nb_ksum {
 /* nb_build, and with ks (may be NULL) the kernel sums of the rows */
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks);
+
+/* Verlet lists (nb_verlet.c): the rows of `in` (lists within a radius
+ * larger than `radius`, built earlier) cut to the pairs now within radius,
+ * in the rows' order, into out (rows padded as nb_build pads them). xq:
+ * the query positions (3 floats each); pack: the target's records (x, y,
+ * z, w), 16-byte aligned, w the kernel sums' weight (ks->w is not read:
+ * ks->out gets the sums of the cut rows, summed as nb_build_sums sums).
+ * The squared distance is the build's float (fused in the AVX2 build), so
+ * a pair is in a cut row exactly when a build within radius finds it.
+ * Returns 0 or -1 (no memory). */
+int nb_filter(nb_list *out, const nb_list *in, int dim, const float *xq, const float *pack, float radius,
+              nb_ksum *ks);
 
 /* Permutation that sorts particles by cell key (for locality reordering):
  * perm[k] = old index now at k. Equal to s->order after nb_sort. */

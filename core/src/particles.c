@@ -217,6 +217,7 @@ uint32_t floe_set_size(floe_ctx *ctx, floe_set set)
 static void invalidate(floe_ctx *ctx, pset *p)
 {
     p->sorted_valid = 0;
+    p->layout++; /* its Verlet lists too (nb_verlet.c) */
     dev_moved(ctx, p); /* the device's sort and lists too */
     if (p->kind == FLOE_SET_BOUNDARY && p->is_static && !p->every_frame) /* Akinci volumes depend on all of them */
         ctx->boundary_dirty = 1;

@@ -2,6 +2,7 @@
  * parameters. Stage names are "module.stage"; the core's own stages may be
  * named without prefix. Everything is checked when a stage is added, so a
  * scene error points at the line that composed the pipeline. */
+#include "decomp.h"
 #include "device.h"
 #include "out_path.h"
 
@@ -495,6 +496,8 @@ static int run_stage(floe_ctx *ctx, int i)
         return rc;
     if (st->moves)
         ctx->ksums_valid = 0;
+    if ((rc = dd_stage_before(ctx, st))) /* MPI: the ghosts of what it reads */
+        return rc;
     access_snap *snap = use_cl ? NULL : ctx_access_snap(ctx, st); /* debug builds: what it only reads */
     ctx->running = st;
     int host_timed = 1;
@@ -523,6 +526,7 @@ static int run_stage(floe_ctx *ctx, int i)
     }
     if (!use_cl && (rc = ctx_check_blowup(ctx, st, 1)))
         return rc;
+    dd_stage_after(ctx, st);
     return FLOE_OK;
 }
 
@@ -641,7 +645,9 @@ static int step(floe_ctx *ctx, double dt)
         return rc;
     ctx->info.dt = dt;
     ctx->dt_limit = INFINITY; /* stages propose limits for the next step */
-    if ((rc = ctx_run_stages(ctx)))
+    if ((rc = dd_step_begin(ctx))) /* MPI: migration, ghosts */
+        return rc;
+    if ((rc = ctx_run_stages(ctx)) || (rc = dd_step_end(ctx)))
         return rc;
     ctx->info.time += dt;
     ctx->info.step++;

@@ -266,6 +266,18 @@ static void write_frame(emit *e, const floe_record *r, const rec_frame *fr)
         }
         map_end(e);
     }
+    if (fr->nranks > 0) { /* MPI: one entry per rank */
+        key(e, "ranks");
+        seq_begin(e, 1);
+        for (int r = 0; r < fr->nranks && r < 64; r++) {
+            map_begin(e, 1);
+            key(e, "particles"), unum(e, fr->rank_particles[r]);
+            key(e, "step_ms"), num(e, fr->rank_step_ms[r]);
+            key(e, "comm_ms"), num(e, fr->rank_comm_ms[r]);
+            map_end(e);
+        }
+        seq_end(e);
+    }
     int nsets = fr->nsets < 0 ? 0 : fr->nsets > REC_MAX_SETS ? REC_MAX_SETS : fr->nsets;
     if (nsets > 0) { /* parameters changed while the run went on (floe view's panel) */
         key(e, "set");

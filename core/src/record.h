@@ -35,6 +35,9 @@ typedef struct rec_frame {
     int nsets;               /* parameters changed before this frame (floe_pipeline_set during the run) */
     char set_key[REC_MAX_SETS][128];  /* "wcsph.viscosity.alpha" */
     char set_value[REC_MAX_SETS][64]; /* as given */
+    int nranks;              /* MPI: per rank, this frame: particles owned, ms in steps, of which communication */
+    uint32_t rank_particles[64];
+    float rank_step_ms[64], rank_comm_ms[64];
 } rec_frame;
 
 typedef struct floe_record {

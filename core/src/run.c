@@ -2,6 +2,7 @@
  * frame files, the run record and progress. The step itself is the
  * pipeline (pipeline.c); this file only decides dt and when to write. */
 #include "checkpoint.h"
+#include "decomp.h"
 #include "device.h"
 #include "io.h"
 #include "out_path.h"
@@ -88,13 +89,14 @@ static double max_speed(floe_ctx *ctx)
         if (p->kind != FLOE_SET_FLUID)
             continue;
         const float *v = pset_attr(p, "v")->data;
-        for (uint32_t i = 0; i < p->n; i++) {
+        for (uint32_t i = 0, n = dd_owned(ctx, p); i < n; i++) { /* MPI: ghosts are other ranks' */
             double v2 = (double)v[3 * i] * v[3 * i] + (double)v[3 * i + 1] * v[3 * i + 1] +
                         (double)v[3 * i + 2] * v[3 * i + 2];
             if (v2 > vmax2)
                 vmax2 = v2;
         }
     }
+    dd_reduce(ctx, &vmax2, 1, FLOE_REDUCE_MAX);
     return sqrt(vmax2);
 }
 
@@ -120,7 +122,8 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
         const float *x = pset_attr(p, "x")->data, *v = pset_attr(p, "v")->data;
         const float *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         double rho0 = p->rest_density > 0 ? p->rest_density : 1;
-        for (uint32_t i = 0; i < p->n; i++) {
+        const uint32_t owned = dd_owned(ctx, p);
+        for (uint32_t i = 0; i < owned; i++) {
             double v2 = 0, h = 0;
             for (int k = 0; k < 3; k++) {
                 v2 += (double)v[3 * i + k] * v[3 * i + k];
@@ -133,8 +136,12 @@ static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
             err_sum += e;
             err_max = e > err_max ? e : err_max;
         }
-        n += p->n;
+        n += owned;
     }
+    double sums[4] = {ke, pe, err_sum, (double)n}; /* MPI: over every rank */
+    dd_reduce(ctx, sums, 4, FLOE_REDUCE_SUM);
+    dd_reduce(ctx, &err_max, 1, FLOE_REDUCE_MAX);
+    ke = sums[0], pe = sums[1], err_sum = sums[2], n = (uint64_t)sums[3];
     st->particles = (uint32_t)n;
     st->kinetic = ke;
     st->potential = pe;
@@ -178,16 +185,34 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
         const char *base = def->name && p->kind == FLOE_SET_FLUID ? def->name : p->name;
         char path[2048];
         const float *x = pset_attr(p, "x")->data;
+        uint32_t n = p->n;
+        dd_rows rows = {0};
+        if (ctx->dd && p->kind == FLOE_SET_FLUID) { /* MPI: every rank's part, on rank 0, sorted by id */
+            int idx[MAX_ATTRS + 1];
+            for (int c = 0; c < nc; c++)
+                idx[c] = (int)(pset_attr(p, cols[c].name) - p->attrs);
+            int rc = dd_gather(ctx, p, idx, nc, &rows);
+            if (rc)
+                return rc;
+            for (int c = 0; c < nc; c++)
+                cols[c].data = rows.col[c];
+            x = rows.x;
+            n = rows.n;
+        }
+        if (!dd_writer(ctx)) /* the other ranks sent their parts */
+            continue;
         for (int f = 0; f < 2; f++) {
             unsigned bit = f == 0 ? FLOE_FMT_PLY : FLOE_FMT_VTK;
             if (!(fmts & bit))
                 continue;
             snprintf(path, sizeof path, "%s.%04d.%s", base, number, f == 0 ? "ply" : "vtk");
-            int rc = f == 0 ? io_write_ply_at(dirfd, path, p->n, x, cols, nc)
-                            : io_write_vtk_at(dirfd, path, p->n, x, cols, nc);
-            if (rc)
+            int rc = f == 0 ? io_write_ply_at(dirfd, path, n, x, cols, nc) : io_write_vtk_at(dirfd, path, n, x, cols, nc);
+            if (rc) {
+                dd_rows_free(&rows);
                 return ctx_fail(ctx, FLOE_ERR_IO, "cannot write frame %s/%s: %s", def->out_dir, path, strerror(errno));
+            }
         }
+        dd_rows_free(&rows);
     }
     return FLOE_OK;
 }
@@ -252,8 +277,10 @@ static double choose_dt(floe_ctx *ctx, const floe_run_def *def, double prev, dou
     double dt = def->dt_max;
     if (v > 0)
         dt = fmin(dt, def->cfl * ctx->info.spacing / v);
-    if (isfinite(ctx->dt_limit))
-        dt = fmin(dt, ctx->dt_limit);
+    double limit = ctx->dt_limit;
+    dd_reduce(ctx, &limit, 1, FLOE_REDUCE_MIN); /* MPI: every rank's stages */
+    if (isfinite(limit))
+        dt = fmin(dt, limit);
     dt = prev > 0 ? fmin(dt, 1.5 * prev) : fmin(dt, 1e-4);
     if (dt >= rest)
         dt = rest;
@@ -337,7 +364,7 @@ static int finish(floe_ctx *ctx, const floe_run_def *def, floe_record *rec, run_
 /* A stop asked for (signal, wall-time limit) ends the run after this frame. */
 static int stop_check(floe_ctx *ctx, int frame)
 {
-    int why = floe_stop_pending();
+    int why = dd_stop_any(ctx, floe_stop_pending()); /* MPI: one rank's request stops every rank */
     if (why == FLOE_ERR_INTERRUPT)
         return ctx_fail(ctx, why, "interrupted after frame %d", frame);
     if (why == FLOE_ERR_TIMEOUT)
@@ -424,8 +451,17 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = floe_pipeline_check(ctx, NULL, NULL);
     if (!rc && ctx->boundary_dirty)
         rc = ctx_boundary_volumes(ctx);
+    if (!rc) /* MPI: the sets split into slabs (the first run), or refused */
+        rc = dd_run_begin(ctx, def.checkpoint_every > 0);
     if (rc)
         return rc;
+    /* MPI: rank 0 writes the frames (gathered from every rank) and the
+     * record; the others take part in the gathers and write nothing */
+    const int frames_out = def.out_dir && def.write_frames;
+    if (!dd_writer(ctx)) {
+        def.out_dir = NULL;
+        def.progress = 0;
+    }
     run_out out;
     char started[64];
     if ((rc = open_out(ctx, &def, &out)) != FLOE_OK) {
@@ -475,7 +511,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         if (rec_append_frame(out.rec, &rec, &frames[f - 1]))
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
     rec.nframes = k0;
-    if (!rc && out.dir >= 0 && def.write_frames && !resumed)
+    if (!rc && frames_out && !resumed)
         rc = write_frame(ctx, &def, out.dir, 0, out.first);
     if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
@@ -504,9 +540,13 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
          * step runs; all are in before the frame's statistics and files */
         if (ctx->dev)
             ctx->dev->ops->defer_checks(ctx, 1);
+        /* Verlet lists rebuilt at each frame's first step: a run resumed
+         * from a frame's checkpoint rebuilds where this one does */
+        ctx->nb_rebuild = 1;
         while (!rc && ctx->info.time < t_end - (def.dt > 0 ? 0.5 * def.dt : 1e-12)) {
-            double dt = choose_dt(ctx, &def, dt_prev, t_end);
+            double dt = choose_dt(ctx, &def, dt_prev, t_end), ts0 = wall_now();
             rc = floe_step(ctx, dt);
+            dd_step_time(ctx, 1e3 * (wall_now() - ts0));
             if (!rc)
                 rc = probes_after_step(ctx);
             dt_prev = dt;
@@ -534,6 +574,13 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         particle_steps += fr->st.steps * fr->st.particles;
         fr->st.time = ctx->info.time;
         fr->st.wall_s = wall_now() - fw0;
+        dd_frame_ranks ranks;
+        if ((rc = dd_frame_end(ctx, f, &ranks))) /* MPI: per-rank timings; the load balance */
+            break;
+        fr->nranks = ranks.n;
+        for (int r = 0; r < ranks.n; r++)
+            fr->rank_particles[r] = ranks.particles[r], fr->rank_step_ms[r] = ranks.step_ms[r],
+            fr->rank_comm_ms[r] = ranks.comm_ms[r];
         for (int i = 0; i < ctx->nstages && i < REC_MAX_STAGES; i++)
             fr->stage_ms[i] = ctx->stages[i].ms_frame;
         for (int i = 0; i < ctx->nstats && i < REC_MAX_STATS; i++) {
@@ -543,7 +590,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         }
         rec.nframes = f;
         rec.outside_count = ctx->outside_count - outside0;
-        if (out.dir >= 0 && def.write_frames)
+        if (frames_out)
             rc = write_frame(ctx, &def, out.dir, f, out.first + f);
         if (!rc)
             rc = probes_after_frame(ctx);
@@ -573,6 +620,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
                 (unsigned long long)rec.outside_count, ctx->outside == FLOE_OUTSIDE_CLAMP ? "clamped" : "deleted",
                 rec.outside);
     probes_run_end(ctx);
+    dd_run_end(ctx);
     rc = finish(ctx, &def, &rec, &out, rc, stopped);
     close_out(ctx, &out, rec.nframes);
     if (rc == FLOE_ERR_INTERRUPT || rc == FLOE_ERR_TIMEOUT)

@@ -21,6 +21,10 @@
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL FP_CONTRACT OFF
 
+/* rows of a work group of grid_density whose liquid range is gathered in
+ * local memory (further rows: global atomics) */
+#define FLIP_ROWS_LOCAL 8
+
 #include "flip/obstacles.h"
 
 #define FLIP_LANES 8
@@ -220,20 +224,20 @@ inline float ftab_at(__global const float *ftab, float sd)
  * velocity zero in boundary cells), phi (static grid and the moving
  * obstacles, over their boxes), rho_obstacle, P; the largest density ratio
  * of cells with liquid (atomic max on the bits of a positive float); and
- * clears this cell of the other accumulator (the next step's). */
-__kernel void grid_density(uint cells, int4 gn, int4 gp, int4 gm, float4 go, __global const long *acc,
-                           __global long *acc_next, __global float *Mg, __global float *rho, __global float *uold,
-                           __global float *P, __global float *phi, __global const float *phis, __global const float *rg,
-                           int has_static, int has_ground, __global const float *ob, int nob, int ball0,
-                           __global const float *ftab, float4 eosp, int4 eosm, float4 obp, int4 wlo, int4 whi,
-                           float inv_scale, __global int *ctrl, int slot)
+ * clears this cell of the other accumulator (the next step's); and per
+ * grid row the first and last cell with liquid that particles can read
+ * (the filter's ranges). The work of one cell, returning whether it holds
+ * liquid (M > 0): */
+inline int grid_density_cell(uint c, uint cells, int4 gn, int4 gp, int4 gm, float4 go, __global const long *acc,
+                             __global long *acc_next, __global float *Mg, __global float *rho, __global float *uold,
+                             __global float *P, __global float *phi, __global const float *phis,
+                             __global const float *rg, int has_static, int has_ground, __global const float *ob,
+                             int nob, int ball0, __global const float *ftab, float4 eosp, int4 eosm, float4 obp,
+                             int4 wlo, int4 whi, float inv_scale, __global int *ctrl, int slot, int next)
 {
-    const uint c = get_global_id(0);
-    if (c >= cells)
-        return;
-    if (c == 0) { /* the next grid pass's slots */
-        ctrl[1 - slot] = 0;
-        ctrl[3 - slot] = 0;
+    if (c == 0) { /* the next grid pass's words (ctrl: 2 words a step, a ring) */
+        ctrl[2 * next] = 0;
+        ctrl[2 * next + 1] = 0;
     }
     const int dim = gn.w, nx = gn.x, ny = gn.y, pad = gp.x, fold = gp.y;
     const int ijk[3] = {(int)(c % (uint)nx), (int)((c / (uint)nx) % (uint)ny), (int)(c / ((uint)nx * (uint)ny))};
@@ -320,7 +324,54 @@ __kernel void grid_density(uint cells, int4 gn, int4 gp, int4 gm, float4 go, __g
     const float rt = (r + rho_obs) * eosp.z;
     P[c] = eos(rt, eosp.x, eosp.y, eosm.x, eosm.y);
     if (M > 0.0f && rt > 0.0f)
-        atomic_max(ctrl + slot, as_int(rt));
+        atomic_max(ctrl + 2 * slot, as_int(rt));
+    return M > 0.0f;
+}
+
+__kernel void grid_density(uint cells, int4 gn, int4 gp, int4 gm, float4 go, __global const long *acc,
+                           __global long *acc_next, __global float *Mg, __global float *rho, __global float *uold,
+                           __global float *P, __global float *phi, __global const float *phis, __global const float *rg,
+                           int has_static, int has_ground, __global const float *ob, int nob, int ball0,
+                           __global const float *ftab, float4 eosp, int4 eosm, float4 obp, int4 wlo, int4 whi,
+                           float inv_scale, __global int *ctrl, int slot, int next, __global int *rows, int par)
+{
+    const uint c = get_global_id(0);
+    /* the filter's row ranges (rows: per parity and row, the first and the
+     * last cell with liquid in the readable range): gathered per group in
+     * local memory for the group's first FLIP_ROWS_LOCAL rows */
+    __local int la[FLIP_ROWS_LOCAL], lb[FLIP_ROWS_LOCAL];
+    const int lid = (int)get_local_id(0), nrows = gn.y * (gn.w == 3 ? gn.z : 1);
+    const uint g0 = (uint)get_group_id(0) * (uint)get_local_size(0);
+    const int row0 = (int)(g0 / (uint)gn.x);
+    if (lid < FLIP_ROWS_LOCAL) {
+        la[lid] = 0x7fffffff;
+        lb[lid] = -1;
+    }
+    if ((int)c < nrows) { /* the next grid pass's ranges */
+        rows[2 * ((1 - par) * nrows + (int)c)] = 0x7fffffff;
+        rows[2 * ((1 - par) * nrows + (int)c) + 1] = -1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (c < cells && grid_density_cell(c, cells, gn, gp, gm, go, acc, acc_next, Mg, rho, uold, P, phi, phis, rg,
+                                       has_static, has_ground, ob, nob, ball0, ftab, eosp, eosm, obp, wlo, whi,
+                                       inv_scale, ctrl, slot, next)) {
+        const int i = (int)(c % (uint)gn.x), r = (int)(c / (uint)gn.x);
+        if (i >= gp.x - 1 && i <= gn.x - gp.x) {
+            if (r - row0 < FLIP_ROWS_LOCAL) {
+                atomic_min(&la[r - row0], i);
+                atomic_max(&lb[r - row0], i);
+            } else {
+                atomic_min(rows + 2 * (par * nrows + r), i);
+                atomic_max(rows + 2 * (par * nrows + r) + 1, i);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < FLIP_ROWS_LOCAL && lb[lid] >= 0) {
+        const int r = row0 + lid;
+        atomic_min(rows + 2 * (par * nrows + r), la[lid]);
+        atomic_max(rows + 2 * (par * nrows + r) + 1, lb[lid]);
+    }
 }
 
 /* Pass 2, per cell: u^n+1 = u^n - dt grad P + dt g (+ dt nu lap u^n) on
@@ -417,67 +468,52 @@ __kernel void grid_velocity(uint cells, int4 gn, float4 go, __global const float
 
 /* ---- sampling = smooth: the kernel filter --------------------------------- */
 
-/* One work group per grid row (z, y): u^n+1 and u^n+1 - u^n filtered with
- * the normalised splat kernel (taps in the order of advect.c), over the
- * cells particles can read, between the first and the last cell with liquid
- * of the row (zero elsewhere). rd = (p0, Ri, 0, 0): the readable range
- * starts p0 = pad - 1 cells from each edge; R2 and the tap normalisation inv. */
-__kernel void filter(int4 gn, int4 rd, float R2, float inv, __global const float *Mg, __global const float *un,
-                     __global const float *uo, __global float *sn, __global float *sd)
+/* One work item per cell: u^n+1 and u^n+1 - u^n filtered with the
+ * normalised splat kernel (taps in the order of advect.c), over the cells
+ * particles can read, between the first and the last cell with liquid of
+ * the row (grid_density's ranges of parity par; zero elsewhere). rd = (p0,
+ * Ri, 0, 0): the readable range starts p0 = pad - 1 cells from each edge;
+ * R2 and the tap normalisation inv. */
+__kernel void filter(int4 gn, int4 rd, float R2, float inv, __global const int *rows, int par,
+                     __global const float *un, __global const float *uo, __global float *sn, __global float *sd)
 {
     const int dim = gn.w, nx = gn.x, ny = gn.y, nz = gn.z;
-    const int row = (int)get_group_id(0), lid = (int)get_local_id(0), ls = (int)get_local_size(0);
+    const int nrows = ny * (dim == 3 ? nz : 1);
+    const uint c = get_global_id(0);
+    if (c >= (uint)nx * (uint)nrows)
+        return;
+    const int i = (int)(c % (uint)nx), row = (int)(c / (uint)nx);
     const int j = row % ny, k = row / ny;
     const int p0 = rd.x, Ri = rd.y;
     const int ilo = p0, ihi = nx - 1 - p0;
-    const int rowok = k < (dim == 3 ? nz : 1) && j >= p0 && j <= ny - 1 - p0 &&
-                      (dim == 2 || (k >= p0 && k <= nz - 1 - p0));
-    __local int la, lb;
-    if (lid == 0) {
-        la = 0x7fffffff;
-        lb = -1;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const size_t rbase = ((size_t)k * (size_t)ny + (size_t)j) * (size_t)nx;
-    if (rowok)
-        for (int i = ilo + lid; i <= ihi; i += ls)
-            if (Mg[rbase + (size_t)i] > 0.0f) {
-                atomic_min(&la, i);
-                atomic_max(&lb, i);
-            }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (k >= (dim == 3 ? nz : 1))
-        return;
-    const int a = la, b = lb;
+    const int rowok = j >= p0 && j <= ny - 1 - p0 && (dim == 2 || (k >= p0 && k <= nz - 1 - p0));
+    const int a = rows[2 * (par * nrows + row)], b = rows[2 * (par * nrows + row) + 1];
     const int dz0 = dim == 3 ? -Ri : 0, dz1 = dim == 3 ? Ri : 0;
-    for (int i = lid; i < nx; i += ls) {
-        const size_t c = rbase + (size_t)i;
-        float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, d0 = 0.0f, d1 = 0.0f, d2 = 0.0f;
-        if (rowok && i >= ilo && i <= ihi && i >= a && i <= b) {
-            for (int dz = dz0; dz <= dz1; dz++)
-                for (int dy = -Ri; dy <= Ri; dy++)
-                    for (int dx = -Ri; dx <= Ri; dx++) {
-                        const float q = 1.0f - (float)(dx * dx + dy * dy + dz * dz) / R2;
-                        if (q <= 0.0f)
-                            continue;
-                        const float w = q * q * q * inv;
-                        const size_t src = 3 * (((size_t)(k + dz) * (size_t)ny + (size_t)(j + dy)) * (size_t)nx +
-                                                (size_t)(i + dx));
-                        const float n0 = un[src], n1 = un[src + 1], o0 = uo[src], o1 = uo[src + 1];
-                        t0 += w * n0;
-                        t1 += w * n1;
-                        d0 += w * (n0 - o0);
-                        d1 += w * (n1 - o1);
-                        if (dim == 3) {
-                            const float n2 = un[src + 2], o2 = uo[src + 2];
-                            t2 += w * n2;
-                            d2 += w * (n2 - o2);
-                        }
+    float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, d0 = 0.0f, d1 = 0.0f, d2 = 0.0f;
+    if (rowok && i >= ilo && i <= ihi && i >= a && i <= b) {
+        for (int dz = dz0; dz <= dz1; dz++)
+            for (int dy = -Ri; dy <= Ri; dy++)
+                for (int dx = -Ri; dx <= Ri; dx++) {
+                    const float q = 1.0f - (float)(dx * dx + dy * dy + dz * dz) / R2;
+                    if (q <= 0.0f)
+                        continue;
+                    const float w = q * q * q * inv;
+                    const size_t src =
+                        3 * (((size_t)(k + dz) * (size_t)ny + (size_t)(j + dy)) * (size_t)nx + (size_t)(i + dx));
+                    const float n0 = un[src], n1 = un[src + 1], o0 = uo[src], o1 = uo[src + 1];
+                    t0 += w * n0;
+                    t1 += w * n1;
+                    d0 += w * (n0 - o0);
+                    d1 += w * (n1 - o1);
+                    if (dim == 3) {
+                        const float n2 = un[src + 2], o2 = uo[src + 2];
+                        t2 += w * n2;
+                        d2 += w * (n2 - o2);
                     }
-        }
-        sn[3 * c] = t0, sn[3 * c + 1] = t1, sn[3 * c + 2] = t2;
-        sd[3 * c] = d0, sd[3 * c + 1] = d1, sd[3 * c + 2] = d2;
+                }
     }
+    sn[3 * c] = t0, sn[3 * c + 1] = t1, sn[3 * c + 2] = t2;
+    sd[3 * c] = d0, sd[3 * c + 1] = d1, sd[3 * c + 2] = d2;
 }
 
 /* ---- advect --------------------------------------------------------------- */
@@ -627,7 +663,7 @@ inline void fix_wall_velocity(uint hit, float *v)
 /* PIC/FLIP blend and RK2 positions (advect.c). mode: 0 smooth (A = filtered
  * u^n+1, B = filtered u^n+1 - u^n), 1 linear (A = u^n+1, B = u^n), 2 kernel
  * (A, B as linear). ap = (r, margin, dt, R). ob: nob records at t + dt/2,
- * then nob at t + dt, then the balls. ctrl[2 + slot]: particles pushed out. */
+ * then nob at t + dt, then the balls. ctrl[2 slot + 1]: particles pushed out. */
 __kernel void advect(uint n, __global float *x, __global float *v, int4 gn, float4 go, float4 glo, float4 ghi,
                      int chunks, int mode, float4 ap, __global const float *A, __global const float *B,
                      __global const float *ob, int nob, __global int *ctrl, int slot)
@@ -675,7 +711,7 @@ __kernel void advect(uint n, __global float *x, __global float *v, int4 gn, floa
     fix_wall_velocity(clamp_pos(dim, lo, hi, xp, margin), vp);
     if (nob > 0 && ob_project(ob_end, nob, balls, dim, margin, xp, vp, 1)) {
         fix_wall_velocity(clamp_pos(dim, lo, hi, xp, margin), vp);
-        atomic_inc(ctrl + 2 + slot);
+        atomic_inc(ctrl + 2 * slot + 1);
     }
     if (dim == 2)
         vp[2] = 0.0f;

@@ -89,6 +89,7 @@ typedef struct dfsph_state {
     float *lag;         /* N: compression present now that is left to later steps */
     float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
+    uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
     double *part;       /* chunk partial sums */
     struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
 } dfsph_state;
@@ -106,9 +107,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 static void free_particles(dfsph_state *s)
 {
     free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
-    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->part);
+    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->own), free(s->part);
     s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = NULL;
-    s->few = NULL, s->part = NULL;
+    s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
 
@@ -149,9 +150,10 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->lag = malloc(cap * sizeof(float));
     s->gam = malloc(cap * sizeof(float));
     s->few = malloc(cap);
+    s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
     if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->few ||
-        !s->part) {
+        !s->own || !s->part) {
         free_particles(s);
         return -1;
     }
@@ -379,7 +381,8 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
             const float d = ax * s->Gb[3 * i] + ay * s->Gb[3 * i + 1] + az * s->Gb[3 * i + 2] +
                             row_rel_dot(ap, nj, gx, gy, gz, s->off[i], s->off[i + 1], ax, ay, az);
             const float F = divergence && s->few[i] ? 0.0f : s->S[i] + dtk * d;
-            e += floe_pos(F) / s->rho0[i];
+            if (s->own[i]) /* a ghost's error is its owner's */
+                e += floe_pos(F) / s->rho0[i];
             const float pj = s->D[i] > 0.0f ? floe_pos(s->P[i] + omega * F / (dtk * s->D[i])) : 0.0f;
             s->Pold[i] = cheb == 1.0f ? pj : floe_pos(s->Pold[i] + cheb * (pj - s->Pold[i]));
         }
@@ -388,7 +391,7 @@ static double pass_update(dfsph_state *s, size_t N, float dtk, int divergence, f
     double e = 0;
     for (size_t ch = 0; ch < nch; ch++)
         e += s->part[ch];
-    return N ? (divergence ? dtk : 1.0) * e / (double)N : 0.0;
+    return (divergence ? dtk : 1.0) * e; /* the caller divides by the particles owned over all ranks */
 }
 
 /* One solve: P from warm * prev, relaxed Jacobi until the mean error is at
@@ -401,11 +404,33 @@ typedef struct iter {
     int source_done; /* S already holds the divergence solve's source (the set-up's pass) */
 } iter;
 
-static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, double *err)
+/* MPI (docs/mpi.md): the fluid sets, for the ghosts of the solver's own
+ * arrays (their rows lack the neighbours beyond the halo: P, a^p and u of
+ * a ghost are its owner's), and the particles owned over all ranks */
+typedef struct dd_view {
+    floe_ctx *ctx;
+    const floe_fluid *f;
+    int nf, ranks;
+    double owned;
+} dd_view;
+
+static int halo_all(const dd_view *h, float *arr, int per)
+{
+    int st = FLOE_OK;
+    for (int q = 0; q < h->nf && h->ranks > 1 && st == FLOE_OK; q++)
+        st = floe_halo(api, h->ctx, h->f[q].set, arr + (size_t)per * h->f[q].off, (size_t)per * sizeof(float));
+    return st;
+}
+
+static int solve(dfsph_state *s, size_t N, float dt, int divergence, const iter *c, const dd_view *h, int64_t *its,
+                 double *err)
 {
     const float dtk = divergence ? dt : dt * dt;
+    int st;
     for (size_t i = 0; i < N; i++)
         s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
+    if ((st = halo_all(h, s->P, 1)) != FLOE_OK)
+        return st;
     const int64_t min_it = divergence ? 1 : c->min_it, max_it = c->max_it;
     const double tol = c->tol;
     int64_t it = 0;
@@ -415,10 +440,17 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
             pass_source_accel(s, N, dt, divergence, !(divergence && c->source_done));
         else
             pass_accel(s, N);
+        if ((st = halo_all(h, s->ap, 4)) != FLOE_OK)
+            return st;
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
-        *err = pass_update(s, N, dtk, divergence, c->omega, om);
+        double e = pass_update(s, N, dtk, divergence, c->omega, om);
+        if ((st = floe_reduce(api, h->ctx, &e, 1, FLOE_REDUCE_SUM)) != FLOE_OK)
+            return st;
+        *err = h->owned > 0.0 ? e / h->owned : 0.0;
         float *t = s->P; /* the new iterate is in Pold */
         s->P = s->Pold, s->Pold = t;
+        if ((st = halo_all(h, s->P, 1)) != FLOE_OK)
+            return st;
         it++;
         if ((it >= min_it && *err <= tol) || it >= max_it)
             break;
@@ -427,7 +459,8 @@ static int64_t solve(dfsph_state *s, size_t N, float dt, int divergence, const i
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < 4 * N; i++)
         s->u[i] += dt * s->ap[i];
-    return it;
+    *its = it;
+    return halo_all(h, s->u, 4);
 }
 
 /* ---- the stage ---------------------------------------------------------------------- */
@@ -480,10 +513,14 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     if (min_it > max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)min_it,
                          (long long)max_it);
-    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+    int ranks; /* MPI: a rank without particles takes part in the others' exchanges */
+    if ((st = floe_solver_sets_dd(api, ctx, dt, f, &nf, &N, &ranks)) != FLOE_OK)
         return st == FLOE_SKIP ? FLOE_OK : st;
-    if (ensure_particles(s, N))
+    if (ensure_particles(s, N ? N : 1))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
+    dd_view h = {ctx, f, nf, ranks, 0.0};
+    if ((st = floe_owned_mask(api, ctx, f, nf, s->own, &h.owned)) != FLOE_OK)
+        return st;
 
     /* rows: fluid neighbours of every particle, then the prefix sum */
     double vmax = 0.0;
@@ -524,6 +561,8 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
      * max_correction_speed dt / L a step, L the fluid column's height at the
      * first step: the rows' shares of a column add up, so the column rises
      * at most at max_correction_speed (dfsph_lag_step) */
+    if ((st = floe_reduce(api, ctx, &vmax, 1, FLOE_REDUCE_MAX)) != FLOE_OK) /* MPI: over every rank */
+        return st;
     const double corr = c->corr_speed;
     const float elim = corr > 0.0 ? (float)(fmax(corr, vmax) * dt / si->spacing) : 1e30f;
     const int first = si->step == 0;
@@ -572,6 +611,8 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         FLOE_PAR_FOR(kc.periodic, n, GAMMA);
 #undef GAMMA
     }
+    if (c->corr && (st = halo_all(&h, s->gam, 1)) != FLOE_OK) /* MPI: the ghosts' gamma are their owners' */
+        return st;
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
@@ -613,7 +654,8 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 s->P[f[q].off + i] = kv[q][i] / dt;
         const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v, 1};
-        it_v = solve(s, N, dt, 1, &cv, &err_v);
+        if ((st = solve(s, N, dt, 1, &cv, &h, &it_v, &err_v)) != FLOE_OK)
+            return st;
         for (int q = 0; q < nf; q++)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 kv[q][i] = dt * s->P[f[q].off + i];
@@ -632,7 +674,9 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     }
     double err = 0.0;
     const iter cd = {omega, warm, cheb_rho, cheb_delay, min_it, max_it, tol, 0};
-    const int64_t it = solve(s, N, dt, 0, &cd, &err);
+    int64_t it = 0;
+    if ((st = solve(s, N, dt, 0, &cd, &h, &it, &err)) != FLOE_OK)
+        return st;
 
     /* a = (u - v) / dt, p = rho^2 P */
     for (int q = 0; q < nf; q++) {

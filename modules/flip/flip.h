@@ -99,6 +99,14 @@ typedef struct flip_ground {
 
 /* ---- OpenCL path (flip_cl.c) ------------------------------------------------- */
 
+/* The statistics of the device path (largest density ratio, particles
+ * pushed out of obstacles) are written into a ring of FLIP_CL_RING steps on
+ * the device and read half a ring at a time without waiting; a half is
+ * reported when the ring comes back to it, FLIP_CL_HALF steps after its
+ * read was queued: no step waits for the device (docs/flip.md). */
+#define FLIP_CL_HALF 16
+#define FLIP_CL_RING (2 * FLIP_CL_HALF)
+
 /* Host-side state of the device path. The grids live on the device in
  * module scratch buffers (core grids have no device mirror); the host grids
  * are written back on the steps chosen by flip.grid's host_fps. */
@@ -108,13 +116,19 @@ typedef struct flip_cl_state {
     int cur;                /* accumulator the next splat adds into (0, 1) */
     int clean[2];           /* accumulator known to be zero */
     int acc_used;           /* accumulator of this step's splat */
-    int slot;               /* ctrl slot of this step (alternates per grid pass) */
+    int slot;               /* ctrl slot of this step: npass % FLIP_CL_RING */
     uint32_t npass;         /* grid passes so far */
-    int *ctrl;              /* host copy of ctrl: rmax bits [0..1], pushed [2..3]
-                             * (pinned memory from the core, else ctrl_plain) */
-    int ctrl_plain[4];
-    void *ev_rmax, *ev_pushed;
-    int rmax_pending, rmax_slot, pushed_pending, pushed_slot;
+    /* host copy of ctrl: the ring's two halves as last read (per step the
+     * rmax bits and the pushed-out count), then this step's rmax when the
+     * time step limit needs it (pinned memory from the core, else ctrl_plain) */
+    int *ctrl;
+    int ctrl_plain[2 * FLIP_CL_RING + 1];
+    void *ev_half[2];       /* the non-blocking read of each half */
+    int half_pending[2];
+    uint8_t slot_rmax_done[FLIP_CL_RING]; /* rmax reported by the courant read */
+    uint8_t slot_obs[FLIP_CL_RING];       /* obstacles were pushed out against */
+    void *ev_rmax;
+    int rmax_pending, rmax_slot;
     float stat_k, stat_gamma; /* for the time step limit from rmax */
     double courant;
     float *stage[2];        /* staging copies of the obstacle uploads (grid, advect) */

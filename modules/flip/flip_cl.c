@@ -23,9 +23,11 @@
  * Host waits: none per step, unless flip.grid's courant > 0: the time step
  * limit needs the largest density of this step, read back (4 bytes) and
  * waited for in flip.advect (after its launches are queued, so the device
- * is not starved). Otherwise the statistic flip.max_density_ratio (and
- * flip.pushed_out) is reported one step late, from a read that completed
- * with the previous step.
+ * is not starved). Otherwise the statistics flip.max_density_ratio and
+ * flip.pushed_out go through a ring of FLIP_CL_RING steps on the device,
+ * read FLIP_CL_HALF steps at a time without waiting and reported when the
+ * ring comes back to them (16 to 32 steps late; those of a run's last
+ * steps are not reported).
  *
  * Needs no OpenCL header: objects are void * through floe_api, and the few
  * entry points used directly come from api->cl_fn. */
@@ -40,7 +42,6 @@
 #define FILE_CL "flip.cl"
 #define ARG(v) FLOE_CL_ARG(v)
 #define OB_STRIDE 48 /* FLIP_OB_STRIDE in kernels/flip/obstacles.h */
-#define WG 128       /* the core's work-group size (the filter uses one group per row) */
 /* Fixed-point splat: 2^40 units per (largest particle mass, rounded up to a
  * power of two). Resolution 2^-40 = 9e-13 of a particle's mass; a cell sum
  * overflows beyond 2^23 = 8.4e6 particle masses x m/s (momentum planes). */
@@ -93,6 +94,8 @@ static int *ctrl_host(floe_ctx *ctx, flip_state *s)
 {
     if (!s->cl.ctrl) {
         int *p = api->cl_pinned ? api->cl_pinned(ctx, "flip.ctrl", sizeof s->cl.ctrl_plain) : NULL;
+        if (p)
+            memset(p, 0, sizeof s->cl.ctrl_plain);
         s->cl.ctrl = p ? p : s->cl.ctrl_plain;
     }
     return s->cl.ctrl;
@@ -116,7 +119,8 @@ void flip_cl_release(flip_state *s)
 {
     if (F.ok) {
         wait_release(&s->cl.ev_rmax);
-        wait_release(&s->cl.ev_pushed);
+        wait_release(&s->cl.ev_half[0]);
+        wait_release(&s->cl.ev_half[1]);
         wait_release(&s->cl.ev_stage[0]);
         wait_release(&s->cl.ev_stage[1]);
     }
@@ -127,8 +131,11 @@ void flip_cl_release(flip_state *s)
 /* ---- buffers and arguments --------------------------------------------------- */
 
 typedef struct bufs {
-    void *acc[2], *M, *rho, *uo, *un, *p, *phi, *phis, *rg, *sn, *sd, *ftab, *ctrl, *obg, *oba;
+    void *acc[2], *M, *rho, *uo, *un, *p, *phi, *phis, *rg, *sn, *sd, *ftab, *ctrl, *obg, *oba, *rows;
 } bufs;
+
+/* grid rows (y, z): the filter's liquid range per row */
+static size_t grid_rows(const flip_geom *g) { return (size_t)g->n[1] * (g->dim == 3 ? g->n[2] : 1); }
 
 static int get_bufs(floe_ctx *ctx, const flip_state *s, bufs *b)
 {
@@ -146,11 +153,12 @@ static int get_bufs(floe_ctx *ctx, const flip_state *s, bufs *b)
     b->sn = api->cl_scratch(ctx, "flip.smooth_u", 3 * c * 4);
     b->sd = api->cl_scratch(ctx, "flip.smooth_du", 3 * c * 4);
     b->ftab = api->cl_scratch(ctx, "flip.ftab", (FLIP_FTAB + 1) * 4);
-    b->ctrl = api->cl_scratch(ctx, "flip.ctrl", 4 * 4);
+    b->ctrl = api->cl_scratch(ctx, "flip.ctrl", 2 * FLIP_CL_RING * 4);
     b->obg = api->cl_scratch(ctx, "flip.obstacles_grid", 64);
     b->oba = api->cl_scratch(ctx, "flip.obstacles_advect", 64);
+    b->rows = api->cl_scratch(ctx, "flip.rows", 2 * 2 * grid_rows(&s->g) * 4);
     void *all[] = {b->acc[0], b->acc[1], b->M, b->rho, b->uo, b->un, b->p, b->phi, b->phis,
-                   b->rg, b->sn, b->sd, b->ftab, b->ctrl, b->obg, b->oba};
+                   b->rg, b->sn, b->sd, b->ftab, b->ctrl, b->obg, b->oba, b->rows};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!all[i])
             return api->fail(ctx, FLOE_ERR_NOMEM, "flip: no device memory for the grids (%zu cells)", c);
@@ -228,7 +236,13 @@ static int setup(floe_ctx *ctx, flip_state *s)
     s->cl.inv_scale = ldexpf(1.0f, -ex);
     const size_t cells = s->g.cells;
     if ((st = fill_zero(ctx, b.acc[0], 4 * cells * 8)) || (st = fill_zero(ctx, b.acc[1], 4 * cells * 8)) ||
-        (st = fill_zero(ctx, b.ctrl, 16)))
+        (st = fill_zero(ctx, b.ctrl, 2 * FLIP_CL_RING * 4)))
+        return st;
+    /* the filter's row ranges, both parities empty (first > last) */
+    const int32_t empty[2] = {0x7fffffff, -1};
+    if ((st = cl_check(ctx, F.fill(api->cl_queue(ctx), b.rows, empty, sizeof empty, 0, 2 * 2 * grid_rows(&s->g) * 4,
+                                   0, NULL, NULL),
+                       "fill")))
         return st;
     if ((st = cl_check(ctx, F.write(api->cl_queue(ctx), b.ftab, 1, 0, (FLIP_FTAB + 1) * 4, s->ftab, 0, NULL, NULL),
                        "write (F table)")))
@@ -334,7 +348,7 @@ static void resolve_rmax(floe_ctx *ctx, flip_state *s, int in_step)
     wait_release(&s->cl.ev_rmax);
     s->cl.rmax_pending = 0;
     float rmax;
-    memcpy(&rmax, &s->cl.ctrl[s->cl.rmax_slot], sizeof rmax);
+    memcpy(&rmax, &s->cl.ctrl[2 * FLIP_CL_RING], sizeof rmax);
     if (in_step && s->cl.courant > 0.0) {
         const double r = rmax > 1.0f ? rmax : 1.0;
         const double c = sqrt((double)s->cl.stat_k * s->cl.stat_gamma * pow(r, s->cl.stat_gamma - 1.0));
@@ -344,13 +358,45 @@ static void resolve_rmax(floe_ctx *ctx, flip_state *s, int in_step)
     api->stat(ctx, "flip.max_density_ratio", rmax);
 }
 
-static void resolve_pushed(floe_ctx *ctx, flip_state *s)
+/* Ring half h, read FLIP_CL_HALF steps ago (complete by now: the wait
+ * returns at once): its steps' statistics */
+static void resolve_half(floe_ctx *ctx, flip_state *s, int h)
 {
-    if (!s->cl.pushed_pending)
+    if (!s->cl.half_pending[h])
         return;
-    wait_release(&s->cl.ev_pushed);
-    s->cl.pushed_pending = 0;
-    api->stat(ctx, "flip.pushed_out", (double)(uint32_t)s->cl.ctrl[2 + s->cl.pushed_slot]);
+    wait_release(&s->cl.ev_half[h]);
+    s->cl.half_pending[h] = 0;
+    const int *w = s->cl.ctrl + 2 * FLIP_CL_HALF * h;
+    for (int k = 0; k < FLIP_CL_HALF; k++) {
+        const int sl = h * FLIP_CL_HALF + k;
+        if (!s->cl.slot_rmax_done[sl]) {
+            float rmax;
+            memcpy(&rmax, &w[2 * k], sizeof rmax);
+            api->stat(ctx, "flip.max_density_ratio", rmax);
+        }
+        if (s->cl.slot_obs[sl])
+            api->stat(ctx, "flip.pushed_out", (double)(uint32_t)w[2 * k + 1]);
+    }
+}
+
+/* At the first step of a ring half: report that half's previous round,
+ * queue the read of the other half (its steps are all queued before) */
+static int ring_turn(floe_ctx *ctx, flip_state *s, void *ctrl_buf, int slot)
+{
+    if (slot % FLIP_CL_HALF != 0)
+        return FLOE_OK;
+    const int h = slot / FLIP_CL_HALF, o = 1 - h;
+    resolve_half(ctx, s, h);
+    if (s->cl.npass <= FLIP_CL_HALF) /* the other half has no steps yet */
+        return FLOE_OK;
+    resolve_half(ctx, s, o); /* (its earlier read, if any, is older still) */
+    const size_t off = (size_t)2 * FLIP_CL_HALF * o * 4, bytes = (size_t)2 * FLIP_CL_HALF * 4;
+    int st = cl_check(ctx, F.read(api->cl_queue(ctx), ctrl_buf, 0, off, bytes, (char *)ctrl_host(ctx, s) + off, 0,
+                                  NULL, &s->cl.ev_half[o]),
+                      "read (statistics)");
+    if (!st)
+        s->cl.half_pending[o] = 1;
+    return st;
 }
 
 /* ---- splat ------------------------------------------------------------------ */
@@ -457,7 +503,7 @@ int flip_cl_grid(const floe_stage_call *call)
     int st;
     if (!s || !s->ready || !s->splat_done || s->splat_step != si->step || !s->cl.ready)
         return api->fail(ctx, FLOE_ERR_ARG, "no splat in this step (put 'flip.splat' before 'flip.grid')");
-    resolve_rmax(ctx, s, 0); /* last step's statistic (courant = 0) */
+    resolve_rmax(ctx, s, 0); /* courant > 0 without flip.advect: the last step's read */
     const flip_geom *g = &s->g;
     const float gamma = (float)call->param[GP_GAMMA].f;
     const double c0 = call->param[GP_SPEED].f;
@@ -535,15 +581,21 @@ int flip_cl_grid(const floe_stage_call *call)
     }
     wlo[3] = whi[3] = 0;
     const int a = s->cl.acc_used;
-    const int32_t slot = (int32_t)(s->cl.npass++ & 1u);
+    const int32_t slot = (int32_t)(s->cl.npass++ % FLIP_CL_RING), next = (slot + 1) % FLIP_CL_RING, par = slot & 1;
     s->cl.slot = slot;
+    if ((st = ring_turn(ctx, s, b.ctrl, slot)))
+        return st;
+    s->cl.slot_obs[slot] = 0;
+    s->cl.courant = call->param[GP_COURANT].f;
+    s->cl.slot_rmax_done[slot] = s->cl.courant > 0.0;
     const uint32_t ncell = (uint32_t)cells;
     int32_t has_static = s->cl.has_static && obs_on, has_ground = s->cl.has_ground && ground_on, nob32 = nob;
     float inv_scale = s->cl.inv_scale;
     floe_cl_arg a1[] = {ARG(ncell), ARG(ga.gn), ARG(ga.gp), ARG(ga.gm), ARG(ga.go), ARG(b.acc[a]), ARG(b.acc[1 - a]),
                         ARG(b.M), ARG(b.rho), ARG(b.uo), ARG(b.p), ARG(b.phi), ARG(b.phis), ARG(b.rg),
                         ARG(has_static), ARG(has_ground), ARG(obuf), ARG(nob32), ARG(ball0), ARG(b.ftab), ARG(eosp),
-                        ARG(eosm), ARG(obp), ARG(wlo), ARG(whi), ARG(inv_scale), ARG(b.ctrl), ARG(slot)};
+                        ARG(eosm), ARG(obp), ARG(wlo), ARG(whi), ARG(inv_scale), ARG(b.ctrl), ARG(slot),
+                        ARG(next), ARG(b.rows), ARG(par)};
     const double planes = g->dim == 3 ? 4.0 : 3.0;
     if ((st = api->cl_run(ctx, k1, cells, (int)(sizeof a1 / sizeof *a1), a1,
                           cells * (planes * 8.0 * (g->fold ? 1.5 : 1.0) + planes * 8.0 + 32.0))))
@@ -561,13 +613,16 @@ int flip_cl_grid(const floe_stage_call *call)
     if ((st = api->cl_run(ctx, k2, cells, (int)(sizeof a2 / sizeof *a2), a2, cells * 40.0)))
         return st;
 
-    /* the largest density ratio: read back without waiting */
-    s->cl.rmax_slot = slot;
-    if ((st = cl_check(ctx, F.read(q, b.ctrl, 0, (size_t)slot * 4, 4, &ctrl_host(ctx, s)[slot], 0, NULL, &s->cl.ev_rmax),
-                       "read (density ratio)")))
-        return st;
-    s->cl.rmax_pending = 1;
-    s->cl.courant = call->param[GP_COURANT].f;
+    /* the time step limit: this step's largest density ratio, read back
+     * now and waited for in flip.advect (else the ring has it) */
+    if (s->cl.courant > 0.0) {
+        s->cl.rmax_slot = slot;
+        if ((st = cl_check(ctx, F.read(q, b.ctrl, 0, (size_t)2 * slot * 4, 4, &ctrl_host(ctx, s)[2 * FLIP_CL_RING],
+                                       0, NULL, &s->cl.ev_rmax),
+                           "read (density ratio)")))
+            return st;
+        s->cl.rmax_pending = 1;
+    }
     s->cl.stat_k = kst;
     s->cl.stat_gamma = gamma;
 
@@ -588,7 +643,6 @@ int flip_cl_advect(const floe_stage_call *call)
     int st;
     if (!s || !s->ready || !s->grid_done || s->grid_step != si->step || !s->cl.ready)
         return api->fail(ctx, FLOE_ERR_ARG, "no grid pass in this step (put 'flip.grid' before 'flip.advect')");
-    resolve_pushed(ctx, s); /* last step's count */
     const flip_geom *g = &s->g;
     const double r_in = call->param[AD_PIC].f, interval = call->param[AD_PIC_INTERVAL].f;
     const float r = (float)(interval > 0.0 && r_in < 1.0 ? 1.0 - pow(1.0 - r_in, si->dt / interval) : r_in);
@@ -618,11 +672,10 @@ int flip_cl_advect(const floe_stage_call *call)
                 }
         const float inv = (float)(1.0 / wsum);
         int32_t rd[4] = {(int32_t)g->pad - 1, Ri, 0, 0};
-        const size_t rows = (size_t)g->n[1] * g->n[2];
-        floe_cl_arg af[] = {ARG(ga.gn), ARG(rd), ARG(R2), ARG(inv), ARG(b.M), ARG(b.un), ARG(b.uo), ARG(b.sn),
-                            ARG(b.sd)};
-        if ((st = api->cl_run(ctx, kf, rows * WG, (int)(sizeof af / sizeof *af), af,
-                              g->cells * (4.0 + 24.0 + 24.0))))
+        const int32_t par = s->cl.slot & 1; /* the grid pass's row ranges */
+        floe_cl_arg af[] = {ARG(ga.gn), ARG(rd), ARG(R2), ARG(inv), ARG(b.rows), ARG(par), ARG(b.un), ARG(b.uo),
+                            ARG(b.sn), ARG(b.sd)};
+        if ((st = api->cl_run(ctx, kf, g->cells, (int)(sizeof af / sizeof *af), af, g->cells * (24.0 + 24.0))))
             return st;
     }
     void *k = api->cl_kernel(ctx, "flip", FILE_CL, "advect");
@@ -658,14 +711,7 @@ int flip_cl_advect(const floe_stage_call *call)
         if ((st = api->cl_run(ctx, k, n, (int)(sizeof aa / sizeof *aa), aa, n * (48.0 + 2.0 * 4 * 24.0))))
             return st;
     }
-    if (nob > 0) {
-        s->cl.pushed_slot = slot;
-        if ((st = cl_check(ctx, F.read(api->cl_queue(ctx), b.ctrl, 0, (size_t)(2 + slot) * 4, 4,
-                                       &ctrl_host(ctx, s)[2 + slot], 0, NULL, &s->cl.ev_pushed),
-                           "read (pushed-out count)")))
-            return st;
-        s->cl.pushed_pending = 1;
-    }
+    s->cl.slot_obs[slot] = nob > 0; /* the ring has the count */
     if (s->cl.courant > 0.0)
         resolve_rmax(ctx, s, 1); /* the time step limit needs this step's density */
     return FLOE_OK;

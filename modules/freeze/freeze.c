@@ -129,27 +129,27 @@ static const floe_param_desc pic_params[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "film",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "film",
      .doc = "Kim 2020 eq. 25: the virtual water film Gamma of cold solid and ice particles, capped at one fluid "
             "particle's mass",
      .run = fz_film, .run_cl = fz_film_cl, .params = film_params, .attrs = film_attrs},
-    {FLOE_SIZED(floe_stage_desc), .name = "direction",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "direction",
      .doc = "Kim 2020 eqs. 26-30: the fluid's anisotropic kernels (weighted covariance, eigen-decomposition) and "
             "the growth direction gv of solid and ice particles",
      .run = fz_direction, .run_cl = fz_direction_cl, .params = dir_params, .attrs = dir_attrs},
-    {FLOE_SIZED(floe_stage_desc), .name = "transition",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "transition",
      .doc = "Kim 2020 eqs. 31-32: freezing coefficient and nucleation energy; water freezes to glaze (against a "
             "solid) or icicles (against ice) and moves to the ice set",
      .run = fz_transition, .run_cl = fz_transition_cl, .params = tr_params, .attrs = tr_attrs},
-    {FLOE_SIZED(floe_stage_desc), .name = "thermal",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "thermal",
      .doc = "heat conduction (Cleary & Monaghan 1999) between water, ice and cold solids with latent heat "
             "(enthalpy method); water that has given its latent heat moves to the ice set",
      .run = fz_thermal, .params = th_params, .attrs = th_attrs},
-    {FLOE_SIZED(floe_stage_desc), .name = "carry",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "carry",
      .doc = "after the bodies moved (rigid.step): ice that grew on a moving body, or on ice attached to one, moves "
             "with it (its pose read from the body's particles)",
      .run = fz_carry, .run_cl = fz_carry_cl, .params = carry_params, .attrs = carry_attrs},
-    {FLOE_SIZED(floe_stage_desc), .name = "picture",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "picture",
      .doc = "once a frame: a PNG of the water, the ice (glaze white, icicles cyan) and chosen solids as shaded "
             "spheres through a pinhole camera",
      .run = fz_picture, .params = pic_params, .per_frame = 1},

@@ -85,6 +85,7 @@ typedef struct iisph_state {
     float *P;           /* N: p / rho^2 of the current iterate */
     float *p[3];        /* N: pressure iterates (rotating: previous, current, next) */
     double *part;       /* density error partial sums, two per chunk */
+    uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
     struct iisph_cl *cl; /* the OpenCL path's state (iisph_cl.c), NULL until used */
 } iisph_state;
 
@@ -109,6 +110,7 @@ static void free_particles(iisph_state *s)
     free(s->p[1]);
     free(s->p[2]);
     free(s->part);
+    free(s->own);
 }
 
 static void free_pairs(iisph_state *s)
@@ -159,11 +161,12 @@ static int ensure_particles(iisph_state *s, size_t n)
     s->p[1] = alloc64(cap * sizeof(float));
     s->p[2] = alloc64(cap * sizeof(float));
     s->part = alloc64(2 * (chunks + 1) * sizeof(double));
-    if (!s->cnt || !s->boff || !s->vadv || !s->G || !s->E || !s->ap || !s->b || !s->lag || !s->c || !s->w || !s->irho2 || !s->gam || !s->P ||
+    s->own = alloc64(cap);
+    if (!s->own || !s->cnt || !s->boff || !s->vadv || !s->G || !s->E || !s->ap || !s->b || !s->lag || !s->c || !s->w || !s->irho2 || !s->gam || !s->P ||
         !s->p[0] || !s->p[1] || !s->p[2] || !s->part) {
         free_particles(s);
         s->cnt = s->boff = NULL, s->vadv = s->G = s->E = s->ap = s->b = s->lag = s->c = s->w = s->irho2 = s->gam = s->P = NULL;
-        s->p[0] = s->p[1] = s->p[2] = NULL, s->part = NULL;
+        s->p[0] = s->p[1] = s->p[2] = NULL, s->part = NULL, s->own = NULL;
         s->cap_n = 0;
         return -1;
     }
@@ -461,6 +464,7 @@ static void pass_accel(iisph_state *restrict s, size_t N)
 static double pass_update(iisph_state *restrict s, size_t N, const float *restrict pprev, const float *restrict pcur,
                           float *restrict pnext, float cheb, double *true_err)
 {
+    const uint8_t *restrict own = s->own;
     const uint32_t *restrict boff = s->boff, *restrict nj = s->nj;
     const float *restrict gx = s->gx, *restrict gy = s->gy, *restrict gz = s->gz;
     const float *restrict ap = s->ap, *restrict G = s->G, *restrict b = s->b, *restrict c = s->c;
@@ -506,8 +510,10 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
                 const float r = b[i] - Ap;
                 /* where p > 0 both signs count (too much pressure is an error
                  * too); where p = 0 only compression (free surface) */
-                err += pcur[i] > 0.0f ? fabsf(r) : floe_pos(-r);
-                terr += floe_pos(lag[i] - r);
+                if (own[i]) { /* a ghost's error is its owner's */
+                    err += pcur[i] > 0.0f ? fabsf(r) : floe_pos(-r);
+                    terr += floe_pos(lag[i] - r);
+                }
                 /* Jacobi iterate pcur + w r; with Chebyshev acceleration
                  * (cheb > 1) extrapolated from the previous iterate */
                 const float pj = pcur[i] + w[i] * r;
@@ -526,8 +532,8 @@ static double pass_update(iisph_state *restrict s, size_t N, const float *restri
         e += part[2 * ch];
         t += part[2 * ch + 1];
     }
-    *true_err = N ? t / (double)N : 0.0;
-    return N ? e / (double)N : 0.0;
+    *true_err = t;
+    return e;
 }
 
 /* ---- solve --------------------------------------------------------------------- */
@@ -594,16 +600,20 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int nf, nt, st;
     size_t N;
 
-    if ((st = floe_solver_sets(api, ctx, dt, f, &nf, &N)) != FLOE_OK)
+    int ranks; /* MPI (docs/mpi.md): a rank without particles takes part in the others' exchanges */
+    if ((st = floe_solver_sets_dd(api, ctx, dt, f, &nf, &N, &ranks)) != FLOE_OK)
         return st == FLOE_SKIP ? FLOE_OK : st;
-    if (ensure_particles(s, N))
+    if (ensure_particles(s, N ? N : 1))
         return api->fail(ctx, FLOE_ERR_NOMEM, "out of memory (%zu particles)", N);
+    double owned_total; /* the particles the errors average over */
+    if ((st = floe_owned_mask(api, ctx, f, nf, s->own, &owned_total)) != FLOE_OK)
+        return st;
 
     struct setup u[FLOE_MAX_SETS];
     floe_target tt[FLOE_MAX_SETS][2 * FLOE_MAX_SETS];
     /* dimensionless |a_ii| d^2 / dt^2 below 1e-6: the particle has (almost) no neighbours */
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
-    double amax2 = 0.0;
+    double amax2 = 0.0, v2s[FLOE_MAX_SETS] = {0};
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
@@ -647,8 +657,7 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
                              (double)w->v[3 * i + 2] * w->v[3 * i + 2];
             v2 = q > v2 ? q : v2;
         }
-        const double vc = fmax(c->corr_speed, sqrt(v2));
-        w->elim = c->corr_speed > 0.0 ? (float)fmin(vc * si->dt / si->spacing, 1e30) : 1e30f;
+        v2s[q] = v2; /* the set's largest speed^2, reduced over ranks below */
         w->s = s;
         w->corr = corr;
         if (corr) {
@@ -675,6 +684,18 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
             }
         }
         amax2 = m2 > amax2 ? m2 : amax2;
+    }
+    /* MPI: the largest speed of each set over every rank (elim), the
+     * ghosts' gradient corrections from their owners */
+    {
+        if ((st = floe_reduce(api, ctx, v2s, nf, FLOE_REDUCE_MAX)) != FLOE_OK)
+            return st;
+        for (int q = 0; q < nf; q++) {
+            const double vc = fmax(c->corr_speed, sqrt(v2s[q]));
+            u[q].elim = c->corr_speed > 0.0 ? (float)fmin(vc * si->dt / si->spacing, 1e30) : 1e30f;
+            if (corr && (st = floe_halo(api, ctx, f[q].set, s->gam + f[q].off, sizeof(float))) != FLOE_OK)
+                return st;
+        }
     }
     /* blocks of 8 rows, each as wide as its longest row */
     uint64_t pairs = 0;
@@ -717,17 +738,35 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
     int64_t it = 0;
     double err = 0.0, true_err = 0.0;
     float om = 1.0f;
+    /* MPI: a^p_j and P_j of ghosts are their owners' (the ghosts' own rows
+     * lack the neighbours beyond the halo) */
+#define IISPH_HALO(arr, per)                                                                         \
+    for (int q = 0; q < nf; q++)                                                                     \
+        if ((st = floe_halo(api, ctx, f[q].set, (arr) + (per) * f[q].off, (per) * sizeof(float))) != FLOE_OK) \
+            return st
+    if (ranks > 1)
+        IISPH_HALO(s->P, 1);
     for (;;) {
         pass_accel(s, N);
+        if (ranks > 1)
+            IISPH_HALO(s->ap, 4);
         /* Chebyshev acceleration from iteration `chebyshev_delay` on (<floe/sph.h>) */
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
-        err = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &true_err);
+        double e[2];
+        e[0] = pass_update(s, N, s->p[prev], s->p[cur], s->p[next], om, &e[1]);
+        if ((st = floe_reduce(api, ctx, e, 2, FLOE_REDUCE_SUM)) != FLOE_OK)
+            return st;
+        err = owned_total > 0.0 ? e[0] / owned_total : 0.0;
+        true_err = owned_total > 0.0 ? e[1] / owned_total : 0.0;
+        if (ranks > 1)
+            IISPH_HALO(s->P, 1);
         it++;
         if ((it >= min_it && err <= tol) || it >= max_it)
             break;
         const int old = prev;
         prev = cur, cur = next, next = old;
     }
+#undef IISPH_HALO
     /* a += a^p of the iterate whose error was measured, p = that iterate */
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;

@@ -414,7 +414,7 @@ static const floe_param_desc render_params[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "render",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "render",
       .doc = "ray-cast a density grid to PNG frames (3D surface, 2D density image or height field); mp4 via ffmpeg",
       .run = st_render, .params = render_params },
     {0},

@@ -281,20 +281,20 @@ static const floe_attr_desc step_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "viscosity",
       .doc = "fluid-body friction: artificial viscosity against the body particles' velocities, on the fluid's a and, "
              "opposite, on the bodies (before the pressure stage)",
       .run = st_viscosity, .run_cl = st_viscosity_cl, .params = visc_params, .attrs = visc_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "force",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "force",
       .doc = "the fluid's pressure forces on the body particles (the solver's boundary formula, Newton's third law), "
              "summed per body into a force and a torque (after the pressure stage, before integrate); with alpha > 0 "
              "also rigid.viscosity's friction, in the same pass",
       .run = st_force, .run_cl = st_force_cl, .params = force_params, .attrs = force_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "step",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "step",
       .doc = "the bodies' step through ODE (fluid forces, gravity, contacts, joints, kinematic poses), then the body "
              "particles moved with them (after integrate)",
       .run = st_step, .run_cl = st_step_cl, .attrs = step_attrs },
-    { FLOE_SIZED(floe_stage_desc), .name = "output",
+    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "output",
       .doc = "per frame: each body's surface as NAME.NNNN.obj and one bodies.csv (t, id, name, position, quaternion, "
              "velocity, angular velocity, fluid force and torque)",
       .run = st_output, .per_frame = 1 },

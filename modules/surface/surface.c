@@ -326,9 +326,9 @@ static int run_mc_cl(const floe_stage_call *c) { return surface_run(c, 0, 1); }
 static int run_aniso_cl(const floe_stage_call *c) { return surface_run(c, 1, 1); }
 
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "mc", .run = run_mc, .run_cl = run_mc_cl, .params = mc_params, .attrs = attrs, .per_frame = 1,
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "mc", .run = run_mc, .run_cl = run_mc_cl, .params = mc_params, .attrs = attrs, .per_frame = 1,
      .doc = "mesh of the colour field of isotropic kernels (iso value, marching cubes), once per frame"},
-    {FLOE_SIZED(floe_stage_desc), .name = "anisotropic", .run = run_aniso, .run_cl = run_aniso_cl, .params = aniso_params, .attrs = attrs,
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "anisotropic", .run = run_aniso, .run_cl = run_aniso_cl, .params = aniso_params, .attrs = attrs,
      .per_frame = 1,
      .doc = "mesh of the colour field of Yu & Turk anisotropic kernels (smoothed centres, covariance), once per frame"},
     {0},

@@ -100,6 +100,16 @@ static int targets(floe_ctx *ctx, const ten_state *ts, const floe_fluid *q, cons
     return st;
 }
 
+/* MPI: the ghosts of attribute `name` of every fluid set from their owners
+ * (collective: every set, also an empty one) */
+static int halo_attr(floe_ctx *ctx, const floe_fluid *f, int nf, const char *name, size_t elem)
+{
+    int st = FLOE_OK;
+    for (int s = 0; s < nf && st == FLOE_OK; s++)
+        st = floe_halo(api, ctx, f[s].set, api->attr(ctx, f[s].set, name, elem == 4 ? FLOE_F32 : FLOE_VEC3), elem);
+    return st;
+}
+
 /* V_j of a target: the module's scratch (fluid) or the attribute V (boundary) */
 static inline const float *vol_of(const floe_target *t) { return t->boundary ? t->mass : t->aux; }
 
@@ -302,6 +312,10 @@ static int he_c(floe_ctx *ctx, ten_state *ts, const ten_he *p)
             else
                 FLOE_PAR_FOR(kc.periodic, n, HE_FORCE);
         }
+        /* MPI (docs/mpi.md): the next pass reads the neighbours' colour
+         * (gradient) and |grad c|^2 (force): the ghosts' from their owners */
+        if (pass < 2 && (st = halo_attr(ctx, f, nf, extra[pass + 1], sizeof(float))) != FLOE_OK)
+            return st;
     }
     return FLOE_OK;
 }
@@ -477,6 +491,9 @@ static int akinci_c(floe_ctx *ctx, ten_state *ts, const ten_akinci *p)
             else
                 FLOE_PAR_FOR(kc.periodic, n, AK_FORCE);
         }
+        /* MPI (docs/mpi.md): the forces read the neighbours' normals */
+        if (pass == 0 && (st = halo_attr(ctx, f, nf, "normal", 3 * sizeof(float))) != FLOE_OK)
+            return st;
     }
     return FLOE_OK;
 }

@@ -149,14 +149,14 @@ static const floe_attr_desc carpet_attrs[] = {
     {0}};
 
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .name = "collide",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "collide",
      .doc = "terrain collision after integrate: bisection along the motion path to the surface, inelastic bounce "
             "with restitution and wet-map friction, the rest of the path with the damped velocity",
      .run = tm_collide, .run_cl = tm_collide_cl, .params = collide_params, .attrs = collide_attrs, .corrects = 1},
-    {FLOE_SIZED(floe_stage_desc), .name = "output",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "output",
      .doc = "per frame: the terrain as a mesh (once per run) and the wet map as an image",
      .run = tm_output, .params = output_params, .per_frame = 1},
-    {FLOE_SIZED(floe_stage_desc), .name = "carpet",
+    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "carpet",
      .doc = "per frame: the carpet, a height-field mesh draped over the water (quadtree of particles, vertices "
             "falling onto the water), as PLY with depth and flow per vertex and a shaded PNG",
      .run = tm_carpet_run, .run_cl = tm_carpet_run, .params = carpet_params, .attrs = carpet_attrs, .per_frame = 1},

@@ -5,23 +5,28 @@
 -- gives the issue's "about 59k" (39^3 = 59,319, a block of 0.975 m
 -- centred in the 1 m corner cube), 40 the full 1 m cube (64,000).
 --
+-- length = k (weak scaling over MPI, docs/mpi.md): the block and the tank k
+-- times as long along x, k times the particles (k = 4: 237,276).
+--
 --   floe bench scenes/bench/dam_break_59k.lua [--threads N] [--set seconds=0.1]
---       [--set per_side=40] [--set fused=0]
+--       [--set per_side=40] [--set fused=0] [--set length=4]
+--   mpirun -np 4 floe bench scenes/bench/dam_break_59k.lua --threads 2 --set length=4
 local floe = require "floe"
 
 local seconds = floe.param("seconds", 1.0)
 local viscosity = floe.param("viscosity", 0.01)
 local per_side = floe.param("per_side", 39)
+local length = floe.param("length", 1)
 local d = 0.025
 local sim = floe.sim{
   dim = 3, radius = d / 2, gravity = { 0, -9.81, 0 },
   -- generous domain: a droplet thrown over a wall must not end the benchmark
-  domain = { min = { -1, -0.2, -1 }, max = { 5, 8, 2.5 } },
+  domain = { min = { -1, -0.2, -1 }, max = { 4 * length + 1, 8, 2.5 } },
 }
 sim:load{ "sph", "wcsph" }
 local gap = (1 - per_side * d) / 2
-local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
-sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 3 }  -- closed tank
+local n = sim:fluid_box{ min = { gap, gap, gap }, max = { length - gap, 1 - gap, 1 - gap }, density = 1000 }
+sim:boundary_box{ min = { 0, 0, 0 }, max = { 4 * length, 3, 1.5 }, layers = 3 }  -- closed tank
 floe.log(string.format("bench: %d fluid particles", n))
 
 -- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s.

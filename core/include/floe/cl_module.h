@@ -130,7 +130,7 @@ static inline int floe_cl_row_get(const floe_api *api, floe_ctx *ctx, const floe
     return st;
 }
 
-/* ---- cell walks (ABI 1.13, kernels/core/cells.h) ------------------------
+/* ---- cell walks (ABI 1.14, kernels/core/cells.h) ------------------------
  * The arguments of FLOE_CELL_ARGS (the query set's sort, the grid) and of
  * a FLOE_CELL_TARGET (a target set's sort). floe_cl_cell_query answers 0
  * (and the module reads lists) where the backend prefers lists, the

@@ -401,6 +401,24 @@ typedef struct floe_scene_opts {
 /* Run a scene script. Errors (with file:line) into err. */
 int floe_scene_run(const floe_scene_opts *opt, char *err, size_t errlen);
 
+/* ---- MPI (docs/mpi.md) -------------------------------------------------- */
+
+/* Join the MPI job this process was started in (mpirun -np N): MPI_Init,
+ * then every floe_run of every context is decomposed into N slabs, one per
+ * rank. Returns this process's rank (>= 0), or -1 with why in err (a build
+ * without MPI). Process-wide, like MPI itself; call once, before any
+ * context runs, and floe_mpi_end before exiting. */
+int floe_mpi_begin(int *argc, char ***argv, char *err, size_t errlen);
+/* Finalize (status 0) or abort the whole job with status (a rank that
+ * failed: the others would wait for it forever). */
+void floe_mpi_end(int status);
+/* The job's size (1 without floe_mpi_begin) and this process's rank. */
+int floe_mpi_size(int *rank);
+/* Move the slab boundaries to even out particle counts at most every
+ * `frames` output frames (0 = never; default 10), when the largest rank
+ * holds more than 10% above the mean. */
+void floe_mpi_balance_every(int frames);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

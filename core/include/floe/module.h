@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 13
+#define FLOE_ABI_MINOR 14
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -120,6 +120,14 @@ typedef struct floe_stage_desc {
      * NULL for an unconditional replacement. */
     const char *replaced_by;
     const char *replaced_if;
+    /* ABI 1.13: nonzero: the stage cannot run on a part of the particles
+     * (mpirun -np N, docs/mpi.md): it needs the whole set in one process
+     * (a grid over the domain, a mesh of the whole surface, sums over a
+     * body), or grows sets the decomposition does not know of. A pipeline
+     * holding it is refused under MPI with a message naming it. Zero (and
+     * every module built for an older ABI): each particle's values are a
+     * gather over its neighbours, which the core's halos serve. */
+    int serial;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -240,7 +248,7 @@ typedef struct floe_cl_nlist {
     double total;
 } floe_cl_nlist;
 
-/* The device cell sort of a particle set (OpenCL backend, ABI 1.12), for
+/* The device cell sort of a particle set (OpenCL backend, ABI 1.14), for
  * kernels that walk the neighbour cells instead of reading lists
  * (kernels/core/cells.h; FLOE_CL_NEIGHBOURS=cells). spos holds, per sorted
  * slot, the position and the particle index (float4: x, y, z, index as
@@ -436,7 +444,26 @@ typedef struct floe_api {
      * error with the message set) and, with nothing pending, returns at
      * once. The cpu backend never calls it. NULL fn: none. */
     int (*set_placer)(floe_ctx *ctx, floe_set set, int (*fn)(void *state), void *state);
-    /* ---- appended in ABI 1.13: neighbour cells on the device ------------
+    /* ---- appended in ABI 1.13: domain decomposition (docs/mpi.md) ------
+     * Under mpirun -np N each process owns the particles of its slab of
+     * the domain: the first `owned` of each fluid set. After them come
+     * ghosts, copies of other ranks' particles within the support radius
+     * of this slab, so that every owned particle's neighbour rows are
+     * whole. Stages may compute on ghosts too (their results are thrown
+     * away); before a stage runs, the core refreshes the ghosts of every
+     * attribute it declares FLOE_READ that an earlier stage of the step
+     * wrote. Without MPI: owned is the set's size, halo does nothing and
+     * reduce leaves the values as they are.
+     * owned: how many particles of the set this process owns (the first). */
+    uint32_t (*owned)(floe_ctx *ctx, floe_set set);
+    /* Refresh the ghosts of a per-particle array of the set now (data: the
+     * set's n elements of elem_bytes each, an attribute or a module's
+     * scratch laid out like it): a solver's iterate between iterations. */
+    int (*halo)(floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes);
+    /* values[0..n) reduced over all ranks in place (FLOE_REDUCE_*): sums
+     * over owned particles, maxima for time-step limits, convergence. */
+    int (*reduce)(floe_ctx *ctx, double *values, int n, int op);
+    /* ---- appended in ABI 1.14: neighbour cells on the device ------------
      * The cell sort of the last neighbours stage of `set` (floe_cl_cells),
      * where the backend prefers cell walks to lists (FLOE_CL_NEIGHBOURS=
      * cells, no periodic axis); else out->spos = NULL and the module reads
@@ -444,6 +471,8 @@ typedef struct floe_api {
      * on the OpenCL backend. */
     int (*cl_cells)(floe_ctx *ctx, floe_set set, floe_cl_cells *out);
 } floe_api;
+
+enum { FLOE_REDUCE_SUM = 0, FLOE_REDUCE_MAX, FLOE_REDUCE_MIN };
 
 typedef const floe_module_desc *(*floe_module_entry_fn)(const floe_api *core);
 

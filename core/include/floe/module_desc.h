@@ -95,5 +95,12 @@
         FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
             .params = id##_params, .attrs = id##_attrs                                                   \
     }
+/* the same for a stage that cannot run on a part of the particles under MPI
+ * (floe_stage_desc.serial, ABI 1.13: refused there, naming it) */
+#define FLOE_STAGE_SERIAL(id, nm, text)                                                                  \
+    {                                                                                                    \
+        FLOE_SIZED(floe_stage_desc), .name = nm, .doc = text, .run = st_##id, .run_cl = st_##id##_cl, \
+            .params = id##_params, .attrs = id##_attrs, .serial = 1                                      \
+    }
 
 #endif

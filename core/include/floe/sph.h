@@ -450,6 +450,64 @@ static inline int floe_solver_sets(const floe_api *api, floe_ctx *ctx, float dt,
     return FLOE_OK;
 }
 
+/* ---- domain decomposition (ABI 1.13, docs/mpi.md) ------------------------------
+ * The core's services, also against a core older than 1.13 (then: one
+ * process). Every rank must make the same calls in the same order (they
+ * are collective), also a rank that holds no particle. */
+static inline int floe_has_dd(const floe_api *api)
+{
+    return api->size >= offsetof(floe_api, reduce) + sizeof api->reduce;
+}
+/* the particles of the set this process owns: the first ones, ghosts after */
+static inline uint32_t floe_owned(const floe_api *api, floe_ctx *ctx, floe_set set, uint32_t n)
+{
+    return floe_has_dd(api) ? api->owned(ctx, set) : n;
+}
+/* the ghosts of a per-particle array of the set refreshed from their owners */
+static inline int floe_halo(const floe_api *api, floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes)
+{
+    return floe_has_dd(api) ? api->halo(ctx, set, data, elem_bytes) : FLOE_OK;
+}
+/* values reduced over every rank (FLOE_REDUCE_SUM, _MAX, _MIN) in place */
+static inline int floe_reduce(const floe_api *api, floe_ctx *ctx, double *v, int n, int op)
+{
+    return floe_has_dd(api) ? api->reduce(ctx, v, n, op) : FLOE_OK;
+}
+/* how many ranks run the scene (1: one process); collective */
+static inline int floe_ranks(const floe_api *api, floe_ctx *ctx)
+{
+    double r = 1.0;
+    return floe_reduce(api, ctx, &r, 1, FLOE_REDUCE_SUM) == FLOE_OK ? (int)r : 1;
+}
+
+/* floe_solver_sets for a solve that runs decomposed: a rank without
+ * particles (N = 0) goes on when other ranks run (FLOE_OK, *ranks > 1),
+ * since it takes part in their reductions and halo exchanges; *ranks is
+ * the rank count (floe_ranks). */
+static inline int floe_solver_sets_dd(const floe_api *api, floe_ctx *ctx, float dt, floe_fluid *f, int *nf, size_t *N,
+                                      int *ranks)
+{
+    *ranks = floe_ranks(api, ctx);
+    const int st = floe_solver_sets(api, ctx, dt, f, nf, N);
+    return st == FLOE_SKIP && *ranks > 1 && dt > 0.0f ? FLOE_OK : st;
+}
+
+/* own[off + i] = 1 for the particles of fluid set f[q] this rank owns, 0
+ * for its ghosts (laid out by floe_fluid.off); *total: the owned particles
+ * of all ranks, what an average error divides by */
+static inline int floe_owned_mask(const floe_api *api, floe_ctx *ctx, const floe_fluid *f, int nf, uint8_t *own,
+                                  double *total)
+{
+    *total = 0.0;
+    for (int q = 0; q < nf; q++) {
+        const uint32_t n = f[q].info.n, o = floe_owned(api, ctx, f[q].set, n);
+        memset(own + f[q].off, 1, o);
+        memset(own + f[q].off + o, 0, n - o);
+        *total += o;
+    }
+    return floe_reduce(api, ctx, total, 1, FLOE_REDUCE_SUM);
+}
+
 /* Chebyshev semi-iterative acceleration (Wang 2015) of a Jacobi iteration:
  * the weight of iteration k (1-based), given the previous one; 1 (plain
  * Jacobi) before `delay` or with rho = 0, om_delay = 2 / (2 - rho^2), then

@@ -1,5 +1,5 @@
 /* OpenCL backend: a set's device cell sort handed to a module for cell
- * walks (api->cl_cells, ABI 1.13; kernels/core/cells.h). With
+ * walks (api->cl_cells, ABI 1.14; kernels/core/cells.h). With
  * FLOE_CL_NEIGHBOURS=cells the neighbours stage only sorts (lists.c), and
  * the density and force kernels that can walk the 27 (9 in 2D) cells
  * around each particle do, in the order the lists would hold their

@@ -1,0 +1,95 @@
+/* Domain decomposition over MPI (decomp.c, docs/mpi.md): slabs along the
+ * domain's longest axis, one per rank; each rank owns the fluid particles
+ * of its slab (the first `owned` of each set), followed by ghosts: copies
+ * of other ranks' particles within the support radius of the slab.
+ * Boundary sets are whole on every rank. A context holds one pointer,
+ * ctx->dd: NULL without MPI (or on one rank), where every call below
+ * returns at once; a build without MPI compiles none of decomp.c and the
+ * inline forms below are all there is. */
+#ifndef FLOE_DECOMP_H
+#define FLOE_DECOMP_H
+
+#include "ctx.h"
+
+/* a fluid set's rows gathered for a frame: on rank 0 every rank's owned
+ * particles sorted by id (n of them, x and cols point into buf); on the
+ * others n = 0 and write = 0 */
+typedef struct dd_rows {
+    int write;
+    uint32_t n;
+    float *x;
+    void *col[MAX_ATTRS + 1];
+    void *buf;
+} dd_rows;
+
+/* per-rank figures of a frame, gathered on rank 0 for the run record */
+typedef struct dd_frame_ranks {
+    int n;
+    uint32_t particles[64];
+    float step_ms[64], comm_ms[64];
+} dd_frame_ranks;
+
+#ifdef FLOE_HAVE_MPI
+/* floe_run begins: the world is split the first time (every rank holds the
+ * whole scene then); a pipeline or scene the decomposition cannot run is
+ * refused with the reason (FLOE_ERR_ARG). */
+int dd_run_begin(floe_ctx *ctx, int checkpointing);
+/* floe_run ends: ghosts dropped, the sets hold what this rank owns */
+void dd_run_end(floe_ctx *ctx);
+/* before a step's stages: migration of particles that left the slab (all
+ * attributes), ghosts rebuilt */
+int dd_step_begin(floe_ctx *ctx);
+/* after them: ghosts dropped, particles outside the domain deleted (rule "delete") */
+int dd_step_end(floe_ctx *ctx);
+/* ghosts of what stage st reads that an earlier stage wrote this step;
+ * after it: what it wrote marked */
+int dd_stage_before(floe_ctx *ctx, const stage_inst *st);
+void dd_stage_after(floe_ctx *ctx, const stage_inst *st);
+uint32_t dd_owned(const floe_ctx *ctx, const pset *p);
+int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem);
+int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
+/* 1 on the rank that writes files (rank 0, or no decomposition) */
+int dd_writer(const floe_ctx *ctx);
+/* the rows of set p for a frame (collective); free with dd_rows_free */
+int dd_gather(floe_ctx *ctx, const pset *p, const int *attr_index, int nc, dd_rows *out);
+void dd_rows_free(dd_rows *r);
+/* frame end: timings gathered (collective), step time counted from here;
+ * the load balance every K frames */
+int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out);
+void dd_step_time(floe_ctx *ctx, double ms);
+/* any rank's stop request ends every rank's run (collective) */
+int dd_stop_any(floe_ctx *ctx, int why);
+void dd_free(floe_ctx *ctx);
+#else
+static inline int dd_run_begin(floe_ctx *ctx, int checkpointing) { (void)ctx, (void)checkpointing; return FLOE_OK; }
+static inline void dd_run_end(floe_ctx *ctx) { (void)ctx; }
+static inline int dd_step_begin(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+static inline int dd_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+static inline int dd_stage_before(floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; return FLOE_OK; }
+static inline void dd_stage_after(floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; }
+static inline uint32_t dd_owned(const floe_ctx *ctx, const pset *p) { (void)ctx; return p->n; }
+static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
+{
+    (void)ctx, (void)p, (void)data, (void)elem;
+    return FLOE_OK;
+}
+static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
+static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }
+static inline int dd_gather(floe_ctx *ctx, const pset *p, const int *a, int nc, dd_rows *out)
+{
+    (void)ctx, (void)p, (void)a, (void)nc, (void)out;
+    return FLOE_ERR;
+}
+static inline void dd_rows_free(dd_rows *r) { (void)r; }
+static inline int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
+{
+    (void)ctx, (void)frame;
+    out->n = 0;
+    return FLOE_OK;
+}
+static inline void dd_step_time(floe_ctx *ctx, double ms) { (void)ctx, (void)ms; }
+static inline int dd_stop_any(floe_ctx *ctx, int why) { (void)ctx; return why; }
+static inline void dd_free(floe_ctx *ctx) { (void)ctx; }
+#endif
+
+#endif

@@ -1,0 +1,350 @@
+/* Domain decomposition over MPI (docs/mpi.md): `mpirun --oversubscribe -np
+ * 2|4 floe run` against one process on a small 2D dam break (WCSPH and
+ * IISPH, 800 particles, 0.2 s: about 2000 WCSPH steps): the joined frames
+ * hold the same ids and the same attributes as one process's, sorted by id
+ * (positions within 1e-5 relative; they come out equal, the lists being in
+ * id order on both sides); mass and momentum of every frame are one
+ * process's; a rank killed ends the run with a message naming it and
+ * leaves valid frames; a stage that declares it cannot run decomposed is
+ * refused. Skipped, with a message, where Floe was built without MPI or
+ * mpirun is missing. */
+#include "scene_fixture.h"
+
+#include "ply_read.h"
+
+#include <math.h>
+
+TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
+
+/* ranks write into their own folders: one output root per run */
+#define SCENE                                                                                           \
+    SC_HEAD "local solver = floe.param('solver', 'wcsph')\n"                                            \
+            "local seconds = floe.param('seconds', 0.2)\n"                                              \
+            "local a, d = 0.1, 0.005\n"                                                                 \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"                     \
+            "  domain = { min = { -4 * d, -4 * d }, max = { 4 * a + 4 * d, 3 * a } } }\n"               \
+            "sim:load{ 'sph', 'wcsph', 'iisph', 'dfsph', 'tension' }\n"                                            \
+            "sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }\n"                     \
+            "sim:boundary_box{ min = { 0, 0 }, max = { 4 * a, 2.5 * a }, layers = 2, open_top = true }\n" \
+            "local nb = { 'neighbours', order = 'id' }\n"                                               \
+            "if solver == 'wcsph' then\n"                                                               \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
+            "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "elseif solver == 'tension' then\n"                                                         \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
+            "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, { 'tension.he', kappa = 0.5 },\n" \
+            "    { 'tension.akinci', gamma = 0.5 }, 'wcsph.pressure_force', 'integrate' }\n"              \
+            "elseif solver == 'dfsph' then\n"                                                           \
+            "  sim:pipeline{ nb, 'sph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"              \
+            "else\n"                                                                                    \
+            "  sim:pipeline{ nb, 'sph.density', 'gravity', 'iisph.solve', 'integrate' }\n"              \
+            "end\n"                                                                                     \
+            "sim:run{ end_time = seconds, fps = 50, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+/* the same in 3D: 1500 particles, a 0.4 x 0.6 x 0.4 m block at spacing 4 cm */
+#define SCENE3                                                                                          \
+    SC_HEAD "local solver = floe.param('solver', 'wcsph')\n"                                            \
+            "local d = 0.04\n"                                                                          \
+            "local sim = floe.sim{ dim = 3, spacing = d, gravity = { 0, -9.81, 0 },\n"                  \
+            "  domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.8, 1.2, 0.6 } } }\n"                    \
+            "sim:load{ 'sph', 'wcsph', 'iisph' }\n"                                                     \
+            "sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.6, 0.4 }, density = 1000 }\n"             \
+            "sim:boundary_box{ min = { 0, 0, 0 }, max = { 1.6, 1.0, 0.4 }, layers = 2, open_top = true }\n" \
+            "local nb = { 'neighbours', order = 'id' }\n"                                               \
+            "if solver == 'wcsph' then\n"                                                               \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 30 }, 'gravity',\n"  \
+            "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "else\n"                                                                                    \
+            "  sim:pipeline{ nb, 'sph.density', 'gravity', 'iisph.solve', 'integrate' }\n"              \
+            "end\n"                                                                                     \
+            "sim:run{ end_time = 0.2, fps = 25, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+static int have_mpi(void)
+{
+    if (!FLOE_TEST_HAVE_MPI) {
+        cr_skip_test("Floe was built without MPI (libopenmpi-dev missing, or -Dmpi=disabled): the MPI tests are skipped");
+        return 0;
+    }
+    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+        cr_skip_test("mpirun is not on PATH (openmpi-bin missing): the MPI tests are skipped");
+        return 0;
+    }
+    return 1;
+}
+
+/* runs the scene into sc_tmp/<out> on `ranks` processes (0: plain floe,
+ * no mpirun); stdout and stderr into sc_tmp/<out>.log; the exit status */
+static int run_ranks(int ranks, const char *out, const char *sets)
+{
+    char cmd[4096];
+    const char *floe = FLOE_TEST_BUILD_ROOT "/core/floe";
+    if (ranks == 0)
+        snprintf(cmd, sizeof cmd, "cd %s && %s run scene.lua --out %s --quiet --threads 1 %s > %s.log 2>&1", sc_tmp,
+                 floe, out, sets, out);
+    else
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
+                 "mpirun --oversubscribe --bind-to none -np %d %s run scene.lua --out %s --quiet --threads 1 %s > "
+                 "%s.log 2>&1",
+                 sc_tmp, ranks, floe, out, sets, out);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void write_scene_text(const char *text)
+{
+    FILE *f = fopen(sc_scene, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+static void write_scene(void) { write_scene_text(SCENE); }
+
+/* one frame's particles, sorted by id */
+typedef struct frame {
+    uint32_t n;
+    float *id, *x, *y, *z, *vx, *vy, *vz, *rho, *p, *m;
+} frame;
+
+static int read_frame(const char *dir, int k, frame *fr, int *sorted)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/fluid.%04d.ply", sc_tmp, dir, k);
+    const char *props[] = {"id", "x", "y", "z", "v_x", "v_y", "v_z", "rho", "p", "m"};
+    float **dst[] = {&fr->id, &fr->x, &fr->y, &fr->z, &fr->vx, &fr->vy, &fr->vz, &fr->rho, &fr->p, &fr->m};
+    memset(fr, 0, sizeof *fr);
+    for (int c = 0; c < 10; c++) {
+        uint32_t n = 0;
+        if (ply_read_property(path, props[c], &n, dst[c]) != 0)
+            return -1;
+        fr->n = n;
+    }
+    *sorted = 1;
+    for (uint32_t i = 1; i < fr->n; i++)
+        *sorted &= fr->id[i - 1] < fr->id[i];
+    /* sort by id (ids are below 2^24: exact in a float) */
+    uint32_t *ord = malloc(fr->n * sizeof *ord);
+    for (uint32_t i = 0; i < fr->n; i++)
+        ord[i] = i;
+    for (uint32_t i = 1; i < fr->n; i++) { /* insertion sort: frames of 800 */
+        uint32_t v = ord[i], j = i;
+        for (; j > 0 && fr->id[ord[j - 1]] > fr->id[v]; j--)
+            ord[j] = ord[j - 1];
+        ord[j] = v;
+    }
+    for (int c = 0; c < 10; c++) {
+        float *s = *dst[c], *t = malloc(fr->n * sizeof *t);
+        for (uint32_t i = 0; i < fr->n; i++)
+            t[i] = s[ord[i]];
+        free(s);
+        *dst[c] = t;
+    }
+    free(ord);
+    return 0;
+}
+
+static void free_frame(frame *fr)
+{
+    free(fr->id), free(fr->x), free(fr->y), free(fr->z), free(fr->vx), free(fr->vy), free(fr->vz);
+    free(fr->rho), free(fr->p), free(fr->m);
+}
+
+/* the decomposed frames against one process's: same ids (each once),
+ * positions within tol relative, mass and momentum; returns the largest
+ * relative position difference over all frames */
+static double compare_runs(const char *one, const char *many, int frames, double tol, int exact_attrs)
+{
+    double worst = 0;
+    for (int k = 0; k <= frames; k++) {
+        frame a, b;
+        int sa, sb;
+        cr_assert_eq(read_frame(one, k, &a, &sa), 0, "frame %d of %s unreadable", k, one);
+        cr_assert_eq(read_frame(many, k, &b, &sb), 0, "frame %d of %s unreadable", k, many);
+        cr_assert(sb, "%s frame %d: the joined frame is not sorted by id", many, k);
+        cr_assert_eq(a.n, b.n, "%s frame %d: %u particles, one process has %u", many, k, b.n, a.n);
+        double xmax = 0, dmax = 0, mass_a = 0, mass_b = 0, mom_a[3] = {0, 0, 0}, mom_b[3] = {0, 0, 0};
+        for (uint32_t i = 0; i < a.n; i++) {
+            cr_assert_eq(a.id[i], b.id[i], "%s frame %d: id %g where one process has %g (a particle lost or doubled)",
+                         many, k, b.id[i], a.id[i]);
+            if (i > 0)
+                cr_assert(b.id[i] != b.id[i - 1], "%s frame %d: id %g twice", many, k, b.id[i]);
+            xmax = fmax(xmax, fmax(fabs(a.x[i]), fmax(fabs(a.y[i]), fabs(a.z[i]))));
+            dmax = fmax(dmax, fmax(fabs(a.x[i] - b.x[i]), fmax(fabs(a.y[i] - b.y[i]), fabs(a.z[i] - b.z[i]))));
+            mass_a += a.m[i], mass_b += b.m[i];
+            mom_a[0] += a.m[i] * a.vx[i], mom_a[1] += a.m[i] * a.vy[i], mom_a[2] += a.m[i] * a.vz[i];
+            mom_b[0] += b.m[i] * b.vx[i], mom_b[1] += b.m[i] * b.vy[i], mom_b[2] += b.m[i] * b.vz[i];
+            if (exact_attrs)
+                cr_assert(a.vx[i] == b.vx[i] && a.vy[i] == b.vy[i] && a.vz[i] == b.vz[i] && a.rho[i] == b.rho[i] &&
+                              a.p[i] == b.p[i],
+                          "%s frame %d, id %g: v, rho or p differ from one process's", many, k, a.id[i]);
+        }
+        const double rel = dmax / xmax;
+        worst = fmax(worst, rel);
+        cr_assert(rel <= tol, "%s frame %d: positions differ by %g relative (limit %g)", many, k, rel, tol);
+        cr_assert(fabs(mass_a - mass_b) <= 1e-12 * mass_a, "%s frame %d: mass %.17g, one process %.17g", many, k,
+                  mass_b, mass_a);
+        const double pscale = fmax(1e-9, mass_a * 2.0); /* |v| of a few m/s */
+        cr_assert(fabs(mom_a[0] - mom_b[0]) <= tol * pscale && fabs(mom_a[1] - mom_b[1]) <= tol * pscale &&
+                      fabs(mom_a[2] - mom_b[2]) <= tol * pscale,
+                  "%s frame %d: momentum (%g, %g, %g), one process (%g, %g, %g)", many, k, mom_b[0], mom_b[1], mom_b[2],
+                  mom_a[0], mom_a[1], mom_a[2]);
+        free_frame(&a), free_frame(&b);
+    }
+    return worst;
+}
+
+Test(mpi, wcsph_on_2_and_4_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", ""), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    /* 10 frames of 0.02 s: about 2000 steps, the front reaching the far wall */
+    double w2 = compare_runs("one", "two", 10, 1e-5, 1);
+    double w4 = compare_runs("one", "four", 10, 1e-5, 1);
+    cr_log_info("wcsph: largest relative position difference, 2 ranks %g, 4 ranks %g", w2, w4);
+    /* the run record: one entry per rank and frame, and the steps of one process */
+    char *rec = sc_slurp("%s/four/run.yaml", sc_tmp), *rec1 = sc_slurp("%s/one/run.yaml", sc_tmp);
+    cr_assert(strstr(rec, "ranks: [{particles: ") != NULL, "no per-rank timings in run.yaml:\n%.2000s", rec);
+    const char *s4 = strstr(rec, "frame: 10,"), *s1 = strstr(rec1, "frame: 10,");
+    cr_assert(s4 && s1);
+    cr_assert(strncmp(strstr(s4, "steps:"), strstr(s1, "steps:"), 12) == 0, "the steps differ:\n%.200s\n%.200s", s4,
+              s1);
+    free(rec), free(rec1);
+}
+
+Test(mpi, iisph_on_2_and_4_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    cr_assert_eq(run_ranks(0, "one", "--set solver=iisph"), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", "--set solver=iisph"), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", "--set solver=iisph"), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    /* IISPH's tolerance: its iterations stop on an average density error
+     * summed over ranks, whose last bits depend on the order of the sum
+     * (1e-3 relative, test_iisph's bound between its C and OpenCL paths) */
+    double w2 = compare_runs("one", "two", 10, 1e-3, 0);
+    double w4 = compare_runs("one", "four", 10, 1e-3, 0);
+    cr_log_info("iisph: largest relative position difference, 2 ranks %g, 4 ranks %g", w2, w4);
+}
+
+Test(mpi, dam_break_3d_on_4_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE3);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    cr_assert_eq(run_ranks(0, "one_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/one_iisph.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/four_iisph.log", sc_tmp));
+    double w = compare_runs("one", "four", 5, 1e-5, 1); /* 382 steps */
+    double wi = compare_runs("one_iisph", "four_iisph", 5, 1e-3, 0);
+    cr_log_info("3D: largest relative position difference on 4 ranks, wcsph %g, iisph %g", w, wi);
+}
+
+Test(mpi, dfsph_on_2_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    cr_assert_eq(run_ranks(0, "one", "--set solver=dfsph"), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", "--set solver=dfsph"), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    /* 334 steps; particles thrown over the tank's wall leave the domain and
+     * are deleted on both sides (the decomposition at the step's end) */
+    double w = compare_runs("one", "two", 10, 1e-3, 0);
+    cr_log_info("dfsph: largest relative position difference, 2 ranks %g", w);
+}
+
+/* tension's stages read, within one call, colours, gradients and normals
+ * they computed: their halo calls between the passes */
+Test(mpi, surface_tension_on_3_ranks_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set solver=tension --set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(3, "three", sets), 0, "%s", sc_slurp("%s/three.log", sc_tmp));
+    double w = compare_runs("one", "three", 5, 1e-5, 1); /* 1005 steps */
+    cr_log_info("tension: largest relative position difference, 3 ranks %g", w);
+}
+
+/* the pid a rank logged ("mpi: rank R of N (pid P)"), 0 if not yet */
+static long rank_pid(const char *log, int rank)
+{
+    char *s = sc_slurp("%s", log), key[64];
+    snprintf(key, sizeof key, "mpi: rank %d of ", rank);
+    const char *k = strstr(s, key);
+    long pid = 0;
+    if (k && (k = strstr(k, "(pid ")))
+        pid = strtol(k + 5, NULL, 10);
+    free(s);
+    return pid;
+}
+
+Test(mpi, a_rank_killed_ends_the_run_naming_it_and_the_frames_stay_valid)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    char cmd[2048], log[512];
+    snprintf(log, sizeof log, "%s/kill.log", sc_tmp);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 exec mpirun --oversubscribe --bind-to "
+             "none -np 2 %s run scene.lua --out kill --quiet --threads 1 --set seconds=20 > kill.log 2>&1",
+             sc_tmp, FLOE_TEST_BUILD_ROOT "/core/floe");
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(97);
+    }
+    long victim = 0;
+    for (double t = 0; t < 120 && !victim; t += 0.05, sc_sleep(0.05))
+        victim = rank_pid(log, 1);
+    cr_assert(victim > 0, "rank 1 never logged its pid:\n%s", sc_slurp("%s", log));
+    for (double t = 0; t < 120 && !sc_exists("%s/kill/fluid.0002.ply", sc_tmp); t += 0.05)
+        sc_sleep(0.05);
+    cr_assert(sc_exists("%s/kill/fluid.0002.ply", sc_tmp), "frame 2 never written:\n%s", sc_slurp("%s", log));
+    cr_assert_eq(kill((pid_t)victim, SIGKILL), 0);
+    int st = sc_wait(pid);
+    char *text = sc_slurp("%s", log);
+    cr_assert_neq(st, 0, "mpirun exited 0 after a rank was killed:\n%s", text);
+    cr_assert(strstr(text, "rank 1") != NULL, "the message does not name rank 1:\n%s", text);
+    free(text);
+    /* every frame written is whole: 800 particles, each id once */
+    int k = 0;
+    for (; sc_exists("%s/kill/fluid.%04d.ply", sc_tmp, k); k++) {
+        frame fr;
+        int sorted;
+        cr_assert_eq(read_frame("kill", k, &fr, &sorted), 0, "frame %d unreadable after the kill", k);
+        cr_assert(fr.n <= 800u && fr.n >= 790u, "frame %d: %u particles", k, fr.n);
+        cr_assert(sorted, "frame %d not sorted by id", k);
+        free_frame(&fr);
+    }
+    cr_assert_geq(k, 3);
+    cr_assert(!sc_exists("%s/kill/fluid.%04d.ply.tmp", sc_tmp, k));
+}
+
+Test(mpi, a_stage_that_cannot_run_decomposed_is_refused_by_name)
+{
+    if (!have_mpi())
+        return;
+    FILE *f = fopen(sc_scene, "w");
+    cr_assert_not_null(f);
+    fputs(SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.01, domain = { min = { 0, 0 }, max = { 1, 1 } } }\n"
+                  "sim:load{ 'flip' }\n"
+                  "sim:fluid_box{ min = { 0.1, 0.1 }, max = { 0.3, 0.3 } }\n"
+                  "sim:pipeline{ 'gravity', 'flip.splat', 'flip.grid', 'flip.advect' }\n"
+                  "sim:run{ frames = 1, out = 'run' }\n",
+          f);
+    fclose(f);
+    int st = run_ranks(2, "refused", "");
+    char *text = sc_slurp("%s/refused.log", sc_tmp);
+    cr_assert_neq(st, 0, "%s", text);
+    cr_assert(strstr(text, "stage 'flip.splat' declares it cannot run on a part of the particles") != NULL, "%s", text);
+    free(text);
+}
