@@ -248,7 +248,7 @@ typedef struct floe_cl_nlist {
     double total;
 } floe_cl_nlist;
 
-/* The device cell sort of a particle set (OpenCL backend, ABI 1.12), for
+/* The device cell sort of a particle set (OpenCL backend, ABI 1.14), for
  * kernels that walk the neighbour cells instead of reading lists
  * (kernels/core/cells.h; FLOE_CL_NEIGHBOURS=cells). spos holds, per sorted
  * slot, the position and the particle index (float4: x, y, z, index as
