@@ -11,7 +11,7 @@
 TestSuite(rigid_float, .init = sc_setup, .fini = sc_teardown, .timeout = 1200);
 
 /* One box {w, h} of density ratio r, released at `deg` degrees, in a tank
- * 0.8 m wide and 0.25 m deep; the scene's on_frame keeps the draft (free
+ * W m wide with H m of water (0.8 and 0.25 but for Archimedes); the scene's on_frame keeps the draft (free
  * surface by the side walls minus the box's lowest point) and the angle,
  * `check` (Lua) judges them at the end. The free surface: the fluid's
  * volume in two strips 0.1 m wide by the side walls (the wall's own column
