@@ -1,15 +1,20 @@
--- Archimedes (issue 15), the box of tests/test_rigid_float.c (0.48 x 0.16 m,
--- 2D, d = 0.02 m, in a tank 0.8 m wide with 0.25 m of water, held `hold` s,
+-- Archimedes (issue 15), the box of tests/test_rigid_float.c (0.64 x 0.32 m,
+-- 2D, d = 0.02 m, in a tank 1.2 m wide with 0.33 m of water, held `hold` s,
 -- then free): its draft / height averaged over the last `avg` s of `t`,
 -- from two free surfaces: the top particle of each column + d/2, and the
 -- fluid's volume in two strips 0.1 m wide by the side walls (particles x
 -- d^2 over the strips' width, above the fluid's bottom edge there: the
--- lowest particles - d/2). docs/rigid.md, "Archimedes".
+-- lowest particles - d/2). docs/rigid.md, "Archimedes". W, H (tank width,
+-- water depth), w, h (the box), offset (added to the box's start height)
+-- and dt_max can be set; the earlier, smaller box: --set W=0.8 --set H=0.25
+-- --set w=0.48 --set h=0.16. Keep H - ratio h an odd multiple of d/2 (the
+-- box's bottom on a row of the fluid's lattice; see the test).
 --
 --   floe run scenes/archimedes_volume_2d.lua --set solver=iisph --set bp=extrapolate --set ratio=0.25 [--set t=5.5 --set avg=4] [--set hold=0.52]
 local floe = require "floe"
-local d, W, H = 0.02, 0.8, 0.25
-local w, h = 0.48, 0.16
+local d = 0.02
+local W, H = floe.param("W", 1.2), floe.param("H", 0.33)
+local w, h = floe.param("w", 0.64), floe.param("h", 0.32)
 local ratio = floe.param("ratio", 0.5)
 local avg = floe.param("avg", 1)
 local seconds = floe.param("t", 2.5)
@@ -20,7 +25,7 @@ local rigid = sim:load 'rigid'
 sim:fluid_box{ min = {0, 0}, max = {W, H} }
 sim:boundary_box{ min = {0, 0}, max = {W, H + 0.3}, layers = 2, open_top = true }
 rigid.walls{ min = {0, 0}, max = {W, H + 0.3}, open_top = true }
-local y0 = H + h / 2 - ratio * h
+local y0 = H + h / 2 - ratio * h + floe.param("offset", 0)
 local b = rigid.body{ name = 'box', shape = 'box', size = {w, h}, density = 1000 * ratio, position = {W / 2, y0}, hold = floe.param("hold", 0.5) }
 if solver == "wcsph" then
   sim:pipeline{ 'neighbours', 'sph.density', { 'wcsph.pressure', speed_of_sound = floe.param("c", 20) }, 'gravity',
@@ -59,7 +64,7 @@ sim:on_frame(function(s, st)
   local surf_cnt = edge + cnt * d * d / (2 * 0.10)
   top_d, cnt_d, n = top_d + (surf_top - low) / h, cnt_d + (surf_cnt - low) / h, n + 1
 end)
-sim:run{ end_time = seconds, fps = 20, dt_max = 0.004, out = 'out/archimedes_volume_2d' }
+sim:run{ end_time = seconds, fps = 20, dt_max = floe.param("dt_max", 0.004), out = 'out/archimedes_volume_2d' }
 floe.log(string.format("floor edge of the fluid %.2f mm", 1000 * gap_s / n))
 floe.log(string.format("ratio %g %s %s: draft/h from top+d/2 %.4f (%.1f%%), from the strips' volume %.4f (%.1f%%), last %g s",
   ratio, solver, solver == "wcsph" and floe.param("bp", "extrapolate") or floe.param("bp", "mirror"), top_d / n, 100 * (top_d / n / ratio - 1), cnt_d / n, 100 * (cnt_d / n / ratio - 1), avg))
