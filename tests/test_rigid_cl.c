@@ -175,5 +175,9 @@ Test(rigid_cl, a_row_touching_three_bodies_is_summed_on_the_device)
     }
     cr_log_info("largest difference %.3g of the largest force %.4g N/m (%.3g)", worst, big, worst / big);
     cr_assert(big > 1.0, "the fluid should push the boxes (%.4g N/m)", big);
-    cr_assert(worst < 1e-3 * big, "forces differ by %.3g of %.4g", worst, big);
+    /* measured after 0.1 s: 6.1e-4 on an AVX2 build, 2.6e-3 on the generic
+     * build (-Dnative=false: the fluid's sums in another order, which the
+     * splash amplifies); 4.7e-3 on the AVX2 build with the device's
+     * three-body path removed */
+    cr_assert(worst < 4e-3 * big, "forces differ by %.3g of %.4g", worst, big);
 }
