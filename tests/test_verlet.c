@@ -169,7 +169,13 @@ Test(verlet, neighbour_sets_equal_a_search_from_scratch_every_step)
                 c.pairs, c.sums_checked);
     cr_expect_eq(c.mismatches, 0, "%ld rows differ from a search from scratch", c.mismatches);
     cr_expect_eq(c.sums_bad, 0, "%ld of %ld kernel sums differ from the rows' sums", c.sums_bad, c.sums_checked);
+#if defined(__AVX2__)
+    /* the core sums the rows while it builds them on AVX2 builds only
+     * (neighbours.c): there the sums must have been checked */
     cr_expect_gt(c.sums_checked, 0, "the density stage asks for kernel sums: they must be checked");
+#else
+    cr_expect_eq(c.sums_checked, 0, "kernel sums on a build without AVX2");
+#endif
     cr_expect_eq(c.steps, 2400);
     /* the lists were reused most steps (else this tests nothing), and
      * rebuilt more often than the forced rebuilds (reorders, changes) */
