@@ -102,7 +102,6 @@ int fz_kernels(floe_ctx *ctx, fz_state *s, int aniso, float kr, int n_min)
     return FLOE_OK;
 }
 
-
 int fz_film(const floe_stage_call *c)
 {
     floe_ctx *ctx = c->ctx;
