@@ -3,30 +3,34 @@
 -- 0.0125 m, tank 4 x 3 x 1.5 m, 1 s simulated), the scene of SPlisHSPlasH's
 -- data/Scenes/DamBreakModel.json with particleRadius 0.0125, solved with
 -- DFSPH to a density tolerance of 0.05% and a divergence tolerance of 0.1%
--- (docs/dfsph.md, docs/performance.md).
+-- (docs/dfsph.md, docs/performance.md). As that scene, the fluid has
+-- SPlisHSPlasH's "standard" viscosity 0.01 m^2/s between fluid particles
+-- (Monaghan's form, none against the walls: its boundaryViscosity is 0);
+-- `--set viscosity=0` leaves it out.
 --
 --   floe bench scenes/bench/dfsph_dam_break_59k.lua [--threads N] [--set seconds=0.1] [--set cfl=0.4]
 local floe = require "floe"
 
 local seconds = floe.param("seconds", 1.0)
 local per_side = floe.param("per_side", 39)
+local nu = floe.param("viscosity", 0.01)
 local d = 0.025
 local sim = floe.sim{
   dim = 3, radius = 0.0125, gravity = { 0, -9.81, 0 },
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 6.0, 1.6 } },
 }
-sim:load{ "sph", "dfsph" }
+sim:load{ "sph", "viscosity", "dfsph" }
 local gap = (1 - per_side * d) / 2
 local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
 floe.log(string.format("bench: %d fluid particles", n))
 
-sim:pipeline{
-  "neighbours",
-  "sph.density",
-  "gravity",
-  { "dfsph.solve", tolerance = floe.param("tolerance", 0.0005),
-    divergence_tolerance = floe.param("divergence_tolerance", 0.001) },
-  "integrate",
-}
+local steps = { "neighbours", "sph.density", "gravity" }
+if nu > 0 then
+  steps[#steps + 1] = { "viscosity.laminar", nu = nu, form = "monaghan", boundary_nu = 0 }
+end
+steps[#steps + 1] = { "dfsph.solve", tolerance = floe.param("tolerance", 0.0005),
+                      divergence_tolerance = floe.param("divergence_tolerance", 0.001) }
+steps[#steps + 1] = "integrate"
+sim:pipeline(steps)
 sim:run{ end_time = seconds, fps = 20, cfl = floe.param("cfl", 0.4), out = "out/bench_dfsph_dam_break_59k" }
