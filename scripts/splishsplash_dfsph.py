@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--viscosity", type=float, default=None, help="standard viscosity (default: the scene's)")
     ap.add_argument("--out", default=None, help="output folder (its Cache keeps the volume maps)")
     ap.add_argument("--fps", type=float, default=20.0, help="frames a second for the per-frame density error")
+    ap.add_argument("--frames", action="store_true", help="a line per frame: steps, iterations, largest speed, density error")
     a = ap.parse_args()
 
     t_proc = time.time()
@@ -75,6 +76,16 @@ def main():
 
     st = {"steps": 0, "it": 0, "itv": 0, "err_step": 0.0, "err_frames": [], "next_frame": 1.0 / a.fps, "dt": 0.0}
 
+    def max_speed():
+        sim = sph.Simulation.getCurrent()
+        v2 = 0.0
+        for k in range(sim.numberOfFluidModels()):
+            fm = sim.getFluidModel(k)
+            b = fm.getFieldBuffer("velocity")
+            v = np.frombuffer(b, dtype=np.float32 if b.itemsize == 4 else np.float64)[:3 * fm.numActiveParticles()]
+            v2 = max(v2, float((v.reshape(-1, 3) ** 2).sum(axis=1).max()))
+        return v2 ** 0.5
+
     def density_error():
         sim = sph.Simulation.getCurrent()
         e, n = 0.0, 0
@@ -101,6 +112,10 @@ def main():
         t = sph.TimeManager.getCurrent().getTime()
         if t >= st["next_frame"] - 1e-9:
             st["err_frames"].append(e)
+            if a.frames:
+                print("frame t=%.4f: steps %d, iterations %d, largest speed %.3f m/s, density error %.4f%%" %
+                      (t, st["steps"] - st.get("s0", 0), st["it"] - st.get("i0", 0), max_speed(), 100 * e), flush=True)
+                st["s0"], st["i0"] = st["steps"], st["it"]
             while st["next_frame"] <= t + 1e-9:
                 st["next_frame"] += 1.0 / a.fps
 

@@ -20,8 +20,13 @@ local sim = floe.sim{
   domain = { min = { -0.1, -0.1, -0.1 }, max = { 4.1, 6.0, 1.6 } },
 }
 sim:load{ "sph", "viscosity", "dfsph" }
-local gap = (1 - per_side * d) / 2
-local n = sim:fluid_box{ min = { gap, gap, gap }, max = { 1 - gap, 1 - gap, 1 - gap }, density = 1000 }
+-- where SPlisHSPlasH puts its block: the region [-1.95, -0.95] x [0.05, 1.05]
+-- x [-0.5, 0.5] of its tank [-2, 2] x [0, 3] x [-0.75, 0.75], sampled from
+-- one spacing inside (first particle 0.075 m from the left wall and the
+-- floor, 0.275 m from the front and back walls, which it does not touch;
+-- fluid_box puts particles at min + d / 2)
+local o = { 0.05 + d / 2, 0.05 + d / 2, 0.25 + d / 2 }
+local n = sim:fluid_box{ min = o, max = { o[1] + per_side * d, o[2] + per_side * d, o[3] + per_side * d }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
 floe.log(string.format("bench: %d fluid particles", n))
 
