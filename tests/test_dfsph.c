@@ -337,3 +337,59 @@ Test(dfsph, fresh_lattice_column_stays_at_rest, .timeout = 600)
     cr_assert(v1 < 0.5, "adaptive dt: a particle of the column reached %.3g m/s (limit 0.5)", v1);
     cr_assert(v2 < 0.5, "dt = 1e-4 s: a particle of the column reached %.3g m/s (limit 0.5)", v2);
 }
+
+/* dfsph.solve's `viscosity` (computed in its set-up pass on the stored rows)
+ * is viscosity.laminar's monaghan form without a wall term: a collapsing
+ * column (2D and 3D, nu = 0.01 m^2/s, SPlisHSPlasH's dam break value) run
+ * with either gives the same positions to float rounding, and without any
+ * viscosity visibly other ones. */
+static float *visc_column(int dim, int mode, uint32_t *n)
+{
+    const float d = dim == 3 ? 0.04f : 0.02f, tank[3] = {0.6f, 0.4f, 0.2f}, water[3] = {0.2f, 0.3f, 0.2f};
+    fixture f = tank_fixture(dim, d, 2.0f, tank, water, 1);
+    cr_assert_eq(floe_module_load(f.ctx, "sph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_module_load(f.ctx, "dfsph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    cr_assert_eq(floe_module_load(f.ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    floe_pipeline_clear(f.ctx);
+    fixture_add(&f, "neighbours", 0, NULL);
+    fixture_add(&f, "sph.density", 0, NULL);
+    fixture_add(&f, "gravity", 0, NULL);
+    const double nu = 0.01;
+    if (mode == 1) {
+        floe_param_kv vk[] = {KV_F("nu", nu), KV_S("form", "monaghan"), KV_F("boundary_nu", 0)};
+        fixture_add(&f, "viscosity.laminar", 3, vk);
+    }
+    floe_param_kv sk[] = {KV_F("viscosity", mode == 2 ? nu : 0.0)};
+    fixture_add(&f, "dfsph.solve", 1, sk);
+    fixture_add(&f, "integrate", 0, NULL);
+    floe_run_def r = fixture_run_def(0.15, 20);
+    cr_assert_eq(floe_run(f.ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f.ctx));
+    *n = floe_set_size(f.ctx, f.fluid);
+    float *x = malloc(3 * *n * sizeof *x);
+    memcpy(x, floe_attr(f.ctx, f.fluid, "x", FLOE_VEC3), 3 * *n * sizeof *x);
+    floe_ctx_destroy(f.ctx);
+    return x;
+}
+
+static double rms_apart(const float *a, const float *b, uint32_t n)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < 3 * n; i++)
+        s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return sqrt(s / n);
+}
+
+Test(dfsph, viscosity_equals_the_laminar_stage, .timeout = 300)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        uint32_t n0, n1, n2;
+        float *none = visc_column(dim, 0, &n0), *stage = visc_column(dim, 1, &n1), *fused = visc_column(dim, 2, &n2);
+        cr_assert(n0 == n1 && n1 == n2);
+        const double same = rms_apart(stage, fused, n1), other = rms_apart(stage, none, n1);
+        cr_log_info("%dD column, %u particles, 0.15 s: rms distance stage / fused %.3g m, stage / inviscid %.3g m", dim,
+                    n1, same, other);
+        cr_assert(same < 1e-5, "%dD: fused viscosity %.3g m (rms) from viscosity.laminar's (limit 1e-5 m)", dim, same);
+        cr_assert(other > 1e-3, "%dD: the viscosity moved the particles only %.3g m (rms)", dim, other);
+        free(none), free(stage), free(fused);
+    }
+}

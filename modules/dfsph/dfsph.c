@@ -68,7 +68,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY, SO_VISC };
 
 /* ---- state: per-step scratch, grown as needed ------------------------------ */
 
@@ -88,6 +88,7 @@ typedef struct dfsph_state {
     float *rho0;        /* N: rest density of the particle's set */
     float *lag;         /* N: compression present now that is left to later steps */
     float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
+    float *av;          /* 3N: the viscous acceleration of `viscosity` (the set-up's pass) */
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
     uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
     double *part;       /* chunk partial sums */
@@ -107,8 +108,8 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 static void free_particles(dfsph_state *s)
 {
     free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
-    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->few), free(s->own), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = NULL;
+    free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->av), free(s->few), free(s->own), free(s->part);
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
     s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -149,10 +150,11 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->rho0 = malloc(cap * sizeof(float));
     s->lag = malloc(cap * sizeof(float));
     s->gam = malloc(cap * sizeof(float));
+    s->av = malloc(3 * cap * sizeof(float));
     s->few = malloc(cap);
     s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
         !s->own || !s->part) {
         free_particles(s);
         return -1;
@@ -232,6 +234,7 @@ typedef struct setup {
     int few_limit;          /* fewer neighbours than this: no divergence solve */
     int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
     int div_source;         /* also the divergence solve's source S_i = Drho_i/Dt of u */
+    float cv, eps;          /* viscosity: 2 (dim + 2) nu, and 0.01 H^2 (0: none) */
     dfsph_state *s;
 } setup;
 
@@ -242,7 +245,7 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     dfsph_state *s = u->s;
     const size_t gi = u->off + i, gi_ = gi;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
-    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, s2 = 0.0f;
+    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f;
     size_t o = s->off[gi];
     uint32_t count = 0;
     for (int b = 0; b < u->nt; b++) {
@@ -255,18 +258,29 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
             floe_row_grad(kc, id, cnt, xt, w, xi, yi, zi, Gb, per);
             continue;
         }
-        float sx = 0, sy = 0, sz = 0, ss = 0;
+        float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0;
         const float gam_i = s->gam[gi_], *restrict gt = s->gam + tg->off;
+        /* viscosity: sum_j m_j / rho_j (v_ij . x_ij) / (r^2 + eps) grad W_ij of
+         * v = u (the loop is unswitched on cv) */
+        const float cv = u->cv, eps = u->eps, *restrict ur = s->u, *restrict rt = s->rho + tg->off;
+        const float ui = ur[4 * gi], vi = ur[4 * gi + 1], wi = ur[4 * gi + 2];
         for (uint32_t k = 0; k < cnt; k++) {
             FLOE_X_IJ(per);
-            const float dw = u->corr ? floe_kdw(kc, r2) * (0.5f * (gam_i + gt[j])) : floe_kdw(kc, r2), g = w[j] * dw;
+            const float dw0 = floe_kdw(kc, r2), dw = u->corr ? dw0 * (0.5f * (gam_i + gt[j])) : dw0, g = w[j] * dw;
             s->nj[o + k] = (uint32_t)tg->off + j;
             s->gx[o + k] = g * dx;
             s->gy[o + k] = g * dy;
             s->gz[o + k] = g * dz;
             sx += g * dx, sy += g * dy, sz += g * dz;
             ss += mi * w[j] * dw * dw * r2;
+            if (cv > 0.0f) {
+                const float *rj = ur + 4 * (tg->off + j);
+                const float c = w[j] * dw0 / rt[j] * ((ui - rj[0]) * dx + (vi - rj[1]) * dy + (wi - rj[2]) * dz) /
+                                (r2 + eps);
+                vx += c * dx, vy += c * dy, vz += c * dz;
+            }
         }
+        V[0] += vx, V[1] += vy, V[2] += vz;
         o += cnt;
         G[0] += sx, G[1] += sy, G[2] += sz;
         s2 += ss;
@@ -277,6 +291,7 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
         Gb[k] *= u->beta * u->rho0 * s->gam[gi];
         G[k] += Gb[k];
         s->Gb[3 * gi + k] = Gb[k];
+        s->av[3 * gi + k] = u->cv * V[k];
     }
     const float D = G[0] * G[0] + G[1] * G[1] + G[2] * G[2] + s2;
     /* isolated particle: D ~ 0, no pressure (D ~ rho0^2 / d^2 inside the fluid) */
@@ -485,6 +500,7 @@ static void decode(const floe_stage_call *call, dfsph_cfg *c)
         .dt_max = call->param[SO_DT_MAX].f,
         .corr_speed = call->param[SO_CORR_SPEED].f,
         .corr = call->param[SO_GRAD_CORR].b,
+        .visc = call->param[SO_VISC].f,
     };
 }
 
@@ -635,7 +651,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         if (n == 0)
             continue;
         setup u = {&kc, t[q], nt[q], f[q].off, NULL, NULL, f[q].info.rest_density, beta, si->dim == 3 ? 20 : 7,
-                   c->corr, divergence, s};
+                   c->corr, divergence, (float)(2.0 * (si->dim + 2) * c->visc), 0.01f / (kc.inv_H * kc.inv_H), s};
         u.x = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
         u.m = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         if (!u.x || !u.m)
@@ -660,14 +676,15 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
             for (uint32_t i = 0; i < f[q].info.n; i++)
                 kv[q][i] = dt * s->P[f[q].off + i];
     }
-    /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
+    /* 2. constant density solver on v* = u + dt (a + the set-up's viscous
+     * acceleration), from last step's P = p / rho^2 */
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         float *restrict uu = s->u + 4 * f[q].off;
-        const float *restrict aq = a[q];
+        const float *restrict aq = a[q], *restrict av = s->av + 3 * f[q].off;
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                uu[4 * i + k] += dt * aq[3 * i + k];
+                uu[4 * i + k] += dt * (aq[3 * i + k] + av[3 * i + k]);
             const float r = s->rho[f[q].off + i];
             s->P[f[q].off + i] = p[q][i] / (r * r);
         }
@@ -734,6 +751,8 @@ void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, i
     if (fc > 0.0 && g > 0.0)
         api->dt_limit(ctx, fc * sqrt(si->spacing / g));
     api->dt_limit(ctx, c->dt_max);
+    if (c->visc > 0.0) /* explicit diffusion, as viscosity.laminar's diffusion_number 0.125 */
+        api->dt_limit(ctx, 0.125 * (double)si->spacing * si->spacing / c->visc);
     api->stat(ctx, "dfsph.iterations", (double)it);
     api->stat(ctx, "dfsph.density_error", err);
     if (c->divergence) {
@@ -801,6 +820,11 @@ static const floe_param_desc solve_params[] = {
         "on a settled packing; one more neighbour pass a step"),
     [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,             /* of both iterations */
     [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
+    [SO_VISC] = FLOE_PARAM_F("viscosity", 0, 0, 100, "m^2/s",
+        "kinematic viscosity nu between fluid particles, computed in the set-up pass on the velocities the step "
+        "starts with: a_i += 2 (d + 2) nu sum_j m_j / rho_j (v_ij . x_ij) / (|x_ij|^2 + 0.01 H^2) grad W_ij, "
+        "viscosity.laminar's monaghan form with boundary_nu = 0 (SPlisHSPlasH's standard viscosity) without its "
+        "own neighbour pass; no wall term; proposes dt <= 0.125 d^2 / nu; on the OpenCL backend the C solve; 0 = none"),
     {0},
 };
 

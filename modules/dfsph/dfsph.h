@@ -17,6 +17,7 @@ typedef struct dfsph_cfg {
     int divergence;                     /* run the divergence-free solver */
     double force_courant, dt_max, corr_speed;
     int corr;                           /* gradient_correction */
+    double visc;                        /* viscosity nu (m^2/s) in the set-up pass, 0 = none */
 } dfsph_cfg;
 
 /* the height of a set's fluid column: its extent along gravity (its
@@ -47,7 +48,8 @@ static inline float dfsph_lag_step(float *b, float *rate, float e, float elim, f
 void dfsph_step_end(floe_ctx *ctx, const dfsph_cfg *c, int64_t it, double err, int64_t it_v, double err_v);
 
 /* the OpenCL path (dfsph_cl.c); *cl is its device state, created on demand.
- * DFSPH_CL_USE_C: the scene needs the C solve (several non-empty fluid sets) */
+ * DFSPH_CL_USE_C: the scene needs the C solve (several non-empty fluid sets,
+ * or `viscosity`, which only the C set-up computes) */
 #define DFSPH_CL_USE_C 1
 struct dfsph_cl;
 int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **cl);

@@ -175,11 +175,11 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const float dt = (float)si->dt;
     int st;
 
-    /* one fluid set on the device; several: the C solve */
+    /* one fluid set on the device; several, or the fused viscosity: the C solve */
     floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf = 0, nb = 0;
     st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf);
-    if (st == FLOE_OK && nf > 1)
+    if (st == FLOE_OK && (nf > 1 || c->visc > 0.0))
         return DFSPH_CL_USE_C;
     if (st == FLOE_OK)
         st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb);

@@ -30,12 +30,17 @@ local n = sim:fluid_box{ min = o, max = { o[1] + per_side * d, o[2] + per_side *
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4, 3, 1.5 }, layers = 2, open_top = true }
 floe.log(string.format("bench: %d fluid particles", n))
 
+-- the viscosity in dfsph.solve's set-up pass (its `viscosity`), or with
+-- `--set visc_stage=1` as the stage viscosity.laminar (the same formula,
+-- its own neighbour pass)
+local visc_stage = floe.param("visc_stage", 0) ~= 0
 local steps = { "neighbours", "sph.density", "gravity" }
-if nu > 0 then
+if nu > 0 and visc_stage then
   steps[#steps + 1] = { "viscosity.laminar", nu = nu, form = "monaghan", boundary_nu = 0 }
 end
 steps[#steps + 1] = { "dfsph.solve", tolerance = floe.param("tolerance", 0.0005),
-                      divergence_tolerance = floe.param("divergence_tolerance", 0.001) }
+                      divergence_tolerance = floe.param("divergence_tolerance", 0.001),
+                      viscosity = visc_stage and 0 or nu }
 steps[#steps + 1] = "integrate"
 sim:pipeline(steps)
 sim:run{ end_time = seconds, fps = 20, cfl = floe.param("cfl", 0.4), out = "out/bench_dfsph_dam_break_59k" }
