@@ -238,6 +238,86 @@ typedef struct setup {
     dfsph_state *s;
 } setup;
 
+/* one fluid target's row of particle i: m_j grad W_ij of every pair into the
+ * CSR row (nj, gx, gy, gz), and acc += (sum_j m_j grad W_ij, sum_j m_i m_j
+ * |grad W_ij|^2, with `visc` sum_j m_j / rho_j (v_ij . x_ij) / (r^2 + eps)
+ * grad W_ij of the plain gradients); with `corr` the pair gradients times
+ * (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time (not on
+ * periodic axes), the plain loop takes the tail; corr, visc and per are
+ * constants where it is inlined, so each combination is its own
+ * branch-free loop. */
+FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
+                           const float *restrict w, float xi, float yi, float zi, float mi, uint32_t base,
+                           uint32_t *restrict nj, float *restrict gx, float *restrict gy, float *restrict gz,
+                           const float *restrict gt, float gam_i, const float *restrict ur, const float *restrict rt,
+                           float ui, float vi, float wi, float eps, float acc[7], const int per, const int corr,
+                           const int visc)
+{
+    float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0;
+    uint32_t k = 0;
+#if defined(__AVX2__)
+    if (!per && cnt >= 8) { /* eight pairs at a time: positions, masses, rho_j gathered, u_j loaded whole */
+        const __m256 xi8 = _mm256_set1_ps(xi), yi8 = _mm256_set1_ps(yi), zi8 = _mm256_set1_ps(zi);
+        const __m256 g8 = _mm256_set1_ps(kc->g), ih8 = _mm256_set1_ps(kc->inv_H), rm8 = _mm256_set1_ps(kc->r_min2);
+        const __m256 mi8 = _mm256_set1_ps(mi), gi8 = _mm256_set1_ps(gam_i), eps8 = _mm256_set1_ps(eps);
+        const __m256 ui8 = _mm256_set1_ps(ui), vi8 = _mm256_set1_ps(vi), wi8 = _mm256_set1_ps(wi);
+        const __m256i base8 = _mm256_set1_epi32((int)base);
+        __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax;
+        for (; k + 8 <= cnt; k += 8) {
+            const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
+            const __m256i j3 = _mm256_add_epi32(j8, _mm256_add_epi32(j8, j8));
+            const __m256 dx = _mm256_sub_ps(xi8, _mm256_i32gather_ps(xt, j3, 4));
+            const __m256 dy = _mm256_sub_ps(yi8, _mm256_i32gather_ps(xt + 1, j3, 4));
+            const __m256 dz = _mm256_sub_ps(zi8, _mm256_i32gather_ps(xt + 2, j3, 4));
+            const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+            const __m256 dw0 = floe_dw_r_hat8(g8, ih8, rm8, r2);
+            const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
+                                                                      _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
+                                   : dw0;
+            const __m256 wj = _mm256_i32gather_ps(w, j8, 4), g = _mm256_mul_ps(wj, dw);
+            const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
+            _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(j8, base8));
+            _mm256_storeu_ps(gx + k, px);
+            _mm256_storeu_ps(gy + k, py);
+            _mm256_storeu_ps(gz + k, pz);
+            ax = _mm256_add_ps(ax, px), ay = _mm256_add_ps(ay, py), az = _mm256_add_ps(az, pz);
+            as = _mm256_add_ps(as, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), _mm256_mul_ps(dw, dw)), r2));
+            if (visc) {
+                __m256 ux, uy, uz, uw;
+                floe_load4x8(ur, id + k, &ux, &uy, &uz, &uw);
+                const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
+                                                               _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
+                                                 _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
+                const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot),
+                                               _mm256_mul_ps(_mm256_i32gather_ps(rt, j8, 4), _mm256_add_ps(r2, eps8)));
+                bx = _mm256_add_ps(bx, _mm256_mul_ps(c, dx));
+                by = _mm256_add_ps(by, _mm256_mul_ps(c, dy));
+                bz = _mm256_add_ps(bz, _mm256_mul_ps(c, dz));
+            }
+        }
+        sx = floe_hsum8(ax), sy = floe_hsum8(ay), sz = floe_hsum8(az), ss = floe_hsum8(as);
+        vx = floe_hsum8(bx), vy = floe_hsum8(by), vz = floe_hsum8(bz);
+    }
+#endif
+    for (; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        const float dw0 = floe_kdw(kc, r2), dw = corr ? dw0 * (0.5f * (gam_i + gt[j])) : dw0, g = w[j] * dw;
+        nj[k] = base + j;
+        gx[k] = g * dx;
+        gy[k] = g * dy;
+        gz[k] = g * dz;
+        sx += g * dx, sy += g * dy, sz += g * dz;
+        ss += mi * w[j] * dw * dw * r2;
+        if (visc) {
+            const float c = w[j] * dw0 * ((ui - ur[4 * j]) * dx + (vi - ur[4 * j + 1]) * dy + (wi - ur[4 * j + 2]) * dz) /
+                            (rt[j] * (r2 + eps));
+            vx += c * dx, vy += c * dy, vz += c * dz;
+        }
+    }
+    acc[0] += sx, acc[1] += sy, acc[2] += sz, acc[3] += ss;
+    acc[4] += vx, acc[5] += vy, acc[6] += vz;
+}
+
 /* particle i: its fluid pairs (into its CSR row), sum_b psi_b grad W_ib, D_i */
 FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
 {
@@ -248,6 +328,8 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f;
     size_t o = s->off[gi];
     uint32_t count = 0;
+    const float gam_i = s->gam[gi_], eps = u->eps;
+    const float ui = s->u[4 * gi], vi = s->u[4 * gi + 1], wi = s->u[4 * gi + 2];
     for (int b = 0; b < u->nt; b++) {
         const floe_target *tg = &u->t[b];
         const uint32_t *restrict id = tg->idx + (size_t)i * tg->stride;
@@ -258,32 +340,23 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
             floe_row_grad(kc, id, cnt, xt, w, xi, yi, zi, Gb, per);
             continue;
         }
-        float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0;
-        const float gam_i = s->gam[gi_], *restrict gt = s->gam + tg->off;
-        /* viscosity: sum_j m_j / rho_j (v_ij . x_ij) / (r^2 + eps) grad W_ij of
-         * v = u (the loop is unswitched on cv) */
-        const float cv = u->cv, eps = u->eps, *restrict ur = s->u, *restrict rt = s->rho + tg->off;
-        const float ui = ur[4 * gi], vi = ur[4 * gi + 1], wi = ur[4 * gi + 2];
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            const float dw0 = floe_kdw(kc, r2), dw = u->corr ? dw0 * (0.5f * (gam_i + gt[j])) : dw0, g = w[j] * dw;
-            s->nj[o + k] = (uint32_t)tg->off + j;
-            s->gx[o + k] = g * dx;
-            s->gy[o + k] = g * dy;
-            s->gz[o + k] = g * dz;
-            sx += g * dx, sy += g * dy, sz += g * dz;
-            ss += mi * w[j] * dw * dw * r2;
-            if (cv > 0.0f) {
-                const float *rj = ur + 4 * (tg->off + j);
-                const float c = w[j] * dw0 / rt[j] * ((ui - rj[0]) * dx + (vi - rj[1]) * dy + (wi - rj[2]) * dz) /
-                                (r2 + eps);
-                vx += c * dx, vy += c * dy, vz += c * dz;
-            }
-        }
-        V[0] += vx, V[1] += vy, V[2] += vz;
+        const float *restrict gt = s->gam + tg->off, *restrict rt = s->rho + tg->off;
+        const float *restrict ur = s->u + 4 * tg->off;
+        const uint32_t base = (uint32_t)tg->off;
+        uint32_t *restrict nj = s->nj + o;
+        float *restrict gx = s->gx + o, *restrict gy = s->gy + o, *restrict gz = s->gz + o;
+        float acc[7] = {0, 0, 0, 0, 0, 0, 0};
+#define SETUP_ROW(corr, visc) \
+    setup_row(kc, id, cnt, xt, w, xi, yi, zi, mi, base, nj, gx, gy, gz, gt, gam_i, ur, rt, ui, vi, wi, eps, acc, per, corr, visc)
+        if (u->corr)
+            u->cv > 0.0f ? SETUP_ROW(1, 1) : SETUP_ROW(1, 0);
+        else
+            u->cv > 0.0f ? SETUP_ROW(0, 1) : SETUP_ROW(0, 0);
+#undef SETUP_ROW
+        G[0] += acc[0], G[1] += acc[1], G[2] += acc[2];
+        s2 += acc[3];
+        V[0] += acc[4], V[1] += acc[5], V[2] += acc[6];
         o += cnt;
-        G[0] += sx, G[1] += sy, G[2] += sz;
-        s2 += ss;
     }
     /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g; gamma_i
      * (1 without gradient_correction) on the boundary's gradients */
