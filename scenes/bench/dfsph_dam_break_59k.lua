@@ -1,7 +1,8 @@
--- Reference benchmark for the DFSPH module: the 3D dam break of
--- dam_break_59k.lua (a water block of 39^3 = 59,319 particles at radius
--- 0.0125 m, tank 4 x 3 x 1.5 m, 1 s simulated), the scene of SPlisHSPlasH's
--- data/Scenes/DamBreakModel.json with particleRadius 0.0125, solved with
+-- Reference benchmark for the DFSPH module: a 3D dam break (a water block of
+-- 39^3 = 59,319 particles at radius 0.0125 m, tank 4 x 3 x 1.5 m, 1 s
+-- simulated), the scene of SPlisHSPlasH's data/Scenes/DamBreakModel.json
+-- with particleRadius 0.0125 (dam_break_59k.lua's block and tank, the block
+-- moved off the walls where SPlisHSPlasH's stands), solved with
 -- DFSPH to a density tolerance of 0.05% and a divergence tolerance of 0.1%
 -- (docs/dfsph.md, docs/performance.md). As that scene, the fluid has
 -- SPlisHSPlasH's "standard" viscosity 0.01 m^2/s between fluid particles
