@@ -18,6 +18,7 @@
  * Open MPI does the transport (MPI_Alltoallv, MPI_Gatherv, MPI_Allreduce);
  * nothing here talks to a socket. */
 #include "decomp.h"
+#include "decomp_cl.h"
 #include "out_path.h"
 
 #include <floe/floe.h>
@@ -248,8 +249,6 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated, double *
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointing)
 {
-    if (ctx->dev)
-        return "the OpenCL backend does not run decomposed yet (run the ranks with --backend cpu)";
     if (ctx->info.periodic)
         return "periodic domains are not decomposed (the slabs do not wrap round)";
     if (ctx->emit)
@@ -583,6 +582,7 @@ int dd_step_begin(floe_ctx *ctx)
     if (!d)
         return FLOE_OK;
     double t0 = now_ms();
+    dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
@@ -605,6 +605,7 @@ int dd_step_end(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
+    dd_cl_host(ctx);
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
         pset *p = &ctx->sets[s];
@@ -652,7 +653,10 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     double t0 = now_ms();
     dd_set *ds = &d->sets[p - ctx->sets];
     size_t stot, rtot = ds->ghosts;
-    int rc = FLOE_OK;
+    dd_cl_halo staged; /* OpenCL: device data through host memory (decomp_cl.c) */
+    int rc = dd_cl_halo_begin(ctx, p, &data, elem, &staged);
+    if (rc)
+        return rc;
     for (int r = 0, so = 0; r < d->size; r++) { /* the counts of the step's ghosts */
         d->bs[r] = (int)((size_t)ds->scnt[r] * elem);
         d->bso[r] = (int)((size_t)so * elem);
@@ -662,7 +666,7 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     }
     stot = (size_t)ds->soff[d->size - 1] + (size_t)ds->scnt[d->size - 1];
     if (grow(&d->sbuf, &d->scap, stot * elem))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        return dd_cl_halo_end(ctx, &staged, elem, ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory"));
     const char *src = data;
     for (size_t k = 0; k < stot; k++)
         memcpy(d->sbuf + k * elem, src + (size_t)ds->send_idx[k] * elem, elem);
@@ -671,6 +675,7 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     int e = MPI_Alltoallv(d->sbuf, d->bs, d->bso, MPI_BYTE, ghosts, d->br, d->bro, MPI_BYTE, d->comm);
     if (e != MPI_SUCCESS)
         rc = mpi_fail(ctx, e, "MPI_Alltoallv (halo)");
+    rc = dd_cl_halo_end(ctx, &staged, elem, rc);
     d->comm_ms += now_ms() - t0;
     return rc;
 }

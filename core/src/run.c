@@ -81,8 +81,11 @@ static double wall_now(void)
 
 static double max_speed(floe_ctx *ctx)
 {
-    if (ctx->dev) /* reduced on the device, 4 bytes back */
-        return ctx->dev->ops->max_speed(ctx);
+    if (ctx->dev) { /* reduced on the device, 4 bytes back; MPI: then over every rank */
+        double v = ctx->dev->ops->max_speed(ctx);
+        dd_reduce(ctx, &v, 1, FLOE_REDUCE_MAX);
+        return v;
+    }
     double vmax2 = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];

@@ -175,6 +175,10 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const float dt = (float)si->dt;
     int st;
 
+    /* MPI (docs/mpi.md): the C solve, with its exchanges, on every rank
+     * (the backend copies the data); the device solve has none yet */
+    if (floe_ranks(api, ctx) > 1)
+        return DFSPH_CL_USE_C;
     /* one fluid set on the device; several: the C solve */
     floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf = 0, nb = 0;
