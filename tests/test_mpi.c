@@ -168,6 +168,9 @@ static double compare_runs(const char *one, const char *many, int frames, double
         cr_assert_eq(read_frame(one, k, &a, &sa), 0, "frame %d of %s unreadable", k, one);
         cr_assert_eq(read_frame(many, k, &b, &sb), 0, "frame %d of %s unreadable", k, many);
         cr_assert(sb, "%s frame %d: the joined frame is not sorted by id", many, k);
+        cr_assert(!sc_exists("%s/%s/fluid.%04d.r0.part", sc_tmp, many, k) &&
+                      !sc_exists("%s/%s/fluid.%04d.r1.part", sc_tmp, many, k),
+                  "%s frame %d: the ranks' parts were left after the join", many, k);
         cr_assert_eq(a.n, b.n, "%s frame %d: %u particles, one process has %u", many, k, b.n, a.n);
         double xmax = 0, dmax = 0, mass_a = 0, mass_b = 0, mom_a[3] = {0, 0, 0}, mom_b[3] = {0, 0, 0};
         for (uint32_t i = 0; i < a.n; i++) {

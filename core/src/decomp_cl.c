@@ -9,7 +9,6 @@
  * writes the ghost rows back. A device-aware path (MPI on device memory)
  * is a later optimisation. */
 #include "decomp_cl.h"
-#include "decomp.h"
 #include "device.h"
 
 #include <stdlib.h>
@@ -21,27 +20,33 @@
 
 int dd_local_rank(void)
 {
+#ifdef FLOE_HAVE_MPI
     static int local = -2;
     if (local != -2)
         return local;
-    int rank = 0;
-    if (floe_mpi_size(&rank) < 2)
+    int inited = 0, rank = 0, size = 1;
+    MPI_Initialized(&inited);
+    if (inited)
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2)
         return -1; /* not cached: the job may not have begun yet */
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const char *e = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (e && *e) {
         local = atoi(e);
         return local;
     }
-#ifdef FLOE_HAVE_MPI
     MPI_Comm node;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
         return local;
     }
-#endif
     local = rank;
     return local;
+#else
+    return -1;
+#endif
 }
 
 void dd_cl_host(floe_ctx *ctx)
@@ -64,7 +69,7 @@ int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_
     if (!ctx->dev)
         return FLOE_OK;
     if (ctx->dev->ops->is_buffer(ctx, *data)) {
-        const uint32_t owned = dd_owned(ctx, p);
+        const uint32_t owned = p->n - p->ghosts;
         h->kind = 1;
         h->mem = *data;
         if (!(h->host = malloc((size_t)p->n * elem + 1)))
@@ -90,7 +95,7 @@ int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_
 
 int dd_cl_halo_end(floe_ctx *ctx, dd_cl_halo *h, size_t elem, int rc)
 {
-    const uint32_t owned = h->kind ? dd_owned(ctx, h->p) : 0, ghosts = h->kind ? h->p->n - owned : 0;
+    const uint32_t ghosts = h->kind ? h->p->ghosts : 0, owned = h->kind ? h->p->n - ghosts : 0;
     if (h->kind == 1) {
         if (!rc && ghosts)
             rc = ctx->dev->ops->buffer_io(ctx, h->mem, 1, (size_t)owned * elem, (size_t)ghosts * elem,
