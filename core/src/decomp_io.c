@@ -58,8 +58,8 @@ static int write_block(FILE *f, uint32_t *buf, const void *src, int per, const i
 }
 
 /* this rank's part: n particles sorted by id */
-static int write_part(int dirfd, const char *name, uint32_t n, const uint32_t *id, const float *x, const io_column *cols,
-                      int nc)
+static int write_part(int dirfd, const char *name, uint32_t n, const uint32_t *id, const float *x,
+                      const io_column *cols, int nc)
 {
     id_ord *ord = malloc((size_t)n * sizeof *ord + 1);
     uint32_t *buf = malloc(CHUNK * 4);
@@ -381,7 +381,8 @@ int dd_write_frame(floe_ctx *ctx, const pset *p, int dirfd, const char *dir_name
     if (rc)
         return rc;
     if (mine)
-        return ctx_fail(ctx, FLOE_ERR_IO, "MPI (rank %d): cannot write frame part %s/%s: %s", rank, dir_name, name, err);
+        return ctx_fail(ctx, FLOE_ERR_IO, "MPI (rank %d): cannot write frame part %s/%s: %s", rank, dir_name, name,
+                        err);
     if (all == 0)
         return ctx_fail(ctx, FLOE_ERR_IO, "MPI: another rank could not write its part of frame %s/%s.%04d", dir_name,
                         base, number);

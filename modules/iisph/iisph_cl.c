@@ -227,9 +227,10 @@ static int mpi_iteration(solver *S, floe_set set, int64_t r, int last_possible, 
     if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)) ||
         (st = floe_halo(api, ctx, set, ap, 4 * sizeof(float))))
         return st;
-    floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pp), ARG(pc), ARG(pn), ARG(S->om), ARG(S->P),
-                        ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch),
-                        ARG(S->corr), ARG(S->gam), ARG(S->nown)};
+    floe_cl_arg ua[] = {ARG(n),       ARG(S->xm),   ARG(ap),     ARG(S->G),     ARG(S->co),    ARG(S->cc),
+                        ARG(pp),      ARG(pc),      ARG(pn),     ARG(S->om),    ARG(S->P),     ARG(S->part),
+                        ARG(S->kc),   ARG(S->per),  ARG(S->cnt), ARG(S->idx),   ARG(S->pitch), ARG(S->corr),
+                        ARG(S->gam),  ARG(S->nown)};
     if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
         return st;
     uint32_t slot = 0;
@@ -362,7 +363,8 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
      * smallest time-step limit of the ranks) */
     if (ranks > 1) {
         float mx[2];
-        if ((st = cl_check(ctx, S.cl->read(S.cl->queue, S.red, 1, 0, sizeof mx, mx, 0, NULL, NULL), "reading the maxima")))
+        if ((st = cl_check(ctx, S.cl->read(S.cl->queue, S.red, 1, 0, sizeof mx, mx, 0, NULL, NULL),
+                           "reading the maxima")))
             return st;
         double v2 = mx[0];
         if ((st = floe_reduce(api, ctx, &v2, 1, FLOE_REDUCE_MAX)))
