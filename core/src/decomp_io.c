@@ -132,7 +132,7 @@ static int cur_read(cursor *c, uint32_t *out, int words)
 typedef struct part {
     int fd;
     uint32_t n, left, head;
-    off_t block[MAX_ATTRS + 3]; /* byte offsets: ids, x, then each column */
+    off_t block[MAX_ATTRS + 4]; /* byte offsets: ids, x, each column, the end */
     cursor id, col;             /* the ids; the block a pass reads */
 } part;
 
