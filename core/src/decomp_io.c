@@ -136,25 +136,56 @@ typedef struct part {
     cursor id, col;             /* the ids; the block a pass reads */
 } part;
 
-/* the next part in id order (-1 when all are done) */
-static int pick(part *pt, int np)
+/* the parts not yet done, a binary min-heap by their next id: a merge of
+ * np parts costs log np comparisons a particle */
+typedef struct heap {
+    part *pt;
+    int *h, n;
+} heap;
+
+static void sift(heap *m, int i)
 {
-    int best = -1;
-    for (int r = 0; r < np; r++)
-        if (pt[r].left && (best < 0 || pt[r].head < pt[best].head))
-            best = r;
-    return best;
+    for (;;) {
+        int s = i, l = 2 * i + 1, r = l + 1;
+        if (l < m->n && m->pt[m->h[l]].head < m->pt[m->h[s]].head)
+            s = l;
+        if (r < m->n && m->pt[m->h[r]].head < m->pt[m->h[s]].head)
+            s = r;
+        if (s == i)
+            return;
+        int t = m->h[i];
+        m->h[i] = m->h[s], m->h[s] = t;
+        i = s;
+    }
 }
 
-static int pass_begin(part *pt, int np, int block)
+/* the part holding the smallest next id, -1 when every part is done */
+static int top(const heap *m) { return m->n ? m->h[0] : -1; }
+
+/* the top part moved on (its head is its next id, or it is done) */
+static void next(heap *m)
 {
+    if (!m->pt[m->h[0]].left)
+        m->h[0] = m->h[--m->n];
+    sift(m, 0);
+}
+
+/* every part at the start of its ids and of block `block`; the heap built */
+static int pass_begin(heap *m, part *pt, int np, int block)
+{
+    m->pt = pt;
+    m->n = 0;
     for (int r = 0; r < np; r++) {
         cur_at(&pt[r].id, pt[r].fd, pt[r].block[0]);
         cur_at(&pt[r].col, pt[r].fd, pt[r].block[block]);
         pt[r].left = pt[r].n;
         if (pt[r].left && cur_read(&pt[r].id, &pt[r].head, 1))
             return -1;
+        if (pt[r].left)
+            m->h[m->n++] = r;
     }
+    for (int i = m->n / 2 - 1; i >= 0; i--)
+        sift(m, i);
     return 0;
 }
 
@@ -182,13 +213,13 @@ static void put_le(unsigned char *p, uint32_t v)
 /* one block of the output merged by id: `words` words a particle from
  * block `block` of the parts, big-endian (VTK) or little-endian (PLY rows
  * are written by join_ply) */
-static int merge_block(FILE *f, part *pt, int np, int block, int words, unsigned char *buf)
+static int merge_block(FILE *f, heap *m, part *pt, int np, int block, int words, unsigned char *buf)
 {
-    if (pass_begin(pt, np, block))
+    if (pass_begin(m, pt, np, block))
         return -1;
     size_t k = 0;
     uint32_t w[3];
-    for (int r; (r = pick(pt, np)) >= 0;) {
+    for (int r; (r = top(m)) >= 0; next(m)) {
         if (take(&pt[r], w, words))
             return -1;
         for (int j = 0; j < words; j++, k += 4)
@@ -202,26 +233,27 @@ static int merge_block(FILE *f, part *pt, int np, int block, int words, unsigned
     return (k && fwrite(buf, 1, k, f) != k) || fputc('\n', f) == EOF ? -1 : 0;
 }
 
-static int join_vtk(FILE *f, part *pt, int np, uint32_t N, const io_column *cols, int nc, unsigned char *buf)
+static int join_vtk(FILE *f, heap *m, part *pt, int np, uint32_t N, const io_column *cols, int nc,
+                    unsigned char *buf)
 {
     fprintf(f, "# vtk DataFile Version 3.0\nFloe particles\nBINARY\nDATASET POLYDATA\nPOINTS %lu float\n",
             (unsigned long)N);
     if (N == 0) /* as io_write_vtk: points only */
         return 0;
-    if (merge_block(f, pt, np, 1, 3, buf) || io_vtk_vertices(f, N))
+    if (merge_block(f, m, pt, np, 1, 3, buf) || io_vtk_vertices(f, N))
         return -1;
     fprintf(f, "POINT_DATA %lu\n", (unsigned long)N);
     for (int c = 0; c < nc; c++) {
-        io_column h = cols[c];
-        io_vtk_column_header(f, &h);
-        if (merge_block(f, pt, np, 2 + c, words_of(cols[c].type), buf))
+        io_vtk_column_header(f, &cols[c]);
+        if (merge_block(f, m, pt, np, 2 + c, words_of(cols[c].type), buf))
             return -1;
     }
     return 0;
 }
 
 /* PLY rows interleave every column: one cursor per block and part */
-static int join_ply(FILE *f, part *pt, int np, uint32_t N, const io_column *cols, int nc, unsigned char *buf)
+static int join_ply(FILE *f, heap *m, part *pt, int np, uint32_t N, const io_column *cols, int nc,
+                    unsigned char *buf)
 {
     io_ply_header(f, N, cols, nc);
     cursor *cur = malloc((size_t)np * (size_t)(nc + 1) * sizeof *cur);
@@ -229,13 +261,13 @@ static int join_ply(FILE *f, part *pt, int np, uint32_t N, const io_column *cols
         errno = ENOMEM;
         return -1;
     }
-    int rc = pass_begin(pt, np, 1);
+    int rc = pass_begin(m, pt, np, 1);
     for (int r = 0; r < np; r++)
         for (int c = 0; c <= nc; c++)
             cur_at(&cur[r * (nc + 1) + c], pt[r].fd, pt[r].block[1 + c]);
     size_t k = 0;
     uint32_t w[3];
-    for (int r; !rc && (r = pick(pt, np)) >= 0;) {
+    for (int r; !rc && (r = top(m)) >= 0;) {
         for (int c = 0; c <= nc && !rc; c++) {
             const int words = c == 0 ? 3 : words_of(cols[c - 1].type);
             rc = cur_read(&cur[r * (nc + 1) + c], w, words);
@@ -245,6 +277,7 @@ static int join_ply(FILE *f, part *pt, int np, uint32_t N, const io_column *cols
         pt[r].left--;
         if (!rc && pt[r].left)
             rc = cur_read(&pt[r].id, &pt[r].head, 1);
+        next(m);
         if (!rc && k + 4 * 3 * (size_t)(MAX_ATTRS + 2) > 4 * CHUNK) {
             rc = fwrite(buf, 1, k, f) != k;
             k = 0;
@@ -299,10 +332,11 @@ static int join(floe_ctx *ctx, int dirfd, const char *dir_name, const char *base
 {
     part *pt = calloc((size_t)np, sizeof *pt);
     unsigned char *buf = malloc(4 * CHUNK);
+    heap m = {pt, malloc((size_t)np * sizeof(int)), 0};
     char why[1200] = "";
     int rc = FLOE_OK;
-    if (!pt || !buf) {
-        free(pt), free(buf);
+    if (!pt || !buf || !m.h) {
+        free(pt), free(buf), free(m.h);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory joining frame %d", number);
     }
     for (int r = 0; r < np; r++)
@@ -320,7 +354,7 @@ static int join(floe_ctx *ctx, int dirfd, const char *dir_name, const char *base
         io_atomic a;
         int e = io_atomic_openat(&a, dirfd, path);
         if (!e) {
-            e = f == 0 ? join_ply(a.f, pt, np, N, cols, nc, buf) : join_vtk(a.f, pt, np, N, cols, nc, buf);
+            e = f == 0 ? join_ply(a.f, &m, pt, np, N, cols, nc, buf) : join_vtk(a.f, &m, pt, np, N, cols, nc, buf);
             if (e || ferror(a.f)) {
                 int en = errno ? errno : EIO;
                 io_atomic_abort(&a);
@@ -340,7 +374,7 @@ static int join(floe_ctx *ctx, int dirfd, const char *dir_name, const char *base
         if (!rc)
             unlinkat(dirfd, name, 0);
     }
-    free(pt), free(buf);
+    free(pt), free(buf), free(m.h);
     return rc;
 }
 
