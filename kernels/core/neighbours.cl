@@ -356,3 +356,76 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         atomic_add(&stats[2 * slot + 1], lsum);
     }
 }
+
+/* Verlet lists (core/src/opencl/verlet.c): lists built within support +
+ * skin are reused while no pair can have closed the skin, and cut every
+ * step to the pairs within the support radius by nb_filter.
+ *
+ * nb_moved: the largest squared displacement of a set's particles since
+ * the lists' build (x0), into stats[word] as float bits (non-negative floats
+ * order as their bits); a NaN position counts as infinitely far. */
+__kernel void nb_moved(__global const float *x, __global const float *x0, uint n, int dim3,
+                       __global uint *stats, uint word)
+{
+    __local uint lmax;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0)
+        lmax = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) {
+        const float dx = x[3 * i] - x0[3 * i], dy = x[3 * i + 1] - x0[3 * i + 1];
+        const float dz = dim3 ? x[3 * i + 2] - x0[3 * i + 2] : 0.0f;
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        atomic_max(&lmax, d2 == d2 ? as_uint(d2) : 0x7f800000u);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && lmax)
+        atomic_max(&stats[word], lmax);
+}
+
+/* The lists within r2 from the skin lists (same layout and pitch): each
+ * row keeps the entries whose pair is within the support now, in the
+ * order of the skin list's build. The distance is computed as nb_build
+ * does (target minus query, x then y then z), so the kept set is the one
+ * a build now would find. report: the counts go to stats as nb_build's do
+ * (a step without a build; a build reports its own, wider counts). */
+__kernel void nb_filter(uint nq, __global const float *xq, __global const float *xt, float r2, int dim3,
+                        __global const uint *scnt, __global const uint *sidx, __global uint *count,
+                        __global uint *idx, uint pitch, int report, __global uint *stats, uint slot)
+{
+    __local uint lmax, lsum;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < nq) {
+        const float px = xq[3 * i], py = xq[3 * i + 1], pz = dim3 ? xq[3 * i + 2] : 0.0f;
+        const uint m = scnt[i];
+        uint c = 0;
+        for (uint k = 0; k < m; k++) {
+            const uint j = sidx[(size_t)k * pitch + i];
+            const float dx = xt[3 * j] - px, dy = xt[3 * j + 1] - py;
+            float d2 = dx * dx + dy * dy;
+            if (dim3) {
+                const float dz = xt[3 * j + 2] - pz;
+                d2 = d2 + dz * dz;
+            }
+            if (d2 < r2) {
+                idx[(size_t)c * pitch + i] = j;
+                c++;
+            }
+        }
+        count[i] = c;
+        if (report) {
+            atomic_max(&lmax, c);
+            atomic_add(&lsum, c);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (report && get_local_id(0) == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}

@@ -20,13 +20,20 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     uint32_t nq = pq->n;
     if (!dq->lstride[t])
         dq->lstride[t] = ctx->info.dim == 3 ? 64u : 32u;
-    if (!dq->cnt[t] || dq->lcap[t] < nq) {
+    /* Verlet lists: built within support + skin into scnt/sidx (the same
+     * rows and stride), then cut into cnt/idx */
+    const int verlet = CL->von;
+    if (!dq->cnt[t] || dq->lcap[t] < nq || (verlet && !dq->scnt[t])) {
         uint64_t rows = pq->cap > nq ? pq->cap : nq;
         cl_rel(ctx, &dq->cnt[t]);
         cl_rel(ctx, &dq->idx[t]);
+        cl_rel(ctx, &dq->scnt[t]);
+        cl_rel(ctx, &dq->sidx[t]);
         dq->lcap[t] = 0;
-        if (!(dq->cnt[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * 4)) ||
-            !(dq->idx[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * dq->lstride[t] * 4)))
+        const size_t rw = (size_t)(rows ? rows : 1);
+        if (!(dq->cnt[t] = cl_mk(ctx, rw * 4)) || !(dq->idx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
+            return FLOE_ERR_NOMEM;
+        if (verlet && (!(dq->scnt[t] = cl_mk(ctx, rw * 4)) || !(dq->sidx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4))))
             return FLOE_ERR_NOMEM;
         dq->lcap[t] = (uint32_t)rows;
     }
@@ -36,6 +43,8 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     if (pt->n == 0) { /* nothing to find */
         cl_uint zero = 0;
         cl_int e = F->clEnqueueFillBuffer(CL->q, dq->cnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
+        if (e == CL_SUCCESS && verlet)
+            e = F->clEnqueueFillBuffer(CL->q, dq->scnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
         return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
     }
     cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ);
@@ -50,30 +59,38 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     }
     plo.s[3] = ctx->nbgrid.cell;
     period.s[3] = 0;
-    cl_float r2 = ctx->info.support * ctx->info.support;
+    const float radius = verlet ? cl_dev_grid(ctx)->cell : ctx->info.support;
+    cl_float r2 = radius * radius;
     cl_int same = q == t, excl = q == t;
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
+    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = verlet ? dq->sidx[t] : dq->idx[t];
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
+    int rc;
     /* a set against itself, no periodic axes, lists of at most 64: the
      * work-group kernel (candidates staged in local memory) */
     if (same && !per && stride <= 64 && !CL->nb_local_off)
-        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
-                      ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
-                      ARG(pitch), ARG(CL->stats), ARG(slot));
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
-                  ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
-                  ARG(plo), ARG(period), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats),
-                  ARG(slot));
+        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+                    ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
+                    ARG(CL->stats), ARG(slot));
+    else
+        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
+                    ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
+                    ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot));
+    /* Verlet: the build reports the skin lists' counts (the overflow
+     * check); the cut now */
+    return rc || !verlet ? rc : cl_verlet_filter(ctx, q, t, slot, 0);
 }
 
 /* Clear the counts of every pair */
 static int clear_counts(floe_ctx *ctx)
 {
     cl_uint zero = 0;
-    cl_int e = CL->nb_np ? F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4,
-                                                  (size_t)2 * CL->nb_np * 4, 0, NULL, NULL)
-                         : CL_SUCCESS;
+    /* Verlet lists: the displacement words too */
+    const size_t words = CL->von ? (size_t)(STATS_WORDS - STATS_PAIR0) : (size_t)2 * CL->nb_np;
+    cl_int e = CL->nb_np || CL->von ? F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4,
+                                                             words * 4, 0, NULL, NULL)
+                                    : CL_SUCCESS;
     return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
 }
 
@@ -137,6 +154,33 @@ static int build_lists(floe_ctx *ctx, int late)
  * last: the other sets' sorts and lists are launched, then its owner
  * places it (host work that overlaps them), then it is sorted and the
  * lists into it built. */
+/* Verlet lists, a step without a build: the displacements and the cut of
+ * every pair, their counts read without waiting */
+static int cut_all(floe_ctx *ctx)
+{
+    int rc;
+    if (!cl_stats(ctx))
+        return FLOE_ERR_NOMEM;
+    set_pairs(ctx);
+    if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx)))
+        return rc;
+    for (int pr = 0; pr < CL->nb_np && !rc; pr++)
+        rc = cl_verlet_filter(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr), 1);
+    if (rc)
+        return rc;
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)STATS_WORDS * 4, nb_stats_host(ctx), 0,
+                                      NULL, &CL->nb_ev);
+    CL->out_in_counts = CL->out_pending;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    F->clFlush(CL->q);
+    CL->nb_pending = 1;
+    CL->lists_valid = 1;
+    CL->lists_lazy = 0;
+    ctx->nb_valid = 0;
+    return FLOE_OK;
+}
+
 static int build_all(floe_ctx *ctx, int reorder)
 {
     int rc;
@@ -170,9 +214,11 @@ static int build_all(floe_ctx *ctx, int reorder)
     }
     /* the one small read of the neighbour update, the largest count and the
      * total of every pair, after the outside rule's words: without waiting */
+    if (CL->von && (rc = cl_verlet_built(ctx)))
+        return rc;
     cl_uint *st = nb_stats_host(ctx);
-    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)(STATS_PAIR0 + 2 * np) * 4, st, 0, NULL,
-                                      &CL->nb_ev);
+    const size_t words = CL->von ? (size_t)STATS_WORDS : (size_t)(STATS_PAIR0 + 2 * np);
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, words * 4, st, 0, NULL, &CL->nb_ev);
     CL->out_in_counts = CL->out_pending;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
@@ -195,9 +241,20 @@ int cl_neighbours(floe_ctx *ctx, int reorder)
     if ((reorder || CL->nb_spec_off) && (rc = cl_outside_settle(ctx, NULL, NULL)))
         return rc;
     rc = ctx_nb_grid_ensure(ctx);
-    if (rc)
+    if (rc || (rc = cl_verlet_setup(ctx)))
         return rc;
-    if ((rc = build_all(ctx, reorder)))
+    if (CL->von) { /* Verlet lists: a reorder waits for the next build */
+        CL->vreorder |= reorder;
+        CL->vsteps++;
+        if (!cl_verlet_due(ctx))
+            rc = cut_all(ctx);
+        else {
+            rc = build_all(ctx, CL->vreorder);
+            CL->vreorder = 0;
+        }
+    } else
+        rc = build_all(ctx, reorder);
+    if (rc)
         return rc;
     ctx->nb_updates++;
     if (CL->nb_spec_off) {
@@ -237,9 +294,18 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
      * stages run on the old ones run again */
     if (CL->out_pending && (rc = cl_outside_settle(ctx, &changed, CL->out_in_counts ? nb_stats_host(ctx) : NULL)))
         return rc;
+    /* Verlet lists: a pair that may have closed the skin since the build
+     * (the step's own displacements, settled now) builds them again */
+    if (!changed && CL->von && cl_verlet_closed(ctx, nb_stats_host(ctx))) {
+        changed = 1;
+        CL->vlate++;
+    }
+    if (CL->von)
+        floe_core_api()->stat(ctx, "neighbours.rebuilt", changed || CL->vbuilt ? 1.0 : 0.0);
     if (changed) {
         if ((rc = build_all(ctx, 0)))
             return rc;
+        CL->vd[0] = CL->vd[1] = 0.0;
         CL->nb_pending = 0;
         *rebuilt = 1;
         t0 = now_ms();

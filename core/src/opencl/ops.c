@@ -70,6 +70,11 @@ static void destroy(floe_ctx *ctx)
                (unsigned long long)CL->wait_steps, CL->wait_nb_ms / (double)CL->wait_steps,
                CL->wait_end_ms / (double)CL->wait_steps, CL->step_host_ms / (double)CL->wait_steps,
                CL->launch_ms / (double)CL->wait_steps, (double)CL->launches / (double)CL->wait_steps);
+    if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->vsteps)
+        printf("OpenCL neighbours: Verlet lists (skin %g support radii), %llu builds in %llu updates, %llu of them "
+               "when the step's displacements were settled\n",
+               (double)CL->vskin, (unsigned long long)CL->vbuilds, (unsigned long long)CL->vsteps,
+               (unsigned long long)CL->vlate);
     for (int s = 0; s < MAX_SETS; s++) {
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
@@ -77,9 +82,12 @@ static void destroy(floe_ctx *ctx)
         cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
+        cl_rel(ctx, &d->x0);
         for (int t = 0; t < MAX_SETS; t++) {
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
+            cl_rel(ctx, &d->scnt[t]);
+            cl_rel(ctx, &d->sidx[t]);
         }
     }
     for (int k = 0; k < 6; k++)

@@ -62,6 +62,13 @@ typedef struct cl_setdev {
     cl_mem perm_tmp;
     size_t perm_bytes;
     int spos_stale;          /* a device stage wrote x since the sort (spos differs from x) */
+    /* Verlet lists (verlet.c): the lists within support + skin (cnt/idx
+     * hold them cut to the support), the positions of their build, and the
+     * count, layout and slot generation the build saw */
+    cl_mem scnt[MAX_SETS], sidx[MAX_SETS];
+    cl_mem x0;
+    uint32_t x0_cap, vn, vlayout;
+    uint16_t vgen;
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -153,10 +160,20 @@ typedef struct cl_backend {
      * data packed in sorted order. */
     int cells, cells_staged, cells_pack, lists_lazy;
     int nb_pending;         /* a build whose counts have not been looked at */
+    /* Verlet lists (verlet.c, the neighbours stage's skin > 0): vgrid has
+     * cells of support + skin; vvalid: skin lists built and not ended by a
+     * change; vbuilt: this step's neighbours stage built them; vreorder: a
+     * reorder asked for since the last build; vd: the largest pair
+     * displacement bound of the last two settled steps (vd[0] the later) */
+    float vskin;
+    nb_grid vgrid;
+    int von, vvalid, vbuilt, vreorder;
+    double vd[2];
+    uint64_t vbuilds, vsteps, vlate; /* builds, steps, builds at the settling */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
     /* where they go without pinned memory: the outside words, then the pairs' */
-    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS];
+    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS + MAX_SETS];
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -288,6 +305,23 @@ int cl_lists_pending(floe_ctx *ctx);
 int cl_lists_settle(floe_ctx *ctx, int *rebuilt);
 /* the lists built now where the last neighbours stage only sorted (cells) */
 int cl_lists_ensure(floe_ctx *ctx);
+/* verlet.c: neighbour lists within support + skin reused over steps */
+/* the grid the device sorts on: cells of support + skin with Verlet lists */
+const nb_grid *cl_dev_grid(floe_ctx *ctx);
+/* whether this neighbours stage uses Verlet lists (sets CL->von, the grid) */
+int cl_verlet_setup(floe_ctx *ctx);
+/* the skin lists must be built now (a change, a frame start, the skin
+ * nearly closed by the last settled steps' displacements) */
+int cl_verlet_due(floe_ctx *ctx);
+/* after a build: the positions and layout of every set kept */
+int cl_verlet_built(floe_ctx *ctx);
+/* a step without a build: the displacements measured into the stats words */
+int cl_verlet_moved(floe_ctx *ctx);
+/* cut pair (q, t)'s skin lists to the support (report: counts to stats) */
+int cl_verlet_filter(floe_ctx *ctx, int q, int t, cl_uint slot, int report);
+/* the settled words st (the stats buffer's head): 1 when a pair may have
+ * closed the skin (the lists must be built again), else 0; keeps vd */
+int cl_verlet_closed(floe_ctx *ctx, const cl_uint *st);
 /* cells.c: a set's cell sort for cell walks (api->cl_cells) */
 int cl_cells(floe_ctx *ctx, pset *p, floe_cl_cells *out);
 
@@ -308,6 +342,10 @@ int cl_checks_now(floe_ctx *ctx);
  * (2 MAX_SETS of them, all ones between checks; pair p's two words at
  * STATS_PAIR0 + 2 p) */
 #define STATS_PAIR0 (2 * MAX_SETS)
+/* then one word per set: its largest squared displacement since the
+ * Verlet lists' build (float bits; verlet.c) */
+#define STATS_DISP0 (STATS_PAIR0 + 2 * MAX_SETS * MAX_SETS)
+#define STATS_WORDS (STATS_DISP0 + MAX_SETS)
 cl_mem cl_stats(floe_ctx *ctx);
 
 /* outside.c: the outside rule "delete" settled (particles removed on the
