@@ -359,7 +359,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
 
 /* Verlet lists (core/src/opencl/verlet.c): lists built within support +
  * skin are reused while no pair can have closed the skin, and cut every
- * step to the pairs within the support radius by nb_filter.
+ * step to the pairs within the support radius by nb_cut.
  *
  * nb_moved: the largest squared displacement of a set's particles since
  * the lists' build (x0), into stats[word] as float bits (non-negative floats
@@ -383,15 +383,31 @@ __kernel void nb_moved(__global const float *x, __global const float *x0, uint n
         atomic_max(&stats[word], lmax);
 }
 
-/* The lists within r2 from the skin lists (same layout and pitch): each
- * row keeps the entries whose pair is within the support now, in the
- * order of the skin list's build. The distance is computed as nb_build
- * does (target minus query, x then y then z), so the kept set is the one
- * a build now would find. report: the counts go to stats as nb_build's do
- * (a step without a build; a build reports its own, wider counts). */
-__kernel void nb_filter(uint nq, __global const float *xq, __global const float *xt, float r2, int dim3,
-                        __global const uint *scnt, __global const uint *sidx, __global uint *count,
-                        __global uint *idx, uint pitch, int report, __global uint *stats, uint slot)
+/* Whether target j is within r2 of the query p: the distance as nb_build
+ * computes it (target minus query, x then y then z), so the kept set is
+ * the one a build now would find */
+inline int nb_near(__global const float *xt, uint j, float px, float py, float pz, float r2, int dim3)
+{
+    const float dx = xt[3 * j] - px, dy = xt[3 * j + 1] - py;
+    float d2 = dx * dx + dy * dy;
+    if (dim3) {
+        const float dz = xt[3 * j + 2] - pz;
+        d2 = d2 + dz * dz;
+    }
+    return d2 < r2;
+}
+
+/* The cut of the skin lists, in place: row i holds its scnt[i] skin
+ * entries with the count[i] within r2 first; the stages read count and
+ * idx as any lists. A row whose entries still sit on the right side of its
+ * count (most rows, most steps) is only read; the others are partitioned
+ * again (two pointers: the kept entries move only where an entry left, so
+ * the row keeps a deterministic order, not the build's). fresh: rows just
+ * built (the count says nothing yet). report: the counts to stats as
+ * nb_build's (a build reports its own, wider counts). */
+__kernel void nb_cut(uint nq, __global const float *xq, __global const float *xt, float r2, int dim3,
+                     __global const uint *scnt, __global uint *count, __global uint *idx, uint pitch, int fresh,
+                     int report, __global uint *stats, uint slot)
 {
     __local uint lmax, lsum;
     const uint i = get_global_id(0);
@@ -402,22 +418,38 @@ __kernel void nb_filter(uint nq, __global const float *xq, __global const float 
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < nq) {
         const float px = xq[3 * i], py = xq[3 * i + 1], pz = dim3 ? xq[3 * i + 2] : 0.0f;
-        const uint m = scnt[i];
+        const uint m = scnt[i], old = fresh ? 0u : count[i];
         uint c = 0;
+        int moved = fresh;
         for (uint k = 0; k < m; k++) {
-            const uint j = sidx[(size_t)k * pitch + i];
-            const float dx = xt[3 * j] - px, dy = xt[3 * j + 1] - py;
-            float d2 = dx * dx + dy * dy;
-            if (dim3) {
-                const float dz = xt[3 * j + 2] - pz;
-                d2 = d2 + dz * dz;
-            }
-            if (d2 < r2) {
-                idx[(size_t)c * pitch + i] = j;
-                c++;
-            }
+            const int in = nb_near(xt, idx[(size_t)k * pitch + i], px, py, pz, r2, dim3);
+            c += (uint)in;
+            moved |= in != (k < old);
         }
-        count[i] = c;
+        if (moved) {
+            /* [0, lo) within, [hi, m) outside */
+            uint lo = 0, hi = m;
+            while (lo < hi) {
+                const uint jl = idx[(size_t)lo * pitch + i];
+                if (nb_near(xt, jl, px, py, pz, r2, dim3)) {
+                    lo++;
+                    continue;
+                }
+                uint jh = 0;
+                int found = 0;
+                while (lo < --hi) {
+                    jh = idx[(size_t)hi * pitch + i];
+                    if ((found = nb_near(xt, jh, px, py, pz, r2, dim3)))
+                        break;
+                }
+                if (!found)
+                    break;
+                idx[(size_t)lo * pitch + i] = jh;
+                idx[(size_t)hi * pitch + i] = jl;
+                lo++;
+            }
+            count[i] = c;
+        }
         if (report) {
             atomic_max(&lmax, c);
             atomic_add(&lsum, c);

@@ -20,20 +20,19 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     uint32_t nq = pq->n;
     if (!dq->lstride[t])
         dq->lstride[t] = ctx->info.dim == 3 ? 64u : 32u;
-    /* Verlet lists: built within support + skin into scnt/sidx (the same
-     * rows and stride), then cut into cnt/idx */
+    /* Verlet lists: built within support + skin into idx, their counts
+     * into scnt, then cut in place (cnt: the entries within the support) */
     const int verlet = CL->von;
     if (!dq->cnt[t] || dq->lcap[t] < nq || (verlet && !dq->scnt[t])) {
         uint64_t rows = pq->cap > nq ? pq->cap : nq;
         cl_rel(ctx, &dq->cnt[t]);
         cl_rel(ctx, &dq->idx[t]);
         cl_rel(ctx, &dq->scnt[t]);
-        cl_rel(ctx, &dq->sidx[t]);
         dq->lcap[t] = 0;
         const size_t rw = (size_t)(rows ? rows : 1);
         if (!(dq->cnt[t] = cl_mk(ctx, rw * 4)) || !(dq->idx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
             return FLOE_ERR_NOMEM;
-        if (verlet && (!(dq->scnt[t] = cl_mk(ctx, rw * 4)) || !(dq->sidx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4))))
+        if (verlet && !(dq->scnt[t] = cl_mk(ctx, rw * 4)))
             return FLOE_ERR_NOMEM;
         dq->lcap[t] = (uint32_t)rows;
     }
@@ -63,7 +62,7 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     cl_float r2 = radius * radius;
     cl_int same = q == t, excl = q == t;
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
-    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = verlet ? dq->sidx[t] : dq->idx[t];
+    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = dq->idx[t];
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
     int rc;
@@ -79,7 +78,7 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
                     ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot));
     /* Verlet: the build reports the skin lists' counts (the overflow
      * check); the cut now */
-    return rc || !verlet ? rc : cl_verlet_filter(ctx, q, t, slot, 0);
+    return rc || !verlet ? rc : cl_verlet_cut(ctx, q, t, slot, 1);
 }
 
 /* Clear the counts of every pair */
@@ -165,7 +164,7 @@ static int cut_all(floe_ctx *ctx)
     if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx)))
         return rc;
     for (int pr = 0; pr < CL->nb_np && !rc; pr++)
-        rc = cl_verlet_filter(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr), 1);
+        rc = cl_verlet_cut(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr), 0);
     if (rc)
         return rc;
     cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)STATS_WORDS * 4, nb_stats_host(ctx), 0,

@@ -87,7 +87,6 @@ static void destroy(floe_ctx *ctx)
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
             cl_rel(ctx, &d->scnt[t]);
-            cl_rel(ctx, &d->sidx[t]);
         }
     }
     for (int k = 0; k < 6; k++)

@@ -62,10 +62,11 @@ typedef struct cl_setdev {
     cl_mem perm_tmp;
     size_t perm_bytes;
     int spos_stale;          /* a device stage wrote x since the sort (spos differs from x) */
-    /* Verlet lists (verlet.c): the lists within support + skin (cnt/idx
-     * hold them cut to the support), the positions of their build, and the
-     * count, layout and slot generation the build saw */
-    cl_mem scnt[MAX_SETS], sidx[MAX_SETS];
+    /* Verlet lists (verlet.c): the counts of the lists within support +
+     * skin (idx holds those rows, cnt how many of each are within the
+     * support), the positions of their build, and the count, layout and
+     * slot generation the build saw */
+    cl_mem scnt[MAX_SETS];
     cl_mem x0;
     uint32_t x0_cap, vn, vlayout;
     uint16_t vgen;
@@ -317,8 +318,9 @@ int cl_verlet_due(floe_ctx *ctx);
 int cl_verlet_built(floe_ctx *ctx);
 /* a step without a build: the displacements measured into the stats words */
 int cl_verlet_moved(floe_ctx *ctx);
-/* cut pair (q, t)'s skin lists to the support (report: counts to stats) */
-int cl_verlet_filter(floe_ctx *ctx, int q, int t, cl_uint slot, int report);
+/* cut pair (q, t)'s skin lists to the support in place (fresh: just
+ * built; else the counts go to stats) */
+int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh);
 /* the settled words st (the stats buffer's head): 1 when a pair may have
  * closed the skin (the lists must be built again), else 0; keeps vd */
 int cl_verlet_closed(floe_ctx *ctx, const cl_uint *st);

@@ -1,12 +1,15 @@
 /* OpenCL backend: Verlet lists (the neighbours stage's skin > 0). The
  * lists are built within support + skin on a grid of cells that wide and
- * reused while no pair can have closed the skin; every step nb_filter cuts
- * them to the pairs within the support radius (kernels/core/neighbours.cl),
- * so the stages see the sets a build every step gives (within a row, in
- * the order of the last build). A step without a build launches no sort
- * and no cell walk: the displacements since the build (nb_moved) and the
- * cut, whose counts and displacements come back in the neighbour counts'
- * read, without waiting.
+ * reused while no pair can have closed the skin; every step nb_cut cuts
+ * them to the pairs within the support radius in place
+ * (kernels/core/neighbours.cl: each row holds its skin entries with the
+ * ones within the support first, the count the stages read says how
+ * many), so the stages see the sets a build every step gives, in a
+ * deterministic order of their own. A step without a build launches no
+ * sort and no cell walk: the displacements since the build (nb_moved) and
+ * the cut, which writes only the rows where a pair crossed the support
+ * radius; their counts and the displacements come back in the neighbour
+ * counts' read, without waiting.
  *
  * When to build: the host decides before the step's stages run, from the
  * displacements of the last settled steps (the largest pair bound of the
@@ -141,31 +144,28 @@ int cl_verlet_moved(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-int cl_verlet_filter(floe_ctx *ctx, int q, int t, cl_uint slot, int report)
+int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh)
 {
     pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
     cl_setdev *dq = &CL->sets[q];
     cl_uint nq = pq->n;
-    if (nq == 0 || !dq->scnt[t])
+    if (nq == 0 || !dq->scnt[t] || pt->n == 0) /* nothing to find: the build left zero counts */
         return FLOE_OK;
-    if (pt->n == 0) { /* nothing to find: the build left zero counts */
-        cl_uint zero = 0;
-        cl_int e = F->clEnqueueFillBuffer(CL->q, dq->cnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
-        return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
-    }
     cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ), xt = cl_attr_named(ctx, t, "x", FLOE_VEC3, FLOE_READ);
     if (!xq || !xt)
         return FLOE_ERR;
     cl_float r2 = ctx->info.support * ctx->info.support;
-    cl_int dim3 = ctx->info.dim == 3, rep = report;
+    cl_int dim3 = ctx->info.dim == 3, fr = fresh, report = !fresh;
     cl_uint pitch = dq->lcap[t];
-    /* bytes: the query and its counts; per entry of the lists as large as
-     * the last ones, its index, its target's position and the cut index */
-    const double total = dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq;
-    const double bytes = 20.0 * nq + 20.0 * total;
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_filter"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt),
-                  ARG(r2), ARG(dim3), ARG(dq->scnt[t]), ARG(dq->sidx[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]),
-                  ARG(pitch), ARG(rep), ARG(CL->stats), ARG(slot));
+    /* bytes: the query and its counts, per entry of the skin lists (about
+     * the last lists' total times the candidates' volume ratio) its index
+     * and its target's position */
+    const double f = (1.0 + CL->vskin) * (1.0 + CL->vskin) * (1.0 + CL->vskin);
+    const double total = (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq) * (fresh ? 1.0 : f);
+    const double bytes = 20.0 * nq + 16.0 * total;
+    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_cut"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt), ARG(r2),
+                  ARG(dim3), ARG(dq->scnt[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(pitch), ARG(fr), ARG(report),
+                  ARG(CL->stats), ARG(slot));
 }
 
 int cl_verlet_closed(floe_ctx *ctx, const cl_uint *st)
