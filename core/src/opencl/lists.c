@@ -161,8 +161,9 @@ static int cut_all(floe_ctx *ctx)
     if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
     set_pairs(ctx);
-    if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx)))
+    if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx, 0)))
         return rc;
+    CL->vbuilt = 0;
     for (int pr = 0; pr < CL->nb_np && !rc; pr++)
         rc = cl_verlet_cut(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr), 0);
     if (rc)
@@ -198,7 +199,9 @@ static int build_all(floe_ctx *ctx, int reorder)
     if (lazy)
         CL->nb_np = 0;
     const int np = CL->nb_np;
-    if ((rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
+    /* Verlet lists: the positions of the build kept (the sorts may have
+     * reordered them), packed for the cut */
+    if ((CL->von && (rc = cl_verlet_built(ctx))) || (rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
         return rc;
     int late = 0;
     for (int s = 0; s < ctx->npsets; s++)
@@ -213,8 +216,6 @@ static int build_all(floe_ctx *ctx, int reorder)
     }
     /* the one small read of the neighbour update, the largest count and the
      * total of every pair, after the outside rule's words: without waiting */
-    if (CL->von && (rc = cl_verlet_built(ctx)))
-        return rc;
     cl_uint *st = nb_stats_host(ctx);
     const size_t words = CL->von ? (size_t)STATS_WORDS : (size_t)(STATS_PAIR0 + 2 * np);
     cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, words * 4, st, 0, NULL, &CL->nb_ev);

@@ -83,6 +83,7 @@ static void destroy(floe_ctx *ctx)
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
         cl_rel(ctx, &d->x0);
+        cl_rel(ctx, &d->xp);
         for (int t = 0; t < MAX_SETS; t++) {
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);

@@ -67,8 +67,8 @@ typedef struct cl_setdev {
      * support), the positions of their build, and the count, layout and
      * slot generation the build saw */
     cl_mem scnt[MAX_SETS];
-    cl_mem x0;
-    uint32_t x0_cap, vn, vlayout;
+    cl_mem x0, xp;           /* xp: the positions as float4 for the cut */
+    uint32_t x0_cap, xp_cap, vn, vlayout;
     uint16_t vgen;
 } cl_setdev;
 
@@ -314,10 +314,12 @@ int cl_verlet_setup(floe_ctx *ctx);
 /* the skin lists must be built now (a change, a frame start, the skin
  * nearly closed by the last settled steps' displacements) */
 int cl_verlet_due(floe_ctx *ctx);
-/* after a build: the positions and layout of every set kept */
+/* a build (after the sorts, before the lists): the positions and layout
+ * of every set kept, the positions packed for the cut */
 int cl_verlet_built(floe_ctx *ctx);
-/* a step without a build: the displacements measured into the stats words */
-int cl_verlet_moved(floe_ctx *ctx);
+/* every step: the displacements of the moving sets into the stats words,
+ * their positions packed for the cut (build: the static sets' too) */
+int cl_verlet_moved(floe_ctx *ctx, int build);
 /* cut pair (q, t)'s skin lists to the support in place (fresh: just
  * built; else the counts go to stats) */
 int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh);

@@ -117,30 +117,33 @@ int cl_verlet_built(floe_ctx *ctx)
     CL->vbuilt = 1;
     CL->vbuilds++;
     ctx->nb_rebuild = 0;
-    return FLOE_OK;
+    return cl_verlet_moved(ctx, 1);
 }
 
-int cl_verlet_moved(floe_ctx *ctx)
+int cl_verlet_moved(floe_ctx *ctx, int build)
 {
     cl_kernel k = cl_core_kernel(ctx, "neighbours.cl", "nb_moved");
-    if (!k)
+    cl_mem st = cl_stats(ctx);
+    if (!k || !st)
         return FLOE_ERR;
     cl_int dim3 = ctx->info.dim == 3;
-    cl_mem st = cl_stats(ctx);
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         cl_setdev *d = &CL->sets[s];
-        if (p->is_static || p->n == 0)
+        if ((p->is_static && !build) || p->n == 0)
             continue;
         cl_mem x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
-        if (!x || !d->x0)
+        int rc;
+        if (!x || (!p->is_static && !d->x0))
             return FLOE_ERR;
+        if ((rc = cl_ensure(ctx, &d->xp, &d->xp_cap, p->n, 16)))
+            return rc;
+        /* a static set: its own positions as x0 (no displacement) */
+        cl_mem x0 = p->is_static ? x : d->x0;
         cl_uint n = p->n, word = (cl_uint)(STATS_DISP0 + s);
-        int rc = LAUNCH(k, n, WG, 24.0 * n, ARG(x), ARG(d->x0), ARG(n), ARG(dim3), ARG(st), ARG(word));
-        if (rc)
+        if ((rc = LAUNCH(k, n, WG, 40.0 * n, ARG(x), ARG(x0), ARG(n), ARG(dim3), ARG(st), ARG(word), ARG(d->xp))))
             return rc;
     }
-    CL->vbuilt = 0;
     return FLOE_OK;
 }
 
@@ -151,7 +154,7 @@ int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh)
     cl_uint nq = pq->n;
     if (nq == 0 || !dq->scnt[t] || pt->n == 0) /* nothing to find: the build left zero counts */
         return FLOE_OK;
-    cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ), xt = cl_attr_named(ctx, t, "x", FLOE_VEC3, FLOE_READ);
+    cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ), xt = CL->sets[t].xp;
     if (!xq || !xt)
         return FLOE_ERR;
     cl_float r2 = ctx->info.support * ctx->info.support;
