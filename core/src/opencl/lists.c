@@ -296,12 +296,15 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         return rc;
     /* Verlet lists: a pair that may have closed the skin since the build
      * (the step's own displacements, settled now) builds them again */
-    if (!changed && CL->von && cl_verlet_closed(ctx, nb_stats_host(ctx))) {
+    int late = 0;
+    if (!changed && CL->von && (late = cl_verlet_closed(ctx, nb_stats_host(ctx)))) {
         changed = 1;
         CL->vlate++;
     }
-    if (CL->von)
+    if (CL->von) { /* the run record's means per frame: the shares of steps that built */
         floe_core_api()->stat(ctx, "neighbours.rebuilt", changed || CL->vbuilt ? 1.0 : 0.0);
+        floe_core_api()->stat(ctx, "neighbours.rebuilt_late", late ? 1.0 : 0.0);
+    }
     if (changed) {
         if ((rc = build_all(ctx, 0)))
             return rc;

@@ -238,6 +238,10 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     b->nb_local_off = nl && !strcmp(nl, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");
     b->nb_spec_off = sp && !strcmp(sp, "0");
+    /* FLOE_CL_VERLET_PREDICT=0: Verlet lists built only where a step's
+     * settled displacements say so (the late path, for tests) */
+    const char *vp = getenv("FLOE_CL_VERLET_PREDICT");
+    b->vpredict_off = vp && !strcmp(vp, "0");
     /* FLOE_CL_NEIGHBOURS: lists (default) or cells (docs/opencl.md) */
     const char *nm = getenv("FLOE_CL_NEIGHBOURS");
     if (nm && nm[0] && strcmp(nm, "lists") != 0 && strcmp(nm, "cells") != 0) {

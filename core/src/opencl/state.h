@@ -168,7 +168,7 @@ typedef struct cl_backend {
      * displacement bound of the last two settled steps (vd[0] the later) */
     float vskin;
     nb_grid vgrid;
-    int von, vvalid, vbuilt, vreorder;
+    int von, vvalid, vbuilt, vreorder, vpredict_off; /* FLOE_CL_VERLET_PREDICT=0 */
     double vd[2];
     uint64_t vbuilds, vsteps, vlate; /* builds, steps, builds at the settling */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];

@@ -89,6 +89,8 @@ int cl_verlet_due(floe_ctx *ctx)
         if (p->n != d->vn || p->layout != d->vlayout || p->gen != d->vgen || (p->is_static && !d->sorted_valid))
             return 1;
     }
+    if (CL->vpredict_off)
+        return 0;
     const double grow = CL->vd[0] > CL->vd[1] ? CL->vd[0] - CL->vd[1] : 0.0;
     return !(CL->vd[0] + 2.0 * grow < vlimit(ctx));
 }
