@@ -162,12 +162,13 @@ int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh)
     cl_float r2 = ctx->info.support * ctx->info.support;
     cl_int dim3 = ctx->info.dim == 3, fr = fresh, report = !fresh;
     cl_uint pitch = dq->lcap[t];
-    /* bytes: the query and its counts, per entry of the skin lists (about
-     * the last lists' total times the candidates' volume ratio) its index
-     * and its target's position */
+    /* bytes (the list kernels' model, docs/opencl.md: gathers of the
+     * targets' positions, mostly cache hits, not counted): the query and
+     * its two counts, and 4 B per entry of the skin rows (the last lists'
+     * total times the candidates' volume ratio on a step without a build) */
     const double f = (1.0 + CL->vskin) * (1.0 + CL->vskin) * (1.0 + CL->vskin);
     const double total = (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq) * (fresh ? 1.0 : f);
-    const double bytes = 20.0 * nq + 16.0 * total;
+    const double bytes = 20.0 * nq + 4.0 * total;
     return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_cut"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt), ARG(r2),
                   ARG(dim3), ARG(dq->scnt[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(pitch), ARG(fr), ARG(report),
                   ARG(CL->stats), ARG(slot));
