@@ -243,8 +243,7 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
  * memory and written out neighbour-major at the end, so consecutive work
  * items write consecutive words. Otherwise (a group spanning two rows) each
  * query walks global memory as in nb_build. Either way the lists are
- * exactly nb_build's. Hits past the first NBL_S of a row (wide rows: Verlet
- * lists' skins) go straight to global memory. */
+ * exactly nb_build's. Needs stride <= NBL_S (the host uses nb_build above). */
 #define NBL_WG 128
 #define NBL_T 256
 #define NBL_S 64
@@ -308,8 +307,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                                 if (j != i) {
                                     if (c < NBL_S)
                                         hits[c * NBL_WG + lid] = j;
-                                    else if (c < stride)
-                                        idx[(size_t)c * pitch + i] = j;
                                     c++;
                                 }
                             }
@@ -336,8 +333,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                         if (j != i) {
                             if (c < NBL_S)
                                 hits[c * NBL_WG + lid] = j;
-                            else if (c < stride)
-                                idx[(size_t)c * pitch + i] = j;
                             c++;
                         }
                     }
@@ -346,7 +341,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     }
     if (act) {
         const uint w = c < stride ? c : stride;
-        for (uint k = 0; k < w && k < NBL_S; k++) /* the rest went out as found */
+        for (uint k = 0; k < w; k++)
             idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
         count[i] = w; /* cut as nb_build does */
     }

@@ -66,9 +66,9 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
     int rc;
-    /* a set against itself, no periodic axes: the work-group kernel
-     * (candidates staged in local memory) */
-    if (same && !per && !CL->nb_local_off)
+    /* a set against itself, no periodic axes, lists of at most 64: the
+     * work-group kernel (candidates staged in local memory) */
+    if (same && !per && stride <= 64 && !CL->nb_local_off)
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
                     ARG(CL->stats), ARG(slot));
