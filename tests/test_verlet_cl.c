@@ -5,7 +5,8 @@
  * in itself and in the walls), through deletes, additions, a reversed order
  * and a teleported particle, also where every build for displacement is
  * found only when the step's displacements are settled (the stages run on
- * the cut lists run again); the lists were reused on most steps and
+ * the cut lists run again), with either cut (in build order, or in place:
+ * FLOE_CL_VERLET_CUT=swap); the lists were reused on most steps and
  * rebuilt by the displacement rule; and the run's positions equal those of
  * building every step within float-order tolerance. */
 #include "cl_fixture.h"
@@ -190,14 +191,17 @@ static void delete_and_add(floe_ctx *ctx, floe_set s, int round)
 /* late: the builds decided only by the settled displacements of each step
  * (FLOE_CL_VERLET_PREDICT=0), so every build for displacement comes after
  * the stages ran on the cut lists, which then run again */
-static void sets_equal(int dim, float d, int steps, int late)
+static void sets_equal_cut(int dim, float d, int steps, int late, const char *cut)
 {
     need_opencl();
     check c = {0};
     if (late)
         setenv("FLOE_CL_VERLET_PREDICT", "0", 1);
+    if (cut)
+        setenv("FLOE_CL_VERLET_CUT", cut, 1);
     fixture f = dam(dim, d, 0.3, &c);
     unsetenv("FLOE_CL_VERLET_PREDICT");
+    unsetenv("FLOE_CL_VERLET_CUT");
     for (int step = 1; step <= steps; step++) {
         if (step % 400 == 0) /* particles deleted and added between steps */
             delete_and_add(f.ctx, f.fluid, step / 400);
@@ -236,7 +240,16 @@ static void sets_equal(int dim, float d, int steps, int late)
     floe_ctx_destroy(f.ctx);
 }
 
+static void sets_equal(int dim, float d, int steps, int late) { sets_equal_cut(dim, d, steps, late, NULL); }
+
 Test(verlet_cl, neighbour_sets_equal_a_search_from_scratch_every_step_2d) { sets_equal(2, 0.02f, 1600, 0); }
+
+/* the cut in place (FLOE_CL_VERLET_CUT=swap), both ways of building */
+Test(verlet_cl, neighbour_sets_equal_with_the_cut_in_place)
+{
+    sets_equal_cut(2, 0.02f, 900, 0, "swap");
+    sets_equal_cut(2, 0.02f, 900, 1, "swap");
+}
 
 Test(verlet_cl, neighbour_sets_equal_a_search_from_scratch_every_step_3d) { sets_equal(3, 0.04f, 600, 0); }
 

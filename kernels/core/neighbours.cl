@@ -401,7 +401,8 @@ inline int nb_near(__global const float4 *xt, uint j, float px, float py, float 
     return d2 < r2;
 }
 
-/* The cut of the skin lists, in place: row i holds its scnt[i] skin
+/* The cut of the skin lists in place (FLOE_CL_VERLET_CUT=swap; the
+ * default is nb_cut_stable below): row i holds its scnt[i] skin
  * entries with the count[i] within r2 first (xt: the targets' positions
  * packed by nb_moved); the stages read count and idx as any lists. A row whose entries still sit on the right side of its
  * count (most rows, most steps) is only read; the others are partitioned
@@ -454,6 +455,52 @@ __kernel void nb_cut(uint nq, __global const float *xq, __global const float4 *x
             }
             count[i] = c;
         }
+        if (report) {
+            atomic_max(&lmax, c);
+            atomic_add(&lsum, c);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (report && get_local_id(0) == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}
+
+/* The cut in build order (the default; FLOE_CL_VERLET_CUT=swap: nb_cut):
+ * the skin rows stay as built in sidx, and row i of idx holds the entries
+ * within r2 in that order. Walking the skin row, each entry within r2 is
+ * compared with the cut row's entry at its place; the cut row is written
+ * only from the first difference on (most rows, most steps: not at all),
+ * and the count only where it changed. fresh, report: as nb_cut. */
+__kernel void nb_cut_stable(uint nq, __global const float *xq, __global const float4 *xt, float r2, int dim3,
+                            __global const uint *scnt, __global const uint *sidx, __global uint *count,
+                            __global uint *idx, uint pitch, int fresh, int report, __global uint *stats, uint slot)
+{
+    __local uint lmax, lsum;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < nq) {
+        const float px = xq[3 * i], py = xq[3 * i + 1], pz = dim3 ? xq[3 * i + 2] : 0.0f;
+        const uint m = scnt[i], old = fresh ? 0u : count[i];
+        uint c = 0;
+        int same = !fresh;
+        for (uint k = 0; k < m; k++) {
+            const uint j = sidx[(size_t)k * pitch + i];
+            if (nb_near(xt, j, px, py, pz, r2, dim3)) {
+                if (same && (c >= old || idx[(size_t)c * pitch + i] != j))
+                    same = 0;
+                if (!same)
+                    idx[(size_t)c * pitch + i] = j;
+                c++;
+            }
+        }
+        if (c != old || fresh)
+            count[i] = c;
         if (report) {
             atomic_max(&lmax, c);
             atomic_add(&lsum, c);

@@ -20,19 +20,23 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     uint32_t nq = pq->n;
     if (!dq->lstride[t])
         dq->lstride[t] = ctx->info.dim == 3 ? 64u : 32u;
-    /* Verlet lists: built within support + skin into idx, their counts
-     * into scnt, then cut in place (cnt: the entries within the support) */
-    const int verlet = CL->von;
-    if (!dq->cnt[t] || dq->lcap[t] < nq || (verlet && !dq->scnt[t])) {
+    /* Verlet lists: built within support + skin into scnt/sidx (the same
+     * rows and stride), then cut into cnt/idx (FLOE_CL_VERLET_CUT=swap:
+     * built into idx, its counts into scnt, then cut in place) */
+    const int verlet = CL->von, sep = verlet && !CL->vswap;
+    if (!dq->cnt[t] || dq->lcap[t] < nq || (verlet && !dq->scnt[t]) || (sep && !dq->sidx[t])) {
         uint64_t rows = pq->cap > nq ? pq->cap : nq;
         cl_rel(ctx, &dq->cnt[t]);
         cl_rel(ctx, &dq->idx[t]);
         cl_rel(ctx, &dq->scnt[t]);
+        cl_rel(ctx, &dq->sidx[t]);
         dq->lcap[t] = 0;
         const size_t rw = (size_t)(rows ? rows : 1);
         if (!(dq->cnt[t] = cl_mk(ctx, rw * 4)) || !(dq->idx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
             return FLOE_ERR_NOMEM;
         if (verlet && !(dq->scnt[t] = cl_mk(ctx, rw * 4)))
+            return FLOE_ERR_NOMEM;
+        if (sep && !(dq->sidx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
             return FLOE_ERR_NOMEM;
         dq->lcap[t] = (uint32_t)rows;
     }
@@ -62,7 +66,7 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     cl_float r2 = radius * radius;
     cl_int same = q == t, excl = q == t;
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
-    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = dq->idx[t];
+    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = sep ? dq->sidx[t] : dq->idx[t];
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
     int rc;

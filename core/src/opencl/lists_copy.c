@@ -90,6 +90,7 @@ static int lists_to_device(floe_ctx *ctx)
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
             cl_rel(ctx, &d->scnt[t]); /* Verlet lists: built again */
+            cl_rel(ctx, &d->sidx[t]);
             if (!(d->cnt[t] = cl_mk(ctx, (size_t)(n ? n : 1) * 4)) || !(d->idx[t] = cl_mk(ctx, (size_t)(n ? n : 1) * stride * 4))) {
                 free(tmp);
                 return FLOE_ERR_NOMEM;

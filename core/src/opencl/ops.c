@@ -88,6 +88,7 @@ static void destroy(floe_ctx *ctx)
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
             cl_rel(ctx, &d->scnt[t]);
+            cl_rel(ctx, &d->sidx[t]);
         }
     }
     for (int k = 0; k < 6; k++)
@@ -242,6 +243,8 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
      * settled displacements say so (the late path, for tests) */
     const char *vp = getenv("FLOE_CL_VERLET_PREDICT");
     b->vpredict_off = vp && !strcmp(vp, "0");
+    const char *vc = getenv("FLOE_CL_VERLET_CUT");
+    b->vswap = vc && !strcmp(vc, "swap");
     /* FLOE_CL_NEIGHBOURS: lists (default) or cells (docs/opencl.md) */
     const char *nm = getenv("FLOE_CL_NEIGHBOURS");
     if (nm && nm[0] && strcmp(nm, "lists") != 0 && strcmp(nm, "cells") != 0) {

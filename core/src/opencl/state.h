@@ -62,11 +62,12 @@ typedef struct cl_setdev {
     cl_mem perm_tmp;
     size_t perm_bytes;
     int spos_stale;          /* a device stage wrote x since the sort (spos differs from x) */
-    /* Verlet lists (verlet.c): the counts of the lists within support +
-     * skin (idx holds those rows, cnt how many of each are within the
-     * support), the positions of their build, and the count, layout and
-     * slot generation the build saw */
-    cl_mem scnt[MAX_SETS];
+    /* Verlet lists (verlet.c): the lists within support + skin, their
+     * counts in scnt and their rows in sidx (cnt/idx: the cut), or, with
+     * FLOE_CL_VERLET_CUT=swap, in idx itself (cnt: how many of each row
+     * are within the support); the positions of their build, and the
+     * count, layout and slot generation the build saw */
+    cl_mem scnt[MAX_SETS], sidx[MAX_SETS]; /* sidx: the skin rows (cut in build order) */
     cl_mem x0, xp;           /* xp: the positions as float4 for the cut */
     uint32_t x0_cap, xp_cap, vn, vlayout;
     uint16_t vgen;
@@ -169,6 +170,7 @@ typedef struct cl_backend {
     float vskin;
     nb_grid vgrid;
     int von, vvalid, vbuilt, vreorder, vpredict_off; /* FLOE_CL_VERLET_PREDICT=0 */
+    int vswap;              /* FLOE_CL_VERLET_CUT=swap: the cut in place (nb_cut) */
     double vd[2];
     uint64_t vbuilds, vsteps, vlate; /* builds, steps, builds at the settling */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];

@@ -169,9 +169,15 @@ int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh)
     const double f = (1.0 + CL->vskin) * (1.0 + CL->vskin) * (1.0 + CL->vskin);
     const double total = (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq) * (fresh ? 1.0 : f);
     const double bytes = 20.0 * nq + 4.0 * total;
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_cut"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt), ARG(r2),
-                  ARG(dim3), ARG(dq->scnt[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(pitch), ARG(fr), ARG(report),
-                  ARG(CL->stats), ARG(slot));
+    if (CL->vswap)
+        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_cut"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt),
+                      ARG(r2), ARG(dim3), ARG(dq->scnt[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(pitch), ARG(fr),
+                      ARG(report), ARG(CL->stats), ARG(slot));
+    if (!dq->sidx[t])
+        return FLOE_OK;
+    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_cut_stable"), nq, WG, bytes, ARG(nq), ARG(xq), ARG(xt),
+                  ARG(r2), ARG(dim3), ARG(dq->scnt[t]), ARG(dq->sidx[t]), ARG(dq->cnt[t]), ARG(dq->idx[t]),
+                  ARG(pitch), ARG(fr), ARG(report), ARG(CL->stats), ARG(slot));
 }
 
 int cl_verlet_closed(floe_ctx *ctx, const cl_uint *st)
