@@ -132,7 +132,8 @@ __kernel void nb_stable(__global const uint *tmp, __global const uint *key, __gl
 __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global const float4 *spos,
                        __global const uint *order, __global const uint *cs, float4 go, int4 gn, float r2,
                        int exclude_self, uint per, float4 plo, float4 period, __global uint *count,
-                       __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot)
+                       __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot,
+                       __global const uchar *near, int use_near)
 {
     __local uint lmax, lsum;
     const uint q = get_global_id(0);
@@ -194,6 +195,9 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
             const int ix = nb_axis(px, go.x, go.w, gn.x);
             const int iy = nb_axis(py, go.y, go.w, gn.y);
             const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
+            /* no target in the block around the query's cell (nb_near_cells) */
+            if (use_near && !near[(uint)ix + (uint)gn.x * ((uint)iy + (uint)gn.y * (uint)iz)])
+                continue;
             const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
             const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
             const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
@@ -231,6 +235,30 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
         atomic_max(&stats[2 * slot], lmax);
         atomic_add(&stats[2 * slot + 1], lsum);
     }
+}
+
+/* near[c] = 1 where a cell of the 3x3(x3) block around cell c holds a
+ * particle of the sorted set (cell starts cs): nb_build skips the walk of a
+ * query whose cell has none (the fluid far from the walls, for a static
+ * wall set; no periodic axes). One work item per cell. */
+__kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __global uchar *near)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells)
+        return;
+    const int ix = (int)(c % (uint)gn.x), iy = (int)((c / (uint)gn.x) % (uint)gn.y);
+    const int iz = (int)(c / ((uint)gn.x * (uint)gn.y));
+    const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
+    const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
+    const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
+    uchar any = 0;
+    for (int z = zlo; z <= zhi; z++)
+        for (int y = ylo; y <= yhi; y++) {
+            const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
+            if (cs[row + (uint)xhi + 1] > cs[row + (uint)xlo])
+                any = 1;
+        }
+    near[c] = any;
 }
 
 /* Lists of a set against itself without periodic axes, one work group of

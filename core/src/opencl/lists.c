@@ -13,6 +13,28 @@ static cl_uint *nb_stats_host(floe_ctx *ctx)
     return p ? p : CL->nb_st_page;
 }
 
+/* the cells of set t's sort with a particle of t in their block, once per
+ * sort (nb_near_cells) */
+static int near_cells(floe_ctx *ctx, int t)
+{
+    cl_setdev *d = &CL->sets[t];
+    if (d->near_valid)
+        return FLOE_OK;
+    const nb_grid *g = cl_dev_grid(ctx);
+    cl_uint ncells = (cl_uint)g->n[0] * (cl_uint)g->n[1] * (cl_uint)g->n[2];
+    int rc = cl_ensure(ctx, &d->near, &d->near_cap, ncells, 1);
+    if (rc)
+        return rc;
+    cl_float4 go;
+    cl_int4 gn;
+    cl_grid_args(ctx, &go, &gn);
+    if ((rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_near_cells"), ncells, WG, 73.0 * ncells, ARG(d->cs),
+                     ARG(gn), ARG(ncells), ARG(d->near))))
+        return rc;
+    d->near_valid = 1;
+    return FLOE_OK;
+}
+
 static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 {
     pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
@@ -76,10 +98,18 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
                     ARG(CL->stats), ARG(slot));
-    else
+    else {
+        /* into a static set without periodic axes: the walks of queries
+         * with none of it in their block are skipped */
+        cl_int use_near = pt->is_static && !per && !CL->nb_near_off;
+        if (use_near && (rc = near_cells(ctx, t)))
+            return rc;
+        cl_mem near = use_near ? dt->near : dt->cs; /* any buffer when unused */
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
                     ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
-                    ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot));
+                    ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot),
+                    ARG(near), ARG(use_near));
+    }
     /* Verlet: the build reports the skin lists' counts (the overflow
      * check); the cut now */
     return rc || !verlet ? rc : cl_verlet_cut(ctx, q, t, slot, 1);

@@ -79,7 +79,7 @@ static void destroy(floe_ctx *ctx)
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
             cl_rel(ctx, &d->at[a].mem);
-        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
+        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp, &d->near};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
         cl_rel(ctx, &d->x0);
@@ -237,6 +237,8 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     const char *ac = getenv("FLOE_CL_ARGCACHE"), *nl = getenv("FLOE_CL_NB_LOCAL");
     b->argcache_off = ac && !strcmp(ac, "0");
     b->nb_local_off = nl && !strcmp(nl, "0");
+    const char *nn = getenv("FLOE_CL_NB_NEAR");
+    b->nb_near_off = nn && !strcmp(nn, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");
     b->nb_spec_off = sp && !strcmp(sp, "0");
     /* FLOE_CL_VERLET_PREDICT=0: Verlet lists built only where a step's

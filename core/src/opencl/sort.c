@@ -107,6 +107,7 @@ int cl_sort(floe_ctx *ctx, int s)
     }
     if ((rc = cl_ensure(ctx, &d->cs, &d->cs_cap, (uint64_t)ncells + 1, 4)))
         return rc;
+    d->near_valid = 0;
     cl_uint zero = 0;
     cl_int e = F->clEnqueueFillBuffer(CL->q, d->cs, &zero, 4, 0, ((size_t)ncells + 1) * 4, 0, NULL, NULL);
     if (e != CL_SUCCESS)

@@ -56,6 +56,9 @@ typedef struct cl_setdev {
     uint32_t cap;
     cl_mem cs;
     uint32_t cs_cap;
+    cl_mem near;             /* a static set: the cells with it in their block (nb_near_cells) */
+    uint32_t near_cap;
+    int near_valid;          /* near is of the current sort */
     cl_mem cnt[MAX_SETS], idx[MAX_SETS];
     uint32_t lcap[MAX_SETS], lstride[MAX_SETS], ln[MAX_SETS];
     double ltotal[MAX_SETS];
@@ -149,6 +152,7 @@ typedef struct cl_backend {
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
+    int nb_near_off;        /* FLOE_CL_NB_NEAR=0: lists into a static set walk every query's block */
     /* neighbour lists built speculatively: the counts (overflow check) are
      * read without waiting and settled before the first stage that cannot
      * simply be run again (cl_lists_settle; FLOE_CL_NB_SPECULATE=0: at once) */
