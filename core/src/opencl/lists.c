@@ -182,11 +182,6 @@ static int build_lists(floe_ctx *ctx, int late)
     return rc;
 }
 
-/* Sort every set that needs it, build the lists of every pair and read
- * their counts without waiting. A set placed late (api->set_placer) comes
- * last: the other sets' sorts and lists are launched, then its owner
- * places it (host work that overlaps them), then it is sorted and the
- * lists into it built. */
 /* Verlet lists, a step without a build: the displacements and the cut of
  * every pair, their counts read without waiting */
 static int cut_all(floe_ctx *ctx)
@@ -215,6 +210,11 @@ static int cut_all(floe_ctx *ctx)
     return FLOE_OK;
 }
 
+/* Sort every set that needs it, build the lists of every pair and read
+ * their counts without waiting. A set placed late (api->set_placer) comes
+ * last: the other sets' sorts and lists are launched, then its owner
+ * places it (host work that overlaps them), then it is sorted and the
+ * lists into it built. */
 static int build_all(floe_ctx *ctx, int reorder)
 {
     int rc;
