@@ -247,11 +247,11 @@ Test(verlet_cl, neighbour_sets_equal_a_search_from_scratch_every_step_2d) { sets
 /* the cut in place (FLOE_CL_VERLET_CUT=swap), both ways of building */
 Test(verlet_cl, neighbour_sets_equal_with_the_cut_in_place)
 {
-    sets_equal_cut(2, 0.02f, 900, 0, "swap");
-    sets_equal_cut(2, 0.02f, 900, 1, "swap");
+    sets_equal_cut(2, 0.02f, 600, 0, "swap");
+    sets_equal_cut(2, 0.02f, 600, 1, "swap");
 }
 
-Test(verlet_cl, neighbour_sets_equal_a_search_from_scratch_every_step_3d) { sets_equal(3, 0.04f, 600, 0); }
+Test(verlet_cl, neighbour_sets_equal_a_search_from_scratch_every_step_3d) { sets_equal(3, 0.04f, 400, 0); }
 
 Test(verlet_cl, neighbour_sets_equal_with_every_build_found_late) { sets_equal(2, 0.02f, 1200, 1); }
 
