@@ -1,15 +1,17 @@
 /* OpenCL backend: Verlet lists (the neighbours stage's skin > 0). The
  * lists are built within support + skin on a grid of cells that wide and
- * reused while no pair can have closed the skin; every step nb_cut cuts
- * them to the pairs within the support radius in place
- * (kernels/core/neighbours.cl: each row holds its skin entries with the
- * ones within the support first, the count the stages read says how
- * many), so the stages see the sets a build every step gives, in a
- * deterministic order of their own. A step without a build launches no
- * sort and no cell walk: the displacements since the build (nb_moved) and
- * the cut, which writes only the rows where a pair crossed the support
- * radius; their counts and the displacements come back in the neighbour
- * counts' read, without waiting.
+ * reused while no pair can have closed the skin; every step nb_cut_stable
+ * cuts them to the pairs within the support radius into the lists the
+ * stages read, in the build's order (kernels/core/neighbours.cl; with
+ * FLOE_CL_VERLET_CUT=swap nb_cut partitions the skin rows in place), so
+ * the stages see the sets a build every step gives. A step without a
+ * build launches no sort and no cell walk: the displacements since the
+ * build (nb_moved) and the cut, which writes only the rows where a pair
+ * crossed the support radius; their counts and the displacements come
+ * back in the neighbour counts' read, without waiting. On the H200 this
+ * is slower than building every step in the dam break benchmark
+ * (docs/opencl.md, "Verlet lists on the H200"): the cut reads every skin
+ * entry, about as dear as the build it saves.
  *
  * When to build: the host decides before the step's stages run, from the
  * displacements of the last settled steps (the largest pair bound of the
