@@ -63,6 +63,11 @@ sim:remove_set "gate"
 sim:pipeline(pipe(false))
 local t0 = sim.time
 local scale = math.sqrt(2 * g / a)
+-- the front as scenes/dam_break_2d.lua and `floe validate` take it: the
+-- outermost particle with two others within 1.5 d (front.probe.csv, which
+-- scripts/martin_moyce.py reads when given the run's folder)
+sim:probe{ name = "front", kind = "front", axis = "x", time_origin = t0, time_scale = scale, scale = 1 / a,
+           min_neighbours = 2 }
 sim:on_frame(function(s, st)
   local xmax, ymax, out = 0, 0, 0
   for i = 1, s:count "fluid" do
@@ -79,4 +84,4 @@ sim:on_frame(function(s, st)
   floe.log(string.format("ROW %.4f %.4f %.4f %.4f %d", (st.time - t0) * scale, (xmax + 0.5 * d) / a,
     (st.time - t0) * math.sqrt(g / a), (h + 0.5 * d) / (2 * a), out))
 end)
-sim:run{ end_time = tend / scale, fps = 200, out = "out/dam_break_2d_wcsph", formats = { "ply" } }
+sim:run{ end_time = tend / scale, fps = 200, out = "out/dam_break_2d_wcsph", formats = {} }
