@@ -21,7 +21,7 @@ local experiment = floe.param("experiment", "martin_moyce")
 -- alpha = wall_friction against boundary particles; iisph: boundary_viscosity
 -- 0.01 m^2/s); physical: water's nu against the walls (viscosity.laminar,
 -- no-slip), and for wcsph delta-SPH density, Adami's wall pressure and the
--- gradient correction (docs/validation.md, "WCSPH defaults"). dfsph keeps
+-- gradient correction (docs/validation.md, "WCSPH and IISPH defaults"). dfsph keeps
 -- its step either way.
 local walls = floe.param("walls", "friction")
 if walls ~= "friction" and walls ~= "physical" then

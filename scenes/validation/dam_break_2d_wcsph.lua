@@ -1,6 +1,6 @@
 -- Martin & Moyce (1952) dam break (n^2 = 2, a = 0.1 m) with WCSPH set up
 -- as the scenes were before and after the delta-SPH change
--- (docs/validation.md, "WCSPH defaults"): the density (dens = sum: sph.density,
+-- (docs/validation.md, "WCSPH and IISPH defaults"): the density (dens = sum: sph.density,
 -- delta: wcsph.continuity{delta = 0.1}), the viscosity between fluid
 -- particles (visc = art: Monaghan alpha; lam: Morris with water's nu;
 -- art+lam) and the walls (wall = friction: Monaghan boundary_alpha 0.5, the
