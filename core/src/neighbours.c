@@ -885,6 +885,319 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
     return maxc;
 }
 
+/* ---- half stencil: each pair of the set against itself tested once ---- */
+
+/* The forward candidate ranges of the group of queries at slots [g0, g0 +
+ * gn) of cell (ix, iy, iz): the slots after the group's first in its cell
+ * and the cell at x + 1 (one range), then the rows at (y + 1, z) and
+ * (y - 1..y + 1, z + 1), three cells of x each. Every slot of them is past
+ * the group's first slot, and a pair of slots p < q of adjacent cells is
+ * in exactly one of them: in the ranges of p's cell (the first range
+ * after p). Returns the number of ranges, in ascending slot order. */
+static inline int half_ranges(const nb_grid *g, const uint32_t *restrict cs, int ix, int iy, int iz, uint32_t g0,
+                              uint32_t ra[5], uint32_t rb[5])
+{
+    const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
+    const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
+    uint32_t row = (uint32_t)n0 * ((uint32_t)iy + (uint32_t)n1 * (uint32_t)iz);
+    int nr = 0;
+    ra[nr] = g0;
+    rb[nr++] = cs[row + (uint32_t)xhi + 1];
+    if (iy + 1 < n1) {
+        row = (uint32_t)n0 * ((uint32_t)iy + 1u + (uint32_t)n1 * (uint32_t)iz);
+        ra[nr] = cs[row + (uint32_t)xlo];
+        rb[nr++] = cs[row + (uint32_t)xhi + 1];
+    }
+    if (iz + 1 < n2) {
+        const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
+        for (int y = ylo; y <= yhi; y++) {
+            row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * ((uint32_t)iz + 1u));
+            ra[nr] = cs[row + (uint32_t)xlo];
+            rb[nr++] = cs[row + (uint32_t)xhi + 1];
+        }
+    }
+    return nr;
+}
+
+/* test_range for the half stencil: the hits' slots (sl[k], or k itself
+ * when sl is NULL) instead of their particle indices; first (a constant):
+ * [a, b) is the first block of the group's own range, whose lane l holds
+ * slot g0 + l, and query u keeps only the lanes past its own. */
+static inline __attribute__((always_inline)) uint32_t
+half_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz, const nb_soa *t,
+           const uint32_t *sl, const int dim3, const int first, const int room, __m256 vr2, uint32_t *const *dst,
+           uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
+{
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint32_t cm = 0;
+    for (uint32_t k = a; k < b; k += 8) {
+        const __m256 cx = _mm256_loadu_ps(sx + k), cy = _mm256_loadu_ps(sy + k);
+        const __m256 cz = dim3 ? _mm256_loadu_ps(sz + k) : _mm256_setzero_ps();
+        const __m256i kv = sl ? _mm256_loadu_si256((const __m256i *)(const void *)(sl + k))
+                              : _mm256_add_epi32(_mm256_set1_epi32((int)k), iota);
+        const uint32_t rem = b - k;
+        const uint32_t tail = rem >= 8 ? 0xFFu : _bzhi_u32(0xFFu, rem);
+        for (uint32_t u = 0; u < gn; u++) {
+            const __m256 dx = _mm256_sub_ps(cx, _mm256_broadcast_ss(qx + u));
+            const __m256 dy = _mm256_sub_ps(cy, _mm256_broadcast_ss(qy + u));
+            __m256 d2 = _mm256_fmadd_ps(dy, dy, _mm256_mul_ps(dx, dx));
+            if (dim3) {
+                const __m256 dz = _mm256_sub_ps(cz, _mm256_broadcast_ss(qz + u));
+                d2 = _mm256_fmadd_ps(dz, dz, d2);
+            }
+            uint32_t m = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(d2, vr2, _CMP_LT_OQ)) & tail;
+            if (first)
+                m &= 0xFEu << u;
+            uint32_t cu = c[u];
+            if (room || cu + 8 <= stride) {
+                const __m256i perm = nb_compress_perm(m);
+                _mm256_storeu_si256((__m256i *)(void *)(dst[u] + cu), _mm256_permutevar8x32_epi32(kv, perm));
+                if (sums)
+                    _mm256_storeu_ps(d2dst[u] + cu, _mm256_permutevar8x32_ps(d2, perm));
+                cu += (uint32_t)__builtin_popcount(m);
+            } else {
+                _Alignas(32) float d2l[8];
+                _Alignas(32) uint32_t kl[8];
+                _mm256_store_ps(d2l, d2);
+                _mm256_store_si256((__m256i *)(void *)kl, kv);
+                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                    if (cu < stride) {
+                        dst[u][cu] = kl[__builtin_ctz(mm)];
+                        if (sums)
+                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
+                    }
+                    cu++;
+                }
+            }
+            c[u] = cu;
+            cm = cu > cm ? cu : cm;
+        }
+    }
+    return cm;
+}
+
+/* half_range over [a, b) whose first block is a group's own (first) or
+ * not, with the flags chosen at run time */
+static inline __attribute__((always_inline)) uint32_t
+half_span(uint32_t a, uint32_t b, int own, uint32_t gn, const float *qx, const float *qy, const float *qz,
+          const nb_soa *t, const uint32_t *sl, const int dim3, int room, __m256 vr2, uint32_t *const *dst, uint32_t *c,
+          uint32_t stride, float *const *d2dst, const int sums)
+{
+    uint32_t cm = 0;
+    if (a >= b)
+        return 0;
+    if (own) {
+        const uint32_t e = b - a < 8 ? b : a + 8;
+        cm = room ? half_range(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums)
+                  : half_range(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
+        a = e;
+        if (a >= b)
+            return cm;
+    }
+    return room ? half_range(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums)
+                : half_range(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
+}
+
+/* The forward hits of the gn <= NB_GROUP queries at slots [g0, g0 + gn)
+ * in the nr ranges [ra, rb) (half_ranges): the slots to f + q * stride in
+ * ascending order, their number to fc[q], with sums their squared
+ * distances to fd2 at the same places. Returns the largest count. */
+static inline __attribute__((always_inline)) uint32_t
+half_group_d(uint32_t gn, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3,
+             float r2, uint32_t *restrict f, uint32_t *restrict fc, float *restrict fd2, uint32_t stride, const int sums,
+             __m256 inv_H)
+{
+    const __m256 vr2 = _mm256_set1_ps(r2);
+    const uint32_t g0 = ra[0]; /* the group's first slot */
+    const float *qx = t->x + g0, *qy = t->y + g0, *qz = t->z + g0;
+    uint32_t c[NB_GROUP];
+    uint32_t *dst[NB_GROUP];
+    float *d2dst[NB_GROUP];
+    for (uint32_t u = 0; u < gn; u++) {
+        c[u] = 0;
+        dst[u] = f + (size_t)u * stride;
+        d2dst[u] = sums ? fd2 + (size_t)u * stride : NULL;
+    }
+    uint32_t total = 0;
+    for (int r = 0; r < nr; r++)
+        total += rb[r] - ra[r];
+    if (total + 8 <= NB_MERGE && total + 8 <= stride) {
+        /* few candidates: the ranges copied into one (as test_group_d) */
+        _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
+        _Alignas(32) uint32_t ms[NB_MERGE];
+        const nb_soa m = {mx, my, mz, NULL};
+        const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        uint32_t p = 0;
+        for (int r = 0; r < nr; r++) {
+            const uint32_t a = ra[r], n = rb[r] - ra[r];
+            for (uint32_t k = 0; k < n; k += 8) {
+                _mm256_storeu_ps(mx + p + k, _mm256_loadu_ps(t->x + a + k));
+                _mm256_storeu_ps(my + p + k, _mm256_loadu_ps(t->y + a + k));
+                if (dim3)
+                    _mm256_storeu_ps(mz + p + k, _mm256_loadu_ps(t->z + a + k));
+                _mm256_storeu_si256((__m256i *)(void *)(ms + p + k),
+                                    _mm256_add_epi32(_mm256_set1_epi32((int)(a + k)), iota));
+            }
+            p += n;
+        }
+        /* the own range comes first and holds the group: its first block
+         * is [0, 8) */
+        half_span(0, total, 1, gn, qx, qy, qz, &m, ms, dim3, 1, vr2, dst, c, stride, d2dst, sums);
+    } else {
+        uint32_t cmax = 0;
+        for (int r = 0; r < nr; r++) {
+            const uint32_t a = ra[r], b = rb[r];
+            if (a >= b)
+                continue;
+            const uint32_t m = half_span(a, b, r == 0, gn, qx, qy, qz, t, NULL, dim3,
+                                         (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride, d2dst, sums);
+            cmax = m > cmax ? m : cmax;
+        }
+    }
+    uint32_t cm = 0;
+    for (uint32_t u = 0; u < gn; u++) {
+        fc[u] = c[u];
+        cm = c[u] > cm ? c[u] : cm;
+        /* with sums, the hits' kernel values W^(r2) (row_ksum's floats)
+         * replace their squared distances */
+        if (sums && c[u] <= stride)
+            for (uint32_t k = 0; k < c[u]; k += 8)
+                _mm256_storeu_ps(d2dst[u] + k, floe_w_hat8(inv_H, _mm256_loadu_ps(d2dst[u] + k)));
+    }
+    return cm;
+}
+
+static inline uint32_t half_group(uint32_t gn, const uint32_t *ra, const uint32_t *rb, int nr,
+                                  const nb_soa *t, int dim3, float r2, uint32_t *restrict f, uint32_t *restrict fc,
+                                  float *restrict fd2, uint32_t stride, __m256 inv_H)
+{
+    if (fd2)
+        return dim3 ? half_group_d(gn, ra, rb, nr, t, 1, r2, f, fc, fd2, stride, 1, inv_H)
+                    : half_group_d(gn, ra, rb, nr, t, 0, r2, f, fc, fd2, stride, 1, inv_H);
+    return dim3 ? half_group_d(gn, ra, rb, nr, t, 1, r2, f, fc, NULL, stride, 0, inv_H)
+                : half_group_d(gn, ra, rb, nr, t, 0, r2, f, fc, NULL, stride, 0, inv_H);
+}
+
+/* The set against itself with each pair tested once (AVX2, no periodic
+ * axis, self excluded). A row i (slot q) is the slots p < q that have q
+ * among their forward hits (half_ranges), in ascending order, then q's
+ * own forward hits: ascending slot order, build_cells' row. The threads
+ * own consecutive parts [J0, J1) of the slots (rows). Each walks the slots
+ * from the first whose forward hits may reach its part (a backward
+ * neighbour lies at most 1 + n0 + n0 n1 cells before) to J1 in ascending
+ * order, a group of one cell's queries at a time: the group's forward
+ * hits go to a small buffer, then query by query its row is finished (its
+ * backward part is complete by then) and its hits are appended to the
+ * rows of the part they name. Every row is written by one thread in one
+ * order; the slots before J0 are searched by two threads. With sums (ks)
+ * entry e of a row adds w W^ to lane e % 8 of the row's accumulator (acc:
+ * 8 floats a row) as it is written, and the lanes are summed when the row
+ * is finished: row_ksum's operations in its order, the same float.
+ * Returns the largest row count (rows past the stride are truncated: the
+ * caller widens and rebuilds). */
+static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
+                           const nb_soa *t, uint32_t nt, float r2, float *restrict acc, uint32_t *restrict count,
+                           uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
+{
+    const int n0 = g->n[0], n1 = g->n[1];
+    const int dim3 = g->dim == 3;
+    const uint64_t back = 1u + (uint64_t)n0 + (uint64_t)n0 * (uint64_t)n1;
+    const uint32_t *restrict sj = t->j;
+    const int sums = ks != NULL;
+    const float *restrict w = sums ? ks->w : NULL;
+    const int uni = sums && ks->uniform;
+    const float w0 = sums ? ks->w0 : 0.0f;
+    const __m256 inv_H = _mm256_set1_ps(sums ? ks->inv_H : 0.0f);
+    uint32_t maxc = 0;
+#pragma omp parallel reduction(max : maxc) if (nt >= NB_PAR_MIN)
+    {
+#ifdef _OPENMP
+        const int64_t T = omp_get_num_threads(), th = omp_get_thread_num();
+#else
+        const int64_t T = 1, th = 0;
+#endif
+        const uint32_t J0 = part_start(nt, th, T), J1 = part_start(nt, th + 1, T);
+        uint32_t *fbuf = aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(uint32_t));
+        float *wbuf = sums ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
+        if (!fbuf || (sums && !wbuf)) {
+#pragma omp atomic write
+            *nomem = 1;
+        } else if (J0 < J1) {
+            const uint32_t cell0 = key[sj[J0]];
+            const uint32_t lo = cell0 > back ? cs[cell0 - back] : 0;
+            for (uint32_t q = J0; q < J1; q++) {
+                const uint32_t i = sj[q];
+                count[i] = 0;
+                if (sums)
+                    _mm256_storeu_ps(acc + 8 * (size_t)i, _mm256_setzero_ps());
+            }
+            for (uint32_t qa = lo, qb; qa < J1; qa = qb) {
+                const uint32_t cell = key[sj[qa]];
+                qb = cs[cell + 1] < J1 ? cs[cell + 1] : J1;
+                const int ix = (int)(cell % (uint32_t)n0), iy = (int)(cell / (uint32_t)n0 % (uint32_t)n1);
+                const int iz = (int)(cell / ((uint32_t)n0 * (uint32_t)n1));
+                for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
+                    const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
+                    uint32_t ra[5], rb[5], fc[NB_GROUP];
+                    const int nr = half_ranges(g, cs, ix, iy, iz, g0, ra, rb);
+                    const uint32_t m = half_group(gn, ra, rb, nr, t, dim3, r2, fbuf, fc, wbuf, stride, inv_H);
+                    if (m > stride) { /* truncated: widen and rebuild */
+                        maxc = m > maxc ? m : maxc;
+                        continue;
+                    }
+                    for (uint32_t u = 0; u < gn; u++) {
+                        const uint32_t q = g0 + u, i = sj[q], n = fc[u];
+                        const uint32_t *restrict fq = fbuf + (size_t)u * stride;
+                        const float *restrict wq = sums ? wbuf + (size_t)u * stride : NULL;
+                        uint32_t e = 0;
+                        if (q >= J0) { /* row i: its backward part is complete */
+                            uint32_t *restrict dst = idx + (size_t)i * stride;
+                            uint32_t c = count[i];
+                            if (sums) {
+                                float *restrict ai = acc + 8 * (size_t)i;
+                                for (uint32_t k = 0; k < n && c + k < stride; k++) {
+                                    const uint32_t j = sj[fq[k]];
+                                    dst[c + k] = j;
+                                    ai[(c + k) & 7u] += (uni ? w0 : w[j]) * wq[k];
+                                }
+                            } else
+                                for (uint32_t k = 0; k < n && c + k < stride; k++)
+                                    dst[c + k] = sj[fq[k]];
+                            c += n;
+                            count[i] = c;
+                            maxc = c > maxc ? c : maxc;
+                            if (c <= stride) {
+                                nb_pad_row(dst, c, stride);
+                                if (sums)
+                                    ks->out[i] = c ? floe_hsum8(_mm256_loadu_ps(acc + 8 * (size_t)i)) : 0.0f;
+                            }
+                        } else /* the hits before this part's rows */
+                            while (e < n && fq[e] < J0)
+                                e++;
+                        const float wi = sums ? (uni ? w0 : w[i]) : 0.0f;
+                        for (; e < n; e++) {
+                            const uint32_t k = fq[e];
+                            if (k >= J1)
+                                break;
+                            const uint32_t j = sj[k];
+                            const uint32_t p = count[j]++;
+                            if (p < stride) {
+                                idx[(size_t)j * stride + p] = i;
+                                if (sums)
+                                    acc[8 * (size_t)j + (p & 7u)] += wi * wq[e];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        free(fbuf);
+        free(wbuf);
+    }
+    return maxc;
+}
+
 /* One set against another (a fluid against its walls), AVX2, no periodic
  * axis: runs of consecutive queries in one cell (queries reordered along
  * the cell key come in such runs) share the near-map test and the candidate
@@ -983,6 +1296,20 @@ static void gather_slots(const nb_sorted *target, const float *xt, float *buf, s
     }
 }
 
+#if defined(__AVX2__)
+/* The half build's lane sums: 8 floats for each of nt rows (nb_list.hacc),
+ * grown, never shrunk. 0 or -1 (no memory). */
+static int half_acc(nb_list *l, uint32_t nt)
+{
+    if (nt <= l->hrows && l->hacc)
+        return 0;
+    free(l->hacc);
+    l->hacc = floe_big_alloc((size_t)(nt ? nt : 1) * 8 * sizeof(float));
+    l->hrows = l->hacc ? nt : 0;
+    return l->hacc ? 0 : -1;
+}
+#endif
+
 int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
              const float *xt, float radius, int exclude_self)
 {
@@ -1041,7 +1368,16 @@ int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, 
 #if defined(__AVX2__)
         /* kernel sums only come with the grouped AVX2 builds */
         const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
-        if (same_set && !g->periodic) {
+        if (same_set && !g->periodic && exclude_self && out->half) {
+            /* each pair tested once, the rows made from the hits */
+            if (kv && half_acc(out, nt)) {
+                rc = -1;
+                break;
+            }
+            maxc = build_half(g, target->cell_start, target->key, &t, nt, r2, kv ? out->hacc : NULL, out->count,
+                              out->idx, out->stride, kv, &nomem);
+            summed = kv != NULL;
+        } else if (same_set && !g->periodic) {
             maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
                                out->idx, out->stride, kv, &nomem);
             summed = kv != NULL;
@@ -1299,6 +1635,7 @@ void nb_list_free(nb_list *l)
         return;
     free(l->count);
     free(l->idx);
+    free(l->hacc);
     memset(l, 0, sizeof *l);
 }
 
