@@ -1079,6 +1079,83 @@ static inline uint32_t half_group(uint32_t gn, const uint32_t *ra, const uint32_
                 : half_group_d(gn, ra, rb, nr, t, 0, r2, f, fc, NULL, stride, 0, inv_H);
 }
 
+/* The rows of a thread's part [J0, J1) of the slots, in build_half. */
+typedef struct half_part {
+    uint32_t J0, J1;
+    const uint32_t *sj;     /* slot -> particle */
+    uint32_t *bc;           /* per slot: the entries its row has so far */
+    float *acc;             /* with sums, per slot: the row's 8 lane sums */
+    uint32_t *count, *idx;  /* the list */
+    uint32_t stride;
+    const float *w;         /* with sums: the weights, unless uniform */
+    float w0, *out;
+    int sums, uni;
+} half_part;
+
+/* The hits of the gn queries at slots g0.. (fq: query u's forward slots at
+ * u * stride, n[u] of them; wq: their kernel values, with sums) into the
+ * rows of part hp, query by query: its own row is finished when it is in
+ * the part (its backward part is complete then), then its hits are
+ * appended to the part's rows they name. Returns the largest finished
+ * row's count. */
+static __attribute__((noinline)) uint32_t half_commit(const half_part *hp, uint32_t g0, uint32_t gn,
+                                                      const uint32_t *restrict fbuf, const float *restrict wbuf,
+                                                      const uint32_t *restrict fc)
+{
+    const uint32_t J0 = hp->J0, J1 = hp->J1, stride = hp->stride;
+    const uint32_t *restrict sj = hp->sj;
+    uint32_t *restrict bc = hp->bc, *restrict idx = hp->idx;
+    float *restrict acc = hp->acc;
+    const float *restrict w = hp->w;
+    const int sums = hp->sums, uni = hp->uni;
+    const float w0 = hp->w0;
+    uint32_t maxc = 0;
+    for (uint32_t u = 0; u < gn; u++) {
+        const uint32_t q = g0 + u, i = sj[q], n = fc[u];
+        const uint32_t *restrict fq = fbuf + (size_t)u * stride;
+        const float *restrict wq = sums ? wbuf + (size_t)u * stride : NULL;
+        uint32_t e = 0;
+        if (q >= J0) { /* row i: its backward part is complete */
+            uint32_t *restrict dst = idx + (size_t)i * stride;
+            uint32_t c = bc[q - J0];
+            const uint32_t m = c + n < stride ? n : stride - (c < stride ? c : stride);
+            if (sums) {
+                float *restrict aq = acc + 8 * (size_t)(q - J0);
+                for (uint32_t k = 0; k < m; k++) {
+                    const uint32_t j = sj[fq[k]];
+                    dst[c + k] = j;
+                    aq[(c + k) & 7u] += (uni ? w0 : w[j]) * wq[k];
+                }
+            } else
+                for (uint32_t k = 0; k < m; k++)
+                    dst[c + k] = sj[fq[k]];
+            c += n;
+            hp->count[i] = c;
+            maxc = c > maxc ? c : maxc;
+            if (c <= stride) {
+                nb_pad_row(dst, c, stride);
+                if (sums)
+                    hp->out[i] = c ? floe_hsum8(_mm256_loadu_ps(acc + 8 * (size_t)(q - J0))) : 0.0f;
+            }
+        } else /* the hits before this part's rows */
+            while (e < n && fq[e] < J0)
+                e++;
+        const float wi = sums ? (uni ? w0 : w[i]) : 0.0f;
+        for (; e < n; e++) {
+            const uint32_t k = fq[e];
+            if (k >= J1)
+                break;
+            const uint32_t p = bc[k - J0]++;
+            if (p < stride) {
+                idx[(size_t)sj[k] * stride + p] = i;
+                if (sums)
+                    acc[8 * (size_t)(k - J0) + (p & 7u)] += wi * wq[e];
+            }
+        }
+    }
+    return maxc;
+}
+
 /* The set against itself with each pair tested once (AVX2, no periodic
  * axis, self excluded). A row i (slot q) is the slots p < q that have q
  * among their forward hits (half_ranges), in ascending order, then q's
@@ -1087,17 +1164,16 @@ static inline uint32_t half_group(uint32_t gn, const uint32_t *ra, const uint32_
  * from the first whose forward hits may reach its part (a backward
  * neighbour lies at most 1 + n0 + n0 n1 cells before) to J1 in ascending
  * order, a group of one cell's queries at a time: the group's forward
- * hits go to a small buffer, then query by query its row is finished (its
- * backward part is complete by then) and its hits are appended to the
- * rows of the part they name. Every row is written by one thread in one
- * order; the slots before J0 are searched by two threads. With sums (ks)
- * entry e of a row adds w W^ to lane e % 8 of the row's accumulator (acc:
- * 8 floats a row) as it is written, and the lanes are summed when the row
- * is finished: row_ksum's operations in its order, the same float.
+ * hits go to a small buffer, then half_commit makes the rows. Every row is
+ * written by one thread in one order; the slots before J0 are searched by
+ * two threads. With sums (ks) entry e of a row adds w W^ to lane e % 8 of
+ * the row's accumulator as it is written, and the lanes are summed when
+ * the row is finished: row_ksum's operations in its order, the same
+ * float. scratch: 9 words a slot (the parts' counts and accumulators).
  * Returns the largest row count (rows past the stride are truncated: the
  * caller widens and rebuilds). */
 static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
-                           const nb_soa *t, uint32_t nt, float r2, float *restrict acc, uint32_t *restrict count,
+                           const nb_soa *t, uint32_t nt, float r2, float *restrict scratch, uint32_t *restrict count,
                            uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
 {
     const int n0 = g->n[0], n1 = g->n[1];
@@ -1105,9 +1181,6 @@ static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const 
     const uint64_t back = 1u + (uint64_t)n0 + (uint64_t)n0 * (uint64_t)n1;
     const uint32_t *restrict sj = t->j;
     const int sums = ks != NULL;
-    const float *restrict w = sums ? ks->w : NULL;
-    const int uni = sums && ks->uniform;
-    const float w0 = sums ? ks->w0 : 0.0f;
     const __m256 inv_H = _mm256_set1_ps(sums ? ks->inv_H : 0.0f);
     uint32_t maxc = 0;
 #pragma omp parallel reduction(max : maxc) if (nt >= NB_PAR_MIN)
@@ -1118,6 +1191,10 @@ static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const 
         const int64_t T = 1, th = 0;
 #endif
         const uint32_t J0 = part_start(nt, th, T), J1 = part_start(nt, th + 1, T);
+        half_part hp = {.J0 = J0, .J1 = J1, .sj = sj, .bc = (uint32_t *)(void *)(scratch + (size_t)J0),
+                        .acc = scratch + (size_t)nt + 8 * (size_t)J0, .count = count, .idx = idx, .stride = stride,
+                        .w = sums ? ks->w : NULL, .w0 = sums ? ks->w0 : 0.0f, .out = sums ? ks->out : NULL,
+                        .sums = sums, .uni = sums && ks->uniform};
         uint32_t *fbuf = aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(uint32_t));
         float *wbuf = sums ? aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float)) : NULL;
         if (!fbuf || (sums && !wbuf)) {
@@ -1126,12 +1203,9 @@ static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const 
         } else if (J0 < J1) {
             const uint32_t cell0 = key[sj[J0]];
             const uint32_t lo = cell0 > back ? cs[cell0 - back] : 0;
-            for (uint32_t q = J0; q < J1; q++) {
-                const uint32_t i = sj[q];
-                count[i] = 0;
-                if (sums)
-                    _mm256_storeu_ps(acc + 8 * (size_t)i, _mm256_setzero_ps());
-            }
+            memset(hp.bc, 0, (size_t)(J1 - J0) * sizeof(uint32_t));
+            if (sums)
+                memset(hp.acc, 0, (size_t)(J1 - J0) * 8 * sizeof(float));
             for (uint32_t qa = lo, qb; qa < J1; qa = qb) {
                 const uint32_t cell = key[sj[qa]];
                 qb = cs[cell + 1] < J1 ? cs[cell + 1] : J1;
@@ -1146,49 +1220,8 @@ static uint32_t build_half(const nb_grid *g, const uint32_t *restrict cs, const 
                         maxc = m > maxc ? m : maxc;
                         continue;
                     }
-                    for (uint32_t u = 0; u < gn; u++) {
-                        const uint32_t q = g0 + u, i = sj[q], n = fc[u];
-                        const uint32_t *restrict fq = fbuf + (size_t)u * stride;
-                        const float *restrict wq = sums ? wbuf + (size_t)u * stride : NULL;
-                        uint32_t e = 0;
-                        if (q >= J0) { /* row i: its backward part is complete */
-                            uint32_t *restrict dst = idx + (size_t)i * stride;
-                            uint32_t c = count[i];
-                            if (sums) {
-                                float *restrict ai = acc + 8 * (size_t)i;
-                                for (uint32_t k = 0; k < n && c + k < stride; k++) {
-                                    const uint32_t j = sj[fq[k]];
-                                    dst[c + k] = j;
-                                    ai[(c + k) & 7u] += (uni ? w0 : w[j]) * wq[k];
-                                }
-                            } else
-                                for (uint32_t k = 0; k < n && c + k < stride; k++)
-                                    dst[c + k] = sj[fq[k]];
-                            c += n;
-                            count[i] = c;
-                            maxc = c > maxc ? c : maxc;
-                            if (c <= stride) {
-                                nb_pad_row(dst, c, stride);
-                                if (sums)
-                                    ks->out[i] = c ? floe_hsum8(_mm256_loadu_ps(acc + 8 * (size_t)i)) : 0.0f;
-                            }
-                        } else /* the hits before this part's rows */
-                            while (e < n && fq[e] < J0)
-                                e++;
-                        const float wi = sums ? (uni ? w0 : w[i]) : 0.0f;
-                        for (; e < n; e++) {
-                            const uint32_t k = fq[e];
-                            if (k >= J1)
-                                break;
-                            const uint32_t j = sj[k];
-                            const uint32_t p = count[j]++;
-                            if (p < stride) {
-                                idx[(size_t)j * stride + p] = i;
-                                if (sums)
-                                    acc[8 * (size_t)j + (p & 7u)] += wi * wq[e];
-                            }
-                        }
-                    }
+                    const uint32_t c = half_commit(&hp, g0, gn, fbuf, wbuf, fc);
+                    maxc = c > maxc ? c : maxc;
                 }
             }
         }
@@ -1297,14 +1330,14 @@ static void gather_slots(const nb_sorted *target, const float *xt, float *buf, s
 }
 
 #if defined(__AVX2__)
-/* The half build's lane sums: 8 floats for each of nt rows (nb_list.hacc),
+/* The half build's scratch: 9 words for each of nt slots (nb_list.hacc),
  * grown, never shrunk. 0 or -1 (no memory). */
-static int half_acc(nb_list *l, uint32_t nt)
+static int half_scratch(nb_list *l, uint32_t nt)
 {
     if (nt <= l->hrows && l->hacc)
         return 0;
     free(l->hacc);
-    l->hacc = floe_big_alloc((size_t)(nt ? nt : 1) * 8 * sizeof(float));
+    l->hacc = floe_big_alloc((size_t)(nt ? nt : 1) * 9 * sizeof(float));
     l->hrows = l->hacc ? nt : 0;
     return l->hacc ? 0 : -1;
 }
@@ -1370,11 +1403,11 @@ int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, 
         const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
         if (same_set && !g->periodic && exclude_self && out->half) {
             /* each pair tested once, the rows made from the hits */
-            if (kv && half_acc(out, nt)) {
+            if (half_scratch(out, nt)) {
                 rc = -1;
                 break;
             }
-            maxc = build_half(g, target->cell_start, target->key, &t, nt, r2, kv ? out->hacc : NULL, out->count,
+            maxc = build_half(g, target->cell_start, target->key, &t, nt, r2, out->hacc, out->count,
                               out->idx, out->stride, kv, &nomem);
             summed = kv != NULL;
         } else if (same_set && !g->periodic) {

@@ -61,8 +61,8 @@ typedef struct nb_list {
      * and make the rows from the hits (AVX2, no periodic axis, self
      * excluded; the same rows and sums as testing every row's pairs) */
     int half;
-    /* with kernel sums, the half-stencil build's 8 lane sums per row
-     * (neighbours.c: build_half), hrows rows */
+    /* the half-stencil build's scratch (neighbours.c: build_half), 9
+     * words for each of hrows slots */
     float *hacc;
     size_t hrows;
 } nb_list;
