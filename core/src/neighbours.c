@@ -1119,24 +1119,26 @@ static __attribute__((noinline)) uint32_t half_commit(const half_part *hp, uint3
             uint32_t *restrict dst = idx + (size_t)i * stride;
             uint32_t c = bc[q - J0];
             const uint32_t m = c + n < stride ? n : stride - (c < stride ? c : stride);
-            if (sums) {
-                float *restrict aq = acc + 8 * (size_t)(q - J0);
-                for (uint32_t k = 0; k < m; k++) {
-                    const uint32_t j = sj[fq[k]];
-                    dst[c + k] = j;
-                    aq[(c + k) & 7u] += (uni ? w0 : w[j]) * wq[k];
-                }
-            } else
-                for (uint32_t k = 0; k < m; k++)
-                    dst[c + k] = sj[fq[k]];
+            for (uint32_t k = 0; k < m; k++)
+                dst[c + k] = sj[fq[k]];
+            if (sums && c + n <= stride) {
+                /* entry c + k adds to lane (c + k) % 8, the lanes then
+                 * summed in order (floe_hsum8): scalar loads and stores
+                 * only, as the lanes were just written by scalar stores
+                 * (a vector load of them stalls on store forwarding) */
+                const float *restrict aq = acc + 8 * (size_t)(q - J0);
+                float l[8];
+                for (uint32_t k = 0; k < 8; k++)
+                    l[k] = aq[k];
+                for (uint32_t k = 0; k < n; k++)
+                    l[(c + k) & 7u] += (uni ? w0 : w[dst[c + k]]) * wq[k];
+                hp->out[i] = c + n ? ((((((l[0] + l[1]) + l[2]) + l[3]) + l[4]) + l[5]) + l[6]) + l[7] : 0.0f;
+            }
             c += n;
             hp->count[i] = c;
             maxc = c > maxc ? c : maxc;
-            if (c <= stride) {
+            if (c <= stride)
                 nb_pad_row(dst, c, stride);
-                if (sums)
-                    hp->out[i] = c ? floe_hsum8(_mm256_loadu_ps(acc + 8 * (size_t)(q - J0))) : 0.0f;
-            }
         } else /* the hits before this part's rows */
             while (e < n && fq[e] < J0)
                 e++;
