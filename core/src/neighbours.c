@@ -1048,6 +1048,67 @@ half_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
     return cm;
 }
 
+#if NB_W == 16
+/* half_range with blocks of 16 (AVX-512, as test_range16) */
+static inline __attribute__((always_inline)) uint32_t
+half_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz, const nb_soa *t,
+             const uint32_t *sl, const int dim3, const int first, const int room, float r2, uint32_t *const *dst,
+             uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
+{
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 vr2 = _mm512_set1_ps(r2);
+    uint32_t cm = 0;
+    for (uint32_t k = a; k < b; k += 16) {
+        const __m512 cx = _mm512_loadu_ps(sx + k), cy = _mm512_loadu_ps(sy + k);
+        const __m512 cz = dim3 ? _mm512_loadu_ps(sz + k) : _mm512_setzero_ps();
+        const __m512i kv = sl ? _mm512_loadu_si512((const void *)(sl + k))
+                              : _mm512_add_epi32(_mm512_set1_epi32((int)k), iota);
+        const uint32_t rem = b - k;
+        const __mmask16 tail = (__mmask16)(rem >= 16 ? 0xFFFFu : _bzhi_u32(0xFFFFu, rem));
+        for (uint32_t u = 0; u < gn; u++) {
+            const __m512 dx = _mm512_sub_ps(cx, _mm512_set1_ps(qx[u]));
+            const __m512 dy = _mm512_sub_ps(cy, _mm512_set1_ps(qy[u]));
+            __m512 d2 = _mm512_fmadd_ps(dy, dy, _mm512_mul_ps(dx, dx));
+            if (dim3) {
+                const __m512 dz = _mm512_sub_ps(cz, _mm512_set1_ps(qz[u]));
+                d2 = _mm512_fmadd_ps(dz, dz, d2);
+            }
+            __mmask16 m = _mm512_mask_cmp_ps_mask(tail, d2, vr2, _CMP_LT_OQ);
+            if (first)
+                m &= (__mmask16)(0xFFFEu << u);
+            uint32_t cu = c[u];
+            if (room || cu + 16 <= stride) {
+                _mm512_storeu_si512((void *)(dst[u] + cu), _mm512_maskz_compress_epi32(m, kv));
+                if (sums)
+                    _mm512_storeu_ps(d2dst[u] + cu, _mm512_maskz_compress_ps(m, d2));
+                cu += (uint32_t)__builtin_popcount((unsigned)m);
+            } else {
+                _Alignas(64) float d2l[16];
+                _Alignas(64) uint32_t kl[16];
+                _mm512_store_ps(d2l, d2);
+                _mm512_store_si512((void *)kl, kv);
+                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                    if (cu < stride) {
+                        dst[u][cu] = kl[__builtin_ctz(mm)];
+                        if (sums)
+                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
+                    }
+                    cu++;
+                }
+            }
+            c[u] = cu;
+            cm = cu > cm ? cu : cm;
+        }
+    }
+    return cm;
+}
+#define HALF_RANGE(a, b, gn, qx, qy, qz, t, sl, dim3, first, room, vr2, dst, c, stride, d2dst, sums) \
+    half_range16(a, b, gn, qx, qy, qz, t, sl, dim3, first, room, _mm256_cvtss_f32(vr2), dst, c, stride, d2dst, sums)
+#else
+#define HALF_RANGE half_range
+#endif
+
 /* half_range over [a, b) whose first block is a group's own (first) or
  * not, with the flags chosen at run time */
 static inline __attribute__((always_inline)) uint32_t
@@ -1059,15 +1120,15 @@ half_span(uint32_t a, uint32_t b, int own, uint32_t gn, const float *qx, const f
     if (a >= b)
         return 0;
     if (own) {
-        const uint32_t e = b - a < 8 ? b : a + 8;
-        cm = room ? half_range(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums)
-                  : half_range(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
+        const uint32_t e = b - a < NB_W ? b : a + NB_W;
+        cm = room ? HALF_RANGE(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums)
+                  : HALF_RANGE(a, e, gn, qx, qy, qz, t, sl, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
         a = e;
         if (a >= b)
             return cm;
     }
-    return room ? half_range(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums)
-                : half_range(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
+    return room ? HALF_RANGE(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums)
+                : HALF_RANGE(a, b, gn, qx, qy, qz, t, sl, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
 }
 
 /* The forward hits of the gn <= NB_GROUP queries at slots [g0, g0 + gn)
@@ -1093,7 +1154,7 @@ half_group_d(uint32_t gn, const uint32_t *ra, const uint32_t *rb, int nr, const 
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
-    if (total + 8 <= NB_MERGE && total + 8 <= stride) {
+    if (total + NB_W <= NB_MERGE && total + NB_W <= stride) {
         /* few candidates: the ranges copied into one (as test_group_d) */
         _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
         _Alignas(32) uint32_t ms[NB_MERGE];
@@ -1113,7 +1174,7 @@ half_group_d(uint32_t gn, const uint32_t *ra, const uint32_t *rb, int nr, const 
             p += n;
         }
         /* the own range comes first and holds the group: its first block
-         * is [0, 8) */
+         * is [0, NB_W) */
         half_span(0, total, 1, gn, qx, qy, qz, &m, ms, dim3, 1, vr2, dst, c, stride, d2dst, sums);
     } else {
         uint32_t cmax = 0;
@@ -1122,7 +1183,7 @@ half_group_d(uint32_t gn, const uint32_t *ra, const uint32_t *rb, int nr, const 
             if (a >= b)
                 continue;
             const uint32_t m = half_span(a, b, r == 0, gn, qx, qy, qz, t, NULL, dim3,
-                                         (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride, d2dst, sums);
+                                         (uint64_t)cmax + (b - a) + NB_W <= stride, vr2, dst, c, stride, d2dst, sums);
             cmax = m > cmax ? m : cmax;
         }
     }
