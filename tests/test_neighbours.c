@@ -907,9 +907,6 @@ Test(neighbours, kept_slots_give_the_same_lists)
  * them. Without AVX2 the build computes none (done 0): only the lists are
  * checked then. With them, at least min_nonzero sums must be nonzero (the
  * case is not vacuous). */
-/* check_ksums asks for the half-stencil build (nb_list.half) */
-static int ksum_half;
-
 static void check_ksums(int dim, const float lo[3], const float hi[3], float cell, const float *xq, uint32_t nq,
                             const float *xt, uint32_t nt, const float *w, float radius, int exclude_self,
                             uint32_t min_nonzero)
@@ -926,7 +923,6 @@ static void check_ksums(int dim, const float lo[3], const float hi[3], float cel
     for (uint32_t j = 1; j < nt; j++)
         uniform &= w[j] == w[0];
     nb_ksum ks = {.w = w, .uniform = uniform, .w0 = nt ? w[0] : 0.0f, .inv_H = inv_H, .out = out};
-    l.half = ksum_half;
     cr_assert_eq(nb_build_sums(&l, &g, xq, nq, &s, xt, radius, exclude_self, &ks), 0);
     check_against_brute(&l, xq, nq, xt, nt, radius, exclude_self, dim);
 #if defined(__AVX2__)
@@ -993,7 +989,6 @@ static float *weights(uint32_t n, int uniform)
 
 Test(neighbours, kernel_sums_equal_the_row_sums)
 {
-    for (ksum_half = 0; ksum_half <= 1; ksum_half++) {
     rng_seed(31);
     const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
     for (int dim = 2; dim <= 3; dim++) {
@@ -1017,86 +1012,6 @@ Test(neighbours, kernel_sums_equal_the_row_sums)
         }
         free(x), free(xb);
     }
-    }
-    ksum_half = 0;
-}
-
-/* The half-stencil build (nb_list.half: each pair tested once, the rows
- * made from the hits) gives the full build's lists and kernel sums bit for
- * bit: rows in the same order, padded alike, the same sums, on 1, 2 and 3
- * threads; sets with particles outside the grid (clamped into its faces),
- * crowded cells (the stride grows), a radius below the cell edge, 2D and
- * 3D, uniform and varied weights. */
-Test(neighbours, half_build_equals_the_full_build)
-{
-    rng_seed(33);
-#ifdef _OPENMP
-    const int prev = omp_get_max_threads();
-#endif
-    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
-    for (int dim = 2; dim <= 3; dim++)
-        for (int layout = 0; layout < 3; layout++) {
-            const uint32_t n = dim == 3 ? 6000 : 4000;
-            /* 0: uniform in the box; 1: a fifth outside it; 2: a crowded
-             * corner (hundreds of neighbours a row) */
-            const float plo[3] = {layout == 1 ? -0.3f : 0.0f, layout == 1 ? -0.3f : 0.0f, layout == 1 ? -0.3f : 0.0f};
-            const float phi[3] = {layout == 2 ? 0.12f : 1.2f * (layout == 1) + (layout != 1),
-                                  layout == 2 ? 0.12f : 1.2f * (layout == 1) + (layout != 1),
-                                  layout == 2 ? 0.12f : 1.2f * (layout == 1) + (layout != 1)};
-            float *x = random_points(n, plo, phi, dim);
-            if (dim == 2)
-                for (uint32_t i = 0; i < n; i++)
-                    x[3 * i + 2] = 0.0f;
-            const float cell = dim == 3 ? 0.08f : 0.04f;
-            nb_grid g;
-            cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
-            nb_sorted s = {0};
-            cr_assert_eq(nb_sort(&s, &g, x, n), 0);
-            for (int uniform = 0; uniform <= 1; uniform++)
-                for (int rk = 0; rk < 2; rk++) {
-                    const float radius = rk ? 0.7f * cell : cell;
-                    float *w = weights(n, uniform);
-                    const float inv_H = floe_kernel_make(dim, radius).inv_H;
-                    float *ref = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
-                    cr_assert(ref && out);
-                    nb_list full = {0};
-                    nb_ksum kf = {.w = w, .uniform = uniform, .w0 = w[0], .inv_H = inv_H, .out = ref};
-                    cr_assert_eq(nb_build_sums(&full, &g, x, n, &s, x, radius, 1, &kf), 0);
-                    check_against_brute(&full, x, n, x, n, radius, 1, dim);
-                    for (int threads = 1; threads <= 3; threads++) {
-#ifdef _OPENMP
-                        omp_set_num_threads(threads);
-#endif
-                        nb_list half = {0};
-                        half.half = 1;
-                        for (uint32_t i = 0; i < n; i++)
-                            out[i] = -1.0f;
-                        nb_ksum kh = {.w = w, .uniform = uniform, .w0 = w[0], .inv_H = inv_H, .out = out};
-                        cr_assert_eq(nb_build_sums(&half, &g, x, n, &s, x, radius, 1, &kh), 0);
-                        cr_assert_eq(kh.done, kf.done);
-                        cr_assert_eq(half.stride, full.stride, "stride %u, full build %u", half.stride, full.stride);
-                        for (uint32_t i = 0; i < n; i++) {
-                            const uint32_t c = full.count[i], e = (c + 7u) & ~7u;
-                            cr_assert_eq(half.count[i], c, "row %u: %u entries, full build %u", i, half.count[i], c);
-                            cr_assert(memcmp(half.idx + (size_t)i * half.stride, full.idx + (size_t)i * full.stride,
-                                             (e < full.stride ? e : full.stride) * sizeof(uint32_t)) == 0,
-                                      "row %u differs from the full build's (%u entries, %d threads)", i, c, threads);
-                            if (kf.done)
-                                cr_assert(memcmp(&out[i], &ref[i], sizeof(float)) == 0,
-                                          "row %u: kernel sum %.9g, full build %.9g", i, (double)out[i],
-                                          (double)ref[i]);
-                        }
-                        nb_list_free(&half);
-                    }
-#ifdef _OPENMP
-                    omp_set_num_threads(prev);
-#endif
-                    nb_list_free(&full);
-                    free(ref), free(out), free(w);
-                }
-            nb_sorted_free(&s);
-            free(x);
-        }
 }
 
 Test(neighbours, kernel_sums_of_crowded_and_empty_rows)
@@ -1125,4 +1040,89 @@ Test(neighbours, kernel_sums_of_crowded_and_empty_rows)
     nb_list_free(&l);
     nb_sorted_free(&s);
     free(x), free(w);
+}
+
+/* Every row, entry by entry, is the targets whose squared distance (the
+ * build's float: candidate minus query, fused multiply-adds) is below the
+ * radius squared, in ascending sorted-slot order, padded to a whole block
+ * of 8 with its first index: what the per-query scalar search gives. The
+ * grouped builds (blocks of 8 with AVX2, of 16 with AVX-512) must give
+ * exactly that: the self search and a fluid against another set, 2D and
+ * 3D, with particles outside the grid, crowded cells (the stride grows and
+ * rows fill up) and sparse ones (the ranges copied into one). */
+Test(neighbours, rows_in_slot_order_entry_by_entry)
+{
+    rng_seed(34);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int layout = 0; layout < 3; layout++)
+            for (int cross = 0; cross <= 1; cross++) {
+                const uint32_t n = dim == 3 ? 5000 : 3000;
+                /* 0: uniform; 1: spread past the grid (clamped); 2: a crowded corner and sparse rest */
+                const float plo[3] = {layout == 1 ? -0.3f : 0.0f, layout == 1 ? -0.3f : 0.0f,
+                                      layout == 1 ? -0.3f : 0.0f};
+                const float e = layout == 1 ? 1.3f : 1.0f;
+                const float phi[3] = {e, e, e};
+                float *x = random_points(n, plo, phi, dim), *xt = x;
+                if (layout == 2)
+                    for (uint32_t i = 0; i < n / 2; i++)
+                        for (int a = 0; a < 3; a++)
+                            x[3 * i + a] = rng_uniform(0.0f, 0.1f);
+                if (dim == 2)
+                    for (uint32_t i = 0; i < n; i++)
+                        x[3 * i + 2] = 0.0f;
+                const uint32_t nt = cross ? n / 2 + 7 : n;
+                if (cross) {
+                    xt = random_points(nt, plo, phi, dim);
+                    if (dim == 2)
+                        for (uint32_t i = 0; i < nt; i++)
+                            xt[3 * i + 2] = 0.0f;
+                }
+                const float cell = dim == 3 ? 0.07f : 0.035f, radius = cell;
+                nb_grid g;
+                cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+                nb_sorted s = {0};
+                nb_list l = {0};
+                cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
+                cr_assert_eq(nb_build(&l, &g, x, n, &s, xt, radius, !cross), 0);
+                uint32_t *slot = malloc(nt * sizeof(uint32_t)), *ref = malloc(nt * sizeof(uint32_t));
+                cr_assert(slot && ref);
+                for (uint32_t k = 0; k < nt; k++)
+                    slot[s.order[k]] = k;
+                const float r2 = radius * radius;
+                uint64_t total = 0;
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t c = 0;
+                    for (uint32_t k = 0; k < nt; k++) { /* the targets in slot order */
+                        const uint32_t j = s.order[k];
+                        if (!cross && j == i)
+                            continue;
+                        const float dx = xt[3 * j] - x[3 * i], dy = xt[3 * j + 1] - x[3 * i + 1];
+                        const float dz = dim == 3 ? xt[3 * j + 2] - x[3 * i + 2] : 0.0f;
+#if defined(__AVX2__) /* the grouped builds fuse; the scalar one (build_pass) does not */
+                        float d2 = fmaf(dy, dy, dx * dx);
+                        if (dim == 3)
+                            d2 = fmaf(dz, dz, d2);
+#else
+                        const float d2 = dim == 3 ? dx * dx + dy * dy + dz * dz : dx * dx + dy * dy;
+#endif
+                        if (d2 < r2)
+                            ref[c++] = j;
+                    }
+                    const uint32_t *row = l.idx + (size_t)i * l.stride;
+                    cr_assert_eq(l.count[i], c, "row %u: %u entries, %u within the radius", i, l.count[i], c);
+                    for (uint32_t k = 0; k < c; k++)
+                        cr_assert_eq(row[k], ref[k], "row %u, entry %u: %u, in slot order %u", i, k, row[k], ref[k]);
+                    for (uint32_t k = c; c && k < ((c + 7u) & ~7u) && k < l.stride; k++)
+                        cr_assert_eq(row[k], row[0], "row %u: pad %u", i, k);
+                    total += c;
+                }
+                cr_assert_gt(total, (uint64_t)n / 2, "too few pairs to test anything (%llu)", (unsigned long long)total);
+                free(slot), free(ref);
+                nb_list_free(&l);
+                nb_sorted_free(&s);
+                if (cross)
+                    free(xt);
+                free(x);
+            }
 }

@@ -13,7 +13,7 @@
 
 /* ---- neighbours ------------------------------------------------------- */
 
-enum { NB_REORDER_EVERY, NB_METHOD, NB_ORDER, NB_SKIN, NB_PAIRS };
+enum { NB_REORDER_EVERY, NB_METHOD, NB_ORDER, NB_SKIN };
 
 /* method "sorted_keys": Kipfer & Westermann's search (neighbours_sorted.c) */
 static int sorted_keys(const floe_stage_call *c) { return c->param[NB_METHOD].s && c->param[NB_METHOD].s[0] == 's'; }
@@ -28,7 +28,6 @@ static int stage_neighbours(const floe_stage_call *c)
      * (decomp.c); a reorder here would mix the two */
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0 && !ctx->dd;
     ctx->nb_by_id = c->param[NB_ORDER].s && !strcmp(c->param[NB_ORDER].s, "id");
-    ctx->nb_half = c->param[NB_PAIRS].s && !strcmp(c->param[NB_PAIRS].s, "half");
     return ctx_neighbours_verlet(ctx, (float)c->param[NB_SKIN].f, reorder);
 }
 
@@ -132,11 +131,6 @@ static const floe_param_desc nb_params[] = {
             "two particles may have closed it, cut to the support radius every step (0, the default: build every "
             "step, faster on the reference dam break; periodic domains, order = id and MPI runs build every "
             "step; docs/neighbours.md)"},
-    {FLOE_SIZED(floe_param_desc), .name = "pairs", .type = FLOE_PARAM_STRING, .def_str = "full",
-     .choices = "full|half", .unit = "",
-     .doc = "cells method on the cpu backend, a fluid set's lists in itself: full tests each row's candidates; half "
-            "tests each pair once (the cells after a particle's own) and makes the rows from the hits: the same "
-            "lists and kernel sums (AVX2 builds, no periodic axis; otherwise full; docs/neighbours.md)"},
     {0}};
 
 static const floe_attr_desc nb_attrs[] = {

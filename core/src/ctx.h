@@ -156,7 +156,6 @@ struct floe_ctx {
     struct nbs_ctx *nbs;     /* sorted-key neighbour search (neighbours_sorted.c), NULL until used */
     int check_access;        /* floe_ctx_check_access: 1 on, -1 off, 0 the build's default */
     int nb_by_id;            /* neighbours{order = "id"}: cells' particles in id order (nb_update.c) */
-    int nb_half;             /* neighbours{pairs = "half"}: each pair of a set tested once (neighbours.c) */
     struct floe_dd *dd;      /* domain decomposition over MPI (decomp.c), NULL: one process */
 };
 

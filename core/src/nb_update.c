@@ -125,7 +125,6 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
                 ksp = &ks;
             if (rc)
                 return rc;
-            pq->lists[t].half = ctx->nb_half;
             if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
                               ksp))
                 return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);

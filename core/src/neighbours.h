@@ -57,14 +57,6 @@ typedef struct nb_list {
     uint32_t n, cap, stride;
     uint32_t *count;       /* n */
     uint32_t *idx;         /* n * stride */
-    /* input: a build of the set against itself may test each pair once
-     * and make the rows from the hits (AVX2, no periodic axis, self
-     * excluded; the same rows and sums as testing every row's pairs) */
-    int half;
-    /* the half-stencil build's scratch (neighbours.c: build_half), 9
-     * words for each of hrows slots */
-    float *hacc;
-    size_t hrows;
 } nb_list;
 
 /* Set up a grid covering [lo, hi] with cells of edge `cell`. Fails (-1) if
