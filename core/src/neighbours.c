@@ -821,9 +821,10 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
-    if (total + NB_W <= NB_MERGE && total + NB_W <= stride) {
+    if (total + NB_W <= NB_MERGE && (NB_W == 16 || total + NB_W <= stride)) {
         _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
         _Alignas(32) uint32_t mj[NB_MERGE];
+        const int room = total + NB_W <= stride;
         const nb_soa m = {mx, my, mz, mj};
         uint32_t p = 0, po = 0, no = 0; /* the own range at [po, po + no) */
         for (int r = 0; r < nr; r++) {
@@ -844,9 +845,9 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
         /* only the blocks holding the own range test for self */
         const int own = exclude_self && no > 0;
         const uint32_t e = (po + no + 7u) & ~7u, s0 = own ? po & ~7u : total, s1 = own && e < total ? e : total;
-        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
     } else {
         uint32_t cmax = 0; /* the largest c[u] so far */
         for (int r = 0; r < nr; r++) {
