@@ -755,51 +755,21 @@ static inline float row_ksum(const uint32_t *row, float *r2, uint32_t cnt, uint3
     return floe_hsum8(s);
 }
 
-/* With kernel sums, a thread's buffer for the squared distances of two
- * groups' rows (two halves of NB_GROUP rows of stride floats) and the group
- * whose rows wait for their sums. A group's rows are summed after the next
- * group's search (kpend_flush): summed right away, row_ksum's loads stalled
- * on forwarding from the compress stores just made (5.7% of test_group's
- * samples on one vector instruction, perf on a Xeon with the 16-lane
- * blocks). */
-typedef struct nb_kpend {
-    float *buf;
-    int half;   /* the half the pending group's rows use */
-    uint32_t gn; /* rows pending (0: none) */
-    uint32_t id[NB_GROUP], c[NB_GROUP];
-} nb_kpend;
-
-/* The pending group's sums into ks->out (rows of idx, stride entries). */
-static void kpend_flush(nb_kpend *kp, const uint32_t *idx, uint32_t stride, const nb_ksum *ks)
-{
-    const __m256 inv_H = _mm256_set1_ps(ks->inv_H);
-    float *d2 = kp->buf + (size_t)kp->half * NB_GROUP * stride;
-    for (uint32_t u = 0; u < kp->gn; u++)
-        if (kp->c[u] <= stride) /* else truncated: the caller rebuilds */
-            ks->out[kp->id[u]] =
-                row_ksum(idx + (size_t)kp->id[u] * stride, d2 + (size_t)u * stride, kp->c[u], stride, ks, inv_H);
-    kp->gn = 0;
-}
-
 /* Search for the gn <= NB_GROUP queries (qx, qy, qz; particle indices
  * id[u]; with exclude_self, id[u] itself is no neighbour, and only range
  * rself can hold it) in the nr candidate ranges [ra[r], rb[r]) of the
  * sorted slots t: row id[u] of idx (stride entries) gets the hits in
  * ascending slot order, padded (nb_pad_row), count[id[u]] their number (which
  * may exceed stride: the caller widens and rebuilds). With sums (ks, and
- * kp: the calling thread's nb_kpend) the rows' kernel sums into
- * ks->out[id[u]], made once the next group is searched (or by the caller's
- * last kpend_flush). Returns the largest count. dim3 and sums are
- * constants here (test_group picks the variant). */
+ * d2buf: NB_GROUP * stride floats of the calling thread) also the row's
+ * kernel sum into ks->out[id[u]]. Returns the largest count. dim3 and sums
+ * are constants here (test_group picks the variant). */
 static inline __attribute__((always_inline)) uint32_t
 test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id, int exclude_self,
              int rself, const uint32_t *ra, const uint32_t *rb, int nr, const nb_soa *t, const int dim3, float r2,
-             uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, nb_kpend *kp,
+             uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, float *d2buf,
              const int sums)
 {
-    /* the half of the buffer the pending group does not use */
-    const int cur = sums && kp->gn ? !kp->half : 0;
-    float *d2buf = sums ? kp->buf + (size_t)cur * NB_GROUP * stride : NULL;
     const __m256 vr2 = _mm256_set1_ps(r2);
     uint32_t c[NB_GROUP], self[NB_GROUP];
     uint32_t *dst[NB_GROUP];
@@ -864,15 +834,8 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
         nb_pad_row(dst[u], c[u], stride);
         count[id[u]] = c[u];
         cm = c[u] > cm ? c[u] : cm;
-    }
-    if (sums) { /* sum the previous group's rows, this one's wait */
-        kpend_flush(kp, idx, stride, ks);
-        kp->half = cur;
-        kp->gn = gn;
-        for (uint32_t u = 0; u < gn; u++) {
-            kp->id[u] = id[u];
-            kp->c[u] = c[u];
-        }
+        if (sums && c[u] <= stride) /* else truncated: the caller rebuilds */
+            ks->out[id[u]] = row_ksum(dst[u], d2dst[u], c[u], stride, ks, _mm256_set1_ps(ks->inv_H));
     }
     return cm;
 }
@@ -882,13 +845,13 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
 static inline uint32_t test_group(uint32_t gn, const float *qx, const float *qy, const float *qz, const uint32_t *id,
                                   int exclude_self, int rself, const uint32_t *ra, const uint32_t *rb, int nr,
                                   const nb_soa *t, int dim3, float r2, uint32_t *restrict count,
-                                  uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, nb_kpend *kp)
+                                  uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, float *d2buf)
 {
     if (ks)
         return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride,
-                                   ks, kp, 1)
+                                   ks, d2buf, 1)
                     : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride,
-                                   ks, kp, 1);
+                                   ks, d2buf, 1);
     return dim3 ? test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 1, r2, count, idx, stride,
                                NULL, NULL, 0)
                 : test_group_d(gn, qx, qy, qz, id, exclude_self, rself, ra, rb, nr, t, 0, r2, count, idx, stride,
@@ -920,13 +883,13 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
 #define NB_CHUNK 256u
 
 /* With kernel sums (ks), the calling thread's buffer for the squared
- * distances of two groups' rows (nb_kpend), freed by the caller; without
+ * distances of a group's rows (test_group_d), freed by the caller; without
  * memory *nomem is set and the build fails. NULL without sums. */
 static float *group_d2_buffer(const nb_ksum *ks, uint32_t stride, int *nomem)
 {
     if (!ks)
         return NULL;
-    float *b = aligned_alloc(64, (size_t)2 * NB_GROUP * stride * sizeof(float));
+    float *b = aligned_alloc(32, (size_t)NB_GROUP * stride * sizeof(float));
     if (!b) {
 #pragma omp atomic write
         *nomem = 1;
@@ -967,8 +930,7 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
      * two runs: results do not depend on the split. */
 #pragma omp parallel reduction(max : maxc) if (nt >= NB_PAR_MIN)
     {
-        nb_kpend kp = {.buf = group_d2_buffer(ks, stride, nomem)};
-        float *d2buf = kp.buf;
+        float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
             uint32_t clo, chi;
@@ -985,13 +947,11 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
                 for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                     const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
                     const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
-                                                  nr, t, dim3, r2, count, idx, stride, ks, &kp);
+                                                  nr, t, dim3, r2, count, idx, stride, ks, d2buf);
                     maxc = m > maxc ? m : maxc;
                 }
             }
         }
-        if (ks && d2buf)
-            kpend_flush(&kp, idx, stride, ks);
         free(d2buf);
     }
     return maxc;
@@ -1015,8 +975,7 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
 
 #pragma omp parallel reduction(max : maxc) if (nq >= NB_PAR_MIN)
     {
-        nb_kpend kp = {.buf = group_d2_buffer(ks, stride, nomem)};
-        float *d2buf = kp.buf;
+        float *d2buf = group_d2_buffer(ks, stride, nomem);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t ch = 0; ch < nchunks; ch++) {
             uint32_t q0, q1;
@@ -1061,12 +1020,10 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
                     id[u] = (uint32_t)q;
                 }
                 const uint32_t m =
-                    test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, dim3, r2, count, idx, stride, ks, &kp);
+                    test_group(gn, qx, qy, qz, id, 0, -1, ra, rb, nr, t, dim3, r2, count, idx, stride, ks, d2buf);
                 maxc = m > maxc ? m : maxc;
             }
         }
-        if (ks && d2buf)
-            kpend_flush(&kp, idx, stride, ks);
         free(d2buf);
     }
     return maxc;
