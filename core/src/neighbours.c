@@ -652,12 +652,12 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
  * candidates (three cells) take two blocks instead of three or four. */
 static inline __attribute__((always_inline)) uint32_t
 test_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
-             const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, float r2,
+             const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, __m256 r2v,
              uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
     const uint32_t *restrict sj = t->j;
-    const __m512 vr2 = _mm512_set1_ps(r2);
+    const __m512 vr2 = _mm512_broadcastss_ps(_mm256_castps256_ps128(r2v));
     uint32_t cm = 0;
     for (uint32_t k = a; k < b; k += 16) {
         const __m512 cx = _mm512_loadu_ps(sx + k), cy = _mm512_loadu_ps(sy + k);
@@ -701,8 +701,7 @@ test_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *
     }
     return cm;
 }
-#define TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, own, room, vr2, dst, c, stride, d2dst, sums) \
-    test_range16(a, b, gn, qx, qy, qz, self, t, dim3, own, room, r2, dst, c, stride, d2dst, sums)
+#define TEST_RANGE test_range16
 #else
 #define NB_W 8u
 #define TEST_RANGE test_range
@@ -715,8 +714,6 @@ test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy,
           const uint32_t *self, const nb_soa *t, const int dim3, int own, int room, __m256 vr2,
           uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
-    const float r2 = _mm256_cvtss_f32(vr2);
-    (void)r2;
     if (own && room)
         return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
     if (room)
