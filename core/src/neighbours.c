@@ -789,8 +789,8 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
     if (total + NB_W <= NB_MERGE && (NB_W == 16 || total + NB_W <= stride)) {
-        _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
-        _Alignas(32) uint32_t mj[NB_MERGE];
+        _Alignas(64) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
+        _Alignas(64) uint32_t mj[NB_MERGE];
         const int room = total + NB_W <= stride;
         const nb_soa m = {mx, my, mz, mj};
         uint32_t p = 0, po = 0, no = 0; /* the own range at [po, po + no) */
@@ -798,8 +798,17 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
             const uint32_t a = ra[r], n = rb[r] - ra[r];
             if (r == rself)
                 po = p, no = n;
-            /* whole blocks of 8: the slots have NB_PAD entries of slack
-             * past their end, the buffer NB_W past total */
+            /* whole blocks of NB_W: the slots have NB_PAD entries of
+             * slack past their end, the buffer NB_W past total */
+#if NB_W == 16
+            for (uint32_t k = 0; k < n; k += 16) {
+                _mm512_storeu_ps(mx + p + k, _mm512_loadu_ps(t->x + a + k));
+                _mm512_storeu_ps(my + p + k, _mm512_loadu_ps(t->y + a + k));
+                if (dim3)
+                    _mm512_storeu_ps(mz + p + k, _mm512_loadu_ps(t->z + a + k));
+                _mm512_storeu_si512((void *)(mj + p + k), _mm512_loadu_si512((const void *)(t->j + a + k)));
+            }
+#else
             for (uint32_t k = 0; k < n; k += 8) {
                 _mm256_storeu_ps(mx + p + k, _mm256_loadu_ps(t->x + a + k));
                 _mm256_storeu_ps(my + p + k, _mm256_loadu_ps(t->y + a + k));
@@ -807,6 +816,7 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
                     _mm256_storeu_ps(mz + p + k, _mm256_loadu_ps(t->z + a + k));
                 _mm256_storeu_si256((__m256i *)(mj + p + k), _mm256_loadu_si256((const __m256i *)(t->j + a + k)));
             }
+#endif
             p += n;
         }
         /* only the blocks holding the own range test for self */
