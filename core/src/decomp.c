@@ -12,12 +12,13 @@
  * particles. Stages then run on the local arrays as in one process; before
  * each, the ghosts of the attributes it reads that an earlier stage wrote
  * are refreshed (owners send, in the ghost order of the step). Boundary
- * sets are whole on every rank. Files are written by rank 0 only: a frame
- * is every rank's owned rows gathered there, sorted by id.
+ * sets are whole on every rank. A frame: each rank writes its part, rank 0
+ * joins them (decomp_io.c).
  *
- * Open MPI does the transport (MPI_Alltoallv, MPI_Gatherv, MPI_Allreduce);
+ * Open MPI does the transport (MPI_Alltoallv, MPI_Allreduce, MPI_Gather);
  * nothing here talks to a socket. */
 #include "decomp.h"
+#include "decomp_cl.h"
 #include "out_path.h"
 
 #include <floe/floe.h>
@@ -248,8 +249,6 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated, double *
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointing)
 {
-    if (ctx->dev)
-        return "the OpenCL backend does not run decomposed yet (run the ranks with --backend cpu)";
     if (ctx->info.periodic)
         return "periodic domains are not decomposed (the slabs do not wrap round)";
     if (ctx->emit)
@@ -583,6 +582,7 @@ int dd_step_begin(floe_ctx *ctx)
     if (!d)
         return FLOE_OK;
     double t0 = now_ms();
+    dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
@@ -605,6 +605,7 @@ int dd_step_end(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
+    dd_cl_host(ctx);
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
         pset *p = &ctx->sets[s];
@@ -652,7 +653,10 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     double t0 = now_ms();
     dd_set *ds = &d->sets[p - ctx->sets];
     size_t stot, rtot = ds->ghosts;
-    int rc = FLOE_OK;
+    dd_cl_halo staged; /* OpenCL: device data through host memory (decomp_cl.c) */
+    int rc = dd_cl_halo_begin(ctx, p, &data, elem, &staged);
+    if (rc)
+        return rc;
     for (int r = 0, so = 0; r < d->size; r++) { /* the counts of the step's ghosts */
         d->bs[r] = (int)((size_t)ds->scnt[r] * elem);
         d->bso[r] = (int)((size_t)so * elem);
@@ -662,7 +666,7 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     }
     stot = (size_t)ds->soff[d->size - 1] + (size_t)ds->scnt[d->size - 1];
     if (grow(&d->sbuf, &d->scap, stot * elem))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        return dd_cl_halo_end(ctx, &staged, elem, ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory"));
     const char *src = data;
     for (size_t k = 0; k < stot; k++)
         memcpy(d->sbuf + k * elem, src + (size_t)ds->send_idx[k] * elem, elem);
@@ -671,6 +675,7 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     int e = MPI_Alltoallv(d->sbuf, d->bs, d->bso, MPI_BYTE, ghosts, d->br, d->bro, MPI_BYTE, d->comm);
     if (e != MPI_SUCCESS)
         rc = mpi_fail(ctx, e, "MPI_Alltoallv (halo)");
+    rc = dd_cl_halo_end(ctx, &staged, elem, rc);
     d->comm_ms += now_ms() - t0;
     return rc;
 }
@@ -741,106 +746,6 @@ int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
 }
 
 int dd_writer(const floe_ctx *ctx) { return !ctx->dd || ctx->dd->rank == 0; }
-
-typedef struct id_row {
-    uint32_t id, k;
-} id_row;
-
-static int cmp_id(const void *a, const void *b)
-{
-    const id_row *u = a, *v = b;
-    return u->id < v->id ? -1 : u->id > v->id;
-}
-
-int dd_gather(floe_ctx *ctx, const pset *p, const int *attr_index, int nc, dd_rows *out)
-{
-    struct floe_dd *d = ctx->dd;
-    memset(out, 0, sizeof *out);
-    const attr *ida = pset_attr((pset *)p, "id");
-    const attr *xa = pset_attr((pset *)p, "x");
-    size_t row = 12 + 4;
-    for (int c = 0; c < nc; c++)
-        row += floe_type_size(p->attrs[attr_index[c]].type);
-    const uint32_t n = d->sets[p - ctx->sets].owned;
-    const size_t bytes = (size_t)n * row;
-    if (bytes > (size_t)INT32_MAX)
-        return ctx_fail(ctx, FLOE_ERR, "MPI: a frame part of more than 2 GiB on rank %d", d->rank);
-    int cnt = (int)bytes, rc = FLOE_OK;
-    char *send = malloc(bytes + 1);
-    int *cnts = d->rank == 0 ? calloc((size_t)d->size, sizeof *cnts) : NULL;
-    int *offs = d->rank == 0 ? calloc((size_t)d->size, sizeof *offs) : NULL;
-    if (!send || (d->rank == 0 && (!cnts || !offs))) {
-        free(send), free(cnts), free(offs);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        char *r = send + (size_t)i * row;
-        memcpy(r, (const char *)xa->data + 12 * (size_t)i, 12);
-        uint32_t id = ida ? ((const uint32_t *)ida->data)[i] : i;
-        memcpy(r + 12, &id, 4);
-        size_t o = 16;
-        for (int c = 0; c < nc; c++) {
-            const attr *at = &p->attrs[attr_index[c]];
-            size_t es = floe_type_size(at->type);
-            memcpy(r + o, (const char *)at->data + es * i, es);
-            o += es;
-        }
-    }
-    int e = MPI_Gather(&cnt, 1, MPI_INT, cnts, 1, MPI_INT, 0, d->comm);
-    size_t total = 0;
-    if (d->rank == 0)
-        for (int r = 0; r < d->size; r++) {
-            offs[r] = (int)total;
-            total += (size_t)cnts[r];
-            if (total > (size_t)INT32_MAX)
-                e = MPI_ERR_COUNT;
-        }
-    char *all = d->rank == 0 ? malloc(total + 1) : NULL;
-    if (e == MPI_SUCCESS)
-        e = MPI_Gatherv(send, cnt, MPI_BYTE, all, cnts, offs, MPI_BYTE, 0, d->comm);
-    free(send), free(cnts), free(offs);
-    if (e != MPI_SUCCESS) {
-        free(all);
-        return mpi_fail(ctx, e, "MPI_Gatherv (frame)");
-    }
-    if (d->rank != 0)
-        return FLOE_OK;
-    const uint32_t N = (uint32_t)(total / row);
-    id_row *ord = malloc((size_t)N * sizeof *ord + 1);
-    char *buf = malloc((size_t)N * (row - 4) + 64 * (size_t)(nc + 1));
-    if (!all || !ord || !buf) {
-        free(all), free(ord), free(buf);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame of %u particles", N);
-    }
-    for (uint32_t k = 0; k < N; k++) {
-        memcpy(&ord[k].id, all + (size_t)k * row + 12, 4);
-        ord[k].k = k;
-    }
-    qsort(ord, N, sizeof *ord, cmp_id);
-    out->x = (float *)(void *)buf;
-    size_t o = 12 * (size_t)N, ro = 16;
-    for (int c = 0; c < nc; c++) {
-        size_t es = floe_type_size(p->attrs[attr_index[c]].type);
-        out->col[c] = buf + o;
-        for (uint32_t k = 0; k < N; k++)
-            memcpy(buf + o + es * k, all + (size_t)ord[k].k * row + ro, es);
-        o += es * N;
-        ro += es;
-    }
-    for (uint32_t k = 0; k < N; k++)
-        memcpy(buf + 12 * (size_t)k, all + (size_t)ord[k].k * row, 12);
-    free(all), free(ord);
-    out->buf = buf;
-    out->n = N;
-    out->write = 1;
-    return rc;
-}
-
-void dd_rows_free(dd_rows *r)
-{
-    free(r->buf);
-    memset(r, 0, sizeof *r);
-}
 
 void dd_step_time(floe_ctx *ctx, double ms)
 {
