@@ -122,9 +122,25 @@ static void check_sort(const nb_sorted *s, const nb_grid *g, const float *x, uin
     cr_assert_eq(s->n, n);
     cr_assert_eq(s->ncells, ncells);
     cr_assert_eq(s->cell_start[0], 0u);
-    cr_assert_eq(s->cell_start[ncells], n, "cell_start[ncells] = %u, n = %u", s->cell_start[ncells], n);
+    /* every run of 1-3 consecutive cells (what the search reads: a row of
+     * a 3x3(x3) block) starts at the particles of lower key and holds
+     * exactly its cells' particles; an end below its start reads as empty
+     * (the table's tail past nb_sort's high-water mark holds 0) */
+    uint32_t *cnt = calloc((size_t)ncells + 1, sizeof *cnt), *below = calloc((size_t)ncells + 1, sizeof *below);
+    cr_assert(cnt && below);
+    for (uint32_t i = 0; i < n; i++)
+        cnt[nb_cell_key(g, x + 3 * (size_t)i)]++;
     for (uint32_t c = 0; c < ncells; c++)
-        cr_assert_leq(s->cell_start[c], s->cell_start[c + 1], "cell_start decreases at %u", c);
+        below[c + 1] = below[c] + cnt[c];
+    for (uint32_t c = 0; c < ncells; c++)
+        for (uint32_t w = 1; w <= 3 && c + w <= ncells; w++) {
+            const uint32_t a = s->cell_start[c], e = s->cell_start[c + w], b = e < a ? a : e;
+            const uint32_t want = below[c + w] - below[c];
+            cr_assert_eq(b - a, want, "cells %u..%u: range [%u, %u) for %u particles", c, c + w - 1, a, e, want);
+            if (want)
+                cr_assert_eq(a, below[c], "cells %u..%u start at slot %u, not %u", c, c + w - 1, a, below[c]);
+        }
+    free(cnt), free(below);
     uint8_t *seen = calloc(n ? n : 1, 1);
     cr_assert_not_null(seen);
     for (uint32_t i = 0; i < n; i++) {
@@ -613,6 +629,26 @@ Test(neighbours, sort_properties)
             for (uint32_t i = 0; i < n; i++)
                 for (int k = 0; k < 3; k++)
                     x[3 * i + k] += (round % 2 ? -0.25f : 0.2f) * (float)round * (k == 2 ? 0.5f : 1.0f);
+            cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+            check_sort(&s, &g, x, n);
+            free(x);
+        }
+    }
+    /* sorted again with a different count each time (an MPI rank's ghosts
+     * change it every step), moving up and down: the cells between the
+     * extreme keys and the table's high-water mark are rewritten, the
+     * runs past it read as empty */
+    {
+        const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
+        const float plo[3] = {-0.5f, 0.3f, 2.4f}, phi[3] = {0.2f, 0.6f, 2.7f};
+        const uint32_t counts[] = {6000, 5900, 6100, 300, 7000, 6999, 6000};
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.01f, 1u << 24), 0);
+        for (int round = 0; round < (int)(sizeof counts / sizeof counts[0]); round++) {
+            const uint32_t n = counts[round];
+            float *x = random_points(n, plo, phi, 3);
+            for (uint32_t i = 0; i < n; i++)
+                x[3 * i + 2] += (round % 2 ? -0.3f : 0.25f) * (float)(round % 3);
             cr_assert_eq(nb_sort(&s, &g, x, n), 0);
             check_sort(&s, &g, x, n);
             free(x);

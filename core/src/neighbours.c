@@ -133,7 +133,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
             return -1;
         s->fill_ok = 0;
     }
-    if (ncells != s->ncells || n != s->fill_n)
+    if (ncells != s->ncells)
         s->fill_ok = 0;
     s->ncells = ncells;
     s->n = n;
@@ -243,22 +243,28 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         for (int64_t k = 0; k < nn; k++)
             skey[k] = key[order[k]];
     }
-    /* Cells below the smallest key hold 0 and cells above the largest hold
-     * n. When the table holds the previous sort of as many particles on
-     * the same grid, only the cells between the smaller of the two smallest
-     * keys and one past the larger of the two largest change (a tank's
-     * fluid spans about half of the reference bench's 1.4M cells). */
-    uint32_t f0 = 0, f1 = ncells + 1; /* fill cells [f0, f1) */
+    /* Cells below the smallest key hold 0, cells above the largest n up to
+     * a high-water mark at least 3 cells past it, and 0 from there on: a
+     * range read past the mark reads [n, 0) or [0, 0), empty
+     * (cell_ranges; the search's loops run k < b), and every range that
+     * holds a particle's cell ends within 3 cells of it, before the mark.
+     * When the table holds an earlier sort on the same grid, only the
+     * cells between the smaller of the two smallest keys and the mark
+     * (raised to the new largest key + 4) change, whatever the count (a
+     * tank's fluid spans about half of the reference bench's 1.4M cells). */
+    uint32_t f0 = 0, f1 = ncells + 1, zero_from = ncells + 1; /* fill cells [f0, f1), zero [zero_from, ncells] */
     if (n > 0) {
         const uint32_t kmin = skey[0], kmax = skey[n - 1];
+        const uint32_t mark = (uint64_t)kmax + 4 < (uint64_t)ncells + 1 ? kmax + 4 : ncells + 1;
         if (s->fill_ok) {
             f0 = kmin < s->fill_kmin ? kmin : s->fill_kmin;
-            f1 = (kmax > s->fill_kmax ? kmax : s->fill_kmax) + 2;
-        }
+            f1 = mark > s->fill_hwm ? mark : s->fill_hwm;
+        } else
+            zero_from = mark;
         s->fill_kmin = kmin;
         s->fill_kmax = kmax;
+        s->fill_hwm = f1 < zero_from ? f1 : zero_from;
         s->fill_ok = 1;
-        s->fill_n = n;
     }
     const uint32_t nfill = f1 - f0;
     const int64_t nranges = nfill >= (1u << 16) && n >= NB_PAR_MIN ? 64 : 1;
@@ -286,6 +292,8 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
                 k++;
         }
     }
+    if (zero_from <= ncells) /* a first fill: the table's tail past the mark */
+        memset(cs + zero_from, 0, ((size_t)ncells + 1 - zero_from) * sizeof(uint32_t));
     return 0;
 }
 
@@ -801,8 +809,9 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
     for (int z = zlo; z <= zhi; z++)
         for (int y = ylo; y <= yhi; y++) {
             const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-            ra[nr] = cs[row + (uint32_t)xlo];
-            rb[nr] = cs[row + (uint32_t)xhi + 1];
+            const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
+            ra[nr] = a;
+            rb[nr] = b < a ? a : b; /* past nb_sort's high-water mark: [n, 0), empty */
             nr++;
         }
     return nr;
