@@ -787,13 +787,10 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 {
     for (int r = 0; r < d->size; r++) {
         const double *f = d->fig + (size_t)r * NFIG, st = f[F_STEPS] > 0 ? f[F_STEPS] : 1;
-        double comm = 0;
-        for (int k = 0; k < NPH; k++)
-            comm += f[F_PH + k];
         ctx_log(ctx, FLOE_LOG_INFO,
-                "mpi: rank %d, ms per step: %.3f in steps, of which decomposition %.3f: migration %.3f (mpi %.3f), "
-                "ghosts %.3f (mpi %.3f), halos %.3f (mpi %.3f, %.1f a step), reductions %.3f; load balance %.3f; "
-                "ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st, comm / st,
+                "mpi: rank %d, ms per step: %.3f in steps, of which migration %.3f (mpi %.3f), ghosts %.3f (mpi "
+                "%.3f), halos %.3f (mpi %.3f, %.1f a step); reductions %.3f (in and between steps); load balance "
+                "%.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st,
                 f[F_PH + PH_MIGRATE] / st, f[F_MPI + PH_MIGRATE] / st, f[F_PH + PH_GHOSTS] / st,
                 f[F_MPI + PH_GHOSTS] / st, f[F_PH + PH_HALO] / st, f[F_MPI + PH_HALO] / st, f[F_HALOS] / st,
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
