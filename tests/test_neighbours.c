@@ -1077,3 +1077,57 @@ Test(neighbours, kernel_sums_of_crowded_and_empty_rows)
     nb_sorted_free(&s);
     free(x), free(w);
 }
+
+/* nb_build_rows (an MPI rank's ghosts): the rows below nrows are the bytes
+ * and kernel sums nb_build_sums gives, the others empty, against the set
+ * itself (build_cells, queries grouped by cell) and against another set
+ * (build_cross) */
+Test(neighbours, rows_past_nrows_come_out_empty)
+{
+    rng_seed(41);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 6000, nb = 2000, nrows = 4100;
+    float *x = random_points(n, lo, hi, 3), *xb = random_points(nb, lo, hi, 3);
+    float *w = weights(n, 1), *wb = weights(nb, 0);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.08f, 1u << 20), 0);
+    nb_sorted s = {0}, sb = {0};
+    cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+    cr_assert_eq(nb_sort(&sb, &g, xb, nb), 0);
+    for (int cross = 0; cross <= 1; cross++) {
+        const nb_sorted *t = cross ? &sb : &s;
+        const float *xt = cross ? xb : x, *wt = cross ? wb : w;
+        nb_list full = {0}, part = {0};
+        float *kf = calloc(n, sizeof *kf), *kp = malloc(n * sizeof *kp);
+        for (uint32_t i = 0; i < n; i++)
+            kp[i] = -1.0f; /* must be overwritten, ghosts with 0 */
+        nb_ksum ksf = {.w = wt, .inv_H = 1.0f / 0.08f, .out = kf}, ksp = ksf;
+        ksp.out = kp;
+        cr_assert_eq(nb_build_sums(&full, &g, x, n, t, xt, 0.08f, !cross, &ksf), 0);
+        cr_assert_eq(nb_build_rows(&part, &g, x, n, nrows, t, xt, 0.08f, !cross, &ksp), 0);
+        cr_assert_eq(part.n, n);
+        cr_assert_eq(ksf.done, ksp.done);
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i >= nrows) {
+                cr_assert_eq(part.count[i], 0u, "row %u past nrows holds %u", i, part.count[i]);
+                if (ksp.done)
+                    cr_assert_eq(kp[i], 0.0f);
+                continue;
+            }
+            cr_assert_eq(part.count[i], full.count[i], "row %u: %u entries, %u in the full build", i, part.count[i],
+                         full.count[i]);
+            cr_assert_eq(memcmp(part.idx + (size_t)i * part.stride, full.idx + (size_t)i * full.stride,
+                                full.count[i] * sizeof(uint32_t)),
+                         0, "row %u differs from the full build's", i);
+            if (ksp.done)
+                cr_assert(kp[i] == kf[i], "row %u: kernel sum %g, full build %g", i, kp[i], kf[i]);
+            total += full.count[i];
+        }
+        cr_assert_gt(total, (uint64_t)nrows * 2);
+        nb_list_free(&full), nb_list_free(&part);
+        free(kf), free(kp);
+    }
+    nb_sorted_free(&s), nb_sorted_free(&sb);
+    free(x), free(xb), free(w), free(wb);
+}

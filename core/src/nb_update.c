@@ -1,6 +1,7 @@
 /* The context's neighbour lists on the host: the cell grid, the cell sort of
  * each set (and the reorder along it), the lists of every fluid set in every
  * set and their kernel sums (neighbours.c does the work). */
+#include "decomp.h"
 #include "device.h"
 
 #include "floe/kernel.h"
@@ -126,8 +127,10 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
                 ksp = &ks;
             if (rc)
                 return rc;
-            if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
-                              ksp))
+            /* MPI: the ghosts' rows empty (what a stage computes on a ghost
+             * is never used: its owner sends it before anyone reads it) */
+            if (nb_build_rows(&pq->lists[t], &ctx->nbgrid, xq, pq->n, dd_owned(ctx, pq), &pt->sorted, xt,
+                              ctx->info.support, q == t, ksp))
                 return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
             pq->ksum_ok[t] = ksp && ks.done;
         }

@@ -113,6 +113,11 @@ typedef struct nb_ksum {
 /* nb_build, and with ks (may be NULL) the kernel sums of the rows */
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks);
+/* nb_build_sums with rows [nrows, nq) left empty (count 0, kernel sum 0):
+ * an MPI rank's ghosts, whose own sums are never used; rows below nrows
+ * are those nb_build_sums gives */
+int nb_build_rows(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, uint32_t nrows,
+                  const nb_sorted *target, const float *xt, float radius, int exclude_self, nb_ksum *ks);
 
 /* Verlet lists (nb_verlet.c): the rows of `in` (lists within a radius
  * larger than `radius`, built earlier) cut to the pairs now within radius,
