@@ -19,10 +19,17 @@
 -- pressures (--set settle=0.3 --set measure=0.3) give a sigma that does not
 -- match the periods' (docs/validation.md).
 --
+-- `--set tension=air_pressure --set p_atm=146` runs the droplet on Kim's
+-- uniform air pressure instead (docs/viscosity_tension.md, "A surface
+-- tension of a given sigma": after settling it holds no surface tension).
+--
 --   floe run scenes/validation/droplet_2d.lua [--set radius=10] [--set gamma=1] [--set curvature=1]
 local floe = require "floe"
 
 local cells = floe.param("radius", 10)   -- R in spacings
+local tension = floe.param("tension", "akinci")  -- akinci | air_pressure
+local p_atm = floe.param("p_atm", 146)           -- Pa, tension.air_pressure
+assert(tension == "akinci" or tension == "air_pressure", "tension must be akinci or air_pressure, not " .. tostring(tension))
 local gamma = floe.param("gamma", 1)
 local curvature = floe.param("curvature", 1)  -- factor of Akinci's curvature term (0: cohesion only)
 local settle = floe.param("settle", 0)          -- seconds: damped, from the lattice to round
@@ -40,7 +47,8 @@ sim:fluid_sphere{ centre = { 0, 0 }, radius = R, density = 1000 }
 
 local function pipeline(damp)
   local p = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 4 }, "gravity",
-              { "tension.akinci", gamma = gamma, curvature = curvature }, { "viscosity.laminar", nu = 1e-6 }, "wcsph.pressure_force" }
+              tension == "air_pressure" and { "tension.air_pressure", p_atm = p_atm }
+                                       or { "tension.akinci", gamma = gamma, curvature = curvature }, { "viscosity.laminar", nu = 1e-6 }, "wcsph.pressure_force" }
   if damp then p[#p + 1] = { "hello.damp", rate = 20 } end
   p[#p + 1] = "integrate"
   return p
