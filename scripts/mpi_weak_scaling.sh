@@ -91,6 +91,11 @@ L=$(ranks 4 2 ""); echo "$L"; P4a=$(echo "$L" | rate)
 echo "== again: 1 rank, then 4 ranks"
 L=$(one ""); echo "$L"; P1b=$(echo "$L" | rate)
 L=$(ranks 4 2 ""); echo "$L"; P4b=$(echo "$L" | rate)
+echo "== 1 rank x 2 threads on --set length=4 (241,839 particles, 400 steps, cores 2,3): does the longer"
+echo "   scene alone (4 times the tank, the domain) cost per particle, as every rank holds it whole?"
+SECS=0.2
+L=$(one "--set length=4"); echo "$L"; P1L=$(echo "$L" | rate)
+awk -v a="$P1L" -v b="$P1b" 'BEGIN { if (b > 0) printf "per particle against the 59k run: %.3f\n", a / b }'
 echo "== 8 ranks x 2 threads, --set length=8 (all 16 cores, 0-15), 0.25 s"
 SECS=0.25
 L=$(ranks 8 0 ""); echo "$L"; P8=$(echo "$L" | rate)
