@@ -1,6 +1,7 @@
 /* Which backend a context runs on (device.h): none (the host only, "cpu"),
  * or the OpenCL one (core/src/opencl/), chosen by name at floe_ctx_create.
  * A Floe built without the OpenCL headers has no device backend at all. */
+#include "decomp_cl.h"
 #include "device.h"
 
 #ifdef FLOE_HAVE_OPENCL
@@ -21,9 +22,21 @@ int backend_open(floe_ctx *ctx, const char *backend, const char *device, char *e
     }
     char msg[512] = "this Floe was built without the OpenCL headers";
 #ifdef FLOE_HAVE_OPENCL
+    /* MPI: without --device each rank takes the device of its local rank */
+    const int local = dd_local_rank();
+    char pick[32];
+    if (local >= 0 && (!device || !device[0])) {
+        snprintf(pick, sizeof pick, "local:%d", local);
+        device = pick;
+    }
     ctx->dev = floe_opencl_open(device, msg, sizeof msg);
     if (ctx->dev) {
-        ctx_log(ctx, FLOE_LOG_INFO, "backend %s", ctx->dev->ops->describe(ctx));
+        int rank = 0, ranks = floe_mpi_size(&rank);
+        if (ranks > 1)
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d of %d (local rank %d) uses %s", rank, ranks, local,
+                    ctx->dev->ops->describe(ctx));
+        else
+            ctx_log(ctx, FLOE_LOG_INFO, "backend %s", ctx->dev->ops->describe(ctx));
         return FLOE_OK;
     }
 #else

@@ -105,7 +105,8 @@ static int stage_neighbours_cl(const floe_stage_call *c)
     if (sorted_keys(c))
         return ctx_fail(ctx, FLOE_ERR_ARG, "neighbours: method \"sorted_keys\" runs on the cpu backend only");
     int64_t every = c->param[NB_REORDER_EVERY].i;
-    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0;
+    int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0 && !ctx->dd; /* MPI: as above */
+    ctx->nb_by_id = c->param[NB_ORDER].s && !strcmp(c->param[NB_ORDER].s, "id"); /* the cell sort's order */
     ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
     return ctx->dev->ops->neighbours(ctx, reorder);
 }

@@ -14,12 +14,13 @@
  * (MPI_Isend/MPI_Irecv), except for a migration after the boxes moved. Stages then run on the local arrays as in one process; before
  * each, the ghosts of the attributes it reads that an earlier stage wrote
  * are refreshed (owners send, in the ghost order of the step). Boundary
- * sets are whole on every rank. Files are written by rank 0 only: a frame
- * is every rank's owned rows gathered there, sorted by id.
+ * sets are whole on every rank. A frame: each rank writes its part, rank 0
+ * joins them (decomp_io.c).
  *
- * Open MPI does the transport (MPI_Isend/Irecv, MPI_Gatherv, MPI_Allreduce);
+ * Open MPI does the transport (MPI_Isend/Irecv, MPI_Allreduce, MPI_Gather);
  * nothing here talks to a socket. */
 #include "decomp.h"
+#include "decomp_cl.h"
 #include "decomp_geom.h"
 #include "out_path.h"
 
@@ -340,8 +341,6 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated)
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointing)
 {
-    if (ctx->dev)
-        return "the OpenCL backend does not run decomposed yet (run the ranks with --backend cpu)";
     if (ctx->info.periodic)
         return "periodic domains are not decomposed (the slabs do not wrap round)";
     if (ctx->emit)
@@ -817,6 +816,7 @@ int dd_step_begin(floe_ctx *ctx)
     if (!d)
         return FLOE_OK;
     double t0 = now_ms();
+    dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
@@ -846,6 +846,7 @@ int dd_step_end(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
+    dd_cl_host(ctx);
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
         pset *p = &ctx->sets[s];
@@ -896,6 +897,20 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
     struct floe_dd *d = ctx->dd;
     dd_set *ds = &d->sets[p - ctx->sets];
     double t0 = now_ms();
+    /* OpenCL: device data through host memory (decomp_cl.c), each array */
+    dd_cl_halo staged[MAX_ATTRS];
+    void *host[MAX_ATTRS];
+    int rc = FLOE_OK, ns = 0;
+    for (; ns < k && !rc; ns++) {
+        host[ns] = data[ns];
+        rc = dd_cl_halo_begin(ctx, p, &host[ns], elem[ns], &staged[ns]);
+    }
+    if (rc) {
+        for (int a = 0; a < ns - 1; a++)
+            dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
+        return rc;
+    }
+    data = host;
     size_t e = 0, stot = 0;
     for (int a = 0; a < k; a++)
         e += elem[a];
@@ -905,8 +920,8 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
         stot += ds->scnt[q];
     }
     if (grow(&d->sbuf, &d->scap, stot * e + 1) || (k > 1 && grow(&d->rbuf, &d->rcap, (size_t)ds->ghosts * e + 1)))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (int q = 0; q < d->np; q++) { /* per partner: each array's rows in turn */
+        rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    for (int q = 0; q < d->np && !rc; q++) { /* per partner: each array's rows in turn */
         char *o = d->sbuf + d->bso[q];
         for (int a = 0; a < k; a++) {
             const char *src = data[a];
@@ -927,7 +942,8 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
     /* one array: straight into its ghosts, in the order they came */
     char *into = k == 1 ? (char *)data[0] + (size_t)ds->owned * e : d->rbuf;
     d->phase = PH_HALO;
-    int rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, into, d->br, d->bro, TAG_HALO, "halo");
+    if (!rc)
+        rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, into, d->br, d->bro, TAG_HALO, "halo");
     for (int q = 0; q < d->np && k > 1 && !rc; q++) {
         const char *src = d->rbuf + d->bro[q];
         for (int a = 0; a < k; a++) {
@@ -936,6 +952,8 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
             src += n;
         }
     }
+    for (int a = 0; a < k; a++)
+        rc = dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
     d->halos++;
     double dt = now_ms() - t0;
     d->ph_ms[PH_HALO] += dt;
@@ -1034,107 +1052,6 @@ int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
 }
 
 int dd_writer(const floe_ctx *ctx) { return !ctx->dd || ctx->dd->rank == 0; }
-
-typedef struct id_row {
-    uint32_t id, k;
-} id_row;
-
-static int cmp_id(const void *a, const void *b)
-{
-    const id_row *u = a, *v = b;
-    return u->id < v->id ? -1 : u->id > v->id;
-}
-
-int dd_gather(floe_ctx *ctx, const pset *p, const int *attr_index, int nc, dd_rows *out)
-{
-    struct floe_dd *d = ctx->dd;
-    memset(out, 0, sizeof *out);
-    const attr *ida = pset_attr((pset *)p, "id");
-    const attr *xa = pset_attr((pset *)p, "x");
-    size_t row = 12 + 4;
-    for (int c = 0; c < nc; c++)
-        row += floe_type_size(p->attrs[attr_index[c]].type);
-    const uint32_t n = d->sets[p - ctx->sets].owned;
-    const size_t bytes = (size_t)n * row;
-    if (bytes > (size_t)INT32_MAX)
-        return ctx_fail(ctx, FLOE_ERR, "MPI: a frame part of more than 2 GiB on rank %d", d->rank);
-    int cnt = (int)bytes, rc = FLOE_OK;
-    char *send = malloc(bytes + 1);
-    int *cnts = d->rank == 0 ? calloc((size_t)d->size, sizeof *cnts) : NULL;
-    int *offs = d->rank == 0 ? calloc((size_t)d->size, sizeof *offs) : NULL;
-    if (!send || (d->rank == 0 && (!cnts || !offs))) {
-        free(send), free(cnts), free(offs);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        char *r = send + (size_t)i * row;
-        memcpy(r, (const char *)xa->data + 12 * (size_t)i, 12);
-        uint32_t id = ida ? ((const uint32_t *)ida->data)[i] : i;
-        memcpy(r + 12, &id, 4);
-        size_t o = 16;
-        for (int c = 0; c < nc; c++) {
-            const attr *at = &p->attrs[attr_index[c]];
-            size_t es = floe_type_size(at->type);
-            memcpy(r + o, (const char *)at->data + es * i, es);
-            o += es;
-        }
-    }
-    int e = MPI_Gather(&cnt, 1, MPI_INT, cnts, 1, MPI_INT, 0, d->comm);
-    size_t total = 0;
-    if (d->rank == 0)
-        for (int r = 0; r < d->size; r++) {
-            offs[r] = (int)total;
-            total += (size_t)cnts[r];
-            if (total > (size_t)INT32_MAX)
-                e = MPI_ERR_COUNT;
-        }
-    char *all = d->rank == 0 ? malloc(total + 1) : NULL;
-    if (e == MPI_SUCCESS)
-        e = MPI_Gatherv(send, cnt, MPI_BYTE, all, cnts, offs, MPI_BYTE, 0, d->comm);
-    free(send), free(cnts), free(offs);
-    if (e != MPI_SUCCESS) {
-        free(all);
-        return mpi_fail(ctx, e, "MPI_Gatherv (frame)");
-    }
-    if (d->rank != 0)
-        return FLOE_OK;
-    const uint32_t N = (uint32_t)(total / row);
-    id_row *ord = malloc((size_t)N * sizeof *ord + 1);
-    char *buf = malloc((size_t)N * (row - 4) + 64 * (size_t)(nc + 1));
-    if (!all || !ord || !buf) {
-        free(all), free(ord), free(buf);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame of %u particles", N);
-    }
-    for (uint32_t k = 0; k < N; k++) {
-        memcpy(&ord[k].id, all + (size_t)k * row + 12, 4);
-        ord[k].k = k;
-    }
-    qsort(ord, N, sizeof *ord, cmp_id);
-    out->x = (float *)(void *)buf;
-    size_t o = 12 * (size_t)N, ro = 16;
-    for (int c = 0; c < nc; c++) {
-        size_t es = floe_type_size(p->attrs[attr_index[c]].type);
-        out->col[c] = buf + o;
-        for (uint32_t k = 0; k < N; k++)
-            memcpy(buf + o + es * k, all + (size_t)ord[k].k * row + ro, es);
-        o += es * N;
-        ro += es;
-    }
-    for (uint32_t k = 0; k < N; k++)
-        memcpy(buf + 12 * (size_t)k, all + (size_t)ord[k].k * row, 12);
-    free(all), free(ord);
-    out->buf = buf;
-    out->n = N;
-    out->write = 1;
-    return rc;
-}
-
-void dd_rows_free(dd_rows *r)
-{
-    free(r->buf);
-    memset(r, 0, sizeof *r);
-}
-
 
 void dd_step_time(floe_ctx *ctx, double ms)
 {

@@ -11,17 +11,6 @@
 
 #include "ctx.h"
 
-/* a fluid set's rows gathered for a frame: on rank 0 every rank's owned
- * particles sorted by id (n of them, x and cols point into buf); on the
- * others n = 0 and write = 0 */
-typedef struct dd_rows {
-    int write;
-    uint32_t n;
-    float *x;
-    void *col[MAX_ATTRS + 1];
-    void *buf;
-} dd_rows;
-
 /* per-rank figures of a frame, gathered on rank 0 for the run record */
 typedef struct dd_frame_ranks {
     int n;
@@ -50,9 +39,6 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem);
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
 int dd_writer(const floe_ctx *ctx);
-/* the rows of set p for a frame (collective); free with dd_rows_free */
-int dd_gather(floe_ctx *ctx, const pset *p, const int *attr_index, int nc, dd_rows *out);
-void dd_rows_free(dd_rows *r);
 /* frame end: timings gathered (collective), step time counted from here;
  * the load balance every K frames */
 int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out);
@@ -75,12 +61,6 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 }
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
 static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }
-static inline int dd_gather(floe_ctx *ctx, const pset *p, const int *a, int nc, dd_rows *out)
-{
-    (void)ctx, (void)p, (void)a, (void)nc, (void)out;
-    return FLOE_ERR;
-}
-static inline void dd_rows_free(dd_rows *r) { (void)r; }
 static inline int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
 {
     (void)ctx, (void)frame;

@@ -96,6 +96,14 @@ typedef struct floe_backend_ops {
     int (*sort)(floe_ctx *ctx, void *keys, void *vals, uint32_t n, int bits);
     /* ABI 1.14: the cell sort of set p for cell walks (spos NULL: lists) */
     int (*cells)(floe_ctx *ctx, pset *p, floe_cl_cells *out);
+
+    /* ---- halos through host memory (MPI, decomp_cl.c) ---- */
+    /* mem is a buffer the backend gave out (an attribute's device copy, a
+     * scratch or pinned buffer): 1, else 0 (a host pointer) */
+    int (*is_buffer)(floe_ctx *ctx, const void *mem);
+    /* bytes [off, off + bytes) of such a buffer to (write 0) or from the
+     * host, waiting; written into an attribute's copy, its host copy stale */
+    int (*buffer_io)(floe_ctx *ctx, void *mem, int write, size_t off, size_t bytes, void *host);
 } floe_backend_ops;
 
 /* An implementation's state starts with this. */

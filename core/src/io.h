@@ -39,4 +39,11 @@ int io_write_ply_at(int dirfd, const char *path, uint32_t n, const float *x, con
 int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
 int io_write_vtk_at(int dirfd, const char *path, uint32_t n, const float *x, const io_column *cols, int ncols);
 
+/* The writers' pieces, for a frame streamed row by row (the join of MPI
+ * ranks' parts, decomp_io.c): a PLY header; VTK's VERTICES section (its
+ * line, then n cells, newline) and one POINT_DATA column's header line(s). */
+void io_ply_header(FILE *f, uint32_t n, const io_column *cols, int ncols);
+int io_vtk_vertices(FILE *f, uint32_t n);
+void io_vtk_column_header(FILE *f, const io_column *c);
+
 #endif

@@ -49,6 +49,25 @@ static int column_ok(const io_column *c, uint32_t n)
 
 /* ---- writer -------------------------------------------------------------- */
 
+void io_ply_header(FILE *f, uint32_t n, const io_column *cols, int ncols)
+{
+    fprintf(f, "ply\nformat binary_little_endian 1.0\ncomment written by Floe\n"
+               "element vertex %lu\nproperty float x\nproperty float y\nproperty float z\n",
+            (unsigned long)n);
+    for (int c = 0; c < ncols; c++) {
+        const char *nm = cols[c].name;
+        switch (cols[c].type) {
+        case FLOE_F32: fprintf(f, "property float %s\n", nm); break;
+        case FLOE_VEC3:
+            fprintf(f, "property float %s_x\nproperty float %s_y\nproperty float %s_z\n", nm, nm, nm);
+            break;
+        case FLOE_I32: fprintf(f, "property int %s\n", nm); break;
+        case FLOE_U32: fprintf(f, "property uint %s\n", nm); break;
+        }
+    }
+    fputs("end_header\n", f);
+}
+
 int io_write_ply(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
 {
     return io_write_ply_at(AT_FDCWD, path, n, x, cols, ncols);
@@ -74,21 +93,7 @@ int io_write_ply_at(int dirfd, const char *path, uint32_t n, const float *x, con
         return -1;
     FILE *f = a.f;
 
-    fprintf(f, "ply\nformat binary_little_endian 1.0\ncomment written by Floe\n"
-               "element vertex %lu\nproperty float x\nproperty float y\nproperty float z\n",
-            (unsigned long)n);
-    for (int c = 0; c < ncols; c++) {
-        const char *nm = cols[c].name;
-        switch (cols[c].type) {
-        case FLOE_F32: fprintf(f, "property float %s\n", nm); break;
-        case FLOE_VEC3:
-            fprintf(f, "property float %s_x\nproperty float %s_y\nproperty float %s_z\n", nm, nm, nm);
-            break;
-        case FLOE_I32: fprintf(f, "property int %s\n", nm); break;
-        case FLOE_U32: fprintf(f, "property uint %s\n", nm); break;
-        }
-    }
-    fputs("end_header\n", f);
+    io_ply_header(f, n, cols, ncols);
 
     /* Interleaved records, buffered in chunks of about 256 KiB. */
     size_t per_chunk = (256u * 1024u) / stride;

@@ -77,6 +77,31 @@ static int write_vertices(FILE *f, unsigned char *buf, uint32_t n)
     return fputc('\n', f) == EOF ? -1 : 0;
 }
 
+int io_vtk_vertices(FILE *f, uint32_t n)
+{
+    unsigned char *buf = malloc(4 * (size_t)VTK_CHUNK_WORDS);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    fprintf(f, "VERTICES %lu %lu\n", (unsigned long)n, 2 * (unsigned long)n);
+    int r = write_vertices(f, buf, n);
+    free(buf);
+    return r;
+}
+
+void io_vtk_column_header(FILE *f, const io_column *c)
+{
+    switch (c->type) {
+    case FLOE_F32: fprintf(f, "SCALARS %s float 1\nLOOKUP_TABLE default\n", c->name); break;
+    case FLOE_VEC3: fprintf(f, "VECTORS %s float\n", c->name); break;
+    case FLOE_I32:
+    case FLOE_U32: /* as int: the bit pattern of uint32 values */
+        fprintf(f, "SCALARS %s int 1\nLOOKUP_TABLE default\n", c->name);
+        break;
+    }
+}
+
 int io_write_vtk(const char *path, uint32_t n, const float *x, const io_column *cols, int ncols)
 {
     return io_write_vtk_at(AT_FDCWD, path, n, x, cols, ncols);
@@ -116,26 +141,11 @@ int io_write_vtk_at(int dirfd, const char *path, uint32_t n, const float *x, con
     if (n == 0) /* VTK's reader fails on "VERTICES 0 0": points only */
         goto done;
     r |= write_be_block(f, buf, x, 3 * (size_t)n);
-    fprintf(f, "VERTICES %lu %lu\n", un, 2 * un);
-    r |= write_vertices(f, buf, n);
+    r |= io_vtk_vertices(f, n);
     fprintf(f, "POINT_DATA %lu\n", un);
     for (int c = 0; c < ncols && !r; c++) {
-        const char *nm = cols[c].name;
-        switch (cols[c].type) {
-        case FLOE_F32:
-            fprintf(f, "SCALARS %s float 1\nLOOKUP_TABLE default\n", nm);
-            r |= write_be_block(f, buf, cols[c].data, n);
-            break;
-        case FLOE_VEC3:
-            fprintf(f, "VECTORS %s float\n", nm);
-            r |= write_be_block(f, buf, cols[c].data, 3 * (size_t)n);
-            break;
-        case FLOE_I32:
-        case FLOE_U32: /* as int: the bit pattern of uint32 values */
-            fprintf(f, "SCALARS %s int 1\nLOOKUP_TABLE default\n", nm);
-            r |= write_be_block(f, buf, cols[c].data, n);
-            break;
-        }
+        io_vtk_column_header(f, &cols[c]);
+        r |= write_be_block(f, buf, cols[c].data, (cols[c].type == FLOE_VEC3 ? 3 : 1) * (size_t)n);
     }
 done:
     free(buf);

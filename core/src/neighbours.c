@@ -334,7 +334,7 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
 
 /* Target set gathered into sorted-slot order, structure of arrays, each
  * padded with NB_PAD entries so vector loads may run past a range's end. */
-#define NB_PAD 8u
+#define NB_PAD 16u
 typedef struct nb_soa {
     float *x, *y, *z;
     uint32_t *j; /* particle index at each slot (copy of order[], padded) */
@@ -651,6 +651,74 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
     return cm;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* Candidates a block in the grouped builds: 16 with AVX-512 (test_range16) */
+#define NB_W 16u
+
+/* test_range with blocks of 16 candidates (AVX-512): the same squared
+ * distances lane by lane (sub, mul, fused multiply-adds in the same order),
+ * the hits compressed in lane order into a register (vpcompressd; the
+ * memory form is slow on some cores) and stored 16 lanes at a time, so
+ * every row gets the same entries in the same order as the 8-wide blocks
+ * give, and with sums the same squared distances. Ranges of about 24
+ * candidates (three cells) take two blocks instead of three or four. */
+static inline __attribute__((always_inline)) uint32_t
+test_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
+             const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, __m256 r2v,
+             uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
+{
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const uint32_t *restrict sj = t->j;
+    const __m512 vr2 = _mm512_broadcastss_ps(_mm256_castps256_ps128(r2v));
+    uint32_t cm = 0;
+    for (uint32_t k = a; k < b; k += 16) {
+        const __m512 cx = _mm512_loadu_ps(sx + k), cy = _mm512_loadu_ps(sy + k);
+        const __m512 cz = dim3 ? _mm512_loadu_ps(sz + k) : _mm512_setzero_ps();
+        const __m512i jv = _mm512_loadu_si512((const void *)(sj + k));
+        const uint32_t rem = b - k;
+        const __mmask16 tail = (__mmask16)(rem >= 16 ? 0xFFFFu : _bzhi_u32(0xFFFFu, rem));
+        for (uint32_t u = 0; u < gn; u++) {
+            const __m512 dx = _mm512_sub_ps(cx, _mm512_set1_ps(qx[u]));
+            const __m512 dy = _mm512_sub_ps(cy, _mm512_set1_ps(qy[u]));
+            __m512 d2 = _mm512_fmadd_ps(dy, dy, _mm512_mul_ps(dx, dx));
+            if (dim3) {
+                const __m512 dz = _mm512_sub_ps(cz, _mm512_set1_ps(qz[u]));
+                d2 = _mm512_fmadd_ps(dz, dz, d2);
+            }
+            __mmask16 m = _mm512_mask_cmp_ps_mask(tail, d2, vr2, _CMP_LT_OQ);
+            if (own)
+                m = _mm512_mask_cmpneq_epi32_mask(m, jv, _mm512_set1_epi32((int)self[u]));
+            uint32_t cu = c[u];
+            if (room || cu + 16 <= stride) {
+                _mm512_storeu_si512((void *)(dst[u] + cu), _mm512_maskz_compress_epi32(m, jv));
+                if (sums)
+                    _mm512_storeu_ps(d2dst[u] + cu, _mm512_maskz_compress_ps(m, d2));
+                cu += (uint32_t)__builtin_popcount((unsigned)m);
+            } else {
+                _Alignas(64) float d2l[16];
+                if (sums)
+                    _mm512_store_ps(d2l, d2);
+                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                    if (cu < stride) {
+                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                        if (sums)
+                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
+                    }
+                    cu++;
+                }
+            }
+            c[u] = cu;
+            cm = cu > cm ? cu : cm;
+        }
+    }
+    return cm;
+}
+#define TEST_RANGE test_range16
+#else
+#define NB_W 8u
+#define TEST_RANGE test_range
+#endif
+
 /* test_range with its flags chosen at run time (each variant compiled
  * with constant ones). */
 static inline __attribute__((always_inline)) uint32_t
@@ -659,12 +727,12 @@ test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy,
           uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
     if (own && room)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
     if (room)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
     if (own)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
-    return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
+    return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
 }
 
 /* Kernel sums of one finished row (nb_ksum): sum_k w[row[k]] W^(r2[k]),
@@ -732,17 +800,27 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
-    if (total + 8 <= NB_MERGE && total + 8 <= stride) {
-        _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
-        _Alignas(32) uint32_t mj[NB_MERGE];
+    if (total + NB_W <= NB_MERGE && (NB_W == 16 || total + NB_W <= stride)) {
+        _Alignas(64) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
+        _Alignas(64) uint32_t mj[NB_MERGE];
+        const int room = total + NB_W <= stride;
         const nb_soa m = {mx, my, mz, mj};
         uint32_t p = 0, po = 0, no = 0; /* the own range at [po, po + no) */
         for (int r = 0; r < nr; r++) {
             const uint32_t a = ra[r], n = rb[r] - ra[r];
             if (r == rself)
                 po = p, no = n;
-            /* whole blocks of 8: the slots have NB_PAD entries of slack
-             * past their end, the buffer 8 past total */
+            /* whole blocks of NB_W: the slots have NB_PAD entries of
+             * slack past their end, the buffer NB_W past total */
+#if NB_W == 16
+            for (uint32_t k = 0; k < n; k += 16) {
+                _mm512_storeu_ps(mx + p + k, _mm512_loadu_ps(t->x + a + k));
+                _mm512_storeu_ps(my + p + k, _mm512_loadu_ps(t->y + a + k));
+                if (dim3)
+                    _mm512_storeu_ps(mz + p + k, _mm512_loadu_ps(t->z + a + k));
+                _mm512_storeu_si512((void *)(mj + p + k), _mm512_loadu_si512((const void *)(t->j + a + k)));
+            }
+#else
             for (uint32_t k = 0; k < n; k += 8) {
                 _mm256_storeu_ps(mx + p + k, _mm256_loadu_ps(t->x + a + k));
                 _mm256_storeu_ps(my + p + k, _mm256_loadu_ps(t->y + a + k));
@@ -750,14 +828,15 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
                     _mm256_storeu_ps(mz + p + k, _mm256_loadu_ps(t->z + a + k));
                 _mm256_storeu_si256((__m256i *)(mj + p + k), _mm256_loadu_si256((const __m256i *)(t->j + a + k)));
             }
+#endif
             p += n;
         }
         /* only the blocks holding the own range test for self */
         const int own = exclude_self && no > 0;
         const uint32_t e = (po + no + 7u) & ~7u, s0 = own ? po & ~7u : total, s1 = own && e < total ? e : total;
-        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
     } else {
         uint32_t cmax = 0; /* the largest c[u] so far */
         for (int r = 0; r < nr; r++) {
@@ -766,7 +845,7 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
                 continue;
             /* the counts only grow, and every query takes part in each block */
             cmax = test_span(a, b, gn, qx, qy, qz, self, t, dim3, exclude_self && r == rself,
-                             (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride, d2dst, sums);
+                             (uint64_t)cmax + (b - a) + NB_W <= stride, vr2, dst, c, stride, d2dst, sums);
         }
     }
     uint32_t cm = 0;

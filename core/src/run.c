@@ -3,6 +3,7 @@
  * pipeline (pipeline.c); this file only decides dt and when to write. */
 #include "checkpoint.h"
 #include "decomp.h"
+#include "decomp_io.h"
 #include "device.h"
 #include "io.h"
 #include "out_path.h"
@@ -81,8 +82,11 @@ static double wall_now(void)
 
 static double max_speed(floe_ctx *ctx)
 {
-    if (ctx->dev) /* reduced on the device, 4 bytes back */
-        return ctx->dev->ops->max_speed(ctx);
+    if (ctx->dev) { /* reduced on the device, 4 bytes back; MPI: then over every rank */
+        double v = ctx->dev->ops->max_speed(ctx);
+        dd_reduce(ctx, &v, 1, FLOE_REDUCE_MAX);
+        return v;
+    }
     double vmax2 = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -186,20 +190,13 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
         char path[2048];
         const float *x = pset_attr(p, "x")->data;
         uint32_t n = p->n;
-        dd_rows rows = {0};
-        if (ctx->dd && p->kind == FLOE_SET_FLUID) { /* MPI: every rank's part, on rank 0, sorted by id */
-            int idx[MAX_ATTRS + 1];
-            for (int c = 0; c < nc; c++)
-                idx[c] = (int)(pset_attr(p, cols[c].name) - p->attrs);
-            int rc = dd_gather(ctx, p, idx, nc, &rows);
+        if (ctx->dd && p->kind == FLOE_SET_FLUID) { /* MPI: each rank's part, joined by rank 0 (decomp_io.c) */
+            int rc = dd_write_frame(ctx, p, dirfd, def->out_dir, base, number, fmts, dd_owned(ctx, p), x, cols, nc);
             if (rc)
                 return rc;
-            for (int c = 0; c < nc; c++)
-                cols[c].data = rows.col[c];
-            x = rows.x;
-            n = rows.n;
+            continue;
         }
-        if (!dd_writer(ctx)) /* the other ranks sent their parts */
+        if (!dd_writer(ctx)) /* boundary sets: rank 0's */
             continue;
         for (int f = 0; f < 2; f++) {
             unsigned bit = f == 0 ? FLOE_FMT_PLY : FLOE_FMT_VTK;
@@ -207,12 +204,9 @@ static int write_frame(floe_ctx *ctx, const floe_run_def *def, int dirfd, int fr
                 continue;
             snprintf(path, sizeof path, "%s.%04d.%s", base, number, f == 0 ? "ply" : "vtk");
             int rc = f == 0 ? io_write_ply_at(dirfd, path, n, x, cols, nc) : io_write_vtk_at(dirfd, path, n, x, cols, nc);
-            if (rc) {
-                dd_rows_free(&rows);
+            if (rc)
                 return ctx_fail(ctx, FLOE_ERR_IO, "cannot write frame %s/%s: %s", def->out_dir, path, strerror(errno));
-            }
         }
-        dd_rows_free(&rows);
     }
     return FLOE_OK;
 }
@@ -292,6 +286,7 @@ static double choose_dt(floe_ctx *ctx, const floe_run_def *def, double prev, dou
 /* Where a run writes: its folder, the record's name and descriptor. */
 typedef struct run_out {
     int dir;                 /* the run folder, -1 = writes nothing */
+    int parts;               /* MPI: the run folder on the other ranks, where they write frame parts */
     int rec;                 /* run record open for appending, -1 = none */
     int first;               /* file number of frame 0 */
     int recno;               /* record number: 0 = run.yaml, k = run.<k+1>.yaml */
@@ -311,7 +306,7 @@ static int open_out(floe_ctx *ctx, const floe_run_def *def, run_out *o)
 {
     char err[1500];
     int recno = 0;
-    o->dir = o->rec = -1;
+    o->dir = o->rec = o->parts = -1;
     o->first = 0;
     if (!def->out_dir)
         return FLOE_OK;
@@ -332,7 +327,9 @@ static void close_out(floe_ctx *ctx, run_out *o, int frames)
         out_taken_update(ctx->out, o->dir, o->first + frames + 1);
         close(o->dir);
     }
-    o->rec = o->dir = -1;
+    if (o->parts >= 0)
+        close(o->parts);
+    o->rec = o->dir = o->parts = -1;
 }
 
 static const char *status_name(int rc, int stopped)
@@ -455,16 +452,21 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rc = dd_run_begin(ctx, def.checkpoint_every > 0);
     if (rc)
         return rc;
-    /* MPI: rank 0 writes the frames (gathered from every rank) and the
-     * record; the others take part in the gathers and write nothing */
+    /* MPI: rank 0 writes the record and joins the frames; every rank
+     * writes its part of each frame (decomp_io.c) */
     const int frames_out = def.out_dir && def.write_frames;
+    const char *out_dir = def.out_dir;
     if (!dd_writer(ctx)) {
         def.out_dir = NULL;
         def.progress = 0;
     }
     run_out out;
     char started[64];
-    if ((rc = open_out(ctx, &def, &out)) != FLOE_OK) {
+    rc = open_out(ctx, &def, &out);
+    /* MPI: every rank writes its frame parts into the folder rank 0 took */
+    if (!rc && frames_out && ctx->dd)
+        rc = dd_frame_folder(ctx, out_dir, &out.first, &out.parts);
+    if (rc) {
         close_out(ctx, &out, -1);
         return rc;
     }
@@ -512,7 +514,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
     rec.nframes = k0;
     if (!rc && frames_out && !resumed)
-        rc = write_frame(ctx, &def, out.dir, 0, out.first);
+        rc = write_frame(ctx, &def, out.dir >= 0 ? out.dir : out.parts, 0, out.first);
     if (!rc && !resumed && ctx_has_frame_stages(ctx)) /* meshes of frame 0 beside its particles */
         rc = ctx_frame_stages_at(ctx, def.write_frames ? out.dir : -1, def.out_dir, out.first);
     if (!rc) /* probes: new tables, their first row */
@@ -591,7 +593,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
         rec.nframes = f;
         rec.outside_count = ctx->outside_count - outside0;
         if (frames_out)
-            rc = write_frame(ctx, &def, out.dir, f, out.first + f);
+            rc = write_frame(ctx, &def, out.dir >= 0 ? out.dir : out.parts, f, out.first + f);
         if (!rc)
             rc = probes_after_frame(ctx);
         if (!rc && out.rec >= 0 && rec_append_frame(out.rec, &rec, fr))

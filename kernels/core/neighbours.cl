@@ -110,17 +110,26 @@ __kernel void nb_scatter(__global const uint *key, __global const uint *rank, __
 }
 
 /* Slot s's particle i goes to a + r, r = its rank by index within its cell
- * [a, b); its sorted position with it (the row is at hand: no gather pass) */
+ * [a, b) (byid: by id, the ids unique: neighbours { order = "id" } and
+ * MPI, as nb_sorted_by_id on the C path); its sorted position with it (the
+ * row is at hand: no gather pass) */
 __kernel void nb_stable(__global const uint *tmp, __global const uint *key, __global const uint *start, uint n,
-                        __global uint *order, __global const float *x, __global float4 *spos)
+                        __global uint *order, __global const float *x, __global float4 *spos,
+                        __global const uint *id, int byid)
 {
     const uint s = get_global_id(0);
     if (s >= n)
         return;
     const uint i = tmp[s], c = key[i], a = start[c], b = start[c + 1];
     uint r = 0;
-    for (uint k = a; k < b; k++)
-        r += tmp[k] < i;
+    if (byid) {
+        const uint idi = id[i];
+        for (uint k = a; k < b; k++)
+            r += id[tmp[k]] < idi;
+    } else {
+        for (uint k = a; k < b; k++)
+            r += tmp[k] < i;
+    }
     order[a + r] = i;
     spos[a + r] = (float4)(x[3 * i], x[3 * i + 1], x[3 * i + 2], as_float(i)); /* w: the particle index */
 }

@@ -235,14 +235,15 @@ __kernel void dfsph_accel(uint n, __global const float4 *xm, __global const floa
 /* F_i = S_i + dtk (a^p_i . Gb_i + sum_j (a^p_i - a^p_j) . m_j grad W_ij);
  * P^_i = max(P_i + omega F_i / (dtk D_i), 0), the next iterate
  * max(Pold_i + cheb (P^_i - Pold_i), 0) (P^ when cheb = 1) written over
- * Pold; per work group the sum of max(F_i, 0) / rho0 into part[group] (a
+ * Pold; per work group the sum of max(F_i, 0) / rho0 over the first nown
+ * particles (MPI: the owned ones; n in one process) into part[group] (a
  * fixed-order tree). */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 dfsph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *gb,
              __global const float4 *co, __global const float *S, __global const float *P, __global float *Pold,
              __global float *part, float dtk, int divergence, float omega, float cheb, float rho0, float4 kc,
              float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf, int kgc,
-             __global const float *gam)
+             __global const float *gam, uint nown)
 {
     __local float red[WGS];
     const uint i = get_global_id(0), l = get_local_id(0);
@@ -261,7 +262,7 @@ dfsph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
         }
         const float4 ci = co[i];
         const float F = divergence && ci.y != 0.0f ? 0.0f : S[i] + dtk * s;
-        e = floe_pos(F) / rho0;
+        e = i < nown ? floe_pos(F) / rho0 : 0.0f; /* MPI: a ghost's error is its owner's */
         const float Di = ci.x;
         const float pj = Di > 0.0f ? floe_pos(P[i] + omega * F / (dtk * Di)) : 0.0f;
         Pold[i] = cheb == 1.0f ? pj : floe_pos(Pold[i] + cheb * (pj - Pold[i]));

@@ -321,13 +321,14 @@ __kernel void iisph_accel(uint n, __global const float4 *xm, __global const floa
  * r_i = b_i - (A p)_i; next iterate max(0, p_i + w_i r_i) and P = p / rho^2;
  * per work group the sums of the controlled error (|r| where p > 0,
  * max(-r, 0) where p = 0) and of the predicted compression max(lag - r, 0)
- * into part[group] (a fixed-order tree: deterministic). */
+ * into part[group] (a fixed-order tree: deterministic), over the first nown
+ * particles (MPI: the owned ones; n in one process). */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __global const float4 *G,
        __global const float4 *co, float c, __global const float *pprev, __global const float *pcur,
        __global float *pnext, float om, __global float *P,
        __global float2 *part, float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf,
-       uint pitchf, int kgc, __global const float *gam)
+       uint pitchf, int kgc, __global const float *gam, uint nown)
 {
     __local float2 red[WGS];
     const uint i = get_global_id(0), l = get_local_id(0);
@@ -343,6 +344,8 @@ iisph_update(uint n, __global const float4 *xm, __global const float4 *ap, __glo
         const float pc = pcur[i];
         e.x = pc > 0.0f ? fabs(r) : floe_pos(-r);
         e.y = floe_pos(ci.y - r);
+        if (i >= nown) /* MPI: a ghost's error is its owner's */
+            e = (float2)(0.0f);
         /* Jacobi iterate; with Chebyshev acceleration (om != 1) extrapolated
          * from the previous iterate */
         const float pj = pc + ci.z * r;

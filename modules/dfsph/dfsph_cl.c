@@ -22,9 +22,12 @@
  * enqueueing the next iteration speculatively; not done here).
  *
  * A scene with several non-empty fluid sets runs the C solve (the backend
- * copies the data). Needs no OpenCL header: device objects are
- * void * through floe_api; the two runtime entry points used directly (a
- * read, a fill) come from api->cl_fn with their C signatures below. */
+ * copies the data). Under MPI (docs/mpi.md) the C solve's exchanges: the
+ * ghosts' gamma, P, a^p and u from their owners (api->halo on the device
+ * buffers), the owned particles' errors summed over ranks. Needs no
+ * OpenCL header: device objects are void * through floe_api; the two
+ * runtime entry points used directly (a read, a fill) come from api->cl_fn
+ * with their C signatures below. */
 #include "dfsph.h"
 
 #include <floe/cl_module.h>
@@ -82,7 +85,10 @@ typedef struct solver {
     struct dfsph_cl *cl;
     const dfsph_cfg *c;
     void *k_source, *k_accel, *k_update, *k_reduce, *k_apply;
-    uint32_t n, nparts, pitch;
+    uint32_t n, nown, nparts, pitch; /* nown: the particles this rank owns (MPI), n in one process */
+    int ranks;
+    double owned_total;              /* MPI: the owned particles of every rank */
+    floe_set set;
     float kc[4], per[4], dt, rho0;
     void *xm, *u, *gb, *co, *ap, *S, *P, *Pold, *part, *red, *cnt, *idx;
     void *rho, *v, *a, *p, *kv;
@@ -109,24 +115,28 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
                         ARG(init), ARG(div),   ARG(dt),      ARG(warm),   ARG(S->rho0), ARG(S->S),
                         ARG(S->P), ARG(S->Pold), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx),
                         ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
-    if ((st = api->cl_run(ctx, S->k_source, n, (int)(sizeof sa / sizeof *sa), sa, 100.0 * n + 5.0 * row)))
+    if ((st = api->cl_run(ctx, S->k_source, n, (int)(sizeof sa / sizeof *sa), sa, 100.0 * n + 5.0 * row)) ||
+        (S->ranks > 1 && (st = floe_halo(api, ctx, S->set, S->P, sizeof(float)))))
         return st;
     int64_t it = 0;
     float om = 1.0f;
     for (;;) {
         floe_cl_arg aa[] = {ARG(n),     ARG(S->xm),  ARG(S->P),   ARG(S->gb),  ARG(S->ap),     ARG(S->kc),
                             ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
-        if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 52.0 * n + 5.0 * row)))
+        if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 52.0 * n + 5.0 * row)) ||
+            (S->ranks > 1 && (st = floe_halo(api, ctx, S->set, S->ap, 4 * sizeof(float)))))
             return st;
         om = floe_cheb_weight(c->cheb_rho, it + 1, c->cheb_delay, om);
         floe_cl_arg ua[] = {ARG(n),       ARG(S->xm),  ARG(S->ap),  ARG(S->gb),    ARG(S->co),   ARG(S->S),
                             ARG(S->P),    ARG(S->Pold), ARG(S->part), ARG(dtk),    ARG(div),     ARG(omega),
                             ARG(om),      ARG(S->rho0), ARG(S->kc), ARG(S->per),   ARG(S->cnt),  ARG(S->idx),
-                            ARG(S->pitch), ARG(S->kgc), ARG(S->gam)};
+                            ARG(S->pitch), ARG(S->kgc), ARG(S->gam), ARG(S->nown)};
         if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 76.0 * n + 5.0 * row)))
             return st;
         void *t = S->P; /* the new iterate is in Pold */
         S->P = S->Pold, S->Pold = t;
+        if (S->ranks > 1 && (st = floe_halo(api, ctx, S->set, S->P, sizeof(float)))) /* MPI: also for the last a^p */
+            return st;
         it++;
         if (it >= min_it || it >= max_it) {
             const uint32_t slot = 0;
@@ -137,7 +147,10 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
             if ((st = cl_check(ctx, S->cl->read(S->cl->queue, S->red, 1, 0, sizeof e, &e, 0, NULL, NULL),
                                "reading the density error")))
                 return st;
-            *err = (divergence ? dtk : 1.0) * (double)e / (double)n;
+            double es = e; /* MPI: the owned particles' errors of every rank */
+            if (S->ranks > 1 && (st = floe_reduce(api, ctx, &es, 1, FLOE_REDUCE_SUM)))
+                return st;
+            *err = (divergence ? dtk : 1.0) * es / (S->ranks > 1 ? S->owned_total : (double)n);
             if (*err <= tol || it >= max_it)
                 break;
         }
@@ -151,7 +164,8 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
     if ((st = api->cl_run(ctx, S->k_apply, n, (int)(sizeof pa / sizeof *pa), pa, 64.0 * n)))
         return st;
     *it_out = it;
-    return FLOE_OK;
+    /* MPI: the ghosts' corrected velocities are their owners' (the next solve's source reads them) */
+    return S->ranks > 1 ? floe_halo(api, ctx, S->set, S->u, 4 * sizeof(float)) : FLOE_OK;
 }
 
 /* the start budgets' rate at a run's first step, from the fluid column's
@@ -175,10 +189,22 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const float dt = (float)si->dt;
     int st;
 
-    /* one fluid set on the device; several: the C solve */
+    /* one fluid set on the device; several: the C solve. MPI (docs/mpi.md):
+     * the device solve where every rank holds particles of one fluid set
+     * (decided together: the exchanges are collective), else every rank
+     * takes the C solve */
     floe_cl_set f[FLOE_MAX_SETS], b[FLOE_MAX_SETS];
     int nf = 0, nb = 0;
     st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf);
+    const int ranks = floe_ranks(api, ctx);
+    if (ranks > 1) {
+        double one = st == FLOE_OK && nf == 1 && dt > 0.0f;
+        int rs = floe_reduce(api, ctx, &one, 1, FLOE_REDUCE_MIN);
+        if (rs)
+            return rs;
+        if (one == 0.0)
+            return st ? st : DFSPH_CL_USE_C;
+    }
     if (st == FLOE_OK && nf > 1)
         return DFSPH_CL_USE_C;
     if (st == FLOE_OK)
@@ -208,6 +234,12 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     const floe_cl_set *q = &f[0];
     const uint32_t n = q->info.n;
     S.n = n;
+    S.ranks = ranks;
+    S.set = q->set;
+    S.nown = floe_owned(api, ctx, q->set, n);
+    S.owned_total = S.nown;
+    if (ranks > 1 && (st = floe_reduce(api, ctx, &S.owned_total, 1, FLOE_REDUCE_SUM)))
+        return st;
     S.dt = dt;
     S.rho0 = q->info.rest_density;
     S.nparts = (n + WGS - 1) / WGS;
@@ -264,6 +296,22 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
             return st;
     }
 
+    /* MPI: the largest |v|^2 over every rank (setup_f's compression limit, as the C solve's) */
+    if (ranks > 1) {
+        float v2f;
+        if ((st = cl_check(ctx, S.cl->read(S.cl->queue, mx, 1, 0, sizeof v2f, &v2f, 0, NULL, NULL),
+                           "reading max |v|^2")))
+            return st;
+        double v2 = v2f;
+        if ((st = floe_reduce(api, ctx, &v2, 1, FLOE_REDUCE_MAX)))
+            return st;
+        const float g = (float)v2; /* a float's value: exact */
+        uint32_t bits;
+        memcpy(&bits, &g, sizeof bits);
+        if ((st = cl_check(ctx, S.cl->fill(S.cl->queue, mx, &bits, 4, 0, 4, 0, NULL, NULL), "clEnqueueFillBuffer")))
+            return st;
+    }
+
     /* fluid pass: D, few, lag */
     floe_cl_row rf;
     if ((st = floe_cl_row_get(api, ctx, q, q, 0, &rf)))
@@ -276,7 +324,8 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
         const float ir0 = 1.0f / S.rho0, dimf = (float)si->dim, lo = 0.9f;
         floe_cl_arg a[] = {ARG(n),   ARG(S.xm), ARG(S.gb),  ARG(tr),   ARG(S.gam),    ARG(S.kc),    ARG(S.per),
                            ARG(ir0), ARG(dimf), ARG(lo),    ARG(S.cnt), ARG(S.idx), ARG(S.pitch)};
-        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 56.0 * n + 20.0 * rf.total)))
+        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 56.0 * n + 20.0 * rf.total)) ||
+            (ranks > 1 && (st = floe_halo(api, ctx, q->set, S.gam, sizeof(float))))) /* MPI: the ghosts' gamma */
             return st;
     }
     {

@@ -145,7 +145,7 @@ typedef struct solver {
     floe_ctx *ctx;
     struct iisph_cl *cl;
     void *k_accel, *k_update, *k_reduce;
-    uint32_t n, nparts, pitch;
+    uint32_t n, nown, nparts, pitch; /* nown: the particles this rank owns (MPI), n in one process */
     int64_t min_it, cheb_delay;
     float cheb_rho, om; /* Chebyshev: spectral radius estimate, weight of the last enqueued iteration */
     void *xm, *G, *E, *co, *P, *ap[2], *p[3], *part, *red, *cnt, *idx;
@@ -178,7 +178,7 @@ static int enqueue_iteration(solver *S, int64_t r)
         return st;
     floe_cl_arg ua[] = {ARG(n), ARG(S->xm), ARG(ap), ARG(S->G), ARG(S->co), ARG(S->cc), ARG(pp), ARG(pc), ARG(pn), ARG(S->om), ARG(S->P),
                         ARG(S->part), ARG(S->kc), ARG(S->per), ARG(S->cnt), ARG(S->idx), ARG(S->pitch),
-                        ARG(S->corr), ARG(S->gam)};
+                        ARG(S->corr), ARG(S->gam), ARG(S->nown)};
     if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
         return st;
     if (r + 1 < S->min_it)
@@ -208,6 +208,47 @@ static void release_events(solver *S)
         }
 }
 
+/* MPI (docs/mpi.md): one iteration with the exchanges of the C solve: the
+ * ghosts' a^p from their owners between the two passes, the error sums of
+ * every rank's owned particles (read back, waiting: no speculation), and
+ * the ghosts' P for the next iteration. The exchanges stage the device
+ * rows through host memory (api->halo on device buffers). */
+static int mpi_iteration(solver *S, floe_set set, int64_t r, int last_possible, double owned_total, double *err,
+                         double *true_err)
+{
+    floe_ctx *ctx = S->ctx;
+    void *ap = S->ap[r & 1], *pc = S->p[r % 3], *pn = S->p[(r + 1) % 3], *pp = S->p[(r + 2) % 3];
+    S->om = floe_cheb_weight(S->cheb_rho, r + 1, S->cheb_delay, S->om);
+    const uint32_t n = S->n;
+    int st;
+    floe_cl_arg aa[] = {ARG(n),      ARG(S->xm),  ARG(S->P),   ARG(S->G),     ARG(S->E),    ARG(ap),
+                        ARG(S->kc),  ARG(S->per), ARG(S->cnt), ARG(S->idx),   ARG(S->pitch), ARG(S->corr),
+                        ARG(S->gam)};
+    if ((st = api->cl_run(ctx, S->k_accel, n, (int)(sizeof aa / sizeof *aa), aa, 56.0 * n + 8.0 * S->pairs)) ||
+        (st = floe_halo(api, ctx, set, ap, 4 * sizeof(float))))
+        return st;
+    floe_cl_arg ua[] = {ARG(n),       ARG(S->xm),   ARG(ap),     ARG(S->G),     ARG(S->co),    ARG(S->cc),
+                        ARG(pp),      ARG(pc),      ARG(pn),     ARG(S->om),    ARG(S->P),     ARG(S->part),
+                        ARG(S->kc),   ARG(S->per),  ARG(S->cnt), ARG(S->idx),   ARG(S->pitch), ARG(S->corr),
+                        ARG(S->gam),  ARG(S->nown)};
+    if ((st = api->cl_run(ctx, S->k_update, n, (int)(sizeof ua / sizeof *ua), ua, 80.0 * n + 4.0 * S->pairs)))
+        return st;
+    uint32_t slot = 0;
+    floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
+    float e2[2];
+    if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 8.0 * S->nparts)) ||
+        (st = cl_check(ctx, S->cl->read(S->cl->queue, S->red, 1, 2 * sizeof(float), sizeof e2, e2, 0, NULL, NULL),
+                       "reading the density error")))
+        return st;
+    double e[2] = {e2[0], e2[1]};
+    if ((st = floe_reduce(api, ctx, e, 2, FLOE_REDUCE_SUM)))
+        return st;
+    *err = owned_total > 0.0 ? e[0] / owned_total : 0.0;
+    *true_err = owned_total > 0.0 ? e[1] / owned_total : 0.0;
+    /* P of the next iterate: not needed after the last possible one */
+    return last_possible ? FLOE_OK : floe_halo(api, ctx, set, S->P, sizeof(float));
+}
+
 int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
 {
     const floe_sim_info *si = api->sim(ctx);
@@ -222,6 +263,17 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
     if ((st = floe_cl_sets(api, ctx, FLOE_SET_FLUID, f, &nf)) ||
         (st = floe_cl_sets(api, ctx, FLOE_SET_BOUNDARY, b, &nb)))
         return st;
+    /* MPI: the device solve where every rank holds particles of one fluid
+     * set (decided together: the solves' exchanges are collective), else
+     * every rank takes the C solve */
+    const int ranks = floe_ranks(api, ctx);
+    if (ranks > 1) {
+        double one = nf == 1 && dt > 0.0f;
+        if ((st = floe_reduce(api, ctx, &one, 1, FLOE_REDUCE_MIN)))
+            return st;
+        if (one == 0.0)
+            return IISPH_CL_USE_C;
+    }
     if (nf > 1)
         return IISPH_CL_USE_C;
     if (nf == 0 || !(dt > 0.0f))
@@ -247,6 +299,7 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
     const float rho0 = q->info.rest_density;
     const float H = floe_cl_consts(si, S.kc, S.per).H;
     S.n = n;
+    S.nown = floe_owned(api, ctx, q->set, n);
     S.min_it = min_it;
     S.cheb_rho = c->cheb_rho;
     S.cheb_delay = c->cheb_delay;
@@ -305,6 +358,23 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
         if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, bytes)))
             return st;
     }
+    /* MPI: the largest |v|^2 over every rank (setup_f's compression limit,
+     * as the C solve's), the largest |a|^2 this rank's (the core takes the
+     * smallest time-step limit of the ranks) */
+    if (ranks > 1) {
+        float mx[2];
+        if ((st = cl_check(ctx, S.cl->read(S.cl->queue, S.red, 1, 0, sizeof mx, mx, 0, NULL, NULL),
+                           "reading the maxima")))
+            return st;
+        double v2 = mx[0];
+        if ((st = floe_reduce(api, ctx, &v2, 1, FLOE_REDUCE_MAX)))
+            return st;
+        const float g = (float)v2; /* a float's value: exact */
+        uint32_t bits;
+        memcpy(&bits, &g, sizeof bits);
+        if ((st = cl_check(ctx, S.cl->fill(S.cl->queue, S.red, &bits, 4, 0, 4, 0, NULL, NULL), "clEnqueueFillBuffer")))
+            return st;
+    }
     /* the maxima come back with the first error read (in-order queue) */
     void *ev_mx = NULL;
     if ((st = cl_check(ctx, S.cl->read(S.cl->queue, S.red, 0, 0, 2 * sizeof(float), S.cl->host, 0, NULL, &ev_mx),
@@ -328,7 +398,8 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
         const float ir0 = 1.0f / rho0, dimf = (float)si->dim, lo = IISPH_GAMMA_LO;
         floe_cl_arg a[] = {ARG(n),     ARG(S.xm), ARG(S.G), ARG(S.E),  ARG(tr),    ARG(S.gam), ARG(S.kc),
                            ARG(S.per), ARG(ir0),  ARG(dimf), ARG(lo),  ARG(rf.cnt), ARG(rf.idx), ARG(rf.pitch)};
-        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 72.0 * n + 20.0 * rf.total))) {
+        if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 72.0 * n + 20.0 * rf.total)) ||
+            (ranks > 1 && (st = floe_halo(api, ctx, q->set, S.gam, sizeof(float))))) { /* MPI: the ghosts' gamma */
             S.cl->release_event(ev_mx);
             return st;
         }
@@ -344,10 +415,23 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
     }
     S.cc = dt * dt / rho0;
 
-    /* relaxed Jacobi, speculative by one iteration (see the top of the file) */
+    /* relaxed Jacobi, speculative by one iteration (see the top of the file);
+     * MPI: one iteration at a time, with its exchanges */
     int64_t enq = 0, r = 0;
     double err = 0.0, true_err = 0.0;
-    for (;;) {
+    if (ranks > 1) {
+        double owned_total = S.nown;
+        if ((st = floe_reduce(api, ctx, &owned_total, 1, FLOE_REDUCE_SUM)) ||
+            (st = floe_halo(api, ctx, q->set, S.P, sizeof(float))))
+            goto out;
+        for (;; r++) {
+            if ((st = mpi_iteration(&S, q->set, r, r + 1 >= max_it, owned_total, &err, &true_err)))
+                goto out;
+            if ((r + 1 >= min_it && err <= tol) || r + 1 >= max_it)
+                break;
+        }
+    }
+    for (; ranks < 2;) {
         while (enq < max_it && enq <= r + 1)
             if ((st = enqueue_iteration(&S, enq++)))
                 goto out;

@@ -125,6 +125,24 @@ static int he_force(floe_ctx *ctx, const sets *S, const floe_cl_set *q, float co
     return FLOE_OK;
 }
 
+/* MPI (docs/mpi.md): the ghosts of device attribute `name` of every fluid
+ * set from their owners, between passes that read what the pass before
+ * wrote (collective: every fluid set, also one empty on this rank; the
+ * core stages the rows through host memory) */
+static int halo_cl(floe_ctx *ctx, int ranks, const char *name, floe_type t)
+{
+    if (ranks < 2)
+        return FLOE_OK;
+    floe_set s[FLOE_MAX_SETS];
+    const int k = api->set_list(ctx, FLOE_SET_FLUID, s, FLOE_MAX_SETS);
+    int st = FLOE_OK;
+    for (int i = 0; i < k && i < FLOE_MAX_SETS && st == FLOE_OK; i++) {
+        void *m = api->cl_attr(ctx, s[i], name, t, FLOE_READ | FLOE_WRITE);
+        st = floe_halo(api, ctx, s[i], m, t == FLOE_F32 ? sizeof(float) : 3 * sizeof(float));
+    }
+    return st;
+}
+
 int ten_cl_he(floe_ctx *ctx, const ten_he *p)
 {
     void *kpass[2] = {api->cl_kernel(ctx, "tension", FILE_CL, "he_colour"),
@@ -136,7 +154,8 @@ int ten_cl_he(floe_ctx *ctx, const ten_he *p)
     int st;
     if ((st = get_sets(ctx, &S)))
         return st;
-    if (S.nf == 0)
+    const int ranks = floe_ranks(api, ctx); /* MPI: a rank without particles still takes part in the halos */
+    if (S.nf == 0 && ranks < 2)
         return FLOE_OK;
     const int launches = S.nf > S.nb ? S.nf : S.nb;
     void *shep = api->cl_scratch(ctx, "tension.shep", (size_t)S.total * 4);
@@ -144,6 +163,8 @@ int ten_cl_he(floe_ctx *ctx, const ten_he *p)
     if (!shep || !acc)
         return FLOE_ERR_NOMEM;
     for (int pass = 0; pass < (p->force ? 3 : 2); pass++) {
+        if (pass > 0 && (st = halo_cl(ctx, ranks, pass == 1 ? "colour" : "colour_grad2", FLOE_F32)))
+            return st;
         uint32_t so = 0; /* each set's Shepard sums in the scratch */
         for (int s = 0; s < S.nf; so += S.f[s].info.n, s++) {
             st = pass < 2 ? he_pass(ctx, &S, &S.f[s], so, pass, shep, acc, p->wall, kpass[pass])
@@ -262,9 +283,13 @@ int ten_cl_akinci(floe_ctx *ctx, const ten_akinci *p)
     if ((st = get_sets(ctx, &S)))
         return st;
     const int nb = p->adhesion ? S.nb : 0; /* as the C path: adhesion only with beta */
-    for (int pass = 0; pass < 2; pass++)
+    const int ranks = floe_ranks(api, ctx);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && (st = halo_cl(ctx, ranks, "normal", FLOE_VEC3)))
+            return st;
         for (int s = 0; s < S.nf; s++)
             if ((st = pass == 0 ? ak_normal(ctx, &S, &S.f[s], knrm) : ak_force(ctx, &S, &S.f[s], nb, p, kforce)))
                 return st;
+    }
     return FLOE_OK;
 }

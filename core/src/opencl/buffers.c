@@ -241,3 +241,42 @@ void *cl_pinned(floe_ctx *ctx, const char *name, size_t bytes)
     memset(CL->pin[k].host, 0, bytes);
     return CL->pin[k].host;
 }
+
+/* ---- halos through host memory (MPI: decomp_cl.c) ----------------------- */
+
+/* the attribute mirror holding mem, NULL when mem is not one */
+static cl_mirror *mirror_of_mem(floe_ctx *ctx, const void *mem)
+{
+    for (int s = 0; s < ctx->npsets; s++)
+        for (int a = 0; a < ctx->sets[s].nattrs; a++)
+            if (CL->sets[s].at[a].mem && (const void *)CL->sets[s].at[a].mem == mem)
+                return &CL->sets[s].at[a];
+    return NULL;
+}
+
+int cl_is_buffer(floe_ctx *ctx, const void *mem)
+{
+    if (!mem)
+        return 0;
+    for (int k = 0; k < CL->nscr; k++)
+        if ((const void *)CL->scr[k].mem == mem)
+            return 1;
+    for (int k = 0; k < CL->npin; k++)
+        if ((const void *)CL->pin[k].mem == mem)
+            return 1;
+    return mirror_of_mem(ctx, mem) != NULL;
+}
+
+int cl_buffer_io(floe_ctx *ctx, void *mem, int write, size_t off, size_t bytes, void *host)
+{
+    if (!bytes)
+        return FLOE_OK;
+    cl_int e = write ? F->clEnqueueWriteBuffer(CL->q, (cl_mem)mem, CL_TRUE, off, bytes, host, 0, NULL, NULL)
+                     : F->clEnqueueReadBuffer(CL->q, (cl_mem)mem, CL_TRUE, off, bytes, host, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, write ? "writing halo rows" : "reading rows for a halo");
+    cl_mirror *m = write ? mirror_of_mem(ctx, mem) : NULL;
+    if (m)
+        m->host_stale = 1;
+    return FLOE_OK;
+}

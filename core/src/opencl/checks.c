@@ -66,6 +66,8 @@ int cl_stage_end(floe_ctx *ctx, int i, int *host_timed)
         for (int g = 0; g < nl || (g == 0 && dom); g += 4) {
             const int room = CL->nflags + FLAG_GROUP <= MAX_FLAGS;
             cl_int dm = g == 0 && dom ? rule_code(ctx) : 0;
+            if (dm == 2 && ctx->dd) /* MPI: deleting would renumber the step's ghosts; decomp.c deletes at its end */
+                dm = 0;
             if (!room && !(dm == 2 || dm == 3)) /* past the words: only the rule's work is done */
                 break;
             if (!kchk && !(kchk = cl_core_kernel(ctx, "core.cl", "check_stage")))

@@ -3,6 +3,8 @@
 #include "state.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 void cl_dev_str(const cl_fns *f, cl_device_id d, cl_device_info what, char *buf, size_t len)
 {
@@ -76,15 +78,18 @@ int cl_pick_device(cl_backend *b, const char *device, char *err, size_t errlen)
         snprintf(err, errlen, "no OpenCL platform found (no ICD installed?)");
         return -1;
     }
-    int want_p = -1, want_d = -1;
-    if (device && device[0]) {
+    int want_p = -1, want_d = -1, local = -1;
+    if (device && !strncmp(device, "local:", 6)) /* MPI: the local rank's, modulo the GPUs (else the devices) */
+        local = atoi(device + 6);
+    else if (device && device[0]) {
         if (sscanf(device, "%d:%d", &want_p, &want_d) != 2 || want_p < 0 || want_d < 0) {
             snprintf(err, errlen, "device '%s': expected PLATFORM:DEVICE as `floe devices` lists them", device);
             return -1;
         }
     }
-    cl_device_id first = NULL, gpu = NULL;
-    cl_platform_id first_p = NULL, gpu_p = NULL;
+    cl_device_id first = NULL, gpu = NULL, all[64], gpus[64];
+    cl_platform_id first_p = NULL, gpu_p = NULL, all_p[64], gpus_p[64];
+    int nall = 0, ngpu = 0;
     for (cl_uint p = 0; p < np && p < 16; p++) {
         cl_device_id devs[16];
         cl_uint nd = 0;
@@ -105,6 +110,10 @@ int cl_pick_device(cl_backend *b, const char *device, char *err, size_t errlen)
                 first = devs[d];
                 first_p = plats[p];
             }
+            if (nall < 64)
+                all[nall] = devs[d], all_p[nall++] = plats[p];
+            if ((type & CL_DEVICE_TYPE_GPU) && ngpu < 64)
+                gpus[ngpu] = devs[d], gpus_p[ngpu++] = plats[p];
             if (!gpu && (type & CL_DEVICE_TYPE_GPU)) {
                 gpu = devs[d];
                 gpu_p = plats[p];
@@ -118,6 +127,12 @@ int cl_pick_device(cl_backend *b, const char *device, char *err, size_t errlen)
     if (!first) {
         snprintf(err, errlen, "no OpenCL device found");
         return -1;
+    }
+    if (local >= 0) {
+        const int k = ngpu ? local % ngpu : local % nall;
+        b->plat = ngpu ? gpus_p[k] : all_p[k];
+        b->dev = ngpu ? gpus[k] : all[k];
+        return 0;
     }
     b->plat = gpu ? gpu_p : first_p;
     b->dev = gpu ? gpu : first;

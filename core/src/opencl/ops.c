@@ -173,6 +173,8 @@ static const floe_backend_ops opencl_ops = {
     .scan = scan_words,
     .sort = sort_keys,
     .cells = cl_cells,
+    .is_buffer = cl_is_buffer,
+    .buffer_io = cl_buffer_io,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)

@@ -129,9 +129,16 @@ int cl_sort(floe_ctx *ctx, int s)
                      ARG(d->cs), ARG(n), ARG(d->tmp))))
         return rc;
     d->spos_stale = 0;
-    /* the stable order and the sorted positions in one pass */
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_stable"), n, WG, 52.0 * n, ARG(d->tmp), ARG(d->key),
-                  ARG(d->cs), ARG(n), ARG(d->order), ARG(x), ARG(d->spos));
+    /* the stable order and the sorted positions in one pass; a fluid set's
+     * cells in id order where the lists must not depend on where particles
+     * lie in memory (neighbours { order = "id" }, MPI: nb_update.c's rule) */
+    const attr *ida = pset_attr(p, "id");
+    cl_int byid = (ctx->nb_by_id || ctx->dd) && p->kind == FLOE_SET_FLUID && ida && ida->type == FLOE_U32;
+    cl_mem id = byid ? cl_attr_named(ctx, s, "id", FLOE_U32, FLOE_READ) : x;
+    if (!id)
+        return FLOE_ERR;
+    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_stable"), n, WG, (byid ? 60.0 : 52.0) * n, ARG(d->tmp),
+                  ARG(d->key), ARG(d->cs), ARG(n), ARG(d->order), ARG(x), ARG(d->spos), ARG(id), ARG(byid));
 }
 
 /* Physically reorder every attribute of a fluid set along the device sort. */

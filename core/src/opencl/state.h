@@ -252,6 +252,9 @@ void *cl_attr(floe_ctx *ctx, pset *p, attr *at, unsigned access);
 /* the buffer of set slot s's attribute `name` of type t, NULL when absent */
 cl_mem cl_attr_named(floe_ctx *ctx, int s, const char *name, floe_type t, unsigned access);
 void *cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
+/* halos through host memory (device.h: is_buffer, buffer_io) */
+int cl_is_buffer(floe_ctx *ctx, const void *mem);
+int cl_buffer_io(floe_ctx *ctx, void *mem, int write, size_t off, size_t bytes, void *host);
 void *cl_pinned(floe_ctx *ctx, const char *name, size_t bytes);
 
 /* programs.c: kernel sources, programs, kernels */

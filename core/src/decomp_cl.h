@@ -1,0 +1,33 @@
+/* GPU ranks under MPI (decomp_cl.c, docs/mpi.md "GPU ranks"): each rank's
+ * device by its local rank, and the halos of device-resident data through
+ * host memory. Without MPI (or on one rank) every call returns at once. */
+#ifndef FLOE_DECOMP_CL_H
+#define FLOE_DECOMP_CL_H
+
+#include "ctx.h"
+
+/* this process's rank among the job's processes on its host (Open MPI's
+ * OMPI_COMM_WORLD_LOCAL_RANK, else MPI_Comm_split_type(MPI_COMM_TYPE_SHARED));
+ * -1 outside a job of several processes */
+int dd_local_rank(void);
+
+/* a halo's data on the device, staged through host memory */
+typedef struct dd_cl_halo {
+    int kind;           /* 0 host data, 1 a device buffer staged, 2 an attribute's host copy */
+    void *mem, *host;   /* the device buffer and its host staging (kind 1) */
+    pset *p;
+    attr *at;           /* kind 2 */
+} dd_cl_halo;
+
+/* before a halo exchange of set p's per-particle array *data (elem bytes
+ * a particle): a device buffer's owned rows are read into host memory and
+ * *data points there; an attribute's host copy is made current */
+int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_cl_halo *h);
+/* after it: the ghost rows go to the device; rc passed through */
+int dd_cl_halo_end(floe_ctx *ctx, dd_cl_halo *h, size_t elem, int rc);
+/* migration and ghosts work on the host copies: every attribute of the
+ * fluid sets copied back, the device copies stale (uploaded when a device
+ * stage next asks) */
+void dd_cl_host(floe_ctx *ctx);
+
+#endif
