@@ -133,7 +133,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
             return -1;
         s->fill_ok = 0;
     }
-    if (ncells != s->ncells || n != s->fill_n)
+    if (ncells != s->ncells)
         s->fill_ok = 0;
     s->ncells = ncells;
     s->n = n;
@@ -243,22 +243,28 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         for (int64_t k = 0; k < nn; k++)
             skey[k] = key[order[k]];
     }
-    /* Cells below the smallest key hold 0 and cells above the largest hold
-     * n. When the table holds the previous sort of as many particles on
-     * the same grid, only the cells between the smaller of the two smallest
-     * keys and one past the larger of the two largest change (a tank's
-     * fluid spans about half of the reference bench's 1.4M cells). */
-    uint32_t f0 = 0, f1 = ncells + 1; /* fill cells [f0, f1) */
+    /* Cells below the smallest key hold 0, cells above the largest n up to
+     * a high-water mark at least 3 cells past it, and 0 from there on: a
+     * range read past the mark reads [n, 0) or [0, 0), empty
+     * (cell_ranges; the search's loops run k < b), and every range that
+     * holds a particle's cell ends within 3 cells of it, before the mark.
+     * When the table holds an earlier sort on the same grid, only the
+     * cells between the smaller of the two smallest keys and the mark
+     * (raised to the new largest key + 4) change, whatever the count (a
+     * tank's fluid spans about half of the reference bench's 1.4M cells). */
+    uint32_t f0 = 0, f1 = ncells + 1, zero_from = ncells + 1; /* fill cells [f0, f1), zero [zero_from, ncells] */
     if (n > 0) {
         const uint32_t kmin = skey[0], kmax = skey[n - 1];
+        const uint32_t mark = (uint64_t)kmax + 4 < (uint64_t)ncells + 1 ? kmax + 4 : ncells + 1;
         if (s->fill_ok) {
             f0 = kmin < s->fill_kmin ? kmin : s->fill_kmin;
-            f1 = (kmax > s->fill_kmax ? kmax : s->fill_kmax) + 2;
-        }
+            f1 = mark > s->fill_hwm ? mark : s->fill_hwm;
+        } else
+            zero_from = mark;
         s->fill_kmin = kmin;
         s->fill_kmax = kmax;
+        s->fill_hwm = f1 < zero_from ? f1 : zero_from;
         s->fill_ok = 1;
-        s->fill_n = n;
     }
     const uint32_t nfill = f1 - f0;
     const int64_t nranges = nfill >= (1u << 16) && n >= NB_PAR_MIN ? 64 : 1;
@@ -286,6 +292,8 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
                 k++;
         }
     }
+    if (zero_from <= ncells) /* a first fill: the table's tail past the mark */
+        memset(cs + zero_from, 0, ((size_t)ncells + 1 - zero_from) * sizeof(uint32_t));
     return 0;
 }
 
@@ -454,7 +462,7 @@ static inline int nb_images(const nb_grid *g, float px, float py, float pz, floa
     return n;
 }
 
-static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, int same_set,
+static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, uint32_t nrows, int same_set,
                            const uint32_t *restrict cs, const uint8_t *restrict near, const nb_soa *t, float r2,
                            int exclude_self, uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
 {
@@ -481,6 +489,10 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
             px = xq[3 * q + 0];
             py = xq[3 * q + 1];
             pz = dim3 ? xq[3 * q + 2] : 0.0f;
+        }
+        if (i >= nrows) { /* an empty row (nb_build_rows) */
+            count[i] = 0;
+            continue;
         }
         uint32_t *restrict dst = idx + (size_t)i * stride;
         uint32_t c = 0;
@@ -880,8 +892,9 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
     for (int z = zlo; z <= zhi; z++)
         for (int y = ylo; y <= yhi; y++) {
             const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-            ra[nr] = cs[row + (uint32_t)xlo];
-            rb[nr] = cs[row + (uint32_t)xhi + 1];
+            const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
+            ra[nr] = a;
+            rb[nr] = b < a ? a : b; /* past nb_sort's high-water mark: [n, 0), empty */
             nr++;
         }
     return nr;
@@ -921,8 +934,9 @@ static inline int chunk_bounds(int64_t ch, uint32_t n, const nb_ksum *ks, const 
  * counts constant within a cell (well predicted). Results are identical to
  * build_pass: per query, candidates in ascending slot order. */
 static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
-                            const nb_soa *t, uint32_t nt, float r2, int exclude_self, uint32_t *restrict count,
-                            uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
+                            const nb_soa *t, uint32_t nt, uint32_t nrows, float r2, int exclude_self,
+                            uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks,
+                            int *nomem)
 {
     const int n0 = g->n[0], n1 = g->n[1];
     const int dim3 = g->dim == 3;
@@ -953,8 +967,28 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
                 const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
                 for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                     const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                    const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
-                                                  nr, t, dim3, r2, count, idx, stride, ks, d2buf);
+                    uint32_t m;
+                    if (nrows >= nt)
+                        m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t,
+                                       dim3, r2, count, idx, stride, ks, d2buf);
+                    else { /* the group's queries below nrows; the others' rows empty (a row does not depend on
+                            * the other queries of its group) */
+                        float gx[NB_GROUP], gy[NB_GROUP], gz[NB_GROUP];
+                        uint32_t gj[NB_GROUP], gm = 0;
+                        for (uint32_t u = 0; u < gn; u++) {
+                            const uint32_t j = sj[g0 + u];
+                            if (j >= nrows) {
+                                count[j] = 0;
+                                if (ks)
+                                    ks->out[j] = 0.0f;
+                                continue;
+                            }
+                            gx[gm] = sx[g0 + u], gy[gm] = sy[g0 + u], gz[gm] = sz[g0 + u], gj[gm++] = j;
+                        }
+                        m = gm ? test_group(gm, gx, gy, gz, gj, exclude_self, rself, ra, rb, nr, t, dim3, r2, count,
+                                            idx, stride, ks, d2buf)
+                               : 0;
+                    }
                     maxc = m > maxc ? m : maxc;
                 }
             }
@@ -1071,6 +1105,14 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks)
 {
+    return nb_build_rows(out, g, xq, nq, nq, target, xt, radius, exclude_self, ks);
+}
+
+int nb_build_rows(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, uint32_t nrows,
+                  const nb_sorted *target, const float *xt, float radius, int exclude_self, nb_ksum *ks)
+{
+    if (nrows > nq)
+        nrows = nq;
     if (ks)
         ks->done = 0;
     if (!out || !g || !target || (nq && !xq) || !grid_ok(g))
@@ -1121,17 +1163,22 @@ int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, 
         /* kernel sums only come with the grouped AVX2 builds */
         const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
         if (same_set && !g->periodic) {
-            maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
+            maxc = build_cells(g, target->cell_start, target->key, &t, nt, nrows, r2, exclude_self, out->count,
                                out->idx, out->stride, kv, &nomem);
             summed = kv != NULL;
         } else if (!same_set && !exclude_self && !g->periodic) {
-            maxc = build_cross(g, xq, nq, target->cell_start,
+            maxc = build_cross(g, xq, nrows, target->cell_start,
                                target->near && target->near_cells == ncells ? target->near : NULL, &t, r2,
                                out->count, out->idx, out->stride, kv, &nomem);
+            if (nrows < nq) { /* empty rows */
+                memset(out->count + nrows, 0, (size_t)(nq - nrows) * sizeof(uint32_t));
+                if (kv)
+                    memset(kv->out + nrows, 0, (size_t)(nq - nrows) * sizeof(float));
+            }
             summed = kv != NULL;
         } else
 #endif
-            maxc = build_pass(g, xq, nq, same_set, target->cell_start,
+            maxc = build_pass(g, xq, nq, nrows, same_set, target->cell_start,
                               !g->periodic && target->near && target->near_cells == ncells ? target->near : NULL,
                               &t, r2, exclude_self, out->count, out->idx, out->stride);
         if (nomem) {
