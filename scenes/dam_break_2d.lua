@@ -8,7 +8,7 @@
 -- compared with (tests/validation/); on_frame logs it too.
 --
 --   floe run scenes/dam_break_2d.lua [--set solver=wcsph|iisph|dfsph] [--set a=0.1] [--set resolution=40]
---                                    [--set experiment=martin_moyce|koshizuka_oka]
+--                                    [--set experiment=martin_moyce|koshizuka_oka] [--set walls=friction|physical]
 --   floe compare scenes/dam_break_2d.lua --vary solver=wcsph,iisph,dfsph --out DIR
 local floe = require "floe"
 
@@ -17,6 +17,17 @@ local a = floe.param("a", 0.1)
 local res = floe.param("resolution", 40)
 local solver = floe.param("solver", "wcsph")
 local experiment = floe.param("experiment", "martin_moyce")
+-- walls = friction: the walls hold the flow by a friction (wcsph: Monaghan
+-- alpha = wall_friction against boundary particles; iisph: boundary_viscosity
+-- 0.01 m^2/s); physical: water's nu against the walls (viscosity.laminar,
+-- no-slip), and for wcsph delta-SPH density, Adami's wall pressure and the
+-- gradient correction (docs/validation.md, "WCSPH and IISPH defaults"). dfsph keeps
+-- its step either way.
+local walls = floe.param("walls", "friction")
+if walls ~= "friction" and walls ~= "physical" then
+  error(string.format("walls '%s': expected friction or physical", walls))
+end
+local physical = walls == "physical"
 -- per experiment: the tank's length in a, the last T compared, the measured front
 local experiments = {
   martin_moyce = { tank = 5, T_end = 2.6,
@@ -35,7 +46,7 @@ local sim = floe.sim{
   dim = 2, spacing = d, gravity = { 0, -g },
   domain = { min = { -4 * d, -4 * d }, max = { E.tank * a + 4 * d, 6 * a } },
 }
-sim:load{ "sph", "wcsph", "iisph", "dfsph", "hello" }
+sim:load{ "sph", "wcsph", "iisph", "dfsph", "hello", "viscosity" }
 sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = water.density }
 sim:boundary_box{ min = { 0, 0 }, max = { E.tank * a, 3 * a }, layers = 2, open_top = true }
 sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }, set = "gate" }
@@ -43,16 +54,26 @@ sim:boundary_solid_box{ min = { a + 0.5 * d, 0 }, max = { a + 2.5 * d, 2.2 * a }
 -- One step per solver; damping settles the column behind the gate. Wall
 -- friction as each solver's test uses it (docs/validation.md).
 local c = water.speed_of_sound
+local nu = water.kinematic_viscosity
 local steps = {
   wcsph = function(settling)
+    if physical then
+      return { { "wcsph.continuity", delta = 0.1 }, { "wcsph.pressure", speed_of_sound = c }, "gravity",
+               { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity, boundary_alpha = 0 },
+               { "viscosity.laminar", nu = nu, boundary_nu = nu },
+               { "wcsph.pressure_force", walls = "extrapolated", gradient_correction = true } }
+    end
     return { "sph.density", { "wcsph.pressure", speed_of_sound = c }, "gravity",
              { "wcsph.viscosity", kind = "artificial", alpha = water.artificial_viscosity,
                boundary_alpha = water.wall_friction },
              "wcsph.pressure_force" }
   end,
   iisph = function(settling)
-    return { "sph.density", "gravity",
-             { "iisph.solve", damping = settling and 20 or 0, boundary_viscosity = settling and 0 or 0.01 } }
+    local p = { "sph.density", "gravity" }
+    if physical then p[#p + 1] = { "viscosity.laminar", nu = nu, boundary_nu = nu } end
+    p[#p + 1] = { "iisph.solve", damping = settling and 20 or 0,
+                  boundary_viscosity = (settling or physical) and 0 or 0.01 }
+    return p
   end,
   dfsph = function(settling)
     local p = { "sph.density", "gravity" }

@@ -3,9 +3,14 @@
 # the device host's 16 cores: the reference dam break (scenes/bench/
 # dam_break_59k.lua, 59,319 particles) on 1 rank x 2 threads, against the
 # same scene 4 times as long (--set length=4: 237,276 particles) on 4 ranks x
-# 2 threads, each rank pinned to its own 2 cores with taskset. Prints the
-# particle-steps/s of each run and the weak-scaling efficiency
-#   (steps/s on 4 ranks with 4N) / (steps/s on 1 rank with N)   (asked: >= 0.8).
+# 2 threads, each rank pinned to its own 2 cores with taskset; then 8 ranks
+# x 2 threads (all 16 cores) on --set length=8. Prints the particle-steps/s
+# of each run, each rank's breakdown of a step (migration, ghosts, halos,
+# reductions; of each the time inside MPI calls, waits for the other ranks
+# included), and the weak-scaling efficiency
+#   (particle-steps/s on 4 ranks with 4N) / (4 x particle-steps/s on 1 rank with N)
+# (asked: >= 0.8), also against 4 independent one-process copies run at once
+# (what sharing the memory system alone costs, no MPI).
 #
 # The host has no MPI and no internet: Open MPI comes from Ubuntu 24.04
 # (noble) .deb files unpacked under /opt/dep. Fetch them on a machine with
@@ -23,7 +28,7 @@
 # Run from a checkout with a release build in build-dev/ (DEP=/opt/dep when
 # Open MPI is unpacked there; DEP= for an installed Open MPI). Builds only
 # (the build is reconfigured with -Dmpi=enabled against /opt/dep) and runs
-# the benches: about 2-3 minutes (6 runs of 1000 steps after the build).
+# the benches: about 2-3 minutes after the build.
 set -uo pipefail
 cd "${1:-.}"   # the root of the checkout
 DEP=${DEP-/opt/dep}
@@ -51,39 +56,53 @@ SCENE=scenes/bench/dam_break_59k.lua
 SECS=0.5   # 1000 steps of dt = 0.0005 s
 OUT=$(mktemp -d)
 
-one() {  # 1 rank x 2 threads on cores 2,3 ($1: extra --set)
-  taskset -c 2,3 "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS $1 --out "$OUT/one" 2>&1 \
-    | grep -E "particle-steps/s" | tail -1
+one() {  # 1 rank x 2 threads on cores 2,3 ($1: extra options)
+  taskset -c 2,3 "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS $1 --out "$OUT/one" > "$OUT/one.log" 2>&1
+  grep -E "particle-steps/s" "$OUT/one.log" | tail -1
 }
-four() {  # 4 ranks x 2 threads, rank r on cores 2+2r, 3+2r, 4x the particles
-  "$MPIRUN" --oversubscribe --bind-to none -np 4 sh -c \
-    'c=$((2 + 2 * OMPI_COMM_WORLD_RANK)); exec taskset -c $c,$((c + 1)) "$0" "$@"' \
-    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set length=4 --balance 2 $1 --out "$OUT/four" 2>&1 \
-    | grep -E "particle-steps/s|mpi: load balance|error|rank" | tail -4
+ranks() {  # $1 ranks x 2 threads, rank r on cores $2+2r, $2+2r+1, $1 times the particles ($3: extra options)
+  "$MPIRUN" --oversubscribe --bind-to none -np "$1" sh -c \
+    'c=$(('"$2"' + 2 * OMPI_COMM_WORLD_RANK)); exec taskset -c $c,$((c + 1)) "$0" "$@"' \
+    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set length="$1" --balance 2 $3 --out "$OUT/r$1" \
+    > "$OUT/r$1.log" 2>&1
+  grep -E "mpi: [0-9]|mpi: load balance|error" "$OUT/r$1.log" | head -4
+  grep -E "ms per step" "$OUT/r$1.log" | sed 's/^floe: info: mpi: //'
+  grep -E "particle-steps/s" "$OUT/r$1.log" | tail -1
 }
-rate() { sed -n 's/.* \([0-9.]*\) steps\/s.*/\1/p' | tail -1; }
+rate() { sed -n 's/.* \([0-9.e+]*\) particle-steps\/s.*/\1/p' | tail -1; }
 
 echo "== nproc $(nproc); $(lscpu | grep 'Model name' | sed 's/  */ /g')"
 echo "== 1 rank x 2 threads, 59,319 particles (cores 2,3)"
-R1a=$(one "" | tee /dev/stderr | rate)
-echo "== 1 rank x 2 threads, neighbours in id order (what every rank does under MPI)"
-R1i=$(one "--set neighbours.order=id" | tee /dev/stderr | rate)
-echo "== 4 ranks x 2 threads, 237,276 particles (cores 2-9)"
-R4a=$(four "" | tee /dev/stderr | rate)
-grep -o "ranks: .*" "$OUT/four/run.yaml" | tail -1 | cut -c1-400
+L=$(one ""); echo "$L"; P1a=$(echo "$L" | rate)
 echo "== 4 independent 1-rank runs at once, each on its own 2 cores (2-9), no MPI: what sharing the"
-echo "   socket's memory bandwidth and caches alone costs"
+echo "   memory system alone costs"
 for r in 0 1 2 3; do
   c=$((2 + 2 * r))
   taskset -c $c,$((c + 1)) "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --out "$OUT/ind$r" > "$OUT/ind$r.log" 2>&1 &
 done
 wait
-for r in 0 1 2 3; do grep -E "particle-steps/s" "$OUT/ind$r.log" | sed 's/.*simulated/copy: simulated/'; done
+PI=0
+for r in 0 1 2 3; do
+  L=$(grep -E "particle-steps/s" "$OUT/ind$r.log" | tail -1); echo "copy $r: ${L#*simulated in }"
+  PI=$(awk -v a="$PI" -v b="$(echo "$L" | rate)" 'BEGIN { print a + b }')
+done
+echo "== 4 ranks x 2 threads, --set length=4: 241,839 particles (cores 2-9)"
+L=$(ranks 4 2 ""); echo "$L"; P4a=$(echo "$L" | rate)
 echo "== again: 1 rank, then 4 ranks"
-R1b=$(one "" | tee /dev/stderr | rate)
-R4b=$(four "" | tee /dev/stderr | rate)
-echo "== weak-scaling efficiency (steps/s on 4 ranks with 4N over steps/s on 1 rank with N; asked >= 0.8)"
-awk -v a="$R1a" -v b="$R1b" -v i="$R1i" -v c="$R4a" -v d="$R4b" 'BEGIN {
-  printf "1 rank: %s, %s steps/s (id order: %s); 4 ranks: %s, %s steps/s\n", a, b, i, c, d;
-  if (a > 0 && b > 0) printf "efficiency: run 1 %.3f, run 2 %.3f (best 4-rank / best 1-rank: %.3f)\n", c / a, d / b, (c > d ? c : d) / (a > b ? a : b) }'
+L=$(one ""); echo "$L"; P1b=$(echo "$L" | rate)
+L=$(ranks 4 2 ""); echo "$L"; P4b=$(echo "$L" | rate)
+echo "== 1 rank x 2 threads on --set length=4 (241,839 particles, 400 steps, cores 2,3): does the longer"
+echo "   scene alone (4 times the tank, the domain) cost per particle, as every rank holds it whole?"
+SECS=0.2
+L=$(one "--set length=4"); echo "$L"; P1L=$(echo "$L" | rate)
+awk -v a="$P1L" -v b="$P1b" 'BEGIN { if (b > 0) printf "per particle against the 59k run: %.3f\n", a / b }'
+echo "== 8 ranks x 2 threads, --set length=8 (all 16 cores, 0-15), 0.25 s"
+SECS=0.25
+L=$(ranks 8 0 ""); echo "$L"; P8=$(echo "$L" | rate)
+echo "== weak-scaling efficiency: particle-steps/s on k ranks / (k x particle-steps/s on 1 rank); asked >= 0.8"
+awk -v a="$P1a" -v b="$P1b" -v c="$P4a" -v d="$P4b" -v i="$PI" -v e="$P8" 'BEGIN {
+  one = a > b ? a : b; four = c > d ? c : d;
+  printf "1 rank: %s, %s particle-steps/s; 4 independent copies: %s in all; 4 ranks: %s, %s; 8 ranks: %s\n", a, b, i, c, d, e;
+  if (one > 0) printf "efficiency, 4 ranks: run 1 %.3f, run 2 %.3f, best/best %.3f; 8 ranks %.3f\n", c / (4 * a), d / (4 * b), four / (4 * one), e / (8 * one);
+  if (i > 0) printf "4 independent copies / (4 x 1 rank): %.3f (the memory system); 4 ranks / 4 copies: %.3f (the decomposition)\n", i / (4 * one), four / i }'
 rm -rf "$OUT" "$PC"

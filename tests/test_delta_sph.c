@@ -114,12 +114,13 @@ static void run_frames(fixture *f, double seconds, double fps, floe_frame_fn fn,
     cr_assert_eq(floe_run(f->ctx, &r, NULL), FLOE_OK, "%s", floe_ctx_error(f->ctx));
 }
 
-/* A 2D tank 0.2 x 0.3 m filled to 0.2 m at d = 2 cm, c = 20 m/s, settled with
- * damping for `settle` s, then measured for `measure` s at 10 frames a second. */
-static tank_log still_tank(int mode, int adami, const char *visc, double settle, double measure, pavg *A,
-                           fixture *out)
+/* A 2D tank 0.2 x 0.3 m filled to 0.2 m at spacing d (DS, 2 cm, unless
+ * told), c = 30 m/s, settled with damping for `settle` s, then measured for
+ * `measure` s at 10 frames a second. */
+static tank_log still_tank_d(float d, int mode, int adami, const char *visc, double settle, double measure, pavg *A,
+                             fixture *out)
 {
-    const float d = DS, tank[3] = {0.2f, 0.3f, 0}, water[3] = {0.2f, 0.2f, 0};
+    const float tank[3] = {0.2f, 0.3f, 0}, water[3] = {0.2f, 0.2f, 0};
     fixture f = tank_fixture(2, d, 2.0f, tank, water, 0);
     floe_ctx_set_threads(f.ctx, 1); /* 100 particles: threads would only wait for each other */
     cr_assert_eq(floe_module_load(f.ctx, "wcsph"), FLOE_OK, "%s", floe_ctx_error(f.ctx));
@@ -160,17 +161,22 @@ static tank_log still_tank(int mode, int adami, const char *visc, double settle,
     return L;
 }
 
+static tank_log still_tank(int mode, int adami, const char *visc, double settle, double measure, pavg *A,
+                           fixture *out)
+{
+    return still_tank_d(DS, mode, adami, visc, settle, measure, A, out);
+}
+
 /* The hydrostatic figures of a still tank after 10 s: worst time-averaged
  * per-particle error against rho0 g (surface - y) 5 d deep and more, the
  * fitted slope's error, the mean density's drift, the worst layer below the
  * top two against rho0 g h of the mass above; asserted within tol_fit,
  * tol_slope, 5e-4 and tol_layer. */
-static void hydrostatic(int adami, double tol_slope, double tol_fit, double tol_layer)
+static void hydrostatic(int adami, float d, double tol_slope, double tol_fit, double tol_layer)
 {
     static pavg A;
     fixture f;
-    const tank_log L = still_tank(DELTA_SPH, adami, "artificial", 1.0, 10.0, &A, &f);
-    const float d = DS;
+    const tank_log L = still_tank_d(d, DELTA_SPH, adami, "artificial", 1.0, 10.0, &A, &f);
     const uint32_t n = floe_set_size(f.ctx, f.fluid);
     float *pa = malloc(n * sizeof *pa), *ya = malloc(n * sizeof *ya);
     const float *ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32), *ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
@@ -216,21 +222,27 @@ static void hydrostatic(int adami, double tol_slope, double tol_fit, double tol_
 /* mirrored walls: layers measured up to 22.7% off (the first below the
  * top two) on an AVX2 build, 31.5% on the generic (-Dnative=false) one,
  * so that limit only catches a broken tank */
-Test(delta_sph, hydrostatic_tank_10s, .timeout = 600) { hydrostatic(0, TOL_SLOPE, TOL_FIT, 0.4); }
+Test(delta_sph, hydrostatic_tank_10s, .timeout = 600) { hydrostatic(0, DS, TOL_SLOPE, TOL_FIT, 0.4); }
 
 /* Adami et al. 2012's wall pressure (wcsph.pressure_force{walls =
  * "extrapolated"}): measured worst layer +2.55% (the one next to the
  * floor; the others +1.04% to +1.99%), slope +2.97%, per particle 4.39%,
  * drift +0.0004%: the issue's 1% is not met (docs/validation.md) */
-Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = 600) { hydrostatic(1, 0.04, 0.06, 0.03); }
+Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = 600) { hydrostatic(1, DS, 0.04, 0.06, 0.03); }
 
-/* ... and wcsph.pressure_force{gradient_correction}: measured on an AVX2
- * build worst layer +0.87% (the second from the floor; the others +0.09%
- * to +0.54%), slope +0.96%, per particle 3.56%, drift +0.0002%; on the
- * generic build (-Dnative=false, the sums in another order) worst layer
- * +1.37%, slope +1.72%, per particle 5.80%: the issue's 1% is met on one
- * build only, so the limits are the ones both builds hold */
-Test(delta_sph, hydrostatic_tank_10s_adami_walls_corrected, .timeout = 600) { hydrostatic(2, 0.025, 0.07, 0.02); }
+/* ... and wcsph.pressure_force{gradient_correction}, at d = 1 cm (400
+ * particles, 20 a layer). At d = 2 cm (10 a layer) the worst layer is not
+ * a stable figure: on one AVX2 build it read 0.87%, 1.88%, 1.88%, 1.10% and
+ * 0.79% for settling times of 1.0, 1.05, 1.1, 1.2 and 1.3 s (the generic
+ * build's 1.37% is one more draw of the same spread: the packing the tank
+ * settles into, not the code path). At d = 1 cm settling times of 1.0
+ * and 1.1 s gave 0.78% and 0.79% on the AVX2 build, 0.60% on the generic
+ * one (slope +0.56% / +0.34%, per particle 2.23% / 2.37%, drift 0.0000% /
+ * -0.0001%; docs/validation.md): the issue's 1% is asserted. */
+Test(delta_sph, hydrostatic_tank_10s_adami_walls_corrected, .timeout = 600)
+{
+    hydrostatic(2, 0.01f, 0.015, 0.04, 0.01);
+}
 
 Test(delta_sph, pressure_noise, .timeout = 600)
 {
@@ -417,31 +429,86 @@ Test(delta_sph, extrapolated_walls_need_the_equation_of_state)
     floe_ctx_destroy(f.ctx);
 }
 
-/* walls = "extrapolated" and gradient_correction (wcsph.pressure_force) and
- * wall_velocity = "extrapolated" (viscosity.laminar) have no OpenCL path: on
- * that backend the stage stops with a message naming the parameter */
-Test(delta_sph, extrapolated_walls_refused_on_opencl, .timeout = 300)
+/* relative L2 difference of the accelerations a of two worlds, particles matched by id */
+static double a_rel_l2(fixture *a, fixture *b)
+{
+    const uint32_t n = floe_set_size(a->ctx, a->fluid);
+    cr_assert_eq(n, floe_set_size(b->ctx, b->fluid));
+    const uint32_t *ida = floe_attr(a->ctx, a->fluid, "id", FLOE_U32), *idb = floe_attr(b->ctx, b->fluid, "id", FLOE_U32);
+    const float *xa = floe_attr(a->ctx, a->fluid, "a", FLOE_VEC3), *xb = floe_attr(b->ctx, b->fluid, "a", FLOE_VEC3);
+    uint32_t *where = malloc(n * sizeof *where);
+    for (uint32_t i = 0; i < n; i++)
+        where[idb[i]] = i;
+    double num = 0, den = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++) {
+            const double e = (double)xa[3 * i + c] - xb[3 * where[ida[i]] + c];
+            num += e * e;
+            den += (double)xa[3 * i + c] * xa[3 * i + c];
+        }
+    free(where);
+    return sqrt(num / den);
+}
+
+/* the jittered tank of cl_world with viscosity.laminar (nu = 1e-3, so the
+ * walls' shear counts against the pressure) and the walls' options:
+ * k = 0 Adami's wall pressure (wcsph.pressure_force{walls = "extrapolated"}),
+ * 1 the gradient correction, 2 both with XSPH in the same pass, 3 Adami's
+ * wall velocity (viscosity.laminar{wall_velocity = "extrapolated"}), 4 none
+ * of them (mirrored walls, the reference the options must differ from) */
+static fixture walls_world(const char *backend, int dim, int k)
+{
+    fixture w = cl_world(backend, dim);
+    cr_assert_eq(floe_module_load(w.ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+    floe_pipeline_clear(w.ctx);
+    floe_param_kv ck[] = {KV_F("delta", 0.1)}, pk[] = {KV_F("speed_of_sound", 20)};
+    floe_param_kv lk[] = {KV_F("nu", 1e-3), KV_F("boundary_nu", 1e-3),
+                          KV_S("wall_velocity", k == 3 ? "extrapolated" : "mirror")};
+    floe_param_kv wk[] = {KV_S("walls", k == 0 || k == 2 ? "extrapolated" : "mirror"),
+                          KV_B("gradient_correction", k == 1 || k == 2), KV_F("xsph", k == 2 ? 0.05 : 0.0)};
+    fixture_add(&w, "neighbours", 0, NULL);
+    fixture_add(&w, "wcsph.continuity", 1, ck);
+    fixture_add(&w, "wcsph.pressure", 1, pk);
+    fixture_add(&w, "gravity", 0, NULL);
+    fixture_add(&w, "viscosity.laminar", 3, lk);
+    fixture_add(&w, "wcsph.pressure_force", 3, wk);
+    fixture_add(&w, "integrate", 0, NULL);
+    return w;
+}
+
+/* Adami's wall pressure, the gradient correction and Adami's wall velocity
+ * on the OpenCL path against the C path: three steps of the jittered tank,
+ * the accelerations and densities agree to rounding (the device sums the
+ * walls' values with atomic additions, in its own order), and each option
+ * moved the accelerations away from the mirrored walls' by far more */
+static void walls_agree(int dim)
 {
     need_opencl();
-    static const char *const expect[] = {"(Adami's wall pressure) runs on the CPU backend only",
-                                         "gradient_correction = true} runs on the CPU backend only",
-                                         "wall_velocity = \"extrapolated\" is built for form = \"morris\" on the CPU"};
-    for (int k = 0; k < 3; k++) {
-        fixture g = cl_world("opencl", 2);
-        cr_assert_eq(floe_module_load(g.ctx, "viscosity"), FLOE_OK, "%s", floe_ctx_error(g.ctx));
-        floe_pipeline_clear(g.ctx);
-        floe_param_kv pk[] = {KV_F("speed_of_sound", 20)};
-        floe_param_kv wk[] = {k == 1 ? KV_B("gradient_correction", 1) : KV_S("walls", k ? "mirror" : "extrapolated")};
-        floe_param_kv lk[] = {KV_F("nu", 1e-6), KV_S("wall_velocity", "extrapolated")};
-        fixture_add(&g, "neighbours", 0, NULL);
-        fixture_add(&g, "sph.density", 0, NULL);
-        fixture_add(&g, "wcsph.pressure", 1, pk);
-        if (k == 2)
-            fixture_add(&g, "viscosity.laminar", 2, lk);
-        fixture_add(&g, "wcsph.pressure_force", 1, wk);
-        fixture_add(&g, "integrate", 0, NULL);
-        cr_assert_eq(floe_step(g.ctx, 1e-4), FLOE_ERR_ARG, "%s", floe_ctx_error(g.ctx));
-        cr_assert(strstr(floe_ctx_error(g.ctx), expect[k]), "%s", floe_ctx_error(g.ctx));
+    static const char *const what[] = {"walls = extrapolated", "gradient_correction", "both, with xsph",
+                                       "wall_velocity = extrapolated"};
+    fixture ref = walls_world("cpu", dim, 4);
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(floe_step(ref.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(ref.ctx));
+    for (int k = 0; k < 4; k++) {
+        fixture c = walls_world("cpu", dim, k), g = walls_world("opencl", dim, k);
+        double ea = 0, er = 0;
+        for (int s = 0; s < 3; s++) {
+            cr_assert_eq(floe_step(c.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(c.ctx));
+            cr_assert_eq(floe_step(g.ctx, 2e-4), FLOE_OK, "%s: %s", what[k], floe_ctx_error(g.ctx));
+            ea = fmax(ea, a_rel_l2(&c, &g));
+            er = fmax(er, rho_rel_l2(&c, &g));
+        }
+        const double moved = a_rel_l2(&c, &ref);
+        cr_log_info("%dD %s: OpenCL vs C over 3 steps, a relative L2 %.3g, rho %.3g; against mirrored walls a "
+                    "differs by %.3g", dim, what[k], ea, er, moved);
+        cr_assert_lt(ea, 1e-4, "%s: a differs by %.3g (relative L2)", what[k], ea);
+        cr_assert_lt(er, 1e-6, "%s: rho differs by %.3g (relative L2)", what[k], er);
+        cr_assert_gt(moved, 100 * ea, "%s: the option moved a by only %.3g", what[k], moved);
+        floe_ctx_destroy(c.ctx);
         floe_ctx_destroy(g.ctx);
     }
+    floe_ctx_destroy(ref.ctx);
 }
+
+Test(delta_sph, extrapolated_walls_opencl_agrees_2d, .timeout = 600) { walls_agree(2); }
+Test(delta_sph, extrapolated_walls_opencl_agrees_3d, .timeout = 600) { walls_agree(3); }

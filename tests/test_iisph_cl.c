@@ -256,6 +256,41 @@ Test(iisph_cl, stats_agree, .timeout = 300)
     destroy(&w[1]);
 }
 
+/* The solve's schedule (an iteration enqueued before the last one's error
+ * is read, except where that one is expected to converge) changes neither
+ * the iterates nor the stopping iteration: the same positions bit for bit
+ * as always one iteration ahead (FLOE_IISPH_CL_PREDICT=0), and fewer
+ * iterations thrown away. */
+Test(iisph_cl, schedule_changes_nothing, .timeout = 300)
+{
+    need_opencl();
+    world w[2];
+    solve_opt o = {0};
+    double it[2], thrown[2];
+    for (int b = 0; b < 2; b++) {
+        if (!b)
+            setenv("FLOE_IISPH_CL_PREDICT", "0", 1);
+        w[b] = solver_world("opencl", 3, 0.02f, TANK3, WATER3, 0.3f, 0);
+        pipeline(&w[b], 1, 1, &o);
+        for (int s = 0; s < 8; s++) {
+            cr_assert_eq(floe_step(w[b].ctx, 1.5e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
+            unsetenv("FLOE_IISPH_CL_PREDICT"); /* read at the first solve */
+        }
+        it[b] = stat_sum(&w[b], "iisph.iterations", NULL);
+        thrown[b] = stat_sum(&w[b], "iisph.iterations_discarded", NULL);
+    }
+    const double ex = rel_l2(&w[0], &w[1], "x", FLOE_VEC3), ev = rel_l2(&w[0], &w[1], "v", FLOE_VEC3);
+    cr_log_info("8 steps: %.0f iterations, %.0f thrown away always ahead, %.0f with the guess; x %g, v %g apart", it[0],
+                thrown[0], thrown[1], ex, ev);
+    cr_assert_eq(it[0], it[1]);
+    cr_assert_eq(ex, 0.0);
+    cr_assert_eq(ev, 0.0);
+    cr_assert_eq(thrown[0], 8.0, "always ahead: one iteration thrown away a step");
+    cr_assert_lt(thrown[1], thrown[0]);
+    destroy(&w[0]);
+    destroy(&w[1]);
+}
+
 /* ---- whole scenes ---------------------------------------------------------- */
 
 typedef struct summary {

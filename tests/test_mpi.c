@@ -26,7 +26,7 @@ TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
             "sim:load{ 'sph', 'wcsph', 'iisph', 'dfsph', 'tension' }\n"                                            \
             "sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }\n"                     \
             "sim:boundary_box{ min = { 0, 0 }, max = { 4 * a, 2.5 * a }, layers = 2, open_top = true }\n" \
-            "local nb = { 'neighbours', order = 'id' }\n"                                               \
+            "local nb = { 'neighbours', order = floe.param('order', 'id') }\n"                          \
             "if solver == 'wcsph' then\n"                                                               \
             "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
             "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
@@ -342,6 +342,62 @@ Test(mpi, wcsph_on_2_and_4_ranks_gives_the_frames_of_one_process)
     free(rec), free(rec1);
 }
 
+/* 4 ranks as 2 x 2 boxes (the default for this tank: the least cut area)
+ * and as 4 slabs: each rank talks to its neighbouring boxes only, also
+ * across a corner */
+Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "boxes", "--decomp boxes"), 0, "%s", sc_slurp("%s/boxes.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "slabs", "--decomp slabs --balance 2"), 0, "%s", sc_slurp("%s/slabs.log", sc_tmp));
+    char *lb = sc_slurp("%s/boxes.log", sc_tmp), *ls = sc_slurp("%s/slabs.log", sc_tmp);
+    cr_assert(strstr(lb, "mpi: 2x2 boxes (x, y)") || strstr(lb, "mpi: 2x2 boxes (y, x)"), "not 2x2 boxes:\n%s", lb);
+    cr_assert(strstr(ls, "mpi: 4 slabs along x"), "not 4 slabs:\n%s", ls);
+    /* in 2 x 2 boxes each rank has the other three as partners (one across a corner) */
+    cr_assert(strstr(lb, "3 partners"), "%s", lb);
+    free(lb), free(ls);
+    double wb = compare_runs("one", "boxes", 10, 1e-5, 1);
+    double ws = compare_runs("one", "slabs", 10, 1e-5, 1);
+    cr_log_info("wcsph: largest relative position difference, 2x2 boxes %g, 4 slabs %g", wb, ws);
+}
+
+/* a slab's partners are the slabs within the support radius: on 4 slabs
+ * along a wide tank the end ranks talk to one rank, not three. The lists
+ * in memory order (order = "index", the default): the same particles, the
+ * floats within rounding of one process's (sums in another order) */
+Test(mpi, slabs_talk_to_their_neighbours_only)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set seconds=0.02 --set order=index";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    char s4[256];
+    snprintf(s4, sizeof s4, "--decomp slabs %s", sets);
+    cr_assert_eq(run_ranks(4, "slabs", s4), 0, "%s", sc_slurp("%s/slabs.log", sc_tmp));
+    double w = compare_runs("one", "slabs", 1, 1e-4, 0); /* 201 steps */
+    cr_log_info("order = index, 4 slabs: largest relative position difference %g", w);
+    char *l = sc_slurp("%s/slabs.log", sc_tmp);
+    for (int r = 0; r < 4; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "mpi: rank %d of 4 ", r);
+        const char *k = strstr(l, key);
+        cr_assert(k, "no line for rank %d:\n%s", r, l);
+        const char *e = strchr(k, '\n'), *pt = strstr(k, " partners");
+        cr_assert(pt && (!e || pt < e), "%s", l);
+        while (pt > k && pt[-1] != ' ')
+            pt--;
+        int np = atoi(pt);
+        cr_assert_eq(np, r == 0 || r == 3 ? 1 : 2, "rank %d has %d partners:\n%s", r, np, l);
+    }
+    /* the run's breakdown per rank (docs/mpi.md) */
+    cr_assert(strstr(l, "mpi: rank 3, ms per step: "), "%s", l);
+    free(l);
+}
+
 Test(mpi, iisph_on_2_and_4_ranks_gives_the_frames_of_one_process)
 {
     if (!have_mpi())
@@ -364,7 +420,7 @@ Test(mpi, dam_break_3d_on_4_ranks_gives_the_frames_of_one_process)
         return;
     write_scene_text(SCENE3);
     cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
-    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", "--decomp boxes"), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
     cr_assert_eq(run_ranks(0, "one_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/one_iisph.log", sc_tmp));
     cr_assert_eq(run_ranks(4, "four_iisph", "--set solver=iisph"), 0, "%s", sc_slurp("%s/four_iisph.log", sc_tmp));
     double w = compare_runs("one", "four", 5, 1e-5, 1); /* 382 steps */

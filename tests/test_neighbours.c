@@ -122,9 +122,25 @@ static void check_sort(const nb_sorted *s, const nb_grid *g, const float *x, uin
     cr_assert_eq(s->n, n);
     cr_assert_eq(s->ncells, ncells);
     cr_assert_eq(s->cell_start[0], 0u);
-    cr_assert_eq(s->cell_start[ncells], n, "cell_start[ncells] = %u, n = %u", s->cell_start[ncells], n);
+    /* every run of 1-3 consecutive cells (what the search reads: a row of
+     * a 3x3(x3) block) starts at the particles of lower key and holds
+     * exactly its cells' particles; an end below its start reads as empty
+     * (the table's tail past nb_sort's high-water mark holds 0) */
+    uint32_t *cnt = calloc((size_t)ncells + 1, sizeof *cnt), *below = calloc((size_t)ncells + 1, sizeof *below);
+    cr_assert(cnt && below);
+    for (uint32_t i = 0; i < n; i++)
+        cnt[nb_cell_key(g, x + 3 * (size_t)i)]++;
     for (uint32_t c = 0; c < ncells; c++)
-        cr_assert_leq(s->cell_start[c], s->cell_start[c + 1], "cell_start decreases at %u", c);
+        below[c + 1] = below[c] + cnt[c];
+    for (uint32_t c = 0; c < ncells; c++)
+        for (uint32_t w = 1; w <= 3 && c + w <= ncells; w++) {
+            const uint32_t a = s->cell_start[c], e = s->cell_start[c + w], b = e < a ? a : e;
+            const uint32_t want = below[c + w] - below[c];
+            cr_assert_eq(b - a, want, "cells %u..%u: range [%u, %u) for %u particles", c, c + w - 1, a, e, want);
+            if (want)
+                cr_assert_eq(a, below[c], "cells %u..%u start at slot %u, not %u", c, c + w - 1, a, below[c]);
+        }
+    free(cnt), free(below);
     uint8_t *seen = calloc(n ? n : 1, 1);
     cr_assert_not_null(seen);
     for (uint32_t i = 0; i < n; i++) {
@@ -618,6 +634,26 @@ Test(neighbours, sort_properties)
             free(x);
         }
     }
+    /* sorted again with a different count each time (an MPI rank's ghosts
+     * change it every step), moving up and down: the cells between the
+     * extreme keys and the table's high-water mark are rewritten, the
+     * runs past it read as empty */
+    {
+        const float lo[3] = {-1, 0, 2}, hi[3] = {1, 1, 3};
+        const float plo[3] = {-0.5f, 0.3f, 2.4f}, phi[3] = {0.2f, 0.6f, 2.7f};
+        const uint32_t counts[] = {6000, 5900, 6100, 300, 7000, 6999, 6000};
+        nb_grid g;
+        cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.01f, 1u << 24), 0);
+        for (int round = 0; round < (int)(sizeof counts / sizeof counts[0]); round++) {
+            const uint32_t n = counts[round];
+            float *x = random_points(n, plo, phi, 3);
+            for (uint32_t i = 0; i < n; i++)
+                x[3 * i + 2] += (round % 2 ? -0.3f : 0.25f) * (float)(round % 3);
+            cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+            check_sort(&s, &g, x, n);
+            free(x);
+        }
+    }
     /* many particles per cell, in reverse spatial order: stability matters */
     {
         const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
@@ -1040,4 +1076,143 @@ Test(neighbours, kernel_sums_of_crowded_and_empty_rows)
     nb_list_free(&l);
     nb_sorted_free(&s);
     free(x), free(w);
+}
+
+/* nb_build_rows (an MPI rank's ghosts): the rows below nrows are the bytes
+ * and kernel sums nb_build_sums gives, the others empty, against the set
+ * itself (build_cells, queries grouped by cell) and against another set
+ * (build_cross) */
+Test(neighbours, rows_past_nrows_come_out_empty)
+{
+    rng_seed(41);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    const uint32_t n = 6000, nb = 2000, nrows = 4100;
+    float *x = random_points(n, lo, hi, 3), *xb = random_points(nb, lo, hi, 3);
+    float *w = weights(n, 1), *wb = weights(nb, 0);
+    nb_grid g;
+    cr_assert_eq(nb_grid_init(&g, 3, lo, hi, 0.08f, 1u << 20), 0);
+    nb_sorted s = {0}, sb = {0};
+    cr_assert_eq(nb_sort(&s, &g, x, n), 0);
+    cr_assert_eq(nb_sort(&sb, &g, xb, nb), 0);
+    for (int cross = 0; cross <= 1; cross++) {
+        const nb_sorted *t = cross ? &sb : &s;
+        const float *xt = cross ? xb : x, *wt = cross ? wb : w;
+        nb_list full = {0}, part = {0};
+        float *kf = calloc(n, sizeof *kf), *kp = malloc(n * sizeof *kp);
+        for (uint32_t i = 0; i < n; i++)
+            kp[i] = -1.0f; /* must be overwritten, ghosts with 0 */
+        nb_ksum ksf = {.w = wt, .inv_H = 1.0f / 0.08f, .out = kf}, ksp = ksf;
+        ksp.out = kp;
+        cr_assert_eq(nb_build_sums(&full, &g, x, n, t, xt, 0.08f, !cross, &ksf), 0);
+        cr_assert_eq(nb_build_rows(&part, &g, x, n, nrows, t, xt, 0.08f, !cross, &ksp), 0);
+        cr_assert_eq(part.n, n);
+        cr_assert_eq(ksf.done, ksp.done);
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i >= nrows) {
+                cr_assert_eq(part.count[i], 0u, "row %u past nrows holds %u", i, part.count[i]);
+                if (ksp.done)
+                    cr_assert_eq(kp[i], 0.0f);
+                continue;
+            }
+            cr_assert_eq(part.count[i], full.count[i], "row %u: %u entries, %u in the full build", i, part.count[i],
+                         full.count[i]);
+            cr_assert_eq(memcmp(part.idx + (size_t)i * part.stride, full.idx + (size_t)i * full.stride,
+                                full.count[i] * sizeof(uint32_t)),
+                         0, "row %u differs from the full build's", i);
+            if (ksp.done)
+                cr_assert(kp[i] == kf[i], "row %u: kernel sum %g, full build %g", i, kp[i], kf[i]);
+            total += full.count[i];
+        }
+        cr_assert_gt(total, (uint64_t)nrows * 2);
+        nb_list_free(&full), nb_list_free(&part);
+        free(kf), free(kp);
+    }
+    nb_sorted_free(&s), nb_sorted_free(&sb);
+    free(x), free(xb), free(w), free(wb);
+}
+
+/* Every row, entry by entry, is the targets whose squared distance (the
+ * build's float: candidate minus query, fused multiply-adds) is below the
+ * radius squared, in ascending sorted-slot order, padded to a whole block
+ * of 8 with its first index: what the per-query scalar search gives. The
+ * grouped builds (blocks of 8 with AVX2, of 16 with AVX-512) must give
+ * exactly that: the self search and a fluid against another set, 2D and
+ * 3D, with particles outside the grid, crowded cells (the stride grows and
+ * rows fill up) and sparse ones (the ranges copied into one). */
+Test(neighbours, rows_in_slot_order_entry_by_entry)
+{
+    rng_seed(34);
+    const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int layout = 0; layout < 3; layout++)
+            for (int cross = 0; cross <= 1; cross++) {
+                const uint32_t n = dim == 3 ? 5000 : 3000;
+                /* 0: uniform; 1: spread past the grid (clamped); 2: a crowded corner and sparse rest */
+                const float plo[3] = {layout == 1 ? -0.3f : 0.0f, layout == 1 ? -0.3f : 0.0f,
+                                      layout == 1 ? -0.3f : 0.0f};
+                const float e = layout == 1 ? 1.3f : 1.0f;
+                const float phi[3] = {e, e, e};
+                float *x = random_points(n, plo, phi, dim), *xt = x;
+                if (layout == 2)
+                    for (uint32_t i = 0; i < n / 2; i++)
+                        for (int a = 0; a < 3; a++)
+                            x[3 * i + a] = rng_uniform(0.0f, 0.1f);
+                if (dim == 2)
+                    for (uint32_t i = 0; i < n; i++)
+                        x[3 * i + 2] = 0.0f;
+                const uint32_t nt = cross ? n / 2 + 7 : n;
+                if (cross) {
+                    xt = random_points(nt, plo, phi, dim);
+                    if (dim == 2)
+                        for (uint32_t i = 0; i < nt; i++)
+                            xt[3 * i + 2] = 0.0f;
+                }
+                const float cell = dim == 3 ? 0.07f : 0.035f, radius = cell;
+                nb_grid g;
+                cr_assert_eq(nb_grid_init(&g, dim, lo, hi, cell, 1u << 24), 0);
+                nb_sorted s = {0};
+                nb_list l = {0};
+                cr_assert_eq(nb_sort(&s, &g, xt, nt), 0);
+                cr_assert_eq(nb_build(&l, &g, x, n, &s, xt, radius, !cross), 0);
+                uint32_t *slot = malloc(nt * sizeof(uint32_t)), *ref = malloc(nt * sizeof(uint32_t));
+                cr_assert(slot && ref);
+                for (uint32_t k = 0; k < nt; k++)
+                    slot[s.order[k]] = k;
+                const float r2 = radius * radius;
+                uint64_t total = 0;
+                for (uint32_t i = 0; i < n; i++) {
+                    uint32_t c = 0;
+                    for (uint32_t k = 0; k < nt; k++) { /* the targets in slot order */
+                        const uint32_t j = s.order[k];
+                        if (!cross && j == i)
+                            continue;
+                        const float dx = xt[3 * j] - x[3 * i], dy = xt[3 * j + 1] - x[3 * i + 1];
+                        const float dz = dim == 3 ? xt[3 * j + 2] - x[3 * i + 2] : 0.0f;
+#if defined(__AVX2__) /* the grouped builds fuse; the scalar one (build_pass) does not */
+                        float d2 = fmaf(dy, dy, dx * dx);
+                        if (dim == 3)
+                            d2 = fmaf(dz, dz, d2);
+#else
+                        const float d2 = dim == 3 ? dx * dx + dy * dy + dz * dz : dx * dx + dy * dy;
+#endif
+                        if (d2 < r2)
+                            ref[c++] = j;
+                    }
+                    const uint32_t *row = l.idx + (size_t)i * l.stride;
+                    cr_assert_eq(l.count[i], c, "row %u: %u entries, %u within the radius", i, l.count[i], c);
+                    for (uint32_t k = 0; k < c; k++)
+                        cr_assert_eq(row[k], ref[k], "row %u, entry %u: %u, in slot order %u", i, k, row[k], ref[k]);
+                    for (uint32_t k = c; c && k < ((c + 7u) & ~7u) && k < l.stride; k++)
+                        cr_assert_eq(row[k], row[0], "row %u: pad %u", i, k);
+                    total += c;
+                }
+                cr_assert_gt(total, (uint64_t)n / 2, "too few pairs to test anything (%llu)", (unsigned long long)total);
+                free(slot), free(ref);
+                nb_list_free(&l);
+                nb_sorted_free(&s);
+                if (cross)
+                    free(xt);
+                free(x);
+            }
 }

@@ -61,6 +61,8 @@ static const char help_run[] =
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
     "  --balance K     under mpirun: move the slabs to even out particle counts at most every\n"
     "                  K frames (default 10, 0 = never; docs/mpi.md)\n"
+    "  --decomp D      under mpirun: slabs, boxes or auto (default: the split with the least\n"
+    "                  cut area between the ranks; docs/mpi.md)\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
     "\n"
     "environment: FLOE_MODULE_PATH (':'-separated module folders)\n"
@@ -368,6 +370,13 @@ static int cmd_run(int argc, char **argv, int bench)
                 return 2;
             }
             floe_mpi_balance_every((int)v);
+        } else if (!strcmp(a, "--decomp") && has) {
+            if (floe_mpi_decomp(argv[++i])) {
+                fprintf(stderr, "floe %s: --decomp must be slabs, boxes or auto, got '%s'\n", bench ? "bench" : "run",
+                        argv[i]);
+                free(sets);
+                return 2;
+            }
         } else if (a[0] != '-' && !o.path)
             o.path = a;
         else {

@@ -131,6 +131,7 @@ struct floe_ctx {
     uint64_t nb_updates;
     nb_verlet verlet;        /* skin lists of the cpu neighbour stage (nb_verlet.c) */
     int nb_rebuild;          /* the next Verlet update rebuilds (set at each frame's start) */
+    float nb_skin_dev;       /* the device neighbours stage's skin (core/src/opencl/verlet.c), 0: none */
     double dt_limit;         /* smallest limit proposed this step */
     double dt_last;          /* last step taken by floe_run (0 = none yet) */
     int nstats;

@@ -1,24 +1,27 @@
 /* Domain decomposition over MPI (docs/mpi.md). Every rank runs the whole
  * scene's set-up, so at the first floe_run each holds every particle: it
- * keeps those of its slab. Slabs cut the domain's longest axis at the
- * quantiles of the particles' coordinate (a histogram of 4096 bins), so
- * that ranks start with even counts; every `balance_every` frames the cuts
+ * keeps those of its box. The boxes (decomp_geom.c: slabs along the
+ * longest axis of the fluid and its tank, or a grid of boxes cut level by
+ * level) sit at the quantiles of the particles' coordinates (histograms of
+ * 4096 bins), so that ranks start with even counts; every `balance_every` frames the cuts
  * move again when the fullest rank holds more than 10% above the mean.
  *
  * Each step begins with the ghosts dropped, the particles that left the
- * slab sent to their new owner with all their attributes (MPI_Alltoallv of
- * packed rows) and the ghosts rebuilt: every owned particle within the
- * support radius H of another slab is copied there, after that rank's own
- * particles. Stages then run on the local arrays as in one process; before
+ * box sent to their new owner with all their attributes (packed rows) and
+ * the ghosts rebuilt: every owned particle within the support radius H of
+ * another box is copied there, after that rank's own particles. A rank
+ * talks only to its partners, the ranks whose box lies within H of its own
+ * (MPI_Isend/MPI_Irecv), except for a migration after the boxes moved. Stages then run on the local arrays as in one process; before
  * each, the ghosts of the attributes it reads that an earlier stage wrote
  * are refreshed (owners send, in the ghost order of the step). Boundary
  * sets are whole on every rank. A frame: each rank writes its part, rank 0
  * joins them (decomp_io.c).
  *
- * Open MPI does the transport (MPI_Alltoallv, MPI_Allreduce, MPI_Gather);
+ * Open MPI does the transport (MPI_Isend/Irecv, MPI_Allreduce, MPI_Gather);
  * nothing here talks to a socket. */
 #include "decomp.h"
 #include "decomp_cl.h"
+#include "decomp_geom.h"
 #include "out_path.h"
 
 #include <floe/floe.h>
@@ -70,26 +73,57 @@ int floe_mpi_size(int *rank)
 
 void floe_mpi_balance_every(int frames) { balance_every = frames < 0 ? 0 : frames; }
 
+static int decomp_mode = DD_AUTO;
+
+int floe_mpi_decomp(const char *mode)
+{
+    static const char *names[] = {"slabs", "boxes", "auto"};
+    for (int m = 0; m < 3; m++)
+        if (mode && !strcmp(mode, names[m])) {
+            decomp_mode = m;
+            return 0;
+        }
+    return -1;
+}
+
 enum { NBINS = 4096, REORDER_EVERY = 10 };
+
+/* where a rank's time in the decomposition goes (docs/mpi.md): each phase's
+ * wall time, and of it the time inside MPI calls (transfers and waits for
+ * the partners, whose unequal work shows here) */
+enum { PH_MIGRATE, PH_GHOSTS, PH_HALO, PH_REDUCE, PH_BALANCE, NPH };
 
 typedef struct dd_set {
     uint32_t owned, ghosts;
-    uint32_t *send_idx;      /* owned particles sent as ghosts, grouped by rank */
+    uint32_t *send_idx;      /* owned particles sent as ghosts, grouped by partner */
     size_t send_cap;
-    int *scnt, *soff, *rcnt, *roff; /* per rank, in particles */
+    size_t *scnt, *soff, *rcnt, *roff; /* per partner, in particles */
     uint8_t dirty[MAX_ATTRS]; /* written since the ghosts were last sent */
 } dd_set;
 
 struct floe_dd {
     MPI_Comm comm;
-    int rank, size, axis;
-    double *cuts;            /* size + 1: slab r is [cuts[r], cuts[r + 1]) */
+    int rank, size;
+    dd_geom geom;
+    double lo[3], hi[3];     /* this rank's box */
+    int np, *peer;           /* partners: the ranks whose box lies within the halo width of this one */
+    int *all;                /* every other rank (migration after the boxes moved) */
+    int migrate_all;         /* the next migration may cross any distance */
     dd_set sets[MAX_SETS];
     char *sbuf, *rbuf;
     size_t scap, rcap;
-    int *bs, *bso, *br, *bro; /* byte counts and offsets, per rank */
+    size_t *bs, *bso, *br, *bro; /* byte counts and offsets, per partner */
+    uint64_t *csend, *crecv;
+    MPI_Request *req;
+    int *dest;               /* migration: each particle's new owner (-1: stays) */
+    uint32_t *cand;          /* ghosts: the owned particles near the box's faces */
+    size_t dest_cap, cand_cap;
     double comm_ms, step_ms; /* this frame */
-    uint64_t steps;
+    double ph_ms[NPH], ph_mpi[NPH]; /* this run */
+    int phase;               /* where xchg counts its time */
+    double *fig;             /* rank 0: every rank's figures of the run so far (NFIG each) */
+    uint64_t steps, halos, ghosts_sent, migrated;
+    double run_t0, run_step_ms;
 };
 
 static double now_ms(void)
@@ -110,19 +144,6 @@ static int grow(char **p, size_t *cap, size_t need)
     *p = q;
     *cap = n;
     return 0;
-}
-
-static int slab_of(const struct floe_dd *d, double x)
-{
-    int lo = 0, hi = d->size - 1; /* the last slab whose cut is <= x */
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (d->cuts[mid] <= x)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
 }
 
 static size_t row_bytes(const pset *p)
@@ -159,92 +180,163 @@ static int mpi_fail(floe_ctx *ctx, int rc, const char *what)
     return ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): %s failed: %s", ctx->dd ? ctx->dd->rank : world_rank, what, s);
 }
 
-/* counts in particles (scnt) to counts in bytes; the partners' counts
- * (rcnt) through MPI_Alltoall; offsets of both */
-static int exchange_counts(floe_ctx *ctx, struct floe_dd *d, const int *scnt, int *rcnt, size_t row, size_t *stot,
-                           size_t *rtot)
+/* ---- point to point with the partners ---------------------------------------- */
+
+/* Bytes to peer[k]: sc[k] from sbuf + so[k]; from peer[k]: rc[k] into
+ * rbuf + ro[k] (or rdst[k] when given). Only the partners talk: a rank
+ * sends to and receives from its neighbouring boxes, not every rank. */
+static int xchg(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer, const char *sbuf, const size_t *sc,
+                const size_t *so, char *rbuf, const size_t *rc, const size_t *ro, int tag, const char *what)
 {
-    int rc = MPI_Alltoall(scnt, 1, MPI_INT, rcnt, 1, MPI_INT, d->comm);
-    if (rc != MPI_SUCCESS)
-        return mpi_fail(ctx, rc, "MPI_Alltoall");
-    size_t so = 0, ro = 0;
-    for (int r = 0; r < d->size; r++) {
-        if ((so + (size_t)scnt[r]) * row > (size_t)INT32_MAX || (ro + (size_t)rcnt[r]) * row > (size_t)INT32_MAX)
-            return ctx_fail(ctx, FLOE_ERR, "MPI: more than 2 GiB of particles to exchange in one step on rank %d",
-                            d->rank);
-        d->bs[r] = (int)((size_t)scnt[r] * row);
-        d->bso[r] = (int)(so * row);
-        d->br[r] = (int)((size_t)rcnt[r] * row);
-        d->bro[r] = (int)(ro * row);
-        so += (size_t)scnt[r];
-        ro += (size_t)rcnt[r];
+    int nr = 0, e = MPI_SUCCESS;
+    double t0 = now_ms();
+    for (int k = 0; k < np && e == MPI_SUCCESS; k++) {
+        if (sc[k] > (size_t)INT32_MAX || rc[k] > (size_t)INT32_MAX)
+            return ctx_fail(ctx, FLOE_ERR, "MPI: more than 2 GiB to exchange with rank %d in one message on rank %d (%s)",
+                            peer[k], d->rank, what);
+        if (rc[k])
+            e = MPI_Irecv(rbuf + ro[k], (int)rc[k], MPI_BYTE, peer[k], tag, d->comm, &d->req[nr++]);
     }
-    *stot = so;
-    *rtot = ro;
+    for (int k = 0; k < np && e == MPI_SUCCESS; k++)
+        if (sc[k])
+            e = MPI_Isend(sbuf + so[k], (int)sc[k], MPI_BYTE, peer[k], tag, d->comm, &d->req[nr++]);
+    if (e == MPI_SUCCESS)
+        e = MPI_Waitall(nr, d->req, MPI_STATUSES_IGNORE);
+    d->ph_mpi[d->phase] += now_ms() - t0;
+    return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, what);
+}
+
+/* how many particles each partner sends (cnt to peer[k] out, from it in) */
+static int xchg_counts(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer, const size_t *out, size_t *in,
+                       int tag)
+{
+    int nr = 0, e = MPI_SUCCESS;
+    double t0 = now_ms();
+    for (int k = 0; k < np && e == MPI_SUCCESS; k++)
+        e = MPI_Irecv(&d->crecv[k], 1, MPI_UINT64_T, peer[k], tag, d->comm, &d->req[nr++]);
+    for (int k = 0; k < np && e == MPI_SUCCESS; k++) {
+        d->csend[k] = out[k];
+        e = MPI_Isend(&d->csend[k], 1, MPI_UINT64_T, peer[k], tag, d->comm, &d->req[nr++]);
+    }
+    if (e == MPI_SUCCESS)
+        e = MPI_Waitall(nr, d->req, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < np; k++)
+        in[k] = (size_t)d->crecv[k];
+    d->ph_mpi[d->phase] += now_ms() - t0;
+    return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, "exchange of counts");
+}
+
+enum { TAG_COUNT = 11, TAG_MIGRATE, TAG_GHOSTS, TAG_HALO };
+
+/* ---- boxes ------------------------------------------------------------------ */
+
+/* the halo's width: the support radius, with room for rounding */
+static double halo_width(const floe_ctx *ctx) { return (double)ctx->info.support * (1 + 1e-4); }
+
+/* this rank's box, and its partners: the ranks whose box comes within the
+ * halo's width of it (both ways: the relation is symmetric) */
+static void set_partners(floe_ctx *ctx, struct floe_dd *d)
+{
+    const double R = halo_width(ctx);
+    dd_geom_box(&d->geom, d->rank, d->lo, d->hi);
+    d->np = 0;
+    for (int q = 0; q < d->size; q++) {
+        if (q == d->rank)
+            continue;
+        double lo[3], hi[3];
+        dd_geom_box(&d->geom, q, lo, hi);
+        int near = 1;
+        for (int k = 0; k < 3; k++)
+            near &= lo[k] <= d->hi[k] + R && hi[k] >= d->lo[k] - R;
+        if (near)
+            d->peer[d->np++] = q;
+    }
+}
+
+static int inside(const struct floe_dd *d, const float *x)
+{
+    for (int l = 0; l < d->geom.levels; l++) {
+        const int k = d->geom.axis[l];
+        if (!(x[k] >= d->lo[k] && x[k] < d->hi[k]))
+            return 0;
+    }
+    return 1;
+}
+
+/* the bounding box of the fluid particles (this rank's, or every rank's);
+ * with the boundary's (the tank the fluid may fill) when tank is set */
+static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int replicated, int tank, double lo[3], double hi[3])
+{
+    double b[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY}; /* lo, -hi */
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        if (!p->gen || (p->kind != FLOE_SET_FLUID && !(tank && p->kind == FLOE_SET_BOUNDARY)))
+            continue;
+        const float *x = pset_attr((pset *)p, "x")->data;
+        const uint32_t n = replicated || p->kind != FLOE_SET_FLUID ? p->n : d->sets[s].owned;
+        for (uint32_t i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) {
+                if (x[3 * i + k] < b[k])
+                    b[k] = x[3 * i + k];
+                if (-x[3 * i + k] < b[3 + k])
+                    b[3 + k] = -x[3 * i + k];
+            }
+    }
+    if (!replicated) {
+        int rc = MPI_Allreduce(MPI_IN_PLACE, b, 6, MPI_DOUBLE, MPI_MIN, d->comm);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
+    }
+    for (int k = 0; k < 3; k++) {
+        lo[k] = isfinite(b[k]) ? b[k] : ctx->info.domain_min[k];
+        hi[k] = isfinite(b[3 + k]) ? -b[3 + k] : ctx->info.domain_max[k];
+        if (!(hi[k] > lo[k]))
+            hi[k] = lo[k] + ctx->info.support;
+    }
     return FLOE_OK;
 }
 
-/* ---- slabs ----------------------------------------------------------------- */
-
-/* Cuts at the quantiles of the fluid particles' coordinate on the axis;
- * replicated: every rank holds every particle (no reduction) */
-static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated, double *imbalance)
+/* Cuts at the quantiles of the fluid particles' coordinates, level by
+ * level (each level's histograms per parent piece, over the particles'
+ * bounding box); replicated: every rank holds every particle (no
+ * reduction). */
+static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated)
 {
-    const double lo = ctx->info.domain_min[d->axis], hi = ctx->info.domain_max[d->axis];
-    const double w = (hi - lo) / NBINS;
-    double *h = calloc(NBINS, sizeof *h);
-    if (!h)
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (int s = 0; s < ctx->npsets; s++) {
-        const pset *p = &ctx->sets[s];
-        if (p->kind != FLOE_SET_FLUID || !p->gen)
-            continue;
-        const float *x = pset_attr((pset *)p, "x")->data;
-        const uint32_t n = replicated ? p->n : d->sets[s].owned;
-        for (uint32_t i = 0; i < n; i++) {
-            int b = (int)floor((x[3 * i + d->axis] - lo) / w);
-            h[b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b] += 1;
+    double lo[3], hi[3];
+    int rc = fluid_bounds(ctx, d, replicated, 0, lo, hi);
+    for (int l = 0; l < d->geom.levels && !rc; l++) {
+        const int k = d->geom.axis[l], nodes = d->geom.nodes[l];
+        const double w = (hi[k] - lo[k]) / NBINS;
+        double *h = calloc((size_t)nodes * NBINS, sizeof *h);
+        if (!h)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        for (int s = 0; s < ctx->npsets; s++) {
+            const pset *p = &ctx->sets[s];
+            if (p->kind != FLOE_SET_FLUID || !p->gen)
+                continue;
+            const float *x = pset_attr((pset *)p, "x")->data;
+            const uint32_t n = replicated ? p->n : d->sets[s].owned;
+            for (uint32_t i = 0; i < n; i++) {
+                int b = (int)floor((x[3 * i + k] - lo[k]) / w);
+                h[(size_t)dd_geom_node(&d->geom, l, x + 3 * i) * NBINS + (b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b)] += 1;
+            }
         }
-    }
-    if (!replicated) {
-        int rc = MPI_Allreduce(MPI_IN_PLACE, h, NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
-        if (rc != MPI_SUCCESS) {
-            free(h);
-            return mpi_fail(ctx, rc, "MPI_Allreduce");
+        if (!replicated) {
+            int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
+            if (e != MPI_SUCCESS) {
+                free(h);
+                return mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
+            }
         }
-    }
-    double total = 0, cmax = 0;
-    for (int b = 0; b < NBINS; b++)
-        total += h[b];
-    /* the counts the current cuts hold (bins split by a cut go to the slab of their centre) */
-    double *cnt = calloc((size_t)d->size, sizeof *cnt);
-    if (!cnt) {
+        for (int node = 0; node < nodes; node++)
+            dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
         free(h);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     }
-    for (int b = 0; b < NBINS; b++)
-        cnt[slab_of(d, lo + (b + 0.5) * w)] += h[b];
-    for (int r = 0; r < d->size; r++)
-        cmax = cnt[r] > cmax ? cnt[r] : cmax;
-    free(cnt);
-    *imbalance = total > 0 ? cmax / (total / d->size) : 1;
-    if (imbalance && *imbalance <= 1.1 && !replicated) {
-        free(h);
-        return FLOE_OK;
+    if (!rc) {
+        set_partners(ctx, d);
+        d->migrate_all = 1;
     }
-    double acc = 0;
-    int r = 1;
-    d->cuts[0] = -INFINITY;
-    for (int b = 0; b < NBINS && r < d->size; b++) {
-        acc += h[b];
-        while (r < d->size && acc >= total * r / d->size)
-            d->cuts[r++] = lo + (b + 1) * w;
-    }
-    while (r < d->size)
-        d->cuts[r++] = hi;
-    d->cuts[d->size] = INFINITY;
-    free(h);
-    return FLOE_OK;
+    return rc;
 }
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointing)
@@ -278,6 +370,9 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointi
 
 /* ---- migration and ghosts ---------------------------------------------------- */
 
+
+/* ---- migration and ghosts ---------------------------------------------------- */
+
 static int drop_ghosts(floe_ctx *ctx)
 {
     for (int s = 0; s < ctx->npsets; s++) {
@@ -296,51 +391,107 @@ static int drop_ghosts(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-/* the particles of set s outside this rank's slab go to their owners */
+static int reserve_dest(floe_ctx *ctx, struct floe_dd *d, size_t n)
+{
+    if (n <= d->dest_cap)
+        return FLOE_OK;
+    size_t cap = n + n / 2 + 1024;
+    int *a = realloc(d->dest, cap * sizeof *a);
+    if (a)
+        d->dest = a;
+    uint32_t *b = realloc(d->cand, cap * sizeof *b);
+    if (b)
+        d->cand = b;
+    if (!a || !b)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    d->dest_cap = d->cand_cap = cap;
+    return FLOE_OK;
+}
+
+/* The particles of set s outside this rank's box go to their owners: to
+ * the partners, or to any rank after the boxes moved, or when one particle
+ * of any rank crossed more than a neighbouring box in one step (decided
+ * together: one small reduction a step). */
 static int migrate(floe_ctx *ctx, int s)
 {
     struct floe_dd *d = ctx->dd;
-    dd_set *ds = &d->sets[s];
     pset *p = &ctx->sets[s];
     const size_t row = row_bytes(p);
     const uint32_t n = p->n;
-    int *dest = malloc((size_t)n * sizeof *dest + 1);
-    uint8_t *keep = malloc((size_t)n + 1);
-    if (!dest || !keep) {
-        free(dest), free(keep);
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    }
+    if (reserve_dest(ctx, d, n))
+        return FLOE_ERR_NOMEM;
     const float *x = pset_attr(p, "x")->data;
-    for (int r = 0; r < d->size; r++)
-        ds->scnt[r] = 0;
+    int *dest = d->dest;
+    uint32_t nleave = 0;
+    int far = 0;
     for (uint32_t i = 0; i < n; i++) {
-        dest[i] = slab_of(d, x[3 * i + d->axis]);
-        keep[i] = dest[i] == d->rank;
-        ds->scnt[dest[i]] += !keep[i];
+        dest[i] = -1;
+        if (inside(d, x + 3 * i))
+            continue;
+        int r = dd_geom_owner(&d->geom, x + 3 * i);
+        if (r == d->rank) /* not a number: the blow-up check names it */
+            continue;
+        dest[i] = r;
+        d->cand[nleave++] = i;
     }
-    size_t stot, rtot;
-    int rc = exchange_counts(ctx, d, ds->scnt, ds->rcnt, row, &stot, &rtot);
-    if (!rc && (grow(&d->sbuf, &d->scap, stot * row) || grow(&d->rbuf, &d->rcap, rtot * row)))
+    /* the partner index of each leaver's owner (a rank's partners are few) */
+    for (uint32_t k = 0; k < nleave && !far; k++) {
+        int r = dest[d->cand[k]], j = 0;
+        while (j < d->np && d->peer[j] != r)
+            j++;
+        far |= j == d->np;
+    }
+    int all = d->migrate_all;
+    d->phase = PH_MIGRATE;
+    if (!all) {
+        double t0 = now_ms();
+        int e = MPI_Allreduce(MPI_IN_PLACE, &far, 1, MPI_INT, MPI_MAX, d->comm);
+        d->ph_mpi[PH_MIGRATE] += now_ms() - t0;
+        if (e != MPI_SUCCESS)
+            return mpi_fail(ctx, e, "MPI_Allreduce (migration)");
+        all = far;
+    }
+    const int np = all ? d->size - 1 : d->np, *peer = all ? d->all : d->peer;
+    size_t *cnt = d->sets[s].scnt, *rcnt = d->sets[s].rcnt;
+    for (int k = 0; k < np; k++)
+        cnt[k] = 0;
+    /* peer index by rank: the lists are sorted by rank */
+    for (uint32_t k = 0; k < nleave; k++) {
+        int r = dest[d->cand[k]], lo = 0, hi = np - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (peer[mid] < r)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        dest[d->cand[k]] = lo;
+        cnt[lo]++;
+    }
+    int rc = xchg_counts(ctx, d, np, peer, cnt, rcnt, TAG_COUNT);
+    size_t stot = 0, rtot = 0;
+    for (int k = 0; k < np; k++) {
+        d->bso[k] = stot * row, d->bs[k] = cnt[k] * row;
+        d->bro[k] = rtot * row, d->br[k] = rcnt[k] * row;
+        stot += cnt[k], rtot += rcnt[k];
+    }
+    if (!rc && (grow(&d->sbuf, &d->scap, stot * row + 1) || grow(&d->rbuf, &d->rcap, rtot * row + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     if (!rc) {
-        int *fill = calloc((size_t)d->size, sizeof *fill);
-        if (!fill)
-            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-        for (uint32_t i = 0; i < n && fill; i++)
-            if (!keep[i])
-                pack_row(p, i, d->sbuf + d->bso[dest[i]] + (size_t)fill[dest[i]]++ * row);
-        free(fill);
+        size_t *fill = d->csend; /* reused: the counts are sent */
+        for (int k = 0; k < np; k++)
+            fill[k] = 0;
+        for (uint32_t k = 0; k < nleave; k++) {
+            const uint32_t i = d->cand[k];
+            pack_row(p, i, d->sbuf + d->bso[dest[i]] + fill[dest[i]]++ * row);
+        }
+        rc = xchg(ctx, d, np, peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_MIGRATE, "migration");
     }
-    if (!rc) {
-        int e = MPI_Alltoallv(d->sbuf, d->bs, d->bso, MPI_BYTE, d->rbuf, d->br, d->bro, MPI_BYTE, d->comm);
-        if (e != MPI_SUCCESS)
-            rc = mpi_fail(ctx, e, "MPI_Alltoallv (migration)");
-    }
-    if (!rc && stot) { /* the leavers' slots take the last particles (the order does not matter: the
-                        * lists are in id order): O(leavers), not a pass over every attribute of the set */
+    if (!rc && nleave) { /* the leavers' slots take the last particles (the order does not matter: the
+                          * lists are in id order): O(leavers), not a pass over every attribute of the set */
         uint32_t last = n;
         for (uint32_t i = n; i-- > 0;) {
-            if (keep[i])
+            if (dest[i] < 0)
                 continue;
             last--;
             if (i != last)
@@ -358,65 +509,73 @@ static int migrate(floe_ctx *ctx, int s)
             for (size_t k = 0; k < rtot; k++)
                 unpack_row(p, m + (uint32_t)k, d->rbuf + k * row);
     }
-    free(dest), free(keep);
-    ds->owned = p->n;
+    d->sets[s].owned = p->n;
+    d->migrated += nleave;
     return rc;
 }
 
-typedef struct key_id {
-    uint64_t key;
-    uint32_t id, i;
-} key_id;
-
-static int cmp_key(const void *a, const void *b)
-{
-    const key_id *u = a, *v = b;
-    if (u->key != v->key)
-        return u->key < v->key ? -1 : 1;
-    return u->id < v->id ? -1 : u->id > v->id;
-}
-
-/* owned particles along the cell key (then id) for memory locality: what
- * the neighbours stage's reorder does in one process, which would mix the
- * ghosts with the owned particles here */
+/* owned particles along the cell key, then the id, for memory locality:
+ * what the neighbours stage's reorder does in one process (its cells in id
+ * order), which would mix the ghosts with the owned particles here. The
+ * id matters: sums over owned particles (a solver's density error) are
+ * then added in the order one process adds them. A stable radix sort, 11
+ * bits a pass, linear in the particles. */
 static int reorder_owned(floe_ctx *ctx, int s)
 {
     pset *p = &ctx->sets[s];
     const uint32_t n = p->n;
     if (n < 2)
         return FLOE_OK;
-    key_id *k = malloc((size_t)n * sizeof *k);
-    uint32_t *perm = malloc((size_t)n * sizeof *perm);
-    if (!k || !perm) {
-        free(k), free(perm);
+    uint64_t *key = malloc((size_t)n * sizeof *key);
+    uint32_t *perm = malloc((size_t)n * sizeof *perm), *tmp = malloc((size_t)n * sizeof *tmp);
+    uint32_t *hist = calloc(2048, sizeof *hist);
+    if (!key || !perm || !tmp || !hist) {
+        free(key), free(perm), free(tmp), free(hist);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     }
     const float *x = pset_attr(p, "x")->data;
     const attr *ida = pset_attr(p, "id");
-    const uint32_t *id = ida ? ida->data : NULL;
+    const uint32_t *id = ida && ida->type == FLOE_U32 ? ida->data : NULL;
     const float *lo = ctx->info.domain_min, *hi = ctx->info.domain_max, H = ctx->info.support;
-    uint64_t nc[3];
+    uint64_t nc[3], kmax = 0;
     for (int a = 0; a < 3; a++)
         nc[a] = (uint64_t)((hi[a] - lo[a]) / H) + 1;
+    /* key: cell (below 2^32 cells) above the id */
+    const int idbits = nc[0] * nc[1] * nc[2] <= ((uint64_t)1 << 32) && id ? 32 : 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t c[3];
         for (int a = 0; a < 3; a++) {
             double q = floor((x[3 * i + a] - lo[a]) / H);
             c[a] = q < 0 ? 0 : q >= (double)nc[a] ? nc[a] - 1 : (uint64_t)q;
         }
-        k[i] = (key_id){(c[2] * nc[1] + c[1]) * nc[0] + c[0], id ? id[i] : i, i};
+        key[i] = ((c[2] * nc[1] + c[1]) * nc[0] + c[0]) << idbits | (idbits ? id[i] : 0);
+        kmax = key[i] > kmax ? key[i] : kmax;
+        perm[i] = i;
     }
-    qsort(k, n, sizeof *k, cmp_key);
-    for (uint32_t i = 0; i < n; i++)
-        perm[i] = k[i].i;
-    free(k);
+    for (int sh = 0; sh < 64 && (kmax >> sh); sh += 11) {
+        memset(hist, 0, 2048 * sizeof *hist);
+        for (uint32_t i = 0; i < n; i++)
+            hist[(key[perm[i]] >> sh) & 2047]++;
+        for (uint32_t b = 0, acc = 0; b < 2048; b++) {
+            uint32_t c = hist[b];
+            hist[b] = acc;
+            acc += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            tmp[hist[(key[perm[i]] >> sh) & 2047]++] = perm[i];
+        uint32_t *t = perm;
+        perm = tmp;
+        tmp = t;
+    }
+    free(key), free(tmp), free(hist);
     int rc = floe_set_reorder(ctx, ctx_set_handle(ctx, s), perm);
     free(perm);
     return rc;
 }
 
-/* every owned particle within H of another slab is copied there, after
- * that rank's owned particles; the lists kept for the refreshes */
+/* every owned particle within the halo's width of a partner's box is
+ * copied there, after that rank's owned particles; the lists kept for the
+ * refreshes */
 static int build_ghosts(floe_ctx *ctx, int s)
 {
     struct floe_dd *d = ctx->dd;
@@ -425,17 +584,33 @@ static int build_ghosts(floe_ctx *ctx, int s)
     const size_t row = row_bytes(p);
     const uint32_t n = ds->owned;
     const float *x = pset_attr(p, "x")->data;
-    const double H = ctx->info.support * (1 + 1e-4);
-    for (int r = 0; r < d->size; r++)
-        ds->scnt[r] = 0;
+    const double R = halo_width(ctx);
+    if (reserve_dest(ctx, d, n))
+        return FLOE_ERR_NOMEM;
+    /* the owned particles within R of a face of the box: candidates */
+    uint32_t nc = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const double xa = x[3 * i + d->axis];
-        for (int r = slab_of(d, xa - H), r1 = slab_of(d, xa + H); r <= r1; r++)
-            ds->scnt[r] += r != d->rank;
+        int near = 0;
+        for (int l = 0; l < d->geom.levels; l++) {
+            const int k = d->geom.axis[l];
+            near |= x[3 * i + k] - d->lo[k] <= R || d->hi[k] - x[3 * i + k] <= R;
+        }
+        if (near)
+            d->cand[nc++] = i;
     }
+    double plo[3], phi[3];
     size_t tot = 0;
-    for (int r = 0; r < d->size; r++)
-        ds->soff[r] = (int)tot, tot += (size_t)ds->scnt[r];
+    for (int k = 0; k < d->np; k++) { /* two passes: the counts, then the lists */
+        dd_geom_box(&d->geom, d->peer[k], plo, phi);
+        ds->scnt[k] = 0;
+        for (uint32_t c = 0; c < nc; c++) {
+            const float *xi = x + 3 * d->cand[c];
+            ds->scnt[k] += xi[0] >= plo[0] - R && xi[0] <= phi[0] + R && xi[1] >= plo[1] - R &&
+                           xi[1] <= phi[1] + R && xi[2] >= plo[2] - R && xi[2] <= phi[2] + R;
+        }
+        ds->soff[k] = tot;
+        tot += ds->scnt[k];
+    }
     if (tot > ds->send_cap) {
         uint32_t *q = realloc(ds->send_idx, tot * sizeof *q);
         if (!q)
@@ -443,29 +618,36 @@ static int build_ghosts(floe_ctx *ctx, int s)
         ds->send_idx = q;
         ds->send_cap = tot;
     }
-    int *fill = calloc((size_t)(unsigned)d->size, sizeof *fill);
-    if (!fill)
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (uint32_t i = 0; i < n; i++) {
-        const double xa = x[3 * i + d->axis];
-        for (int r = slab_of(d, xa - H), r1 = slab_of(d, xa + H); r <= r1; r++)
-            if (r != d->rank)
-                ds->send_idx[ds->soff[r] + fill[r]++] = i;
+    for (int k = 0; k < d->np; k++) {
+        dd_geom_box(&d->geom, d->peer[k], plo, phi);
+        uint32_t *out = ds->send_idx + ds->soff[k];
+        for (uint32_t c = 0; c < nc; c++) {
+            const float *xi = x + 3 * d->cand[c];
+            if (xi[0] >= plo[0] - R && xi[0] <= phi[0] + R && xi[1] >= plo[1] - R && xi[1] <= phi[1] + R &&
+                xi[2] >= plo[2] - R && xi[2] <= phi[2] + R)
+                *out++ = d->cand[c];
+        }
     }
-    free(fill);
-    size_t stot, rtot;
-    int rc = exchange_counts(ctx, d, ds->scnt, ds->rcnt, row, &stot, &rtot);
+    d->phase = PH_GHOSTS;
+    int rc = xchg_counts(ctx, d, d->np, d->peer, ds->scnt, ds->rcnt, TAG_COUNT);
     if (rc)
         return rc;
-    for (int r = 0, o = 0; r < d->size; r++)
-        ds->roff[r] = o, o += ds->rcnt[r];
-    if (grow(&d->sbuf, &d->scap, stot * row) || grow(&d->rbuf, &d->rcap, rtot * row))
+    size_t rtot = 0;
+    for (int k = 0; k < d->np; k++) {
+        ds->roff[k] = rtot;
+        rtot += ds->rcnt[k];
+        d->bs[k] = ds->scnt[k] * row, d->bso[k] = ds->soff[k] * row;
+        d->br[k] = ds->rcnt[k] * row, d->bro[k] = ds->roff[k] * row;
+    }
+    if (n + rtot > UINT32_MAX)
+        return ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): more than 2^32 particles with ghosts in set '%s'", d->rank,
+                        p->name);
+    if (grow(&d->sbuf, &d->scap, tot * row + 1) || grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (size_t k = 0; k < stot; k++)
+    for (size_t k = 0; k < tot; k++)
         pack_row(p, ds->send_idx[k], d->sbuf + k * row);
-    int e = MPI_Alltoallv(d->sbuf, d->bs, d->bso, MPI_BYTE, d->rbuf, d->br, d->bro, MPI_BYTE, d->comm);
-    if (e != MPI_SUCCESS)
-        return mpi_fail(ctx, e, "MPI_Alltoallv (ghosts)");
+    if ((rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts")))
+        return rc;
     if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
         return rc;
     for (size_t k = 0; k < rtot; k++)
@@ -473,6 +655,7 @@ static int build_ghosts(floe_ctx *ctx, int s)
     ds->ghosts = (uint32_t)rtot;
     p->ghosts = ds->ghosts;
     memset(ds->dirty, 0, sizeof ds->dirty);
+    d->ghosts_sent += tot;
     return FLOE_OK;
 }
 
@@ -486,7 +669,9 @@ static void dd_destroy(struct floe_dd *d)
         dd_set *ds = &d->sets[s];
         free(ds->send_idx), free(ds->scnt), free(ds->soff), free(ds->rcnt), free(ds->roff);
     }
-    free(d->cuts), free(d->sbuf), free(d->rbuf), free(d->bs), free(d->bso), free(d->br), free(d->bro);
+    dd_geom_free(&d->geom);
+    free(d->sbuf), free(d->rbuf), free(d->bs), free(d->bso), free(d->br), free(d->bro);
+    free(d->peer), free(d->all), free(d->csend), free(d->crecv), free(d->req), free(d->dest), free(d->cand), free(d->fig);
     if (d->comm != MPI_COMM_NULL)
         MPI_Comm_free(&d->comm);
     free(d);
@@ -506,8 +691,14 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     const char *why = refusal(ctx, buf, sizeof buf, checkpointing);
     if (why)
         return ctx_fail(ctx, FLOE_ERR_ARG, "MPI (%d ranks): %s", world_size, why);
-    if (ctx->dd) /* a later run of the scene: the sets are already split */
+    if (ctx->dd) { /* a later run of the scene: the sets are already split */
+        struct floe_dd *d = ctx->dd;
+        memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
+        d->steps = d->halos = d->ghosts_sent = d->migrated = 0;
+        d->run_step_ms = 0;
+        d->run_t0 = now_ms();
         return FLOE_OK;
+    }
     struct floe_dd *d = calloc(1, sizeof *d);
     if (!d)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
@@ -515,30 +706,38 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
-    const size_t ni = (size_t)d->size * sizeof(int);
-    int ok = (d->cuts = calloc((size_t)d->size + 1, sizeof *d->cuts)) && (d->bs = malloc(ni)) &&
-             (d->bso = malloc(ni)) && (d->br = malloc(ni)) && (d->bro = malloc(ni));
+    const size_t ni = (size_t)d->size * sizeof(int), nz = (size_t)d->size * sizeof(size_t);
+    int ok = (d->bs = malloc(nz)) && (d->bso = malloc(nz)) && (d->br = malloc(nz)) && (d->bro = malloc(nz)) &&
+             (d->peer = malloc(ni)) && (d->all = malloc(ni)) && (d->csend = malloc(nz)) &&
+             (d->crecv = malloc(nz)) && (d->req = malloc(2 * (size_t)d->size * sizeof(MPI_Request)));
     for (int s = 0; s < MAX_SETS && ok; s++) {
         dd_set *ds = &d->sets[s];
-        ok = (ds->scnt = calloc(1, ni)) && (ds->soff = calloc(1, ni)) && (ds->rcnt = calloc(1, ni)) &&
-             (ds->roff = calloc(1, ni));
+        ok = (ds->scnt = calloc(1, nz)) && (ds->soff = calloc(1, nz)) && (ds->rcnt = calloc(1, nz)) &&
+             (ds->roff = calloc(1, nz));
+    }
+    for (int q = 0, k = 0; q < d->size && ok; q++)
+        if (q != d->rank)
+            d->all[k++] = q;
+    /* every rank holds every particle: the split follows the extent of the
+     * fluid and its tank (the boundary sets), where the fluid may go */
+    double lo[3], hi[3], ext[3];
+    if (ok && !fluid_bounds(ctx, d, 1, 1, lo, hi)) {
+        for (int k = 0; k < 3; k++)
+            ext[k] = k < ctx->info.dim ? hi[k] - lo[k] : 0;
+        ok = !dd_geom_init(&d->geom, d->size, ctx->info.dim, ext, decomp_mode);
     }
     if (!ok) {
         dd_destroy(d);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     }
-    d->axis = 0; /* the domain's longest axis */
-    for (int a = 1; a < ctx->info.dim; a++)
-        if (ctx->info.domain_max[a] - ctx->info.domain_min[a] > ctx->info.domain_max[d->axis] - ctx->info.domain_min[d->axis])
-            d->axis = a;
     ctx->dd = d;
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
-    double imb;
-    int rc = place_cuts(ctx, d, 1, &imb);
+    int rc = place_cuts(ctx, d, 1);
+    d->migrate_all = 0; /* each keeps its own below */
     uint64_t total = 0;
-    for (int s = 0; s < ctx->npsets && !rc; s++) { /* every rank holds everything: keep the slab */
+    for (int s = 0; s < ctx->npsets && !rc; s++) { /* every rank holds everything: keep the box */
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
             continue;
@@ -550,7 +749,7 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
         }
         const float *x = pset_attr(p, "x")->data;
         for (uint32_t i = 0; i < p->n; i++)
-            keep[i] = slab_of(d, x[3 * i + d->axis]) == d->rank;
+            keep[i] = dd_geom_owner(&d->geom, x + 3 * i) == d->rank;
         rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
         free(keep);
         d->sets[s].owned = p->n;
@@ -563,17 +762,52 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     for (int s = 0; s < ctx->npsets; s++)
         mine += ctx->sets[s].kind == FLOE_SET_FLUID ? d->sets[s].owned : 0;
     static const char axes[] = "xyz";
-    ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d of %d (pid %ld): slab %c in [%.6g, %.6g), %llu of %llu particles",
-            d->rank, d->size, (long)getpid(), axes[d->axis], d->rank ? d->cuts[d->rank] : ctx->info.domain_min[d->axis],
-            d->rank < d->size - 1 ? d->cuts[d->rank + 1] : ctx->info.domain_max[d->axis], (unsigned long long)mine,
-            (unsigned long long)total);
+    char box[256], how[96];
+    int len = 0;
+    for (int l = 0; l < d->geom.levels && len < (int)sizeof box - 64; l++) {
+        const int k = d->geom.axis[l];
+        len += snprintf(box + len, sizeof box - (size_t)len, "%s%c in [%.6g, %.6g)", l ? ", " : "", axes[k],
+                        isfinite(d->lo[k]) ? d->lo[k] : ctx->info.domain_min[k],
+                        isfinite(d->hi[k]) ? d->hi[k] : ctx->info.domain_max[k]);
+    }
+    dd_geom_describe(&d->geom, how, sizeof how);
+    ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d of %d (pid %ld): %s %s, %llu of %llu particles, %d partners", d->rank,
+            d->size, (long)getpid(), d->geom.levels > 1 ? "box" : "slab", box, (unsigned long long)mine,
+            (unsigned long long)total, d->np);
+    if (d->rank == 0)
+        ctx_log(ctx, FLOE_LOG_INFO, "mpi: %s", how);
+    d->run_t0 = now_ms();
     return FLOE_OK;
 }
 
+enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, NFIG };
+
+static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
+{
+    for (int r = 0; r < d->size; r++) {
+        const double *f = d->fig + (size_t)r * NFIG, st = f[F_STEPS] > 0 ? f[F_STEPS] : 1;
+        ctx_log(ctx, FLOE_LOG_INFO,
+                "mpi: rank %d, ms per step: %.3f in steps, of which migration %.3f (mpi %.3f), ghosts %.3f (mpi "
+                "%.3f), halos %.3f (mpi %.3f, %.1f a step); reductions %.3f (in and between steps); load balance "
+                "%.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st,
+                f[F_PH + PH_MIGRATE] / st, f[F_MPI + PH_MIGRATE] / st, f[F_PH + PH_GHOSTS] / st,
+                f[F_MPI + PH_GHOSTS] / st, f[F_PH + PH_HALO] / st, f[F_MPI + PH_HALO] / st, f[F_HALOS] / st,
+                f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
+                f[F_OWNED]);
+    }
+}
+
+/* rank 0 logs where each rank's time in the decomposition went (the
+ * figures gathered with each frame's timings: no collective here, a rank
+ * may end the run alone on an error) */
 void dd_run_end(floe_ctx *ctx)
 {
-    if (ctx->dd)
-        drop_ghosts(ctx);
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return;
+    drop_ghosts(ctx);
+    if (d->rank == 0 && d->fig)
+        log_figures(ctx, d);
 }
 
 int dd_step_begin(floe_ctx *ctx)
@@ -587,13 +821,20 @@ int dd_step_begin(floe_ctx *ctx)
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
             continue;
-        if (!(rc = migrate(ctx, s)) && d->steps % REORDER_EVERY == 0)
+        rc = migrate(ctx, s);
+        if (!rc && d->steps % REORDER_EVERY == 0)
             rc = reorder_owned(ctx, s);
-        if (!rc)
-            rc = build_ghosts(ctx, s);
     }
+    d->migrate_all = 0;
+    double t1 = now_ms();
+    d->ph_ms[PH_MIGRATE] += t1 - t0;
+    for (int s = 0; s < ctx->npsets && !rc; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            rc = build_ghosts(ctx, s);
     d->steps++;
-    d->comm_ms += now_ms() - t0;
+    double t2 = now_ms();
+    d->ph_ms[PH_GHOSTS] += t2 - t1;
+    d->comm_ms += t2 - t0;
     return rc;
 }
 
@@ -612,22 +853,27 @@ int dd_step_end(floe_ctx *ctx)
         if (!p->gen || p->kind != FLOE_SET_FLUID || p->n == 0)
             continue;
         const float *x = pset_attr(p, "x")->data, *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
-        uint8_t *keep = malloc(p->n);
-        if (!keep)
-            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
         uint64_t out = 0;
         for (uint32_t i = 0; i < p->n; i++) {
             int in = 1;
             for (int k = 0; k < ctx->info.dim; k++)
                 in &= x[3 * i + k] >= lo[k] && x[3 * i + k] <= hi[k];
-            keep[i] = (uint8_t)in;
             out += !in;
         }
-        if (out) {
-            rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
-            ctx->outside_count += out;
-            d->sets[s].owned = p->n;
+        if (!out)
+            continue;
+        uint8_t *keep = malloc(p->n);
+        if (!keep)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        for (uint32_t i = 0; i < p->n; i++) {
+            int in = 1;
+            for (int k = 0; k < ctx->info.dim; k++)
+                in &= x[3 * i + k] >= lo[k] && x[3 * i + k] <= hi[k];
+            keep[i] = (uint8_t)in;
         }
+        rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
+        ctx->outside_count += out;
+        d->sets[s].owned = p->n;
         free(keep);
     }
     return rc;
@@ -643,41 +889,91 @@ static int reads(const stage_inst *st, const pset *p, const char *name)
     return 0;
 }
 
-int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
+/* The ghosts of k per-particle arrays refreshed from their owners, in one
+ * message per partner (the owners send in the step's ghost order: no
+ * search). One array is received in place. */
+static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const size_t *elem, int k)
 {
     struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    if (p->kind != FLOE_SET_FLUID) /* boundary sets are whole on every rank */
-        return FLOE_OK;
-    double t0 = now_ms();
     dd_set *ds = &d->sets[p - ctx->sets];
-    size_t stot, rtot = ds->ghosts;
-    dd_cl_halo staged; /* OpenCL: device data through host memory (decomp_cl.c) */
-    int rc = dd_cl_halo_begin(ctx, p, &data, elem, &staged);
-    if (rc)
-        return rc;
-    for (int r = 0, so = 0; r < d->size; r++) { /* the counts of the step's ghosts */
-        d->bs[r] = (int)((size_t)ds->scnt[r] * elem);
-        d->bso[r] = (int)((size_t)so * elem);
-        d->br[r] = (int)((size_t)ds->rcnt[r] * elem);
-        d->bro[r] = (int)((size_t)ds->roff[r] * elem);
-        so += ds->scnt[r];
+    double t0 = now_ms();
+    /* OpenCL: device data through host memory (decomp_cl.c), each array */
+    dd_cl_halo staged[MAX_ATTRS];
+    void *host[MAX_ATTRS];
+    int rc = FLOE_OK, ns = 0;
+    for (; ns < k && !rc; ns++) {
+        host[ns] = data[ns];
+        rc = dd_cl_halo_begin(ctx, p, &host[ns], elem[ns], &staged[ns]);
     }
-    stot = (size_t)ds->soff[d->size - 1] + (size_t)ds->scnt[d->size - 1];
-    if (grow(&d->sbuf, &d->scap, stot * elem))
-        return dd_cl_halo_end(ctx, &staged, elem, ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory"));
-    const char *src = data;
-    for (size_t k = 0; k < stot; k++)
-        memcpy(d->sbuf + k * elem, src + (size_t)ds->send_idx[k] * elem, elem);
-    char *ghosts = (char *)data + (size_t)ds->owned * elem; /* the ghosts in the order they came */
-    (void)rtot;
-    int e = MPI_Alltoallv(d->sbuf, d->bs, d->bso, MPI_BYTE, ghosts, d->br, d->bro, MPI_BYTE, d->comm);
-    if (e != MPI_SUCCESS)
-        rc = mpi_fail(ctx, e, "MPI_Alltoallv (halo)");
-    rc = dd_cl_halo_end(ctx, &staged, elem, rc);
-    d->comm_ms += now_ms() - t0;
+    if (rc) {
+        for (int a = 0; a < ns - 1; a++)
+            dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
+        return rc;
+    }
+    data = host;
+    size_t e = 0, stot = 0;
+    for (int a = 0; a < k; a++)
+        e += elem[a];
+    for (int q = 0; q < d->np; q++) {
+        d->bs[q] = ds->scnt[q] * e, d->bso[q] = ds->soff[q] * e;
+        d->br[q] = ds->rcnt[q] * e, d->bro[q] = ds->roff[q] * e;
+        stot += ds->scnt[q];
+    }
+    if (grow(&d->sbuf, &d->scap, stot * e + 1) || (k > 1 && grow(&d->rbuf, &d->rcap, (size_t)ds->ghosts * e + 1)))
+        rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    for (int q = 0; q < d->np && !rc; q++) { /* per partner: each array's rows in turn */
+        char *o = d->sbuf + d->bso[q];
+        for (int a = 0; a < k; a++) {
+            const char *src = data[a];
+            const uint32_t *idx = ds->send_idx + ds->soff[q];
+            const size_t es = elem[a];
+            if (es == 4)
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + 4 * j, src + 4 * (size_t)idx[j], 4);
+            else if (es == 12)
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + 12 * j, src + 12 * (size_t)idx[j], 12);
+            else
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + es * j, src + es * (size_t)idx[j], es);
+            o += ds->scnt[q] * es;
+        }
+    }
+    /* one array: straight into its ghosts, in the order they came */
+    char *into = k == 1 ? (char *)data[0] + (size_t)ds->owned * e : d->rbuf;
+    d->phase = PH_HALO;
+    if (!rc)
+        rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, into, d->br, d->bro, TAG_HALO, "halo");
+    for (int q = 0; q < d->np && k > 1 && !rc; q++) {
+        const char *src = d->rbuf + d->bro[q];
+        for (int a = 0; a < k; a++) {
+            const size_t n = ds->rcnt[q] * elem[a];
+            memcpy((char *)data[a] + ((size_t)ds->owned + ds->roff[q]) * elem[a], src, n);
+            src += n;
+        }
+    }
+    for (int a = 0; a < k; a++)
+        rc = dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
+    d->halos++;
+    double dt = now_ms() - t0;
+    d->ph_ms[PH_HALO] += dt;
+    d->comm_ms += dt;
     return rc;
+}
+
+int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
+{
+    if (!ctx->dd || p->kind != FLOE_SET_FLUID) /* boundary sets are whole on every rank */
+        return FLOE_OK;
+    return halo_arrays(ctx, p, &data, &elem, 1);
+}
+
+/* the core's own stages gravity and integrate compute each particle from
+ * its own values only: what they compute on a ghost is thrown away (and
+ * what they write is marked, so a later reader gets it fresh) */
+static int own_values_only(const stage_inst *st)
+{
+    return st->desc && st->mod && !st->mod->dl && (!strcmp(st->name, "gravity") || !strcmp(st->name, "integrate"));
 }
 
 int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
@@ -685,6 +981,7 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
+    const int own = own_values_only(st);
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
@@ -694,14 +991,21 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
                             "(%u particles, %u owned, %u ghosts): the decomposition does not follow particles added or "
                             "removed inside a step", d->rank, p->name, st->name, p->n, d->sets[s].owned,
                             d->sets[s].ghosts);
+        if (own)
+            continue;
+        void *data[MAX_ATTRS];
+        size_t elem[MAX_ATTRS];
+        int k = 0;
         for (int a = 0; a < p->nattrs; a++) {
             if (!d->sets[s].dirty[a] || !reads(st, p, p->attrs[a].name))
                 continue;
-            int rc = dd_halo(ctx, p, p->attrs[a].data, floe_type_size(p->attrs[a].type));
-            if (rc)
-                return rc;
+            data[k] = p->attrs[a].data;
+            elem[k++] = floe_type_size(p->attrs[a].type);
             d->sets[s].dirty[a] = 0;
         }
+        int rc = k ? halo_arrays(ctx, p, data, elem, k) : FLOE_OK;
+        if (rc)
+            return rc;
     }
     return FLOE_OK;
 }
@@ -741,7 +1045,9 @@ int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
     const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
     double t0 = now_ms();
     int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], d->comm);
-    d->comm_ms += now_ms() - t0;
+    double dt = now_ms() - t0;
+    d->comm_ms += dt;
+    d->ph_ms[PH_REDUCE] += dt, d->ph_mpi[PH_REDUCE] += dt;
     return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, "MPI_Allreduce");
 }
 
@@ -749,8 +1055,45 @@ int dd_writer(const floe_ctx *ctx) { return !ctx->dd || ctx->dd->rank == 0; }
 
 void dd_step_time(floe_ctx *ctx, double ms)
 {
-    if (ctx->dd)
+    if (ctx->dd) {
         ctx->dd->step_ms += ms;
+        ctx->dd->run_step_ms += ms;
+    }
+}
+
+/* every K frames: the boxes move to the counts' quantiles when the fullest
+ * rank holds more than 10% above the mean */
+static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
+{
+    double t0 = now_ms();
+    uint64_t mine = 0;
+    for (int s = 0; s < ctx->npsets; s++)
+        mine += ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID ? d->sets[s].owned : 0;
+    double most = (double)mine, total = (double)mine;
+    int e = MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_DOUBLE, MPI_MAX, d->comm);
+    if (e == MPI_SUCCESS)
+        e = MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, d->comm);
+    if (e != MPI_SUCCESS)
+        return mpi_fail(ctx, e, "MPI_Allreduce (load balance)");
+    const double imb = total > 0 ? most / (total / d->size) : 1;
+    int rc = FLOE_OK;
+    if (imb > 1.1) {
+        rc = place_cuts(ctx, d, 0);
+        if (!rc && d->rank == 0) {
+            char line[1024];
+            int len = 0;
+            const double *c = dd_geom_row(&d->geom, 0, 0);
+            for (int r = 1; r < d->geom.parts[0] && len < (int)sizeof line - 32; r++)
+                len += snprintf(line + len, sizeof line - (size_t)len, "%s%.6g", r > 1 ? ", " : "", c[r]);
+            if (d->geom.levels > 1)
+                snprintf(line + len, sizeof line - (size_t)len, " along %c, and the cuts within each piece",
+                         "xyz"[d->geom.axis[0]]);
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: load balance after frame %d: the largest rank held %.1f%% of the mean; "
+                    "cuts moved to %s", frame, 100 * imb, line);
+        }
+    }
+    d->ph_ms[PH_BALANCE] += now_ms() - t0;
+    return rc;
 }
 
 int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
@@ -762,42 +1105,38 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     uint64_t mine = 0;
     for (int s = 0; s < ctx->npsets; s++)
         mine += ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID ? d->sets[s].owned : 0;
-    double v[3] = {(double)mine, d->step_ms, d->comm_ms};
-    double *all = d->rank == 0 ? malloc(3 * sizeof *all * (size_t)d->size) : NULL;
-    int e = MPI_Gather(v, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, d->comm);
+    /* this frame's timings, and the run's figures so far (logged at its end) */
+    double v[3 + NFIG] = {(double)mine, d->step_ms, d->comm_ms};
+    double *f = v + 3;
+    f[F_STEPS] = (double)d->steps, f[F_STEP_MS] = d->run_step_ms, f[F_HALOS] = (double)d->halos;
+    f[F_GHOSTS] = (double)d->ghosts_sent, f[F_MIGRATED] = (double)d->migrated, f[F_OWNED] = (double)mine;
+    for (int k = 0; k < NPH; k++)
+        f[F_PH + k] = d->ph_ms[k], f[F_MPI + k] = d->ph_mpi[k];
+    double *all = d->rank == 0 ? malloc((3 + NFIG) * sizeof *all * (size_t)d->size) : NULL;
+    if (d->rank == 0 && !d->fig)
+        d->fig = calloc((size_t)d->size * NFIG, sizeof *d->fig);
+    int e = MPI_Gather(v, 3 + NFIG, MPI_DOUBLE, all, 3 + NFIG, MPI_DOUBLE, 0, d->comm);
     if (e != MPI_SUCCESS) {
         free(all);
         return mpi_fail(ctx, e, "MPI_Gather (timings)");
     }
     if (all) {
         out->n = d->size < 64 ? d->size : 64;
-        for (int r = 0; r < out->n; r++) {
-            out->particles[r] = (uint32_t)all[3 * r];
-            out->step_ms[r] = (float)all[3 * r + 1];
-            out->comm_ms[r] = (float)all[3 * r + 2];
+        for (int r = 0; r < d->size; r++) {
+            const double *a = all + (size_t)r * (3 + NFIG);
+            if (r < out->n) {
+                out->particles[r] = (uint32_t)a[0];
+                out->step_ms[r] = (float)a[1];
+                out->comm_ms[r] = (float)a[2];
+            }
+            if (d->fig)
+                memcpy(d->fig + (size_t)r * NFIG, a + 3, NFIG * sizeof *a);
         }
         free(all);
     }
     d->step_ms = d->comm_ms = 0;
-    if (balance_every > 0 && frame % balance_every == 0) { /* ghosts are stale after: the next step rebuilds them */
-        double *old = malloc(((size_t)d->size + 1) * sizeof *old);
-        if (!old)
-            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-        memcpy(old, d->cuts, ((size_t)d->size + 1) * sizeof *old);
-        double imb = 1;
-        int rc = place_cuts(ctx, d, 0, &imb);
-        int moved = memcmp(old, d->cuts, ((size_t)d->size + 1) * sizeof *old) != 0;
-        if (!rc && moved && d->rank == 0) {
-            char line[1024];
-            int len = 0;
-            for (int r = 1; r < d->size && len < (int)sizeof line - 32; r++)
-                len += snprintf(line + len, sizeof line - (size_t)len, "%s%.6g", r > 1 ? ", " : "", d->cuts[r]);
-            ctx_log(ctx, FLOE_LOG_INFO, "mpi: load balance after frame %d: the largest rank held %.1f%% of the mean; "
-                    "cuts moved to %s", frame, 100 * imb, line);
-        }
-        free(old);
-        return rc;
-    }
+    if (balance_every > 0 && frame % balance_every == 0) /* ghosts are stale after: the next step rebuilds them */
+        return balance(ctx, d, frame);
     return FLOE_OK;
 }
 
@@ -831,5 +1170,10 @@ int floe_mpi_size(int *rank)
 }
 
 void floe_mpi_balance_every(int frames) { (void)frames; }
+
+int floe_mpi_decomp(const char *mode)
+{
+    return mode && (!strcmp(mode, "slabs") || !strcmp(mode, "boxes") || !strcmp(mode, "auto")) ? 0 : -1;
+}
 
 #endif

@@ -1,6 +1,7 @@
 /* The context's neighbour lists on the host: the cell grid, the cell sort of
  * each set (and the reorder along it), the lists of every fluid set in every
  * set and their kernel sums (neighbours.c does the work). */
+#include "decomp.h"
 #include "device.h"
 
 #include "floe/kernel.h"
@@ -35,13 +36,14 @@ int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder)
     float *x = pset_attr(p, "x")->data;
     if (nb_sort(&p->sorted, &ctx->nbgrid, x, p->n))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory sorting set '%s'", p->name);
-    /* neighbours{order = "id"}, and always under MPI: each cell's particles in
-     * id order, so that the lists, and every sum over them, do not depend on
-     * where particles lie in memory (reorders, the ghosts of a decomposition);
+    /* neighbours{order = "id"}: each cell's particles in id order, so that
+     * the lists, and every sum over them, do not depend on where particles
+     * lie in memory (reorders, the ghosts of a decomposition: MPI runs with
+     * it give one process's floats, docs/mpi.md);
      * before a reorder, so that memory follows that order too and the sort
      * after it is the identity (the search's contiguous path) */
     const attr *ida = pset_attr(p, "id");
-    const int by_id = (ctx->nb_by_id || ctx->dd) && p->kind == FLOE_SET_FLUID && ida && ida->type == FLOE_U32;
+    const int by_id = ctx->nb_by_id && p->kind == FLOE_SET_FLUID && ida && ida->type == FLOE_U32;
     if (by_id)
         nb_sorted_by_id(&p->sorted, ida->data);
     if (reorder && p->n > 1) {
@@ -125,8 +127,10 @@ int ctx_neighbours_update(floe_ctx *ctx, int reorder)
                 ksp = &ks;
             if (rc)
                 return rc;
-            if (nb_build_sums(&pq->lists[t], &ctx->nbgrid, xq, pq->n, &pt->sorted, xt, ctx->info.support, q == t,
-                              ksp))
+            /* MPI: the ghosts' rows empty (what a stage computes on a ghost
+             * is never used: its owner sends it before anyone reads it) */
+            if (nb_build_rows(&pq->lists[t], &ctx->nbgrid, xq, pq->n, dd_owned(ctx, pq), &pt->sorted, xt,
+                              ctx->info.support, q == t, ksp))
                 return ctx_fail(ctx, FLOE_ERR_NOMEM, "neighbour search: out of memory for lists of '%s'", pq->name);
             pq->ksum_ok[t] = ksp && ks.done;
         }

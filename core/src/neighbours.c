@@ -133,7 +133,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
             return -1;
         s->fill_ok = 0;
     }
-    if (ncells != s->ncells || n != s->fill_n)
+    if (ncells != s->ncells)
         s->fill_ok = 0;
     s->ncells = ncells;
     s->n = n;
@@ -243,22 +243,28 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         for (int64_t k = 0; k < nn; k++)
             skey[k] = key[order[k]];
     }
-    /* Cells below the smallest key hold 0 and cells above the largest hold
-     * n. When the table holds the previous sort of as many particles on
-     * the same grid, only the cells between the smaller of the two smallest
-     * keys and one past the larger of the two largest change (a tank's
-     * fluid spans about half of the reference bench's 1.4M cells). */
-    uint32_t f0 = 0, f1 = ncells + 1; /* fill cells [f0, f1) */
+    /* Cells below the smallest key hold 0, cells above the largest n up to
+     * a high-water mark at least 3 cells past it, and 0 from there on: a
+     * range read past the mark reads [n, 0) or [0, 0), empty
+     * (cell_ranges; the search's loops run k < b), and every range that
+     * holds a particle's cell ends within 3 cells of it, before the mark.
+     * When the table holds an earlier sort on the same grid, only the
+     * cells between the smaller of the two smallest keys and the mark
+     * (raised to the new largest key + 4) change, whatever the count (a
+     * tank's fluid spans about half of the reference bench's 1.4M cells). */
+    uint32_t f0 = 0, f1 = ncells + 1, zero_from = ncells + 1; /* fill cells [f0, f1), zero [zero_from, ncells] */
     if (n > 0) {
         const uint32_t kmin = skey[0], kmax = skey[n - 1];
+        const uint32_t mark = (uint64_t)kmax + 4 < (uint64_t)ncells + 1 ? kmax + 4 : ncells + 1;
         if (s->fill_ok) {
             f0 = kmin < s->fill_kmin ? kmin : s->fill_kmin;
-            f1 = (kmax > s->fill_kmax ? kmax : s->fill_kmax) + 2;
-        }
+            f1 = mark > s->fill_hwm ? mark : s->fill_hwm;
+        } else
+            zero_from = mark;
         s->fill_kmin = kmin;
         s->fill_kmax = kmax;
+        s->fill_hwm = f1 < zero_from ? f1 : zero_from;
         s->fill_ok = 1;
-        s->fill_n = n;
     }
     const uint32_t nfill = f1 - f0;
     const int64_t nranges = nfill >= (1u << 16) && n >= NB_PAR_MIN ? 64 : 1;
@@ -286,6 +292,8 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
                 k++;
         }
     }
+    if (zero_from <= ncells) /* a first fill: the table's tail past the mark */
+        memset(cs + zero_from, 0, ((size_t)ncells + 1 - zero_from) * sizeof(uint32_t));
     return 0;
 }
 
@@ -326,7 +334,7 @@ static int list_reserve(nb_list *l, uint32_t rows, uint32_t stride)
 
 /* Target set gathered into sorted-slot order, structure of arrays, each
  * padded with NB_PAD entries so vector loads may run past a range's end. */
-#define NB_PAD 8u
+#define NB_PAD 16u
 typedef struct nb_soa {
     float *x, *y, *z;
     uint32_t *j; /* particle index at each slot (copy of order[], padded) */
@@ -454,7 +462,7 @@ static inline int nb_images(const nb_grid *g, float px, float py, float pz, floa
     return n;
 }
 
-static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, int same_set,
+static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t nq, uint32_t nrows, int same_set,
                            const uint32_t *restrict cs, const uint8_t *restrict near, const nb_soa *t, float r2,
                            int exclude_self, uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride)
 {
@@ -481,6 +489,10 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
             px = xq[3 * q + 0];
             py = xq[3 * q + 1];
             pz = dim3 ? xq[3 * q + 2] : 0.0f;
+        }
+        if (i >= nrows) { /* an empty row (nb_build_rows) */
+            count[i] = 0;
+            continue;
         }
         uint32_t *restrict dst = idx + (size_t)i * stride;
         uint32_t c = 0;
@@ -639,6 +651,74 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
     return cm;
 }
 
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* Candidates a block in the grouped builds: 16 with AVX-512 (test_range16) */
+#define NB_W 16u
+
+/* test_range with blocks of 16 candidates (AVX-512): the same squared
+ * distances lane by lane (sub, mul, fused multiply-adds in the same order),
+ * the hits compressed in lane order into a register (vpcompressd; the
+ * memory form is slow on some cores) and stored 16 lanes at a time, so
+ * every row gets the same entries in the same order as the 8-wide blocks
+ * give, and with sums the same squared distances. Ranges of about 24
+ * candidates (three cells) take two blocks instead of three or four. */
+static inline __attribute__((always_inline)) uint32_t
+test_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy, const float *qz,
+             const uint32_t *self, const nb_soa *t, const int dim3, const int own, const int room, __m256 r2v,
+             uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
+{
+    const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
+    const uint32_t *restrict sj = t->j;
+    const __m512 vr2 = _mm512_broadcastss_ps(_mm256_castps256_ps128(r2v));
+    uint32_t cm = 0;
+    for (uint32_t k = a; k < b; k += 16) {
+        const __m512 cx = _mm512_loadu_ps(sx + k), cy = _mm512_loadu_ps(sy + k);
+        const __m512 cz = dim3 ? _mm512_loadu_ps(sz + k) : _mm512_setzero_ps();
+        const __m512i jv = _mm512_loadu_si512((const void *)(sj + k));
+        const uint32_t rem = b - k;
+        const __mmask16 tail = (__mmask16)(rem >= 16 ? 0xFFFFu : _bzhi_u32(0xFFFFu, rem));
+        for (uint32_t u = 0; u < gn; u++) {
+            const __m512 dx = _mm512_sub_ps(cx, _mm512_set1_ps(qx[u]));
+            const __m512 dy = _mm512_sub_ps(cy, _mm512_set1_ps(qy[u]));
+            __m512 d2 = _mm512_fmadd_ps(dy, dy, _mm512_mul_ps(dx, dx));
+            if (dim3) {
+                const __m512 dz = _mm512_sub_ps(cz, _mm512_set1_ps(qz[u]));
+                d2 = _mm512_fmadd_ps(dz, dz, d2);
+            }
+            __mmask16 m = _mm512_mask_cmp_ps_mask(tail, d2, vr2, _CMP_LT_OQ);
+            if (own)
+                m = _mm512_mask_cmpneq_epi32_mask(m, jv, _mm512_set1_epi32((int)self[u]));
+            uint32_t cu = c[u];
+            if (room || cu + 16 <= stride) {
+                _mm512_storeu_si512((void *)(dst[u] + cu), _mm512_maskz_compress_epi32(m, jv));
+                if (sums)
+                    _mm512_storeu_ps(d2dst[u] + cu, _mm512_maskz_compress_ps(m, d2));
+                cu += (uint32_t)__builtin_popcount((unsigned)m);
+            } else {
+                _Alignas(64) float d2l[16];
+                if (sums)
+                    _mm512_store_ps(d2l, d2);
+                for (uint32_t mm = m; mm; mm &= mm - 1) {
+                    if (cu < stride) {
+                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
+                        if (sums)
+                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
+                    }
+                    cu++;
+                }
+            }
+            c[u] = cu;
+            cm = cu > cm ? cu : cm;
+        }
+    }
+    return cm;
+}
+#define TEST_RANGE test_range16
+#else
+#define NB_W 8u
+#define TEST_RANGE test_range
+#endif
+
 /* test_range with its flags chosen at run time (each variant compiled
  * with constant ones). */
 static inline __attribute__((always_inline)) uint32_t
@@ -647,12 +727,12 @@ test_span(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy,
           uint32_t *const *dst, uint32_t *c, uint32_t stride, float *const *d2dst, const int sums)
 {
     if (own && room)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
     if (room)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
     if (own)
-        return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
-    return test_range(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
+        return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 1, 0, vr2, dst, c, stride, d2dst, sums);
+    return TEST_RANGE(a, b, gn, qx, qy, qz, self, t, dim3, 0, 0, vr2, dst, c, stride, d2dst, sums);
 }
 
 /* Kernel sums of one finished row (nb_ksum): sum_k w[row[k]] W^(r2[k]),
@@ -720,17 +800,27 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
     uint32_t total = 0;
     for (int r = 0; r < nr; r++)
         total += rb[r] - ra[r];
-    if (total + 8 <= NB_MERGE && total + 8 <= stride) {
-        _Alignas(32) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
-        _Alignas(32) uint32_t mj[NB_MERGE];
+    if (total + NB_W <= NB_MERGE && (NB_W == 16 || total + NB_W <= stride)) {
+        _Alignas(64) float mx[NB_MERGE], my[NB_MERGE], mz[NB_MERGE];
+        _Alignas(64) uint32_t mj[NB_MERGE];
+        const int room = total + NB_W <= stride;
         const nb_soa m = {mx, my, mz, mj};
         uint32_t p = 0, po = 0, no = 0; /* the own range at [po, po + no) */
         for (int r = 0; r < nr; r++) {
             const uint32_t a = ra[r], n = rb[r] - ra[r];
             if (r == rself)
                 po = p, no = n;
-            /* whole blocks of 8: the slots have NB_PAD entries of slack
-             * past their end, the buffer 8 past total */
+            /* whole blocks of NB_W: the slots have NB_PAD entries of
+             * slack past their end, the buffer NB_W past total */
+#if NB_W == 16
+            for (uint32_t k = 0; k < n; k += 16) {
+                _mm512_storeu_ps(mx + p + k, _mm512_loadu_ps(t->x + a + k));
+                _mm512_storeu_ps(my + p + k, _mm512_loadu_ps(t->y + a + k));
+                if (dim3)
+                    _mm512_storeu_ps(mz + p + k, _mm512_loadu_ps(t->z + a + k));
+                _mm512_storeu_si512((void *)(mj + p + k), _mm512_loadu_si512((const void *)(t->j + a + k)));
+            }
+#else
             for (uint32_t k = 0; k < n; k += 8) {
                 _mm256_storeu_ps(mx + p + k, _mm256_loadu_ps(t->x + a + k));
                 _mm256_storeu_ps(my + p + k, _mm256_loadu_ps(t->y + a + k));
@@ -738,14 +828,15 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
                     _mm256_storeu_ps(mz + p + k, _mm256_loadu_ps(t->z + a + k));
                 _mm256_storeu_si256((__m256i *)(mj + p + k), _mm256_loadu_si256((const __m256i *)(t->j + a + k)));
             }
+#endif
             p += n;
         }
         /* only the blocks holding the own range test for self */
         const int own = exclude_self && no > 0;
         const uint32_t e = (po + no + 7u) & ~7u, s0 = own ? po & ~7u : total, s1 = own && e < total ? e : total;
-        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, 1, vr2, dst, c, stride, d2dst, sums);
-        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, 1, vr2, dst, c, stride, d2dst, sums);
+        test_span(0, s0, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s0, s1, gn, qx, qy, qz, self, &m, dim3, 1, room, vr2, dst, c, stride, d2dst, sums);
+        test_span(s1, total, gn, qx, qy, qz, self, &m, dim3, 0, room, vr2, dst, c, stride, d2dst, sums);
     } else {
         uint32_t cmax = 0; /* the largest c[u] so far */
         for (int r = 0; r < nr; r++) {
@@ -754,7 +845,7 @@ test_group_d(uint32_t gn, const float *qx, const float *qy, const float *qz, con
                 continue;
             /* the counts only grow, and every query takes part in each block */
             cmax = test_span(a, b, gn, qx, qy, qz, self, t, dim3, exclude_self && r == rself,
-                             (uint64_t)cmax + (b - a) + 8 <= stride, vr2, dst, c, stride, d2dst, sums);
+                             (uint64_t)cmax + (b - a) + NB_W <= stride, vr2, dst, c, stride, d2dst, sums);
         }
     }
     uint32_t cm = 0;
@@ -801,8 +892,9 @@ static inline int cell_ranges(const nb_grid *g, const uint32_t *restrict cs, int
     for (int z = zlo; z <= zhi; z++)
         for (int y = ylo; y <= yhi; y++) {
             const uint32_t row = (uint32_t)n0 * ((uint32_t)y + (uint32_t)n1 * (uint32_t)z);
-            ra[nr] = cs[row + (uint32_t)xlo];
-            rb[nr] = cs[row + (uint32_t)xhi + 1];
+            const uint32_t a = cs[row + (uint32_t)xlo], b = cs[row + (uint32_t)xhi + 1];
+            ra[nr] = a;
+            rb[nr] = b < a ? a : b; /* past nb_sort's high-water mark: [n, 0), empty */
             nr++;
         }
     return nr;
@@ -842,8 +934,9 @@ static inline int chunk_bounds(int64_t ch, uint32_t n, const nb_ksum *ks, const 
  * counts constant within a cell (well predicted). Results are identical to
  * build_pass: per query, candidates in ascending slot order. */
 static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const uint32_t *restrict key,
-                            const nb_soa *t, uint32_t nt, float r2, int exclude_self, uint32_t *restrict count,
-                            uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks, int *nomem)
+                            const nb_soa *t, uint32_t nt, uint32_t nrows, float r2, int exclude_self,
+                            uint32_t *restrict count, uint32_t *restrict idx, uint32_t stride, const nb_ksum *ks,
+                            int *nomem)
 {
     const int n0 = g->n[0], n1 = g->n[1];
     const int dim3 = g->dim == 3;
@@ -874,8 +967,28 @@ static uint32_t build_cells(const nb_grid *g, const uint32_t *restrict cs, const
                 const int nr = cell_ranges(g, cs, ix, iy, iz, ra, rb, &rself);
                 for (uint32_t g0 = qa; g0 < qb; g0 += NB_GROUP) {
                     const uint32_t gn = qb - g0 < NB_GROUP ? qb - g0 : NB_GROUP;
-                    const uint32_t m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb,
-                                                  nr, t, dim3, r2, count, idx, stride, ks, d2buf);
+                    uint32_t m;
+                    if (nrows >= nt)
+                        m = test_group(gn, sx + g0, sy + g0, sz + g0, sj + g0, exclude_self, rself, ra, rb, nr, t,
+                                       dim3, r2, count, idx, stride, ks, d2buf);
+                    else { /* the group's queries below nrows; the others' rows empty (a row does not depend on
+                            * the other queries of its group) */
+                        float gx[NB_GROUP], gy[NB_GROUP], gz[NB_GROUP];
+                        uint32_t gj[NB_GROUP], gm = 0;
+                        for (uint32_t u = 0; u < gn; u++) {
+                            const uint32_t j = sj[g0 + u];
+                            if (j >= nrows) {
+                                count[j] = 0;
+                                if (ks)
+                                    ks->out[j] = 0.0f;
+                                continue;
+                            }
+                            gx[gm] = sx[g0 + u], gy[gm] = sy[g0 + u], gz[gm] = sz[g0 + u], gj[gm++] = j;
+                        }
+                        m = gm ? test_group(gm, gx, gy, gz, gj, exclude_self, rself, ra, rb, nr, t, dim3, r2, count,
+                                            idx, stride, ks, d2buf)
+                               : 0;
+                    }
                     maxc = m > maxc ? m : maxc;
                 }
             }
@@ -992,6 +1105,14 @@ int nb_build(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks)
 {
+    return nb_build_rows(out, g, xq, nq, nq, target, xt, radius, exclude_self, ks);
+}
+
+int nb_build_rows(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, uint32_t nrows,
+                  const nb_sorted *target, const float *xt, float radius, int exclude_self, nb_ksum *ks)
+{
+    if (nrows > nq)
+        nrows = nq;
     if (ks)
         ks->done = 0;
     if (!out || !g || !target || (nq && !xq) || !grid_ok(g))
@@ -1042,17 +1163,22 @@ int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, 
         /* kernel sums only come with the grouped AVX2 builds */
         const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
         if (same_set && !g->periodic) {
-            maxc = build_cells(g, target->cell_start, target->key, &t, nt, r2, exclude_self, out->count,
+            maxc = build_cells(g, target->cell_start, target->key, &t, nt, nrows, r2, exclude_self, out->count,
                                out->idx, out->stride, kv, &nomem);
             summed = kv != NULL;
         } else if (!same_set && !exclude_self && !g->periodic) {
-            maxc = build_cross(g, xq, nq, target->cell_start,
+            maxc = build_cross(g, xq, nrows, target->cell_start,
                                target->near && target->near_cells == ncells ? target->near : NULL, &t, r2,
                                out->count, out->idx, out->stride, kv, &nomem);
+            if (nrows < nq) { /* empty rows */
+                memset(out->count + nrows, 0, (size_t)(nq - nrows) * sizeof(uint32_t));
+                if (kv)
+                    memset(kv->out + nrows, 0, (size_t)(nq - nrows) * sizeof(float));
+            }
             summed = kv != NULL;
         } else
 #endif
-            maxc = build_pass(g, xq, nq, same_set, target->cell_start,
+            maxc = build_pass(g, xq, nq, nrows, same_set, target->cell_start,
                               !g->periodic && target->near && target->near_cells == ncells ? target->near : NULL,
                               &t, r2, exclude_self, out->count, out->idx, out->stride);
         if (nomem) {

@@ -31,9 +31,12 @@ typedef struct nb_sorted {
     uint32_t *scratch;     /* cap: the radix sort's second buffer, then the sorted keys */
     uint32_t *cell_start;  /* ncells + 1 entries: slots of cell c are [start[c], start[c+1]) */
     uint32_t ncells;
-    /* the smallest and largest key and n of the last sort, when fill_ok:
-     * the next sort of as many particles rewrites only the cells between */
-    uint32_t fill_kmin, fill_kmax, fill_n;
+    /* the smallest key of the last sort and the table's high-water mark,
+     * when fill_ok: cells below fill_kmin hold 0, cells from fill_hwm on
+     * hold 0 too (an empty range, cell_ranges), so that the next sort
+     * rewrites only the cells between, whatever its count (the ghosts of
+     * an MPI rank change it every step) */
+    uint32_t fill_kmin, fill_kmax, fill_hwm;
     int fill_ok;
     /* optional (nb_sorted_near): near[c] != 0 iff a particle lies in the
      * 3x3(x3) block of cells around c; lets queries far from the set skip
@@ -110,6 +113,11 @@ typedef struct nb_ksum {
 /* nb_build, and with ks (may be NULL) the kernel sums of the rows */
 int nb_build_sums(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, const nb_sorted *target,
                   const float *xt, float radius, int exclude_self, nb_ksum *ks);
+/* nb_build_sums with rows [nrows, nq) left empty (count 0, kernel sum 0):
+ * an MPI rank's ghosts, whose own sums are never used; rows below nrows
+ * are those nb_build_sums gives */
+int nb_build_rows(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, uint32_t nrows,
+                  const nb_sorted *target, const float *xt, float radius, int exclude_self, nb_ksum *ks);
 
 /* Verlet lists (nb_verlet.c): the rows of `in` (lists within a radius
  * larger than `radius`, built earlier) cut to the pairs now within radius,

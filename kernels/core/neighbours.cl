@@ -141,7 +141,8 @@ __kernel void nb_stable(__global const uint *tmp, __global const uint *key, __gl
 __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global const float4 *spos,
                        __global const uint *order, __global const uint *cs, float4 go, int4 gn, float r2,
                        int exclude_self, uint per, float4 plo, float4 period, __global uint *count,
-                       __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot)
+                       __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot,
+                       __global const uchar *near, int use_near)
 {
     __local uint lmax, lsum;
     const uint q = get_global_id(0);
@@ -203,6 +204,9 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
             const int ix = nb_axis(px, go.x, go.w, gn.x);
             const int iy = nb_axis(py, go.y, go.w, gn.y);
             const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
+            /* no target in the block around the query's cell (nb_near_cells) */
+            if (use_near && !near[(uint)ix + (uint)gn.x * ((uint)iy + (uint)gn.y * (uint)iz)])
+                continue;
             const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
             const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
             const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
@@ -240,6 +244,30 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
         atomic_max(&stats[2 * slot], lmax);
         atomic_add(&stats[2 * slot + 1], lsum);
     }
+}
+
+/* near[c] = 1 where a cell of the 3x3(x3) block around cell c holds a
+ * particle of the sorted set (cell starts cs): nb_build skips the walk of a
+ * query whose cell has none (the fluid far from the walls, for a static
+ * wall set; no periodic axes). One work item per cell. */
+__kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __global uchar *near)
+{
+    const uint c = get_global_id(0);
+    if (c >= ncells)
+        return;
+    const int ix = (int)(c % (uint)gn.x), iy = (int)((c / (uint)gn.x) % (uint)gn.y);
+    const int iz = (int)(c / ((uint)gn.x * (uint)gn.y));
+    const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < gn.x - 1 ? ix + 1 : gn.x - 1;
+    const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
+    const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
+    uchar any = 0;
+    for (int z = zlo; z <= zhi; z++)
+        for (int y = ylo; y <= yhi; y++) {
+            const uint row = (uint)gn.x * ((uint)y + (uint)gn.y * (uint)z);
+            if (cs[row + (uint)xhi + 1] > cs[row + (uint)xlo])
+                any = 1;
+        }
+    near[c] = any;
 }
 
 /* Lists of a set against itself without periodic axes, one work group of
@@ -361,6 +389,162 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}
+
+/* Verlet lists (core/src/opencl/verlet.c): lists built within support +
+ * skin are reused while no pair can have closed the skin, and cut every
+ * step to the pairs within the support radius by nb_cut.
+ *
+ * nb_moved: the largest squared displacement of a set's particles since
+ * the lists' build (x0), into stats[word] as float bits (non-negative floats
+ * order as their bits); a NaN position counts as infinitely far. The
+ * positions packed as float4 into xp on the way (one load per candidate in
+ * nb_cut instead of three). */
+__kernel void nb_moved(__global const float *x, __global const float *x0, uint n, int dim3,
+                       __global uint *stats, uint word, __global float4 *xp)
+{
+    __local uint lmax;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0)
+        lmax = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < n) {
+        xp[i] = (float4)(x[3 * i], x[3 * i + 1], x[3 * i + 2], 0.0f); /* for nb_cut's gathers */
+        const float dx = x[3 * i] - x0[3 * i], dy = x[3 * i + 1] - x0[3 * i + 1];
+        const float dz = dim3 ? x[3 * i + 2] - x0[3 * i + 2] : 0.0f;
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        atomic_max(&lmax, d2 == d2 ? as_uint(d2) : 0x7f800000u);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && lmax)
+        atomic_max(&stats[word], lmax);
+}
+
+/* Whether target j is within r2 of the query p: the distance as nb_build
+ * computes it (target minus query, x then y then z), so the kept set is
+ * the one a build now would find */
+inline int nb_near(__global const float4 *xt, uint j, float px, float py, float pz, float r2, int dim3)
+{
+    const float4 t = xt[j];
+    const float dx = t.x - px, dy = t.y - py;
+    float d2 = dx * dx + dy * dy;
+    if (dim3) {
+        const float dz = t.z - pz;
+        d2 = d2 + dz * dz;
+    }
+    return d2 < r2;
+}
+
+/* The cut of the skin lists in place (FLOE_CL_VERLET_CUT=swap; the
+ * default is nb_cut_stable below): row i holds its scnt[i] skin
+ * entries with the count[i] within r2 first (xt: the targets' positions
+ * packed by nb_moved); the stages read count and idx as any lists. A row whose entries still sit on the right side of its
+ * count (most rows, most steps) is only read; the others are partitioned
+ * again (two pointers: the kept entries move only where an entry left, so
+ * the row keeps a deterministic order, not the build's). fresh: rows just
+ * built (the count says nothing yet). report: the counts to stats as
+ * nb_build's (a build reports its own, wider counts). */
+__kernel void nb_cut(uint nq, __global const float *xq, __global const float4 *xt, float r2, int dim3,
+                     __global const uint *scnt, __global uint *count, __global uint *idx, uint pitch, int fresh,
+                     int report, __global uint *stats, uint slot)
+{
+    __local uint lmax, lsum;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < nq) {
+        const float px = xq[3 * i], py = xq[3 * i + 1], pz = dim3 ? xq[3 * i + 2] : 0.0f;
+        const uint m = scnt[i], old = fresh ? 0u : count[i];
+        uint c = 0;
+        int moved = fresh;
+        for (uint k = 0; k < m; k++) {
+            const int in = nb_near(xt, idx[(size_t)k * pitch + i], px, py, pz, r2, dim3);
+            c += (uint)in;
+            moved |= in != (k < old);
+        }
+        if (moved) {
+            /* [0, lo) within, [hi, m) outside */
+            uint lo = 0, hi = m;
+            while (lo < hi) {
+                const uint jl = idx[(size_t)lo * pitch + i];
+                if (nb_near(xt, jl, px, py, pz, r2, dim3)) {
+                    lo++;
+                    continue;
+                }
+                uint jh = 0;
+                int found = 0;
+                while (lo < --hi) {
+                    jh = idx[(size_t)hi * pitch + i];
+                    if ((found = nb_near(xt, jh, px, py, pz, r2, dim3)))
+                        break;
+                }
+                if (!found)
+                    break;
+                idx[(size_t)lo * pitch + i] = jh;
+                idx[(size_t)hi * pitch + i] = jl;
+                lo++;
+            }
+            count[i] = c;
+        }
+        if (report) {
+            atomic_max(&lmax, c);
+            atomic_add(&lsum, c);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (report && get_local_id(0) == 0) {
+        atomic_max(&stats[2 * slot], lmax);
+        atomic_add(&stats[2 * slot + 1], lsum);
+    }
+}
+
+/* The cut in build order (the default; FLOE_CL_VERLET_CUT=swap: nb_cut):
+ * the skin rows stay as built in sidx, and row i of idx holds the entries
+ * within r2 in that order. Walking the skin row, each entry within r2 is
+ * compared with the cut row's entry at its place; the cut row is written
+ * only from the first difference on (most rows, most steps: not at all),
+ * and the count only where it changed. fresh, report: as nb_cut. */
+__kernel void nb_cut_stable(uint nq, __global const float *xq, __global const float4 *xt, float r2, int dim3,
+                            __global const uint *scnt, __global const uint *sidx, __global uint *count,
+                            __global uint *idx, uint pitch, int fresh, int report, __global uint *stats, uint slot)
+{
+    __local uint lmax, lsum;
+    const uint i = get_global_id(0);
+    if (get_local_id(0) == 0) {
+        lmax = 0;
+        lsum = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i < nq) {
+        const float px = xq[3 * i], py = xq[3 * i + 1], pz = dim3 ? xq[3 * i + 2] : 0.0f;
+        const uint m = scnt[i], old = fresh ? 0u : count[i];
+        uint c = 0;
+        int same = !fresh;
+        for (uint k = 0; k < m; k++) {
+            const uint j = sidx[(size_t)k * pitch + i];
+            if (nb_near(xt, j, px, py, pz, r2, dim3)) {
+                if (same && (c >= old || idx[(size_t)c * pitch + i] != j))
+                    same = 0;
+                if (!same)
+                    idx[(size_t)c * pitch + i] = j;
+                c++;
+            }
+        }
+        if (c != old || fresh)
+            count[i] = c;
+        if (report) {
+            atomic_max(&lmax, c);
+            atomic_add(&lsum, c);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (report && get_local_id(0) == 0) {
         atomic_max(&stats[2 * slot], lmax);
         atomic_add(&stats[2 * slot + 1], lsum);
     }

@@ -363,10 +363,9 @@ static int laminar(const floe_stage_call *call, int cl)
     else if (strcmp(wall, "zero") && !ext)
         return api->fail(call->ctx, FLOE_ERR_ARG,
                          "viscosity.laminar: wall_velocity '%s': expected zero, mirror or extrapolated", wall);
-    if (ext && (strcmp(form, "morris") || cl))
+    if (ext && strcmp(form, "morris"))
         return api->fail(call->ctx, FLOE_ERR_ARG,
-                         "viscosity.laminar: wall_velocity = \"extrapolated\" is built for form = \"morris\" on the "
-                         "CPU backend only");
+                         "viscosity.laminar: wall_velocity = \"extrapolated\" is built for form = \"morris\"");
     if (!strcmp(form, "morris")) { /* boundary: m_b (1/rho_i + 1/rho_b) = 2 rho0 V_b / rho_i */
         visc_coef c = coef(call, VK_MORRIS, nu, 2.0 * nub, eps);
         c.wall_ext = ext;
@@ -425,7 +424,7 @@ static const floe_param_desc laminar_params[] = {
         "velocity given to boundary particles of walls at rest: mirror = -v_i (Takeda 1994, Morris 1997 "
         "extrapolation with d_b = d_i: no-slip at the wall surface), zero = 0 (no-slip about a "
         "third of a spacing inside the wall), extrapolated = 2 v_w - v~_b, v~_b the kernel-weighted fluid "
-        "velocity around each static wall particle (Adami et al. 2012; morris form, CPU only; moving sets "
+        "velocity around each static wall particle (Adami et al. 2012; morris form; moving sets "
         "mirror)"),
     [LA_EPS] = FLOE_PARAM_F("eps", 0.01, 1e-6, 1, "",
         "regulariser: |x_ij|^2 + eps H^2 in the denominator (H = support radius)"),

@@ -17,10 +17,12 @@ typedef struct visc_coef {
     float cf;
     double cb_nu; /* 0: the boundary rows are not walked */
     float eps;
-    int wall_ext; /* morris: wall velocity 2 v_w - v~_b (Adami 2012), v~_b from the fluid (C path) */
+    int wall_ext; /* morris: wall velocity 2 v_w - v~_b (Adami 2012), v~_b from the fluid */
 } visc_coef;
 
 /* the OpenCL path (viscosity_cl.c) */
 int visc_cl(floe_ctx *ctx, const visc_coef *c);
+/* ... of morris with wall_ext (walls_cl.c) */
+int visc_cl_wall_ext(floe_ctx *ctx, const visc_coef *c);
 
 #endif

@@ -16,6 +16,8 @@ int visc_cl(floe_ctx *ctx, const visc_coef *c)
 {
     static const char *const kernels[] = {[VK_MORRIS] = "visc_morris", [VK_MONAGHAN] = "visc_monaghan",
                                           [VK_KIM] = "visc_kim"};
+    if (c->kind == VK_MORRIS && c->wall_ext && c->cb_nu != 0.0)
+        return visc_cl_wall_ext(ctx, c);
     void *k = api->cl_kernel(ctx, "viscosity", "viscosity.cl", kernels[c->kind]);
     if (!k)
         return FLOE_ERR;

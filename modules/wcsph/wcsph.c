@@ -405,14 +405,13 @@ static int st_pressure_force(const floe_stage_call *call)
 
 static int st_pressure_force_cl(const floe_stage_call *call)
 {
-    if (call->param[PF_GRAD_CORR].b)
-        return api->fail(call->ctx, FLOE_ERR_ARG,
-                         "wcsph.pressure_force{gradient_correction = true} runs on the CPU backend only");
-    if (call->param[PF_WALLS].s && !strcmp(call->param[PF_WALLS].s, "extrapolated"))
-        return api->fail(call->ctx, FLOE_ERR_ARG,
-                         "wcsph.pressure_force{walls = \"extrapolated\"} (Adami's wall pressure) runs on the CPU "
-                         "backend only; on --backend opencl use walls = \"mirror\"");
     const wcsph_pf pf = decode_pf(call);
+    const int adami = call->param[PF_WALLS].s && !strcmp(call->param[PF_WALLS].s, "extrapolated");
+    if (adami || call->param[PF_GRAD_CORR].b) { /* walls_cl.c */
+        if (!call->state)
+            return api->fail(call->ctx, FLOE_ERR, "module state missing");
+        return wcsph_cl_pressure_force_walls(call->ctx, call->state, &pf, adami, call->param[PF_GRAD_CORR].b);
+    }
     return wcsph_cl_pressure_force(call->ctx, &pf);
 }
 
@@ -581,12 +580,12 @@ static const floe_param_desc pressure_force_params[] = {
     [PF_WALLS] = FLOE_PARAM_S("walls", "mirror", "mirror|extrapolated",
         "pressure of boundary particles: mirror = the fluid particle's own (Akinci et al. 2012, p_b = p_i), "
         "extrapolated = Adami et al. 2012's wall pressure from the fluid around each static wall particle, the "
-        "hydrostatic head included (moving boundaries keep mirror; C path only)"),
+        "hydrostatic head included (moving boundaries keep mirror)"),
     [PF_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
         "scale particle i's pressure acceleration by gamma_i = dim / tr(-sum_j V_j x_ij grad W_ij^T) (fluid and "
         "boundary neighbours; walls = extrapolated: V = d^dim) where it lies in [0.9, 1/0.9], 0.9 below; 1 above "
         "(a truncated kernel at the free surface, not a packing error): hydrostatic pressure consistent with "
-        "rho0 g h; one more neighbour walk; C path only"),
+        "rho0 g h; one more neighbour walk"),
     {0},
 };
 

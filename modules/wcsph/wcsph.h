@@ -96,5 +96,8 @@ int wcsph_cl_pressure(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e);
 int wcsph_cl_viscosity(floe_ctx *ctx, const floe_fluid *f, const wcsph_visc *vi);
 int wcsph_cl_pressure_force(floe_ctx *ctx, const wcsph_pf *pf);
 int wcsph_cl_continuity(floe_ctx *ctx, const wcsph_cont *co); /* co: one per fluid set */
+/* ... and of pressure_force with Adami's wall pressure (adami) and/or the
+ * gradient correction (gc), walls_cl.c */
+int wcsph_cl_pressure_force_walls(floe_ctx *ctx, wcsph_state *ws, const wcsph_pf *pf, int adami, int gc);
 
 #endif

@@ -8,8 +8,16 @@
 -- length = k (weak scaling over MPI, docs/mpi.md): the block and the tank k
 -- times as long along x, k times the particles (k = 4: 237,276).
 --
+-- config = water (the water preset's step, as the WCSPH scenes build it:
+-- density sum, Monaghan alpha 0.02 and wall_friction 0.5 against the walls)
+-- or physical (the validated physical walls of docs/validation.md:
+-- delta-SPH density, alpha 0.02 between fluid particles only, water's nu
+-- at the walls (viscosity.laminar), Adami's wall pressure and the gradient
+-- correction) instead of the reference step above (XSPH, no artificial
+-- viscosity).
+--
 --   floe bench scenes/bench/dam_break_59k.lua [--threads N] [--set seconds=0.1]
---       [--set per_side=40] [--set fused=0] [--set length=4]
+--       [--set per_side=40] [--set fused=0] [--set length=4] [--set config=water|physical]
 --   mpirun -np 4 floe bench scenes/bench/dam_break_59k.lua --threads 2 --set length=4
 local floe = require "floe"
 
@@ -23,7 +31,7 @@ local sim = floe.sim{
   -- generous domain: a droplet thrown over a wall must not end the benchmark
   domain = { min = { -1, -0.2, -1 }, max = { 4 * length + 1, 8, 2.5 } },
 }
-sim:load{ "sph", "wcsph" }
+sim:load{ "sph", "wcsph", "viscosity" }
 local gap = (1 - per_side * d) / 2
 local n = sim:fluid_box{ min = { gap, gap, gap }, max = { length - gap, 1 - gap, 1 - gap }, density = 1000 }
 sim:boundary_box{ min = { 0, 0, 0 }, max = { 4 * length, 3, 1.5 }, layers = 3 }  -- closed tank
@@ -38,5 +46,18 @@ local forces = floe.param("fused", 1) ~= 0
 local stages = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity" }
 for _, s in ipairs(forces) do stages[#stages + 1] = s end
 stages[#stages + 1] = "integrate"
+local config = floe.param("config", "reference")
+if config == "water" then
+  stages = { "neighbours", "sph.density", { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
+             { "wcsph.viscosity", kind = "artificial", alpha = 0.02, boundary_alpha = 0.5 },
+             "wcsph.pressure_force", "integrate" }
+elseif config == "physical" then
+  stages = { "neighbours", { "wcsph.continuity", delta = 0.1 }, { "wcsph.pressure", speed_of_sound = 20 }, "gravity",
+             { "wcsph.viscosity", kind = "artificial", alpha = 0.02, boundary_alpha = 0 },
+             { "viscosity.laminar", nu = 1e-6, boundary_nu = 1e-6 },
+             { "wcsph.pressure_force", walls = "extrapolated", gradient_correction = true }, "integrate" }
+elseif config ~= "reference" then
+  error(string.format("config '%s': expected reference, water or physical", config))
+end
 sim:pipeline(stages)
 sim:run{ end_time = seconds, fps = 20, dt = 0.0005, out = "out/bench_dam_break_59k" }

@@ -7,7 +7,10 @@
 --   floe bench scenes/bench/dam_break_gpu.lua --backend opencl --set n=1M
 --   n: 100k, 1M, 4M or any count (k/M suffixes); steps: number of steps;
 --   fused: 1 (XSPH inside the pressure force pass) or 0 (separate stage);
---   reorder_every: the neighbours stage's reorder period (default 10)
+--   reorder_every: the neighbours stage's reorder period (default 10);
+--   skin: the neighbours stage's skin in support radii (default 0: lists
+--   built every step; > 0: Verlet lists, slower here on the H200:
+--   docs/opencl.md, "Verlet lists on the device")
 local floe = require "floe"
 
 local function count(s)
@@ -39,7 +42,7 @@ floe.log(string.format("bench: %d fluid particles (n = %s), spacing %.5g m, dt %
 -- the neighbour lists); fused = 0: the separate sph.xsph stage
 if floe.param("fused", 1) ~= 0 then
   sim:pipeline{
-    { "neighbours", reorder_every = floe.param("reorder_every", 10) },
+    { "neighbours", reorder_every = floe.param("reorder_every", 10), skin = floe.param("skin", 0) },
     "sph.density",
     { "wcsph.pressure", speed_of_sound = 20 },
     "gravity",
@@ -48,7 +51,7 @@ if floe.param("fused", 1) ~= 0 then
   }
 else
   sim:pipeline{
-    { "neighbours", reorder_every = floe.param("reorder_every", 10) },
+    { "neighbours", reorder_every = floe.param("reorder_every", 10), skin = floe.param("skin", 0) },
     "sph.density",
     { "wcsph.pressure", speed_of_sound = 20 },
     "gravity",

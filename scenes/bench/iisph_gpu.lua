@@ -10,6 +10,7 @@
 --   steps; warmup: simulated seconds before them (default 0.05 s: the start's
 --   compression and the kernel builds); tolerance; cfl; chebyshev;
 --   gradient_correction (0 or 1, iisph.solve's kernel gradient correction);
+--   warm_start and omega (iisph.solve's, defaults 0.5 and 0.5);
 --   reorder_every (the neighbours stage's, default 10)
 local floe = require "floe"
 
@@ -44,7 +45,8 @@ sim:pipeline{
   "sph.density",
   "gravity",
   { "iisph.solve", tolerance = tolerance, chebyshev = floe.param("chebyshev", 0.9),
-    gradient_correction = floe.param("gradient_correction", 0) ~= 0 },
+    gradient_correction = floe.param("gradient_correction", 0) ~= 0,
+    warm_start = floe.param("warm_start", 0.5), omega = floe.param("omega", 0.5) },
   "integrate",
 }
 -- warm-up: the kernel builds, and the first steps, which start at dt = 1e-4 s

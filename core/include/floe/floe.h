@@ -418,6 +418,11 @@ int floe_mpi_size(int *rank);
  * `frames` output frames (0 = never; default 10), when the largest rank
  * holds more than 10% above the mean. */
 void floe_mpi_balance_every(int frames);
+/* How the ranks split the domain: "slabs" (along the fluid's longest
+ * axis), "boxes" (cuts along two or three axes) or "auto" (the default:
+ * the split with the least cut area, the halo's volume). -1 for another
+ * name. */
+int floe_mpi_decomp(const char *mode);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

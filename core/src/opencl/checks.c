@@ -24,10 +24,9 @@ static cl_int rule_code(const floe_ctx *ctx)
 
 cl_mem cl_stats(floe_ctx *ctx)
 {
-    enum { NPAIR = MAX_SETS * MAX_SETS };
     if (CL->stats)
         return CL->stats;
-    if (!(CL->stats = cl_mk(ctx, (size_t)(STATS_PAIR0 + 2 * NPAIR) * 4)))
+    if (!(CL->stats = cl_mk(ctx, (size_t)STATS_WORDS * 4)))
         return NULL;
     cl_uint ones = 0xffffffffu;
     cl_int e = F->clEnqueueFillBuffer(CL->q, CL->stats, &ones, 4, 0, (size_t)STATS_PAIR0 * 4, 0, NULL, NULL);

@@ -13,6 +13,28 @@ static cl_uint *nb_stats_host(floe_ctx *ctx)
     return p ? p : CL->nb_st_page;
 }
 
+/* the cells of set t's sort with a particle of t in their block, once per
+ * sort (nb_near_cells) */
+static int near_cells(floe_ctx *ctx, int t)
+{
+    cl_setdev *d = &CL->sets[t];
+    if (d->near_valid)
+        return FLOE_OK;
+    const nb_grid *g = cl_dev_grid(ctx);
+    cl_uint ncells = (cl_uint)g->n[0] * (cl_uint)g->n[1] * (cl_uint)g->n[2];
+    int rc = cl_ensure(ctx, &d->near, &d->near_cap, ncells, 1);
+    if (rc)
+        return rc;
+    cl_float4 go;
+    cl_int4 gn;
+    cl_grid_args(ctx, &go, &gn);
+    if ((rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_near_cells"), ncells, WG, 73.0 * ncells, ARG(d->cs),
+                     ARG(gn), ARG(ncells), ARG(d->near))))
+        return rc;
+    d->near_valid = 1;
+    return FLOE_OK;
+}
+
 static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
 {
     pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
@@ -20,13 +42,23 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     uint32_t nq = pq->n;
     if (!dq->lstride[t])
         dq->lstride[t] = ctx->info.dim == 3 ? 64u : 32u;
-    if (!dq->cnt[t] || dq->lcap[t] < nq) {
+    /* Verlet lists: built within support + skin into scnt/sidx (the same
+     * rows and stride), then cut into cnt/idx (FLOE_CL_VERLET_CUT=swap:
+     * built into idx, its counts into scnt, then cut in place) */
+    const int verlet = CL->von, sep = verlet && !CL->vswap;
+    if (!dq->cnt[t] || dq->lcap[t] < nq || (verlet && !dq->scnt[t]) || (sep && !dq->sidx[t])) {
         uint64_t rows = pq->cap > nq ? pq->cap : nq;
         cl_rel(ctx, &dq->cnt[t]);
         cl_rel(ctx, &dq->idx[t]);
+        cl_rel(ctx, &dq->scnt[t]);
+        cl_rel(ctx, &dq->sidx[t]);
         dq->lcap[t] = 0;
-        if (!(dq->cnt[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * 4)) ||
-            !(dq->idx[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * dq->lstride[t] * 4)))
+        const size_t rw = (size_t)(rows ? rows : 1);
+        if (!(dq->cnt[t] = cl_mk(ctx, rw * 4)) || !(dq->idx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
+            return FLOE_ERR_NOMEM;
+        if (verlet && !(dq->scnt[t] = cl_mk(ctx, rw * 4)))
+            return FLOE_ERR_NOMEM;
+        if (sep && !(dq->sidx[t] = cl_mk(ctx, rw * dq->lstride[t] * 4)))
             return FLOE_ERR_NOMEM;
         dq->lcap[t] = (uint32_t)rows;
     }
@@ -36,6 +68,8 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     if (pt->n == 0) { /* nothing to find */
         cl_uint zero = 0;
         cl_int e = F->clEnqueueFillBuffer(CL->q, dq->cnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
+        if (e == CL_SUCCESS && verlet)
+            e = F->clEnqueueFillBuffer(CL->q, dq->scnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
         return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
     }
     cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ);
@@ -50,30 +84,46 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     }
     plo.s[3] = ctx->nbgrid.cell;
     period.s[3] = 0;
-    cl_float r2 = ctx->info.support * ctx->info.support;
+    const float radius = verlet ? cl_dev_grid(ctx)->cell : ctx->info.support;
+    cl_float r2 = radius * radius;
     cl_int same = q == t, excl = q == t;
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
+    cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = sep ? dq->sidx[t] : dq->idx[t];
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
+    int rc;
     /* a set against itself, no periodic axes, lists of at most 64: the
      * work-group kernel (candidates staged in local memory) */
     if (same && !per && stride <= 64 && !CL->nb_local_off)
-        return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
-                      ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride),
-                      ARG(pitch), ARG(CL->stats), ARG(slot));
-    return LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
-                  ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
-                  ARG(plo), ARG(period), ARG(dq->cnt[t]), ARG(dq->idx[t]), ARG(stride), ARG(pitch), ARG(CL->stats),
-                  ARG(slot));
+        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+                    ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
+                    ARG(CL->stats), ARG(slot));
+    else {
+        /* into a static set without periodic axes: the walks of queries
+         * with none of it in their block are skipped */
+        cl_int use_near = pt->is_static && !per && !CL->nb_near_off;
+        if (use_near && (rc = near_cells(ctx, t)))
+            return rc;
+        cl_mem near = use_near ? dt->near : dt->cs; /* any buffer when unused */
+        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
+                    ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
+                    ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot),
+                    ARG(near), ARG(use_near));
+    }
+    /* Verlet: the build reports the skin lists' counts (the overflow
+     * check); the cut now */
+    return rc || !verlet ? rc : cl_verlet_cut(ctx, q, t, slot, 1);
 }
 
 /* Clear the counts of every pair */
 static int clear_counts(floe_ctx *ctx)
 {
     cl_uint zero = 0;
-    cl_int e = CL->nb_np ? F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4,
-                                                  (size_t)2 * CL->nb_np * 4, 0, NULL, NULL)
-                         : CL_SUCCESS;
+    /* Verlet lists: the displacement words too */
+    const size_t words = CL->von ? (size_t)(STATS_WORDS - STATS_PAIR0) : (size_t)2 * CL->nb_np;
+    cl_int e = CL->nb_np || CL->von ? F->clEnqueueFillBuffer(CL->q, CL->stats, &zero, 4, (size_t)STATS_PAIR0 * 4,
+                                                             words * 4, 0, NULL, NULL)
+                                    : CL_SUCCESS;
     return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
 }
 
@@ -132,6 +182,34 @@ static int build_lists(floe_ctx *ctx, int late)
     return rc;
 }
 
+/* Verlet lists, a step without a build: the displacements and the cut of
+ * every pair, their counts read without waiting */
+static int cut_all(floe_ctx *ctx)
+{
+    int rc;
+    if (!cl_stats(ctx))
+        return FLOE_ERR_NOMEM;
+    set_pairs(ctx);
+    if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx, 0)))
+        return rc;
+    CL->vbuilt = 0;
+    for (int pr = 0; pr < CL->nb_np && !rc; pr++)
+        rc = cl_verlet_cut(ctx, CL->nb_pq[pr], CL->nb_pt[pr], (cl_uint)(STATS_PAIR0 / 2 + pr), 0);
+    if (rc)
+        return rc;
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)STATS_WORDS * 4, nb_stats_host(ctx), 0,
+                                      NULL, &CL->nb_ev);
+    CL->out_in_counts = CL->out_pending;
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading the neighbour counts");
+    F->clFlush(CL->q);
+    CL->nb_pending = 1;
+    CL->lists_valid = 1;
+    CL->lists_lazy = 0;
+    ctx->nb_valid = 0;
+    return FLOE_OK;
+}
+
 /* Sort every set that needs it, build the lists of every pair and read
  * their counts without waiting. A set placed late (api->set_placer) comes
  * last: the other sets' sorts and lists are launched, then its owner
@@ -155,7 +233,9 @@ static int build_all(floe_ctx *ctx, int reorder)
     if (lazy)
         CL->nb_np = 0;
     const int np = CL->nb_np;
-    if ((rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
+    /* Verlet lists: the positions of the build kept (the sorts may have
+     * reordered them), packed for the cut */
+    if ((CL->von && (rc = cl_verlet_built(ctx))) || (rc = clear_counts(ctx)) || (rc = build_lists(ctx, 0)))
         return rc;
     int late = 0;
     for (int s = 0; s < ctx->npsets; s++)
@@ -171,8 +251,8 @@ static int build_all(floe_ctx *ctx, int reorder)
     /* the one small read of the neighbour update, the largest count and the
      * total of every pair, after the outside rule's words: without waiting */
     cl_uint *st = nb_stats_host(ctx);
-    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, (size_t)(STATS_PAIR0 + 2 * np) * 4, st, 0, NULL,
-                                      &CL->nb_ev);
+    const size_t words = CL->von ? (size_t)STATS_WORDS : (size_t)(STATS_PAIR0 + 2 * np);
+    cl_int e = F->clEnqueueReadBuffer(CL->q, CL->stats, CL_FALSE, 0, words * 4, st, 0, NULL, &CL->nb_ev);
     CL->out_in_counts = CL->out_pending;
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, "reading the neighbour counts");
@@ -195,9 +275,20 @@ int cl_neighbours(floe_ctx *ctx, int reorder)
     if ((reorder || CL->nb_spec_off) && (rc = cl_outside_settle(ctx, NULL, NULL)))
         return rc;
     rc = ctx_nb_grid_ensure(ctx);
-    if (rc)
+    if (rc || (rc = cl_verlet_setup(ctx)))
         return rc;
-    if ((rc = build_all(ctx, reorder)))
+    if (CL->von) { /* Verlet lists: a reorder waits for the next build */
+        CL->vreorder |= reorder;
+        CL->vsteps++;
+        if (!cl_verlet_due(ctx))
+            rc = cut_all(ctx);
+        else {
+            rc = build_all(ctx, CL->vreorder);
+            CL->vreorder = 0;
+        }
+    } else
+        rc = build_all(ctx, reorder);
+    if (rc)
         return rc;
     ctx->nb_updates++;
     if (CL->nb_spec_off) {
@@ -237,9 +328,21 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
      * stages run on the old ones run again */
     if (CL->out_pending && (rc = cl_outside_settle(ctx, &changed, CL->out_in_counts ? nb_stats_host(ctx) : NULL)))
         return rc;
+    /* Verlet lists: a pair that may have closed the skin since the build
+     * (the step's own displacements, settled now) builds them again */
+    int late = 0;
+    if (!changed && CL->von && (late = cl_verlet_closed(ctx, nb_stats_host(ctx)))) {
+        changed = 1;
+        CL->vlate++;
+    }
+    if (CL->von) { /* the run record's means per frame: the shares of steps that built */
+        floe_core_api()->stat(ctx, "neighbours.rebuilt", changed || CL->vbuilt ? 1.0 : 0.0);
+        floe_core_api()->stat(ctx, "neighbours.rebuilt_late", late ? 1.0 : 0.0);
+    }
     if (changed) {
         if ((rc = build_all(ctx, 0)))
             return rc;
+        CL->vd[0] = CL->vd[1] = 0.0;
         CL->nb_pending = 0;
         *rebuilt = 1;
         t0 = now_ms();

@@ -89,6 +89,8 @@ static int lists_to_device(floe_ctx *ctx)
             uint32_t n = l->n, stride = l->stride ? l->stride : 8;
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
+            cl_rel(ctx, &d->scnt[t]); /* Verlet lists: built again */
+            cl_rel(ctx, &d->sidx[t]);
             if (!(d->cnt[t] = cl_mk(ctx, (size_t)(n ? n : 1) * 4)) || !(d->idx[t] = cl_mk(ctx, (size_t)(n ? n : 1) * stride * 4))) {
                 free(tmp);
                 return FLOE_ERR_NOMEM;
@@ -123,6 +125,7 @@ static int lists_to_device(floe_ctx *ctx)
     }
     free(tmp);
     CL->lists_valid = 1;
+    CL->vvalid = 0; /* Verlet lists: these are not cut from them */
     return FLOE_OK;
 }
 

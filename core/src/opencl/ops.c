@@ -70,16 +70,25 @@ static void destroy(floe_ctx *ctx)
                (unsigned long long)CL->wait_steps, CL->wait_nb_ms / (double)CL->wait_steps,
                CL->wait_end_ms / (double)CL->wait_steps, CL->step_host_ms / (double)CL->wait_steps,
                CL->launch_ms / (double)CL->wait_steps, (double)CL->launches / (double)CL->wait_steps);
+    if ((CL->profile || (wv && wv[0] && strcmp(wv, "0") != 0)) && CL->vsteps)
+        printf("OpenCL neighbours: Verlet lists (skin %g support radii), %llu builds in %llu updates, %llu of them "
+               "when the step's displacements were settled\n",
+               (double)CL->vskin, (unsigned long long)CL->vbuilds, (unsigned long long)CL->vsteps,
+               (unsigned long long)CL->vlate);
     for (int s = 0; s < MAX_SETS; s++) {
         cl_setdev *d = &CL->sets[s];
         for (int a = 0; a < MAX_ATTRS; a++)
             cl_rel(ctx, &d->at[a].mem);
-        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp};
+        cl_mem *ms[] = {&d->key, &d->rank, &d->tmp, &d->order, &d->spos, &d->cs, &d->perm_tmp, &d->near};
         for (size_t k = 0; k < sizeof ms / sizeof *ms; k++)
             cl_rel(ctx, ms[k]);
+        cl_rel(ctx, &d->x0);
+        cl_rel(ctx, &d->xp);
         for (int t = 0; t < MAX_SETS; t++) {
             cl_rel(ctx, &d->cnt[t]);
             cl_rel(ctx, &d->idx[t]);
+            cl_rel(ctx, &d->scnt[t]);
+            cl_rel(ctx, &d->sidx[t]);
         }
     }
     for (int k = 0; k < 6; k++)
@@ -230,8 +239,16 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     const char *ac = getenv("FLOE_CL_ARGCACHE"), *nl = getenv("FLOE_CL_NB_LOCAL");
     b->argcache_off = ac && !strcmp(ac, "0");
     b->nb_local_off = nl && !strcmp(nl, "0");
+    const char *nn = getenv("FLOE_CL_NB_NEAR");
+    b->nb_near_off = nn && !strcmp(nn, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");
     b->nb_spec_off = sp && !strcmp(sp, "0");
+    /* FLOE_CL_VERLET_PREDICT=0: Verlet lists built only where a step's
+     * settled displacements say so (the late path, for tests) */
+    const char *vp = getenv("FLOE_CL_VERLET_PREDICT");
+    b->vpredict_off = vp && !strcmp(vp, "0");
+    const char *vc = getenv("FLOE_CL_VERLET_CUT");
+    b->vswap = vc && !strcmp(vc, "swap");
     /* FLOE_CL_NEIGHBOURS: lists (default) or cells (docs/opencl.md) */
     const char *nm = getenv("FLOE_CL_NEIGHBOURS");
     if (nm && nm[0] && strcmp(nm, "lists") != 0 && strcmp(nm, "cells") != 0) {

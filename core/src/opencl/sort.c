@@ -74,7 +74,7 @@ int cl_radix_sort(floe_ctx *ctx, cl_mem key, cl_mem val, uint32_t n, int bits)
 
 void cl_grid_args(floe_ctx *ctx, cl_float4 *go, cl_int4 *gn)
 {
-    const nb_grid *g = &ctx->nbgrid;
+    const nb_grid *g = cl_dev_grid(ctx);
     go->s[0] = g->origin[0];
     go->s[1] = g->origin[1];
     go->s[2] = g->origin[2];
@@ -89,7 +89,7 @@ int cl_sort(floe_ctx *ctx, int s)
 {
     pset *p = &ctx->sets[s];
     cl_setdev *d = &CL->sets[s];
-    const nb_grid *g = &ctx->nbgrid;
+    const nb_grid *g = cl_dev_grid(ctx);
     uint32_t n = p->n, ncells = (uint32_t)g->n[0] * (uint32_t)g->n[1] * (uint32_t)g->n[2];
     int rc;
     if (!d->key || d->cap < n) {
@@ -107,6 +107,7 @@ int cl_sort(floe_ctx *ctx, int s)
     }
     if ((rc = cl_ensure(ctx, &d->cs, &d->cs_cap, (uint64_t)ncells + 1, 4)))
         return rc;
+    d->near_valid = 0;
     cl_uint zero = 0;
     cl_int e = F->clEnqueueFillBuffer(CL->q, d->cs, &zero, 4, 0, ((size_t)ncells + 1) * 4, 0, NULL, NULL);
     if (e != CL_SUCCESS)

@@ -56,12 +56,24 @@ typedef struct cl_setdev {
     uint32_t cap;
     cl_mem cs;
     uint32_t cs_cap;
+    cl_mem near;             /* a static set: the cells with it in their block (nb_near_cells) */
+    uint32_t near_cap;
+    int near_valid;          /* near is of the current sort */
     cl_mem cnt[MAX_SETS], idx[MAX_SETS];
     uint32_t lcap[MAX_SETS], lstride[MAX_SETS], ln[MAX_SETS];
     double ltotal[MAX_SETS];
     cl_mem perm_tmp;
     size_t perm_bytes;
     int spos_stale;          /* a device stage wrote x since the sort (spos differs from x) */
+    /* Verlet lists (verlet.c): the lists within support + skin, their
+     * counts in scnt and their rows in sidx (cnt/idx: the cut), or, with
+     * FLOE_CL_VERLET_CUT=swap, in idx itself (cnt: how many of each row
+     * are within the support); the positions of their build, and the
+     * count, layout and slot generation the build saw */
+    cl_mem scnt[MAX_SETS], sidx[MAX_SETS]; /* sidx: the skin rows (cut in build order) */
+    cl_mem x0, xp;           /* xp: the positions as float4 for the cut */
+    uint32_t x0_cap, xp_cap, vn, vlayout;
+    uint16_t vgen;
 } cl_setdev;
 
 /* Kernel arguments as last set, per kernel: a launch sets only those that
@@ -140,6 +152,7 @@ typedef struct cl_backend {
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
+    int nb_near_off;        /* FLOE_CL_NB_NEAR=0: lists into a static set walk every query's block */
     /* neighbour lists built speculatively: the counts (overflow check) are
      * read without waiting and settled before the first stage that cannot
      * simply be run again (cl_lists_settle; FLOE_CL_NB_SPECULATE=0: at once) */
@@ -153,10 +166,21 @@ typedef struct cl_backend {
      * data packed in sorted order. */
     int cells, cells_staged, cells_pack, lists_lazy;
     int nb_pending;         /* a build whose counts have not been looked at */
+    /* Verlet lists (verlet.c, the neighbours stage's skin > 0): vgrid has
+     * cells of support + skin; vvalid: skin lists built and not ended by a
+     * change; vbuilt: this step's neighbours stage built them; vreorder: a
+     * reorder asked for since the last build; vd: the largest pair
+     * displacement bound of the last two settled steps (vd[0] the later) */
+    float vskin;
+    nb_grid vgrid;
+    int von, vvalid, vbuilt, vreorder, vpredict_off; /* FLOE_CL_VERLET_PREDICT=0 */
+    int vswap;              /* FLOE_CL_VERLET_CUT=swap: the cut in place (nb_cut) */
+    double vd[2];
+    uint64_t vbuilds, vsteps, vlate; /* builds, steps, builds at the settling */
     int nb_np, nb_pq[MAX_SETS * MAX_SETS], nb_pt[MAX_SETS * MAX_SETS];
     cl_event nb_ev;         /* the counts' read */
     /* where they go without pinned memory: the outside words, then the pairs' */
-    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS];
+    cl_uint nb_st_page[2 * MAX_SETS + 2 * MAX_SETS * MAX_SETS + MAX_SETS];
     int cur_stage;          /* OpenCL stage being enqueued, -1 outside */
     int flags_clear;        /* the flag words are all ones on the device */
     int stage_events;       /* time stages by kernel events (profiling queue) */
@@ -291,6 +315,26 @@ int cl_lists_pending(floe_ctx *ctx);
 int cl_lists_settle(floe_ctx *ctx, int *rebuilt);
 /* the lists built now where the last neighbours stage only sorted (cells) */
 int cl_lists_ensure(floe_ctx *ctx);
+/* verlet.c: neighbour lists within support + skin reused over steps */
+/* the grid the device sorts on: cells of support + skin with Verlet lists */
+const nb_grid *cl_dev_grid(floe_ctx *ctx);
+/* whether this neighbours stage uses Verlet lists (sets CL->von, the grid) */
+int cl_verlet_setup(floe_ctx *ctx);
+/* the skin lists must be built now (a change, a frame start, the skin
+ * nearly closed by the last settled steps' displacements) */
+int cl_verlet_due(floe_ctx *ctx);
+/* a build (after the sorts, before the lists): the positions and layout
+ * of every set kept, the positions packed for the cut */
+int cl_verlet_built(floe_ctx *ctx);
+/* every step: the displacements of the moving sets into the stats words,
+ * their positions packed for the cut (build: the static sets' too) */
+int cl_verlet_moved(floe_ctx *ctx, int build);
+/* cut pair (q, t)'s skin lists to the support in place (fresh: just
+ * built; else the counts go to stats) */
+int cl_verlet_cut(floe_ctx *ctx, int q, int t, cl_uint slot, int fresh);
+/* the settled words st (the stats buffer's head): 1 when a pair may have
+ * closed the skin (the lists must be built again), else 0; keeps vd */
+int cl_verlet_closed(floe_ctx *ctx, const cl_uint *st);
 /* cells.c: a set's cell sort for cell walks (api->cl_cells) */
 int cl_cells(floe_ctx *ctx, pset *p, floe_cl_cells *out);
 
@@ -311,6 +355,10 @@ int cl_checks_now(floe_ctx *ctx);
  * (2 MAX_SETS of them, all ones between checks; pair p's two words at
  * STATS_PAIR0 + 2 p) */
 #define STATS_PAIR0 (2 * MAX_SETS)
+/* then one word per set: its largest squared displacement since the
+ * Verlet lists' build (float bits; verlet.c) */
+#define STATS_DISP0 (STATS_PAIR0 + 2 * MAX_SETS * MAX_SETS)
+#define STATS_WORDS (STATS_DISP0 + MAX_SETS)
 cl_mem cl_stats(floe_ctx *ctx);
 
 /* outside.c: the outside rule "delete" settled (particles removed on the
