@@ -40,25 +40,7 @@ static void api_dt_limit(floe_ctx *ctx, double dt)
         ctx->dt_limit = dt;
 }
 
-static void api_stat(floe_ctx *ctx, const char *name, double value)
-{
-    stat_acc *s = NULL;
-    for (int i = 0; i < ctx->nstats; i++)
-        if (!strcmp(ctx->stats[i].name, name))
-            s = &ctx->stats[i];
-    if (!s) {
-        if (ctx->nstats == MAX_STATS)
-            return;
-        s = &ctx->stats[ctx->nstats++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->name, NAME_LEN, "%s", name);
-        s->max = -INFINITY;
-    }
-    s->sum += value;
-    s->count++;
-    if (value > s->max)
-        s->max = value;
-}
+static void api_stat(floe_ctx *ctx, const char *name, double value) { ctx_stat(ctx, name, value); }
 
 static int api_set_list(floe_ctx *ctx, floe_set_kind kind, floe_set *out, int max)
 {

@@ -250,4 +250,6 @@ int ctx_blowup_report_at(floe_ctx *ctx, const pset *p, uint32_t i, const char *s
 void ctx_outside_event(floe_ctx *ctx, const pset *p, uint64_t count, uint32_t first, uint64_t step, double time,
                        const char *stage);
 
+void ctx_stat(floe_ctx *ctx, const char *name, double value);
+
 #endif

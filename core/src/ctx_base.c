@@ -3,7 +3,9 @@
 #include "ctx.h"
 
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -86,3 +88,24 @@ void floe_ctx_set_log(floe_ctx *ctx, floe_log_fn fn, void *user)
 }
 
 void floe_ctx_set_log_level(floe_ctx *ctx, int level) { ctx->log_level = level; }
+
+/* accumulate a named per-frame statistic (the run record's mean and max) */
+void ctx_stat(floe_ctx *ctx, const char *name, double value)
+{
+    stat_acc *s = NULL;
+    for (int i = 0; i < ctx->nstats; i++)
+        if (!strcmp(ctx->stats[i].name, name))
+            s = &ctx->stats[i];
+    if (!s) {
+        if (ctx->nstats == MAX_STATS)
+            return;
+        s = &ctx->stats[ctx->nstats++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, NAME_LEN, "%s", name);
+        s->max = -INFINITY;
+    }
+    s->sum += value;
+    s->count++;
+    if (value > s->max)
+        s->max = value;
+}

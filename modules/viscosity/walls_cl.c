@@ -7,8 +7,7 @@
  * OpenCL header. */
 #include "viscosity.h"
 
-#include <floe/cl_module.h>
-#include <floe/wall_sums.h>
+#include <floe/wall_sums_cl.h>
 
 #define FILE_CL "walls.cl"
 #define ARG(v) FLOE_CL_ARG(v)
@@ -35,24 +34,21 @@ static int wall_velocity_cl(floe_ctx *ctx, const floe_walls *w, const cset *f, i
         uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        st = FLOE_OK;
-        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
-        void *v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
-        if (st)
+        floe_cl_row q; /* the fluid set's x and v */
+        if ((st = floe_cl_target_get(api, ctx, &f[s], FLOE_CL_ROW_V, &q)))
             return st;
-        for (int l = 0; l < nb; l++) {
-            const int k = floe_walls_slot(w, b[l].set);
-            if (k < 0 || !w->is_static[k] || b[l].info.n == 0)
-                continue;
-            floe_cl_row rb;
-            if ((st = floe_cl_row_get(api, ctx, &f[s], &b[l], 0, &rb)))
-                return st;
-            uint32_t off = (uint32_t)w->off[k];
-            floe_cl_arg a[] = {ARG(n),      ARG(x),        ARG(v),   ARG(kc),    ARG(per),  ARG(rb.x),
-                               ARG(rb.cnt), ARG(rb.idx),   ARG(rb.pitch), ARG(off), ARG(total), ARG(S)};
-            if ((st = api->cl_run(ctx, ks, n, (int)(sizeof a / sizeof *a), a, 24.0 * n + 20.0 * rb.total)))
+        floe_cl_wall_row wr;
+        int more;
+        for (int l = 0; (more = floe_walls_cl_next(api, ctx, w, &f[s], b, nb, &l, &wr)) > 0; l++) {
+            const floe_cl_row *rb = &wr.r;
+            uint32_t off = wr.off;
+            floe_cl_arg a[] = {ARG(n),       ARG(q.x),      ARG(q.v), ARG(kc),    ARG(per),  ARG(rb->x),
+                               ARG(rb->cnt), ARG(rb->idx),  ARG(rb->pitch), ARG(off), ARG(total), ARG(S)};
+            if ((st = api->cl_run(ctx, ks, n, (int)(sizeof a / sizeof *a), a, 24.0 * n + 20.0 * rb->total)))
                 return st;
         }
+        if (more < 0)
+            return more;
     }
     floe_cl_arg a[] = {ARG(total), ARG(S)};
     return api->cl_run(ctx, kf, total, 2, a, 32.0 * total);
@@ -83,10 +79,10 @@ int visc_cl_wall_ext(floe_ctx *ctx, const visc_coef *c)
         uint32_t n = f[s].info.n;
         if (n == 0)
             continue;
-        st = FLOE_OK;
-        void *x = floe_cl_attr(api, ctx, &f[s], "x", FLOE_VEC3, FLOE_READ, &st);
-        void *v = floe_cl_attr(api, ctx, &f[s], "v", FLOE_VEC3, FLOE_READ, &st);
-        void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
+        floe_cl_row q; /* the fluid set's x, v and rho */
+        if ((st = floe_cl_target_get(api, ctx, &f[s], FLOE_CL_ROW_RHO | FLOE_CL_ROW_V, &q)))
+            return st;
+        void *x = q.x, *v = q.v, *rho = q.rho;
         void *acc = floe_cl_attr(api, ctx, &f[s], "a", FLOE_VEC3, FLOE_READ | FLOE_WRITE, &st);
         if (st)
             return st;

@@ -11,7 +11,7 @@
  * Needs no OpenCL header: device objects are void * through floe_api. */
 #include "wcsph.h"
 
-#include <floe/cl_module.h>
+#include <floe/wall_sums_cl.h>
 
 #include <stdio.h>
 
@@ -58,19 +58,17 @@ static int wall_pressure_cl(floe_ctx *ctx, wcsph_state *ws, const cset *f, int n
         void *rho = floe_cl_attr(api, ctx, &f[s], "rho", FLOE_F32, FLOE_READ, &st);
         if (st)
             return st;
-        for (int l = 0; l < nb; l++) {
-            const int k = floe_walls_slot(w, b[l].set);
-            if (k < 0 || !w->is_static[k] || b[l].info.n == 0)
-                continue;
-            floe_cl_row rb;
-            if ((st = floe_cl_row_get(api, ctx, &f[s], &b[l], 0, &rb)))
-                return st;
-            uint32_t off = (uint32_t)w->off[k];
-            floe_cl_arg a[] = {ARG(n),      ARG(x),      ARG(p),   ARG(rho), ARG(kc),    ARG(per),  ARG(g),
-                               ARG(rb.x),   ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch), ARG(off), ARG(total), ARG(*S)};
-            if ((st = api->cl_run(ctx, ks, n, (int)(sizeof a / sizeof *a), a, 20.0 * n + 12.0 * rb.total)))
+        floe_cl_wall_row wr;
+        int more;
+        for (int l = 0; (more = floe_walls_cl_next(api, ctx, w, &f[s], b, nb, &l, &wr)) > 0; l++) {
+            floe_cl_arg a[] = {ARG(n),      ARG(x),        ARG(p),        ARG(rho),        ARG(kc),    ARG(per),
+                               ARG(g),      ARG(wr.r.x),   ARG(wr.r.cnt), ARG(wr.r.idx),   ARG(wr.r.pitch),
+                               ARG(wr.off), ARG(total),    ARG(*S)};
+            if ((st = api->cl_run(ctx, ks, n, (int)(sizeof a / sizeof *a), a, 20.0 * n + 12.0 * wr.r.total)))
                 return st;
         }
+        if (more < 0)
+            return more;
     }
     float inv_B = 1.0f / ws->eos0_B, inv_gamma = 1.0f / ws->eos0_gamma, rho0 = 1.0f / ws->eos0_inv_rho0,
           lo = ws->eos0_lo;

@@ -336,8 +336,8 @@ int cl_lists_settle(floe_ctx *ctx, int *rebuilt)
         CL->vlate++;
     }
     if (CL->von) { /* the run record's means per frame: the shares of steps that built */
-        floe_core_api()->stat(ctx, "neighbours.rebuilt", changed || CL->vbuilt ? 1.0 : 0.0);
-        floe_core_api()->stat(ctx, "neighbours.rebuilt_late", late ? 1.0 : 0.0);
+        ctx_stat(ctx, "neighbours.rebuilt", changed || CL->vbuilt ? 1.0 : 0.0);
+        ctx_stat(ctx, "neighbours.rebuilt_late", late ? 1.0 : 0.0);
     }
     if (changed) {
         if ((rc = build_all(ctx, 0)))
