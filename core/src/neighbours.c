@@ -586,6 +586,23 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 /* Candidates of a group copied into one range (test_group), at most. */
 #define NB_MERGE 768u
 
+/* the hits of mask mm (candidate sj[lane], squared distance d2l[lane] where
+ * d2row is given) appended to a row one by one, the entries past stride
+ * counted but not stored (the row then grows and is built again) */
+static inline uint32_t store_hits_capped(uint32_t mm, const uint32_t *sj, const float *d2l, uint32_t *row,
+                                         float *d2row, uint32_t cu, uint32_t stride)
+{
+    for (; mm; mm &= mm - 1) {
+        if (cu < stride) {
+            row[cu] = sj[__builtin_ctz(mm)];
+            if (d2row)
+                d2row[cu] = d2l[__builtin_ctz(mm)];
+        }
+        cu++;
+    }
+    return cu;
+}
+
 /* One range [a, b) of candidate slots of t against the gn <= NB_GROUP
  * queries of a group, one block of 8 candidates for all queries at a time
  * (each block is loaded once per group, and the trip counts are the same
@@ -635,14 +652,7 @@ test_range(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *qy
                 _Alignas(32) float d2l[8];
                 if (sums)
                     _mm256_store_ps(d2l, d2);
-                for (uint32_t mm = m; mm; mm &= mm - 1) {
-                    if (cu < stride) {
-                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                        if (sums)
-                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
-                    }
-                    cu++;
-                }
+                cu = store_hits_capped((uint32_t)m, sj + k, d2l, dst[u], sums ? d2dst[u] : NULL, cu, stride);
             }
             c[u] = cu;
             cm = cu > cm ? cu : cm;
@@ -698,14 +708,7 @@ test_range16(uint32_t a, uint32_t b, uint32_t gn, const float *qx, const float *
                 _Alignas(64) float d2l[16];
                 if (sums)
                     _mm512_store_ps(d2l, d2);
-                for (uint32_t mm = m; mm; mm &= mm - 1) {
-                    if (cu < stride) {
-                        dst[u][cu] = sj[k + (uint32_t)__builtin_ctz(mm)];
-                        if (sums)
-                            d2dst[u][cu] = d2l[__builtin_ctz(mm)];
-                    }
-                    cu++;
-                }
+                cu = store_hits_capped((uint32_t)m, sj + k, d2l, dst[u], sums ? d2dst[u] : NULL, cu, stride);
             }
             c[u] = cu;
             cm = cu > cm ? cu : cm;
