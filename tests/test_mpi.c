@@ -358,6 +358,16 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
     cr_assert(strstr(ls, "mpi: 4 slabs along x"), "not 4 slabs:\n%s", ls);
     /* in 2 x 2 boxes each rank has the other three as partners (one across a corner) */
     cr_assert(strstr(lb, "3 partners"), "%s", lb);
+    /* each slab's neighbour search covers its box and a margin, not the
+     * whole domain (the frames below are still one process's, bit for bit) */
+    int windows = 0;
+    for (const char *q = ls; (q = strstr(q, "its neighbour search over ")); q++) {
+        unsigned long long cells = 0, total = 0;
+        cr_assert_eq(sscanf(q, "its neighbour search over %llu of the domain's %llu cells", &cells, &total), 2);
+        cr_assert(cells > 0 && cells <= total, "%s", ls);
+        windows += cells < total;
+    }
+    cr_assert_eq(windows, 4, "every slab's search should be cut to its box:\n%s", ls);
     free(lb), free(ls);
     double wb = compare_runs("one", "boxes", 10, 1e-5, 1);
     double ws = compare_runs("one", "slabs", 10, 1e-5, 1);

@@ -194,6 +194,8 @@ const floe_module_desc *floe_core_module(void);
 /* host neighbour lists (nb_update.c) */
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
+/* MPI: the search cut to the cells of [lo, hi] (nb_update.c) */
+int ctx_nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_t *cells, uint64_t *total);
 /* sort set s by cell (and with reorder move its attributes along) */
 int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder);
 /* the kernel sums' weights of fluid set pq's lists in set t (nb_ksum) */

@@ -215,6 +215,8 @@ long floe_boundary_box(floe_ctx *ctx, floe_set set, const float min[3], const fl
     return rc;
 }
 
+enum { VOLUME_ROWS = 1 << 16 };
+
 static int boundary_volumes(floe_ctx *ctx)
 {
     int rc = ctx_neighbours_update(ctx, 0);
@@ -241,17 +243,29 @@ static int boundary_volumes(floe_ctx *ctx)
             if (pt->kind != FLOE_SET_BOUNDARY || pt->every_frame || !pt->is_static)
                 continue;
             const float *xt = pset_attr(pt, "x")->data;
-            if (nb_build(&list, &ctx->nbgrid, xb, pb->n, &pt->sorted, xt, ctx->info.support, b == t)) {
-                rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary volumes: out of memory");
-                break;
-            }
-            for (uint32_t i = 0; i < pb->n; i++)
-                for (uint32_t k = 0; k < list.count[i]; k++) {
-                    uint32_t j = list.idx[(size_t)i * list.stride + k];
-                    float dd[3] = {xb[3 * i] - xt[3 * j], xb[3 * i + 1] - xt[3 * j + 1], xb[3 * i + 2] - xt[3 * j + 2]};
-                    floe_periodic_delta(&ctx->info, dd);
-                    sum[i] += floe_kernel_w(&kern, sqrtf(dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2]));
+            /* the rows a block at a time (a wall of millions of particles
+             * would need its whole list, 256 bytes a particle, at once);
+             * each row lists the same neighbours in the same order as a
+             * search of the set against itself, which leaves out j = i */
+            for (uint32_t i0 = 0; i0 < pb->n && !rc; i0 += VOLUME_ROWS) {
+                const uint32_t nr = pb->n - i0 < VOLUME_ROWS ? pb->n - i0 : VOLUME_ROWS;
+                if (nb_build(&list, &ctx->nbgrid, xb + 3 * (size_t)i0, nr, &pt->sorted, xt, ctx->info.support, 0)) {
+                    rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "boundary volumes: out of memory");
+                    break;
                 }
+                for (uint32_t r = 0; r < nr; r++) {
+                    const uint32_t i = i0 + r;
+                    for (uint32_t k = 0; k < list.count[r]; k++) {
+                        uint32_t j = list.idx[(size_t)r * list.stride + k];
+                        if (b == t && j == i)
+                            continue;
+                        float dd[3] = {xb[3 * i] - xt[3 * j], xb[3 * i + 1] - xt[3 * j + 1],
+                                       xb[3 * i + 2] - xt[3 * j + 2]};
+                        floe_periodic_delta(&ctx->info, dd);
+                        sum[i] += floe_kernel_w(&kern, sqrtf(dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2]));
+                    }
+                }
+            }
         }
         float *V = pset_attr(pb, "V")->data;
         for (uint32_t i = 0; i < pb->n && !rc; i++)

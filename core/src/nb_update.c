@@ -6,27 +6,80 @@
 
 #include "floe/kernel.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-int ctx_nb_grid_ensure(floe_ctx *ctx)
+/* the grid over the whole domain, two cells past each face */
+static int full_grid(floe_ctx *ctx, nb_grid *g)
 {
-    if (ctx->nbgrid.cell > 0)
-        return FLOE_OK;
     const floe_sim_info *in = &ctx->info;
     float lo[3], hi[3];
     for (int k = 0; k < 3; k++) {
         lo[k] = in->domain_min[k] - 2 * in->support;
         hi[k] = in->domain_max[k] + 2 * in->support;
     }
-    if (nb_grid_init(&ctx->nbgrid, in->dim, lo, hi, in->support, (uint64_t)1 << 28))
+    if (nb_grid_init(g, in->dim, lo, hi, in->support, (uint64_t)1 << 28))
         return ctx_fail(ctx, FLOE_ERR_ARG,
                         "neighbour grid: the domain is too large for cells of %g m (more than 2^28 cells); "
                         "shrink the domain or raise the spacing", (double)in->support);
-    ctx->nbgrid.periodic = in->periodic;
+    g->periodic = in->periodic;
     for (int k = 0; k < 3; k++) {
-        ctx->nbgrid.plo[k] = in->domain_min[k];
-        ctx->nbgrid.period[k] = in->period[k];
+        g->plo[k] = in->domain_min[k];
+        g->period[k] = in->period[k];
     }
+    return FLOE_OK;
+}
+
+int ctx_nb_grid_ensure(floe_ctx *ctx)
+{
+    if (ctx->nbgrid.cell > 0)
+        return FLOE_OK;
+    return full_grid(ctx, &ctx->nbgrid);
+}
+
+/* MPI (decomp.c): the search over the cells of [lo, hi] only, the domain's
+ * grid cut to a rank's box and a margin. The fluid's particles outside it
+ * (none once migrated, but for a step's motion) are clamped into its face
+ * cells as ever; the static boundary sets' particles outside are left out
+ * of the search (nb_sorted.drop_outside): a rank's cell tables, sorts and
+ * wall searches then scale with its box, not the domain, while each wall
+ * stays whole in memory. Cells are the domain grid's, to the bit, so the
+ * lists are those of one process. The boundary volumes are computed again
+ * (those outside the window come out wrong and are never read: the margin
+ * holds every wall particle within two support radii of a fluid particle
+ * the rank computes, and the neighbours of those). Not with a device
+ * (its kernels take the domain's grid). Sets *cells to the window's cell
+ * count and *total to the domain grid's. */
+int ctx_nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_t *cells, uint64_t *total)
+{
+    nb_grid full, w;
+    int rc = full_grid(ctx, &full);
+    if (rc)
+        return rc;
+    *total = (uint64_t)full.n[0] * (uint64_t)full.n[1] * (uint64_t)full.n[2];
+    float l[3], h[3];
+    for (int k = 0; k < 3; k++) { /* infinite faces clamp to the grid's */
+        l[k] = isnan(lo[k]) ? -INFINITY : (float)lo[k];
+        h[k] = isnan(hi[k]) ? INFINITY : (float)hi[k];
+    }
+    if (ctx->dev || nb_grid_window(&w, &full, l, h))
+        w = full;
+    *cells = (uint64_t)w.n[0] * (uint64_t)w.n[1] * (uint64_t)w.n[2];
+    const nb_grid *g = &ctx->nbgrid;
+    if (g->cell == w.cell && !memcmp(g->n, w.n, sizeof w.n) && !memcmp(g->off, w.off, sizeof w.off))
+        return FLOE_OK; /* the same cells */
+    ctx->nbgrid = w;
+    const int windowed = *cells < *total;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        p->sorted_valid = 0;
+        p->sorted.drop_outside = windowed && p->kind == FLOE_SET_BOUNDARY && p->is_static;
+        p->layout++; /* Verlet lists too */
+    }
+    ctx->nb_valid = 0;
+    ctx->ksums_valid = 0;
+    ctx->boundary_dirty = 1;
     return FLOE_OK;
 }
 

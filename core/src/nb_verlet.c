@@ -33,8 +33,8 @@ static int vgrid_ensure(floe_ctx *ctx, float radius)
     const nb_grid *g = &ctx->nbgrid;
     float lo[3], hi[3];
     for (int k = 0; k < 3; k++) {
-        lo[k] = g->origin[k];
-        hi[k] = g->origin[k] + (float)g->n[k] * g->cell;
+        lo[k] = g->origin[k] + (float)g->off[k] * g->cell; /* an MPI rank's window: its cells */
+        hi[k] = lo[k] + (float)g->n[k] * g->cell;
     }
     if (nb_grid_init(&v->grid, ctx->info.dim, lo, hi, radius, (uint64_t)1 << 28))
         return ctx_fail(ctx, FLOE_ERR_ARG, "neighbour grid: the domain is too large for cells of %g m (more than "

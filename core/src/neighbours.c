@@ -54,6 +54,7 @@ int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], floa
     for (int a = 0; a < 3; a++) {
         g->origin[a] = a < naxes ? lo[a] : 0.0f;
         g->n[a] = n[a];
+        g->off[a] = 0;
     }
     return 0;
 }
@@ -61,23 +62,53 @@ int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], floa
 /* Clamped cell coordinate along one axis; NaN and anything below the grid
  * give 0, anything above gives n - 1. Shared by the sort and the search, so
  * a particle is always binned exactly where the search looks for it. */
-static inline int nb_axis(float x, float o, float inv, int n)
+static inline int nb_axis(float x, float o, float inv, int off, int n)
 {
+    /* a window (off > 0) compares with its bounds in the full grid's units,
+     * so that (x - o) * inv, and the cell, are the full grid's */
     float f = (x - o) * inv;
-    if (!(f >= 0.0f))
+    if (!(f >= (float)off))
         return 0;
-    if (f >= (float)n)
+    if (f >= (float)(off + n))
         return n - 1;
-    int i = (int)f;
-    return i < n ? i : n - 1;
+    int i = (int)f - off;
+    return i < n ? (i < 0 ? 0 : i) : n - 1;
+}
+
+/* 1 when x lies in the grid's cells along every axis (not clamped) */
+static inline int nb_inside(const nb_grid *g, const float *x, float inv)
+{
+    for (int a = 0; a < g->dim; a++) {
+        const float f = (x[a] - g->origin[a]) * inv;
+        if (!(f >= (float)g->off[a]) || f >= (float)(g->off[a] + g->n[a]))
+            return 0;
+    }
+    return 1;
+}
+
+int nb_grid_window(nb_grid *w, const nb_grid *full, const float lo[3], const float hi[3])
+{
+    if (!w || !full || full->periodic || full->cell <= 0.0f)
+        return -1;
+    *w = *full;
+    const float inv = 1.0f / full->cell;
+    for (int a = 0; a < full->dim; a++) {
+        int c0 = nb_axis(lo[a], full->origin[a], inv, full->off[a], full->n[a]);
+        int c1 = nb_axis(hi[a], full->origin[a], inv, full->off[a], full->n[a]);
+        if (c1 < c0)
+            c1 = c0;
+        w->off[a] = full->off[a] + c0;
+        w->n[a] = c1 - c0 + 1;
+    }
+    return 0;
 }
 
 uint32_t nb_cell_key(const nb_grid *g, const float x[3])
 {
     const float inv = 1.0f / g->cell;
-    uint32_t ix = (uint32_t)nb_axis(x[0], g->origin[0], inv, g->n[0]);
-    uint32_t iy = (uint32_t)nb_axis(x[1], g->origin[1], inv, g->n[1]);
-    uint32_t iz = g->dim == 3 ? (uint32_t)nb_axis(x[2], g->origin[2], inv, g->n[2]) : 0u;
+    uint32_t ix = (uint32_t)nb_axis(x[0], g->origin[0], inv, g->off[0], g->n[0]);
+    uint32_t iy = (uint32_t)nb_axis(x[1], g->origin[1], inv, g->off[1], g->n[1]);
+    uint32_t iz = g->dim == 3 ? (uint32_t)nb_axis(x[2], g->origin[2], inv, g->off[2], g->n[2]) : 0u;
     return ix + (uint32_t)g->n[0] * (iy + (uint32_t)g->n[1] * iz);
 }
 
@@ -137,6 +168,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         s->fill_ok = 0;
     s->ncells = ncells;
     s->n = n;
+    s->n_in = n;
     s->near_cells = 0; /* the near map, if any, is stale now */
     s->slots_x = NULL; /* and the kept slots */
 
@@ -147,18 +179,19 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     {
         const float inv = 1.0f / g->cell;
         const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+        const int f0 = g->off[0], f1 = g->off[1], f2 = g->off[2];
         const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
         const uint32_t s0 = (uint32_t)n0, s01 = (uint32_t)n0 * (uint32_t)n1;
-        const int dim3 = g->dim == 3;
+        const int dim3 = g->dim == 3, drop = s->drop_outside;
         const float *restrict xp = x;
         const int64_t nn = (int64_t)n;
 #pragma omp parallel for schedule(static) if (n >= NB_PAR_MIN)
         for (int64_t i = 0; i < nn; i++) {
             const float *p = xp + 3 * i;
-            uint32_t ix = (uint32_t)nb_axis(p[0], o0, inv, n0);
-            uint32_t iy = (uint32_t)nb_axis(p[1], o1, inv, n1);
-            uint32_t iz = dim3 ? (uint32_t)nb_axis(p[2], o2, inv, n2) : 0u;
-            key[i] = ix + s0 * iy + s01 * iz;
+            uint32_t ix = (uint32_t)nb_axis(p[0], o0, inv, f0, n0);
+            uint32_t iy = (uint32_t)nb_axis(p[1], o1, inv, f1, n1);
+            uint32_t iz = dim3 ? (uint32_t)nb_axis(p[2], o2, inv, f2, n2) : 0u;
+            key[i] = drop && !nb_inside(g, p, inv) ? ncells : ix + s0 * iy + s01 * iz;
         }
     }
 
@@ -177,6 +210,7 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
         cs[ncells] = n;
         for (uint32_t i = n; i-- > 0;)
             order[--cs[key[i]]] = i;
+        s->n_in = cs[ncells]; /* the particles left out sort last */
         s->fill_ok = 0;
         return 0;
     }
@@ -186,8 +220,8 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
      * order lists each cell's particles by ascending index, as a counting
      * sort would, at a cost in n, not in the number of cells (a scene's
      * generous domain has millions of empty cells) */
-    int bits = 1;
-    while (bits < 32 && ((uint64_t)1 << bits) < (uint64_t)ncells)
+    int bits = 1; /* keys up to ncells - 1, or ncells with drop_outside */
+    while (bits < 32 && ((uint64_t)1 << bits) < (uint64_t)ncells + (s->drop_outside != 0))
         bits++;
     const int passes = (bits + NB_RADIX_BITS - 1) / NB_RADIX_BITS;
     const int dbits = (bits + passes - 1) / passes;
@@ -294,6 +328,11 @@ int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n)
     }
     if (zero_from <= ncells) /* a first fill: the table's tail past the mark */
         memset(cs + zero_from, 0, ((size_t)ncells + 1 - zero_from) * sizeof(uint32_t));
+    /* the particles left out (key ncells) sort last */
+    uint32_t nin = n;
+    while (nin > 0 && skey[nin - 1] >= ncells)
+        nin--;
+    s->n_in = nin;
     return 0;
 }
 
@@ -468,6 +507,7 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
 {
     const float inv = 1.0f / g->cell;
     const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+    const int f0 = g->off[0], f1 = g->off[1], f2 = g->off[2];
     const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
     const int dim3 = g->dim == 3;
     const float *restrict sx = t->x, *restrict sy = t->y, *restrict sz = t->z;
@@ -497,8 +537,8 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
         uint32_t *restrict dst = idx + (size_t)i * stride;
         uint32_t c = 0;
         if (near) { /* no target particle within a cell of the query's cell */
-            const int ix = nb_axis(px, o0, inv, n0), iy = nb_axis(py, o1, inv, n1);
-            const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
+            const int ix = nb_axis(px, o0, inv, f0, n0), iy = nb_axis(py, o1, inv, f1, n1);
+            const int iz = dim3 ? nb_axis(pz, o2, inv, f2, n2) : 0;
             if (!near[(size_t)ix + (size_t)n0 * ((size_t)iy + (size_t)n1 * (size_t)iz)]) {
                 count[i] = 0;
                 continue;
@@ -513,9 +553,9 @@ static uint32_t build_pass(const nb_grid *g, const float *restrict xq, uint32_t 
             px = img[im][0];
             py = img[im][1];
             pz = img[im][2];
-            const int ix = nb_axis(px, o0, inv, n0);
-            const int iy = nb_axis(py, o1, inv, n1);
-            const int iz = dim3 ? nb_axis(pz, o2, inv, n2) : 0;
+            const int ix = nb_axis(px, o0, inv, f0, n0);
+            const int iy = nb_axis(py, o1, inv, f1, n1);
+            const int iz = dim3 ? nb_axis(pz, o2, inv, f2, n2) : 0;
             const int xlo = ix > 0 ? ix - 1 : 0, xhi = ix < n0 - 1 ? ix + 1 : n0 - 1;
             const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < n1 - 1 ? iy + 1 : n1 - 1;
             const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < n2 - 1 ? iz + 1 : n2 - 1;
@@ -1012,6 +1052,7 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
 {
     const float inv = 1.0f / g->cell;
     const float o0 = g->origin[0], o1 = g->origin[1], o2 = g->origin[2];
+    const int f0 = g->off[0], f1 = g->off[1], f2 = g->off[2];
     const int n0 = g->n[0], n1 = g->n[1], n2 = g->n[2];
     const int dim3 = g->dim == 3;
     const int64_t nchunks = ((int64_t)nq + NB_CHUNK - 1) / NB_CHUNK;
@@ -1027,9 +1068,9 @@ static uint32_t build_cross(const nb_grid *g, const float *restrict xq, uint32_t
                 continue;
 #define CELL_OF(q, c)                                                                \
     do {                                                                             \
-        (c)[0] = nb_axis(xq[3 * (size_t)(q)], o0, inv, n0);                          \
-        (c)[1] = nb_axis(xq[3 * (size_t)(q) + 1], o1, inv, n1);                      \
-        (c)[2] = dim3 ? nb_axis(xq[3 * (size_t)(q) + 2], o2, inv, n2) : 0;           \
+        (c)[0] = nb_axis(xq[3 * (size_t)(q)], o0, inv, f0, n0);                          \
+        (c)[1] = nb_axis(xq[3 * (size_t)(q) + 1], o1, inv, f1, n1);                      \
+        (c)[2] = dim3 ? nb_axis(xq[3 * (size_t)(q) + 2], o2, inv, f2, n2) : 0;           \
     } while (0)
             for (uint32_t qa = q0, qb; qa < q1; qa = qb) {
                 int cx[3];
@@ -1166,8 +1207,15 @@ int nb_build_rows(nb_list *out, const nb_grid *g, const float *xq, uint32_t nq, 
         /* kernel sums only come with the grouped AVX2 builds */
         const nb_ksum *kv = ks && ks->w && ks->out ? ks : NULL;
         if (same_set && !g->periodic) {
-            maxc = build_cells(g, target->cell_start, target->key, &t, nt, nrows, r2, exclude_self, out->count,
+            /* slots past n_in: particles the sort left out, rows empty */
+            const uint32_t nin = target->n_in < nt ? target->n_in : nt;
+            maxc = build_cells(g, target->cell_start, target->key, &t, nin, nrows, r2, exclude_self, out->count,
                                out->idx, out->stride, kv, &nomem);
+            for (uint32_t k = nin; k < nt; k++) {
+                out->count[t.j[k]] = 0;
+                if (kv)
+                    kv->out[t.j[k]] = 0.0f;
+            }
             summed = kv != NULL;
         } else if (!same_set && !exclude_self && !g->periodic) {
             maxc = build_cross(g, xq, nrows, target->cell_start,

@@ -20,6 +20,10 @@ typedef struct nb_grid {
     int n[3];         /* cells per axis */
     unsigned periodic;/* bit k: axis k is periodic over [plo, plo + period) */
     float plo[3], period[3]; /* period >= 3 cells; set after nb_grid_init */
+    /* a window of a larger grid (nb_grid_window): cell (0,0,0) is that
+     * grid's cell off; origin and cell stay that grid's, so a particle
+     * falls in the same cell as it would there, to the last bit */
+    int off[3];
 } nb_grid;
 
 /* Particles of one set sorted by cell key. Reusable across updates; memory
@@ -38,6 +42,12 @@ typedef struct nb_sorted {
      * an MPI rank change it every step) */
     uint32_t fill_kmin, fill_kmax, fill_hwm;
     int fill_ok;
+    /* set by the caller: particles outside the grid are left out (key
+     * ncells: after every cell, in none) instead of clamped into the cells
+     * at its faces; a wall cut to an MPI rank's window (nb_update.c). Then
+     * n_in counts those kept (slots [0, n_in)). */
+    int drop_outside;
+    uint32_t n_in;
     /* optional (nb_sorted_near): near[c] != 0 iff a particle lies in the
      * 3x3(x3) block of cells around c; lets queries far from the set skip
      * the search. Dropped by every nb_sort. */
@@ -66,6 +76,9 @@ typedef struct nb_list {
  * it would need more than max_cells cells. */
 int nb_grid_init(nb_grid *g, int dim, const float lo[3], const float hi[3], float cell, uint64_t max_cells);
 uint32_t nb_cell_key(const nb_grid *g, const float x[3]);
+/* The cells of full (not periodic) that [lo, hi] touches, as a window w of
+ * it (nb_grid.off); 0, or -1 when full is not a plain grid */
+int nb_grid_window(nb_grid *w, const nb_grid *full, const float lo[3], const float hi[3]);
 
 /* Sort n particles (positions x, 3 floats each) by cell. Returns 0 or -1 (no memory). */
 int nb_sort(nb_sorted *s, const nb_grid *g, const float *x, uint32_t n);
