@@ -125,6 +125,10 @@ struct floe_ctx {
     int nstages;
     stage_inst stages[MAX_STAGES];
     nb_grid nbgrid;
+    /* MPI (decomp.c): the next update cuts the search to [lo, hi] (a rank's
+     * box and its margin; ctx_nb_grid_ensure applies it) */
+    int nb_win_pending, nb_win_logged;
+    double nb_win_lo[3], nb_win_hi[3];
     int nb_valid;            /* lists valid for the current positions */
     int ksums_wanted;        /* a module asked for kernel sums (want_kernel_sums) */
     int ksums_valid;         /* the sums match the positions (no stage moved them since) */
@@ -194,8 +198,6 @@ const floe_module_desc *floe_core_module(void);
 /* host neighbour lists (nb_update.c) */
 int ctx_neighbours_update(floe_ctx *ctx, int reorder);
 int ctx_nb_grid_ensure(floe_ctx *ctx);
-/* MPI: the search cut to the cells of [lo, hi] (nb_update.c) */
-int ctx_nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_t *cells, uint64_t *total);
 /* sort set s by cell (and with reorder move its attributes along) */
 int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder);
 /* the kernel sums' weights of fluid set pq's lists in set t (nb_ksum) */

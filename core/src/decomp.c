@@ -124,7 +124,6 @@ struct floe_dd {
     double *fig;             /* rank 0: every rank's figures of the run so far (NFIG each) */
     uint64_t steps, halos, ghosts_sent, migrated;
     double run_t0, run_step_ms;
-    uint64_t win_cells, win_total; /* the neighbour search's cells on this rank, and the domain's */
 };
 
 static double now_ms(void)
@@ -258,7 +257,7 @@ static void set_partners(floe_ctx *ctx, struct floe_dd *d)
  * the halo's width, where its ghosts lie, and three support radii more,
  * which hold the walls' particles those ghosts and its own particles meet
  * and all of their neighbours (the walls' volumes) */
-static int apply_window(floe_ctx *ctx, struct floe_dd *d)
+static void apply_window(floe_ctx *ctx, struct floe_dd *d)
 {
     const double M = halo_width(ctx) + 3.0 * (double)ctx->info.support;
     double lo[3], hi[3];
@@ -269,7 +268,8 @@ static int apply_window(floe_ctx *ctx, struct floe_dd *d)
         lo[k] = d->lo[k] - M;
         hi[k] = d->hi[k] + M;
     }
-    return ctx_nb_window(ctx, lo, hi, &d->win_cells, &d->win_total);
+    memcpy(ctx->nb_win_lo, lo, sizeof lo), memcpy(ctx->nb_win_hi, hi, sizeof hi);
+    ctx->nb_win_pending = 1; /* ctx_nb_grid_ensure applies it */
 }
 
 static int inside(const struct floe_dd *d, const float *x)
@@ -354,7 +354,7 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated)
     if (!rc) {
         set_partners(ctx, d);
         d->migrate_all = 1;
-        rc = apply_window(ctx, d);
+        apply_window(ctx, d);
     }
     return rc;
 }
@@ -791,11 +791,9 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
                         isfinite(d->hi[k]) ? d->hi[k] : ctx->info.domain_max[k]);
     }
     dd_geom_describe(&d->geom, how, sizeof how);
-    ctx_log(ctx, FLOE_LOG_INFO,
-            "mpi: rank %d of %d (pid %ld): %s %s, %llu of %llu particles, %d partners; its neighbour search over "
-            "%llu of the domain's %llu cells", d->rank, d->size, (long)getpid(), d->geom.levels > 1 ? "box" : "slab",
-            box, (unsigned long long)mine, (unsigned long long)total, d->np, (unsigned long long)d->win_cells,
-            (unsigned long long)d->win_total);
+    ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d of %d (pid %ld): %s %s, %llu of %llu particles, %d partners", d->rank,
+            d->size, (long)getpid(), d->geom.levels > 1 ? "box" : "slab", box, (unsigned long long)mine,
+            (unsigned long long)total, d->np);
     if (d->rank == 0)
         ctx_log(ctx, FLOE_LOG_INFO, "mpi: %s", how);
     d->run_t0 = now_ms();

@@ -31,12 +31,6 @@ static int full_grid(floe_ctx *ctx, nb_grid *g)
     return FLOE_OK;
 }
 
-int ctx_nb_grid_ensure(floe_ctx *ctx)
-{
-    if (ctx->nbgrid.cell > 0)
-        return FLOE_OK;
-    return full_grid(ctx, &ctx->nbgrid);
-}
 
 /* MPI (decomp.c): the search over the cells of [lo, hi] only, the domain's
  * grid cut to a rank's box and a margin. The fluid's particles outside it
@@ -50,8 +44,9 @@ int ctx_nb_grid_ensure(floe_ctx *ctx)
  * holds every wall particle within two support radii of a fluid particle
  * the rank computes, and the neighbours of those). Not with a device
  * (its kernels take the domain's grid). Sets *cells to the window's cell
- * count and *total to the domain grid's. */
-int ctx_nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_t *cells, uint64_t *total)
+ * count and *total to the domain grid's. decomp.c asks for it
+ * (ctx->nb_win_pending), the next update applies it. */
+static int nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_t *cells, uint64_t *total)
 {
     nb_grid full, w;
     int rc = full_grid(ctx, &full);
@@ -81,6 +76,26 @@ int ctx_nb_window(floe_ctx *ctx, const double lo[3], const double hi[3], uint64_
     ctx->ksums_valid = 0;
     ctx->boundary_dirty = 1;
     return FLOE_OK;
+}
+
+int ctx_nb_grid_ensure(floe_ctx *ctx)
+{
+    if (ctx->nb_win_pending) {
+        uint64_t cells, total;
+        ctx->nb_win_pending = 0;
+        int rc = nb_window(ctx, ctx->nb_win_lo, ctx->nb_win_hi, &cells, &total);
+        if (!rc && !ctx->nb_win_logged) {
+            int rank = 0;
+            floe_mpi_size(&rank);
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d: its neighbour search over %llu of the domain's %llu cells",
+                    rank, (unsigned long long)cells, (unsigned long long)total);
+            ctx->nb_win_logged = 1;
+        }
+        return rc;
+    }
+    if (ctx->nbgrid.cell > 0)
+        return FLOE_OK;
+    return full_grid(ctx, &ctx->nbgrid);
 }
 
 int ctx_nb_sort_set(floe_ctx *ctx, int s, int reorder)
