@@ -368,6 +368,18 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
         windows += cells < total;
     }
     cr_assert_eq(windows, 4, "every slab's search should be cut to its box:\n%s", ls);
+    /* one exchange of ghosts a step: rho before wcsph.pressure; its p is
+     * computed on the ghosts too (.pointwise), and wcsph.pressure_force
+     * reads a ghost's a never (FLOE_OWN) */
+    int ranks_logged = 0;
+    for (const char *q = ls; (q = strstr(q, "halos ")); q++) {
+        double ms, mpi, per_step;
+        if (sscanf(q, "halos %lf (mpi %lf, %lf a step)", &ms, &mpi, &per_step) != 3)
+            continue;
+        cr_assert_float_eq(per_step, 1.0, 1e-9, "halo refreshes a step: %g\n%s", per_step, ls);
+        ranks_logged++;
+    }
+    cr_assert_eq(ranks_logged, 4, "%s", ls);
     free(lb), free(ls);
     double wb = compare_runs("one", "boxes", 10, 1e-5, 1);
     double ws = compare_runs("one", "slabs", 10, 1e-5, 1);

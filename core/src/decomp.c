@@ -27,6 +27,7 @@
 #include <floe/floe.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,7 @@ typedef struct dd_set {
     size_t send_cap;
     size_t *scnt, *soff, *rcnt, *roff; /* per partner, in particles */
     uint8_t dirty[MAX_ATTRS]; /* written since the ghosts were last sent */
+    int fresh_in;             /* the running stage's reads are fresh on the ghosts */
 } dd_set;
 
 struct floe_dd {
@@ -904,8 +906,8 @@ static int reads(const stage_inst *st, const pset *p, const char *name)
     if (!st->desc) /* a Lua stage may read anything */
         return 1;
     for (const floe_attr_desc *a = st->desc->attrs; a && a->name; a++)
-        if ((a->kind & p->kind) && (a->access & FLOE_READ) && !strcmp(a->name, name))
-            return 1;
+        if ((a->kind & p->kind) && (a->access & FLOE_READ) && !(a->access & FLOE_OWN) && !strcmp(a->name, name))
+            return 1; /* FLOE_OWN: read for the particle itself only, a ghost's value never */
     return 0;
 }
 
@@ -989,11 +991,22 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 }
 
 /* the core's own stages gravity and integrate compute each particle from
- * its own values only: what they compute on a ghost is thrown away (and
- * what they write is marked, so a later reader gets it fresh) */
+ * its own values only: no refresh before them; what they write on a ghost
+ * is its owner's value when what they read there was fresh (gravity reads
+ * nothing), else it is marked, so a later reader gets it fresh */
 static int own_values_only(const stage_inst *st)
 {
     return st->desc && st->mod && !st->mod->dl && (!strcmp(st->name, "gravity") || !strcmp(st->name, "integrate"));
+}
+
+/* a stage whose values are its particles' own (floe_stage_desc.pointwise,
+ * ABI 1.15, or the core's two above): computed on every particle, ghosts
+ * included */
+static int pointwise(const stage_inst *st)
+{
+    const floe_stage_desc *sd = st->desc;
+    return own_values_only(st) ||
+           (sd && sd->size >= offsetof(floe_stage_desc, pointwise) + sizeof sd->pointwise && sd->pointwise);
 }
 
 int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
@@ -1011,8 +1024,15 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
                             "(%u particles, %u owned, %u ghosts): the decomposition does not follow particles added or "
                             "removed inside a step", d->rank, p->name, st->name, p->n, d->sets[s].owned,
                             d->sets[s].ghosts);
-        if (own)
+        /* own values only: nothing refreshed; what it writes on the ghosts
+         * is fresh only if nothing it reads is stale there */
+        d->sets[s].fresh_in = 1;
+        if (own) {
+            for (int a = 0; a < p->nattrs; a++)
+                if (d->sets[s].dirty[a] && reads(st, p, p->attrs[a].name))
+                    d->sets[s].fresh_in = 0;
             continue;
+        }
         void *data[MAX_ATTRS];
         size_t elem[MAX_ATTRS];
         int k = 0;
@@ -1035,15 +1055,20 @@ void dd_stage_after(floe_ctx *ctx, const stage_inst *st)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return;
+    const int pw = pointwise(st);
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
             continue;
+        /* a pointwise stage computed the ghosts' values from fresh inputs:
+         * they are their owners' */
+        const int fresh = pw && d->sets[s].fresh_in;
         for (int a = 0; a < p->nattrs; a++) {
             int w = !st->desc;
             for (const floe_attr_desc *ad = st->desc ? st->desc->attrs : NULL; ad && ad->name && !w; ad++)
                 w = (ad->kind & p->kind) && (ad->access & FLOE_WRITE) && !strcmp(ad->name, p->attrs[a].name);
-            d->sets[s].dirty[a] |= (uint8_t)w;
+            if (w)
+                d->sets[s].dirty[a] = (uint8_t)!fresh;
         }
     }
 }

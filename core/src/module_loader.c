@@ -111,7 +111,8 @@ static int check_stage(floe_ctx *ctx, const char *mod, const floe_stage_desc *s)
     for (const floe_attr_desc *a = s->attrs; a && a->name; a++) {
         if (a->size < sizeof(floe_attr_desc) || !valid_name(a->name) || a->type < FLOE_F32 || a->type > FLOE_U32 ||
             !(a->kind & FLOE_SET_ANY) || !(a->access & (FLOE_READ | FLOE_WRITE)) ||
-            (a->access & ~(unsigned)(FLOE_READ | FLOE_WRITE | FLOE_OVERWRITE)))
+            (a->access & ~(unsigned)(FLOE_READ | FLOE_WRITE | FLOE_OVERWRITE | FLOE_OWN)) ||
+            ((a->access & FLOE_OWN) && !(a->access & FLOE_READ)))
             return ctx_fail(ctx, FLOE_ERR_ARG, "%s: malformed attribute descriptor '%s'", where, a->name);
         if ((a->access & FLOE_OVERWRITE) && (a->access & (FLOE_READ | FLOE_WRITE)) != FLOE_WRITE)
             return ctx_fail(ctx, FLOE_ERR_ARG,

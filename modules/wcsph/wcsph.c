@@ -592,7 +592,7 @@ static const floe_param_desc pressure_force_params[] = {
 static const floe_attr_desc pressure_force_attrs[] = {
     FLOE_ATTRS_PAIR_READ,
     FLUID("p", FLOE_F32, FLOE_READ),
-    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE),
+    FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE | FLOE_OWN), /* adds to its own a only */
     {0},
 };
 
@@ -626,7 +626,8 @@ static const floe_stage_desc stages[] = {
       .attrs = wcsph_continuity_attrs },
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
-      .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs },
+      .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs,
+      .pointwise = 1 },
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
       .doc = "Monaghan artificial viscosity with the speed of sound of 'wcsph.pressure', added to a (after "
              "'gravity'); kind = \"xsph\" (deprecated) runs sph.xsph",

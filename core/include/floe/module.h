@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 14
+#define FLOE_ABI_MINOR 15
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -67,7 +67,11 @@ typedef union floe_value {
  * all FLOE_OVERWRITE (and that records no statistics; dt_limit is fine) may be run again by
  * the core, e.g. after neighbour lists built speculatively had to be rebuilt
  * (ABI 1.3). */
-enum { FLOE_READ = 1, FLOE_WRITE = 2, FLOE_OVERWRITE = 4 };
+/* FLOE_OWN (with FLOE_READ, ABI 1.15): the stage reads the attribute of a
+ * particle only for that particle itself, never a neighbour's (an
+ * accumulator: a_i += ...). Under MPI the core then does not refresh the
+ * ghosts' values before it (docs/mpi.md). */
+enum { FLOE_READ = 1, FLOE_WRITE = 2, FLOE_OVERWRITE = 4, FLOE_OWN = 8 };
 
 /* An attribute a stage reads or writes on every set of a kind. Written
  * attributes are created (zeroed) when the stage joins a pipeline; read
@@ -128,6 +132,15 @@ typedef struct floe_stage_desc {
      * every module built for an older ABI): each particle's values are a
      * gather over its neighbours, which the core's halos serve. */
     int serial;
+    /* ABI 1.15: nonzero: each particle's values are a function of its own
+     * attributes only (an equation of state; no neighbours, no sums over
+     * particles), and the stage computes every particle of a set. Under MPI
+     * what it writes on a rank's ghosts then equals what their owners
+     * write, from the ghosts' refreshed inputs, and needs no halo refresh
+     * before a later stage reads it (one exchange less a step for
+     * wcsph.pressure, docs/mpi.md). Zero: the written attributes' ghosts are
+     * refreshed from their owners when a later stage reads them. */
+    int pointwise;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
