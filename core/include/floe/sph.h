@@ -402,8 +402,10 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
     FLOE_ATTR_FLUID("x", FLOE_VEC3, FLOE_READ), FLOE_ATTR_FLUID("v", FLOE_VEC3, FLOE_READ),                 \
         FLOE_ATTR_FLUID("m", FLOE_F32, FLOE_READ), FLOE_ATTR_FLUID("rho", FLOE_F32, FLOE_READ),             \
         FLOE_ATTRS_BOUND_READ
-/* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and written) */
-#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+/* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and
+ * written, its own particle's only: FLOE_OWN, so that under MPI the ghosts'
+ * a is not refreshed for it; ABI 1.15) */
+#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE | FLOE_OWN)
 
 /* ==== added with iisph and tension ============================================ */
 
