@@ -64,6 +64,7 @@ typedef struct pset {
 /* The Verlet state (nb_verlet.c): what the lists were built for */
 typedef struct nb_verlet {
     nb_grid grid;            /* cells of support + skin */
+    int src_off[3], src_n[3]; /* the search grid's window it covers (an MPI rank's moves with its box) */
     int valid;               /* lists built and not ended by a change */
     float radius;            /* support + skin of the build */
     int npsets;

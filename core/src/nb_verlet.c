@@ -28,9 +28,10 @@
 static int vgrid_ensure(floe_ctx *ctx, float radius)
 {
     nb_verlet *v = &ctx->verlet;
-    if (v->grid.cell == radius)
-        return FLOE_OK;
     const nb_grid *g = &ctx->nbgrid;
+    if (v->grid.cell == radius && !memcmp(v->src_off, g->off, sizeof v->src_off) &&
+        !memcmp(v->src_n, g->n, sizeof v->src_n))
+        return FLOE_OK;
     float lo[3], hi[3];
     for (int k = 0; k < 3; k++) {
         lo[k] = g->origin[k] + (float)g->off[k] * g->cell; /* an MPI rank's window: its cells */
@@ -39,6 +40,8 @@ static int vgrid_ensure(floe_ctx *ctx, float radius)
     if (nb_grid_init(&v->grid, ctx->info.dim, lo, hi, radius, (uint64_t)1 << 28))
         return ctx_fail(ctx, FLOE_ERR_ARG, "neighbour grid: the domain is too large for cells of %g m (more than "
                         "2^28 cells); shrink the domain, the skin or raise the spacing", (double)radius);
+    memcpy(v->src_off, g->off, sizeof v->src_off);
+    memcpy(v->src_n, g->n, sizeof v->src_n);
     v->valid = 0;
     return FLOE_OK;
 }
