@@ -519,7 +519,7 @@ static const floe_attr_desc he_attrs[] = {
     FLUID("rho", FLOE_F32, FLOE_READ),
     FLUID("colour", FLOE_F32, FLOE_WRITE),
     FLUID("colour_grad2", FLOE_F32, FLOE_WRITE),
-    FLOE_ATTR_ACCEL,
+    FLOE_ATTR_ADDS_ACCEL,
     FLOE_ATTRS_BOUND_READ,
     {0},
 };
@@ -528,7 +528,7 @@ static const floe_attr_desc air_attrs[] = {
     FLUID("x", FLOE_VEC3, FLOE_READ),
     FLUID("m", FLOE_F32, FLOE_READ),
     FLUID("rho", FLOE_F32, FLOE_READ),
-    FLOE_ATTR_ACCEL,
+    FLOE_ATTR_ADDS_ACCEL,
     FLOE_ATTRS_BOUND_READ,
     {0},
 };
@@ -538,7 +538,7 @@ static const floe_attr_desc akinci_attrs[] = {
     FLUID("m", FLOE_F32, FLOE_READ),
     FLUID("rho", FLOE_F32, FLOE_READ),
     FLUID("normal", FLOE_VEC3, FLOE_WRITE),
-    FLOE_ATTR_ACCEL,
+    FLOE_ATTR_ADDS_ACCEL,
     FLOE_ATTRS_BOUND_READ,
     {0},
 };

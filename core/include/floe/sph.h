@@ -20,7 +20,8 @@
  *   floe_read_of, floe_attr_of        an attribute of a fluid set: the const view of what
  *                                     a stage reads (api->attr_read), the data it writes
  *   FLOE_ATTR_FLUID, FLOE_ATTR_BOUND  attribute descriptors; FLOE_ATTRS_PAIR_READ, what a
- *                                     stage over fluid and boundary neighbours reads
+ *                                     stage over fluid and boundary neighbours reads;
+ *   FLOE_ATTR_ADDS_ACCEL              the a a force stage adds its own particle's force to
  *   floe_solver_sets, floe_cheb_weight,  a pressure solve's sets, the Chebyshev weights of its
  *   FLOE_PARAM_CHEBYSHEV(_DELAY)      Jacobi iteration and their parameters (iisph, dfsph)
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
@@ -405,7 +406,7 @@ FLOE_ROW_FN void floe_row_xsph(const floe_kconst *kc, const uint32_t *restrict i
 /* ... and a force stage adds to a: FLOE_ATTRS_PAIR_READ and a (read and
  * written, its own particle's only: FLOE_OWN, so that under MPI the ghosts'
  * a is not refreshed for it; ABI 1.15) */
-#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE | FLOE_OWN)
+#define FLOE_ATTRS_FORCE FLOE_ATTRS_PAIR_READ, FLOE_ATTR_ADDS_ACCEL
 
 /* ==== added with iisph and tension ============================================ */
 
@@ -431,6 +432,9 @@ static inline int floe_volumes(const floe_api *api, floe_ctx *ctx, const floe_fl
 
 /* the acceleration a force stage adds to */
 #define FLOE_ATTR_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE)
+/* ... when the stage reads only its own particle's a, never a neighbour's
+ * (ABI 1.15: under MPI the ghosts' a is not refreshed for it) */
+#define FLOE_ATTR_ADDS_ACCEL FLOE_ATTR_FLUID("a", FLOE_VEC3, FLOE_READ | FLOE_WRITE | FLOE_OWN)
 
 /* ==== pressure solvers (iisph, dfsph) ========================================== */
 
