@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Weak scaling of the MPI domain decomposition (branch mpi, docs/mpi.md) on
-# the device host's 16 cores: the reference dam break (scenes/bench/
+# the H200 host's 16 cores: the reference dam break (scenes/bench/
 # dam_break_59k.lua, 59,319 particles) on 1 rank x 2 threads, against the
 # same scene 4 times as long (--set length=4: 237,276 particles) on 4 ranks x
 # 2 threads, each rank pinned to its own 2 cores with taskset; then 8 ranks
