@@ -386,6 +386,36 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
     cr_log_info("wcsph: largest relative position difference, 2x2 boxes %g, 4 slabs %g", wb, ws);
 }
 
+/* a block moving at 30 m/s with no force on it, cut into 4 slabs 0.1 m
+ * wide (steps of 5 ms: 0.15 m a step): its particles cross more than the
+ * next slab in one step, reach owners that are not partners, and are
+ * passed on through the slabs between (no collective a step decides it):
+ * every id once in every frame, and the positions one process's to the bit
+ * (integrate alone moves them; a particle on the way has its density
+ * summed without all its neighbours, so rho is not compared) */
+#define SCENE_FAST                                                                                   \
+    SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.01, gravity = { 0, 0 },\n"                     \
+            "  domain = { min = { -0.1, -0.1 }, max = { 2.1, 0.3 } } }\n"                              \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                             \
+            "sim:fluid_box{ min = { 0, 0 }, max = { 0.4, 0.2 }, density = 1000, velocity = { 30, 0 } }\n" \
+            "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', 'wcsph.pressure', 'integrate' }\n" \
+            "sim:run{ end_time = 0.05, fps = 100, dt = 0.005, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+Test(mpi, a_particle_that_crosses_more_than_a_slab_in_a_step_is_passed_on_to_its_owner)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_FAST);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", "--decomp slabs --balance 0"), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    char *log = sc_slurp("%s/four.log", sc_tmp);
+    cr_assert(strstr(log, "crossed more than a neighbouring box in one step") && strstr(log, "passed on through rank"),
+              "no particle was passed on:\n%s", log);
+    cr_assert(!strstr(log, "it stays here"), "%s", log);
+    free(log);
+    compare_runs("one", "four", 5, 0.0, 0);
+}
+
 /* a slab's partners are the slabs within the support radius: on 4 slabs
  * along a wide tank the end ranks talk to one rank, not three. The lists
  * in memory order (order = "index", the default): the same particles, the

@@ -126,6 +126,7 @@ struct floe_dd {
     double *fig;             /* rank 0: every rank's figures of the run so far (NFIG each) */
     uint64_t steps, halos, ghosts_sent, migrated;
     double run_t0, run_step_ms;
+    uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
 };
 
 static double now_ms(void)
@@ -430,10 +431,60 @@ static int reserve_dest(floe_ctx *ctx, struct floe_dd *d, size_t n)
     return FLOE_OK;
 }
 
+/* the squared distance from x to rank r's box (this rank's: r < 0) along
+ * the cut axes (the boxes are unbounded along the others) */
+static double box_dist2(const struct floe_dd *d, int r, const float *x)
+{
+    double lo[3], hi[3], d2 = 0;
+    if (r < 0)
+        memcpy(lo, d->lo, sizeof lo), memcpy(hi, d->hi, sizeof hi);
+    else
+        dd_geom_box(&d->geom, r, lo, hi);
+    for (int l = 0; l < d->geom.levels; l++) {
+        const int k = d->geom.axis[l];
+        const double q = x[k] < lo[k] ? lo[k] - x[k] : x[k] > hi[k] ? x[k] - hi[k] : 0;
+        d2 += q * q;
+    }
+    return d2;
+}
+
+/* A particle whose new owner is not a partner (it crossed more than a
+ * neighbouring box in one step): the partner whose box lies nearest to it,
+ * if nearer than this rank's, which passes it on at its next step, and so
+ * on: the distance falls at each pass, so it arrives. On the way it is
+ * owned outside its owner's box for a step or two (its neighbours there are
+ * not all at hand: a particle that fast has already left the physics). -1
+ * when no partner is nearer (the boxes tile the domain: not seen). */
+static int toward(const struct floe_dd *d, const float *x)
+{
+    double best = box_dist2(d, -1, x);
+    int r = -1;
+    for (int k = 0; k < d->np; k++) {
+        const double q = box_dist2(d, d->peer[k], x);
+        if (q < best)
+            best = q, r = d->peer[k];
+    }
+    return r;
+}
+
+static int is_partner(const struct floe_dd *d, int r)
+{
+    int lo = 0, hi = d->np - 1; /* sorted by rank */
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (d->peer[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return d->np > 0 && d->peer[lo] == r;
+}
+
 /* The particles of set s outside this rank's box go to their owners: to
- * the partners, or to any rank after the boxes moved, or when one particle
- * of any rank crossed more than a neighbouring box in one step (decided
- * together: one small reduction a step). */
+ * the partners, or to any rank after the boxes moved (every rank knows
+ * then). One that went further than a partner's box in one step is passed
+ * on through the partners (toward): no collective a step, so that a rank
+ * waits for its partners only, not for every rank. */
 static int migrate(floe_ctx *ctx, int s)
 {
     struct floe_dd *d = ctx->dd;
@@ -445,7 +496,8 @@ static int migrate(floe_ctx *ctx, int s)
     const float *x = pset_attr(p, "x")->data;
     int *dest = d->dest;
     uint32_t nleave = 0;
-    int far = 0;
+    const int all = d->migrate_all;
+    const attr *ida = pset_attr(p, "id");
     for (uint32_t i = 0; i < n; i++) {
         dest[i] = -1;
         if (inside(d, x + 3 * i))
@@ -453,26 +505,24 @@ static int migrate(floe_ctx *ctx, int s)
         int r = dd_geom_owner(&d->geom, x + 3 * i);
         if (r == d->rank) /* not a number: the blow-up check names it */
             continue;
+        if (!all && !is_partner(d, r)) {
+            const int via = toward(d, x + 3 * i);
+            if (!d->passed_on++ || via < 0)
+                ctx_log(ctx, via < 0 ? FLOE_LOG_WARN : FLOE_LOG_INFO,
+                        "mpi: rank %d: particle %u of '%s' at (%g, %g, %g) crossed more than a neighbouring box in "
+                        "one step (its owner: rank %d); %s%d", d->rank,
+                        ida && ida->type == FLOE_U32 ? ((const uint32_t *)ida->data)[i] : i, p->name,
+                        (double)x[3 * i], (double)x[3 * i + 1], (double)x[3 * i + 2], r,
+                        via < 0 ? "no partner's box is nearer: it stays here, rank " : "passed on through rank ",
+                        via < 0 ? d->rank : via);
+            if (via < 0)
+                continue;
+            r = via;
+        }
         dest[i] = r;
         d->cand[nleave++] = i;
     }
-    /* the partner index of each leaver's owner (a rank's partners are few) */
-    for (uint32_t k = 0; k < nleave && !far; k++) {
-        int r = dest[d->cand[k]], j = 0;
-        while (j < d->np && d->peer[j] != r)
-            j++;
-        far |= j == d->np;
-    }
-    int all = d->migrate_all;
     d->phase = PH_MIGRATE;
-    if (!all) {
-        double t0 = now_ms();
-        int e = MPI_Allreduce(MPI_IN_PLACE, &far, 1, MPI_INT, MPI_MAX, d->comm);
-        d->ph_mpi[PH_MIGRATE] += now_ms() - t0;
-        if (e != MPI_SUCCESS)
-            return mpi_fail(ctx, e, "MPI_Allreduce (migration)");
-        all = far;
-    }
     const int np = all ? d->size - 1 : d->np, *peer = all ? d->all : d->peer;
     size_t *cnt = d->sets[s].scnt, *rcnt = d->sets[s].rcnt;
     for (int k = 0; k < np; k++)
