@@ -199,8 +199,10 @@ int ctx_check_blowup(floe_ctx *ctx, const stage_inst *st, int check_domain)
             return ctx_blowup_report(ctx, p, (uint32_t)out, st->name, "left the simulation domain");
         /* MPI: deleting would renumber the ghosts of the step; the
          * decomposition deletes them when the step ends (decomp.c) */
-        if (out < n && ctx->dd && ctx->outside == FLOE_OUTSIDE_DELETE)
+        if (out < n && ctx->dd && ctx->outside == FLOE_OUTSIDE_DELETE) {
+            ctx->dd_outside = 1;
             continue;
+        }
         if (out < n && (rc = outside_apply(ctx, s, (uint32_t)out, st)))
             return rc;
     }

@@ -149,6 +149,7 @@ struct floe_ctx {
     int dataflow_checked;    /* floe_pipeline_check passed since the pipeline last changed */
     int outside;             /* FLOE_OUTSIDE_*: particles leaving the domain (blowup.c) */
     uint64_t outside_count;  /* particles deleted or clamped so far */
+    int dd_outside;          /* MPI: a blow-up check saw a particle outside the domain (decomp.c deletes it) */
     int frame_dir;           /* the run's folder while per-frame stages run (api out_write), else -1 */
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */

@@ -175,6 +175,43 @@ static void unpack_row(pset *p, uint32_t i, const char *src)
     }
 }
 
+/* Ghost messages go by columns: for each attribute in turn, the values of
+ * the particles sent (a gather of fixed-size elements); the receiver
+ * copies each column whole into place. Rows (pack_row) cost a call per
+ * attribute and particle. */
+static void pack_columns(const pset *p, const uint32_t *idx, size_t m, char *dst)
+{
+    for (int a = 0; a < p->nattrs; a++) {
+        const size_t es = floe_type_size(p->attrs[a].type);
+        const char *src = p->attrs[a].data;
+        if (es == 4) {
+            const uint32_t *s4 = (const uint32_t *)(const void *)src;
+            uint32_t *d4 = (uint32_t *)(void *)dst;
+            for (size_t j = 0; j < m; j++)
+                d4[j] = s4[idx[j]];
+        } else if (es == 12) {
+            const float *s3 = (const float *)(const void *)src;
+            float *d3 = (float *)(void *)dst;
+            for (size_t j = 0; j < m; j++) {
+                const float *q = s3 + 3 * (size_t)idx[j];
+                d3[3 * j] = q[0], d3[3 * j + 1] = q[1], d3[3 * j + 2] = q[2];
+            }
+        } else
+            for (size_t j = 0; j < m; j++)
+                memcpy(dst + j * es, src + (size_t)idx[j] * es, es);
+        dst += m * es;
+    }
+}
+
+static void unpack_columns(pset *p, uint32_t first, size_t m, const char *src)
+{
+    for (int a = 0; a < p->nattrs; a++) {
+        const size_t es = floe_type_size(p->attrs[a].type);
+        memcpy((char *)p->attrs[a].data + (size_t)first * es, src, m * es);
+        src += m * es;
+    }
+}
+
 static int mpi_fail(floe_ctx *ctx, int rc, const char *what)
 {
     char s[MPI_MAX_ERROR_STRING];
@@ -716,14 +753,14 @@ static int build_ghosts(floe_ctx *ctx, int s)
                         p->name);
     if (grow(&d->sbuf, &d->scap, tot * row + 1) || grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (size_t k = 0; k < tot; k++)
-        pack_row(p, ds->send_idx[k], d->sbuf + k * row);
+    for (int k = 0; k < d->np; k++) /* each partner's block: by columns */
+        pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
     if ((rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts")))
         return rc;
     if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
         return rc;
-    for (size_t k = 0; k < rtot; k++)
-        unpack_row(p, n + (uint32_t)k, d->rbuf + k * row);
+    for (int k = 0; k < d->np; k++)
+        unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
     ds->ghosts = (uint32_t)rtot;
     p->ghosts = ds->ghosts;
     memset(ds->dirty, 0, sizeof ds->dirty);
@@ -920,7 +957,11 @@ int dd_step_end(floe_ctx *ctx)
         return FLOE_OK;
     dd_cl_host(ctx);
     int rc = drop_ghosts(ctx);
-    for (int s = 0; s < ctx->npsets && !rc && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
+    /* on the host the step's blow-up checks have seen every position a
+     * stage wrote (ctx_check_blowup): a pass only when one lay outside */
+    const int look = ctx->dd_outside || ctx->dev;
+    ctx->dd_outside = 0;
+    for (int s = 0; s < ctx->npsets && !rc && look && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID || p->n == 0)
             continue;
