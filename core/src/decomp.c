@@ -127,6 +127,7 @@ struct floe_dd {
     uint64_t steps, halos, ghosts_sent, migrated;
     double run_t0, run_step_ms;
     uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
+    uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
 };
 
 static double now_ms(void)
@@ -544,7 +545,7 @@ static int migrate(floe_ctx *ctx, int s)
             continue;
         if (!all && !is_partner(d, r)) {
             const int via = toward(d, x + 3 * i);
-            if (!d->passed_on++ || via < 0)
+            if (via < 0 ? !d->kept_out++ : !d->passed_on++) /* the first of each, once */
                 ctx_log(ctx, via < 0 ? FLOE_LOG_WARN : FLOE_LOG_INFO,
                         "mpi: rank %d: particle %u of '%s' at (%g, %g, %g) crossed more than a neighbouring box in "
                         "one step (its owner: rank %d); %s%d", d->rank,
