@@ -387,9 +387,10 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
 }
 
 /* a block moving at 30 m/s with no force on it, cut into 4 slabs 0.1 m
- * wide (steps of 5 ms: 0.15 m a step): its particles cross more than the
- * next slab in one step, reach owners that are not partners, and are
- * passed on through the slabs between (no collective a step decides it):
+ * wide, then into 3 x 2 boxes on 6 ranks (steps of 5 ms: 0.15 m a step):
+ * its particles cross more than the next slab or box in one step, reach
+ * owners that are not partners, and are passed on through the ranks
+ * between (no collective a step decides it):
  * every id once in every frame, and the positions one process's to the bit
  * (integrate alone moves them; a particle on the way has its density
  * summed without all its neighbours, so rho is not compared) */
@@ -414,6 +415,14 @@ Test(mpi, a_particle_that_crosses_more_than_a_slab_in_a_step_is_passed_on_to_its
     cr_assert(!strstr(log, "it stays here"), "%s", log);
     free(log);
     compare_runs("one", "four", 5, 0.0, 0);
+    /* the same over 6 ranks as 3 x 2 boxes (x cut at the block's
+     * quantiles, 0.13 m apart, then y within each piece) */
+    cr_assert_eq(run_ranks(6, "boxes", "--decomp boxes --balance 0"), 0, "%s", sc_slurp("%s/boxes.log", sc_tmp));
+    log = sc_slurp("%s/boxes.log", sc_tmp);
+    cr_assert(strstr(log, "3x2 boxes") && strstr(log, "passed on through rank") && !strstr(log, "it stays here"),
+              "%s", log);
+    free(log);
+    compare_runs("one", "boxes", 5, 0.0, 0);
 }
 
 /* a slab's partners are the slabs within the support radius: on 4 slabs
