@@ -105,4 +105,20 @@ awk -v a="$P1a" -v b="$P1b" -v c="$P4a" -v d="$P4b" -v i="$PI" -v e="$P8" 'BEGIN
   printf "1 rank: %s, %s particle-steps/s; 4 independent copies: %s in all; 4 ranks: %s, %s; 8 ranks: %s\n", a, b, i, c, d, e;
   if (one > 0) printf "efficiency, 4 ranks: run 1 %.3f, run 2 %.3f, best/best %.3f; 8 ranks %.3f\n", c / (4 * a), d / (4 * b), four / (4 * one), e / (8 * one);
   if (i > 0) printf "4 independent copies / (4 x 1 rank): %.3f (the memory system); 4 ranks / 4 copies: %.3f (the decomposition)\n", i / (4 * one), four / i }'
+# PAIRS=K (default 0): then K more pairs, each a 1-rank run directly followed by a
+# 4-rank run, and the median of the pairs' efficiencies. On a shared host whose
+# speed moves between runs (docs/performance.md: 1.6x within half an hour on the
+# H200 host) a pair's ratio is steadier than the best of separate runs.
+if [ "${PAIRS:-0}" -gt 0 ]; then
+  SECS=0.5
+  echo "== $PAIRS pairs: 1 rank, then 4 ranks"
+  E=""
+  for k in $(seq "$PAIRS"); do
+    a=$(one "" | rate); b=$(ranks 4 2 "" | rate)
+    e=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.3f", b / (4 * a) }')
+    echo "pair $k: 1 rank $a, 4 ranks $b particle-steps/s: efficiency $e"; E="$E $e"
+  done
+  echo "$E" | tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END {
+    if (NR) printf "median of %d pairs: %.3f (range %.3f-%.3f)\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+fi
 rm -rf "$OUT" "$PC"
