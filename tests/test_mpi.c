@@ -34,6 +34,9 @@ TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
             "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
             "    { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, { 'tension.he', kappa = 0.5 },\n" \
             "    { 'tension.akinci', gamma = 0.5 }, 'wcsph.pressure_force', 'integrate' }\n"              \
+            "elseif solver == 'ref' then\n"                                                             \
+            "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
+            "    { 'wcsph.pressure_force', xsph = 0.01 }, 'integrate' }\n"                               \
             "elseif solver == 'dfsph' then\n"                                                           \
             "  sim:pipeline{ nb, 'sph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"              \
             "else\n"                                                                                    \
@@ -384,6 +387,44 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
     double wb = compare_runs("one", "boxes", 10, 1e-5, 1);
     double ws = compare_runs("one", "slabs", 10, 1e-5, 1);
     cr_log_info("wcsph: largest relative position difference, 2x2 boxes %g, 4 slabs %g", wb, ws);
+}
+
+/* the reference bench's step (no viscosity stage between the pressure
+ * and its force): the core splits wcsph.pressure_force around the one
+ * refresh (floe_stage_desc.rows): the owned particles whose neighbours are
+ * all owned first, while rho travels, then the rest and the ghosts' p. The
+ * frames stay one process's to the bit, on 2 and 4 ranks and on 2 x 2
+ * boxes */
+Test(mpi, a_force_split_around_the_refresh_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set solver=ref --set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    char opts[256];
+    snprintf(opts, sizeof opts, "%s --decomp slabs", sets);
+    cr_assert_eq(run_ranks(2, "two", opts), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", opts), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    snprintf(opts, sizeof opts, "%s --decomp boxes", sets);
+    cr_assert_eq(run_ranks(4, "boxes", opts), 0, "%s", sc_slurp("%s/boxes.log", sc_tmp));
+    const char *runs[] = {"two", "four", "boxes"};
+    for (int r = 0; r < 3; r++) {
+        char *log = sc_slurp("%s/%s.log", sc_tmp, runs[r]);
+        int ranks_logged = 0;
+        for (const char *q = log; (q = strstr(q, "halos ")); q++) {
+            double ms, mpi, per_step, split;
+            if (sscanf(q, "halos %lf (mpi %lf, %lf a step, %lf overlapped)", &ms, &mpi, &per_step, &split) != 4)
+                continue;
+            cr_assert_float_eq(per_step, 1.0, 1e-9, "%s: refreshes a step %g\n%s", runs[r], per_step, log);
+            cr_assert_float_eq(split, 1.0, 1e-9, "%s: refreshes overlapped a step %g\n%s", runs[r], split, log);
+            ranks_logged++;
+        }
+        cr_assert_eq(ranks_logged, r ? 4 : 2, "%s", log);
+        free(log);
+        const double w = compare_runs("one", runs[r], 5, 0.0, 1);
+        cr_log_info("reference step, %s: largest relative position difference %g", runs[r], w);
+    }
 }
 
 /* a block moving at 30 m/s with no force on it, cut into 4 slabs 0.1 m

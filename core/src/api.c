@@ -170,6 +170,16 @@ static uint32_t api_owned(floe_ctx *ctx, floe_set set)
     return p ? dd_owned(ctx, p) : 0;
 }
 
+static const uint32_t *api_rows(floe_ctx *ctx, floe_set set, uint32_t *count, int *part)
+{
+    pset *p = ctx_set(ctx, set);
+    *part = ctx->rows_part;
+    if (!p || !ctx->rows_part || !ctx->rows[p - ctx->sets])
+        return *count = p ? p->n : 0, *part = 0, NULL;
+    *count = ctx->nrows[p - ctx->sets];
+    return ctx->rows[p - ctx->sets];
+}
+
 static int api_halo(floe_ctx *ctx, floe_set set, void *data, size_t elem_bytes)
 {
     pset *p = ctx_set(ctx, set);
@@ -227,6 +237,7 @@ static const floe_api core_api = {
     .halo = api_halo,
     .reduce = dd_reduce,
     .cl_cells = api_cl_cells,
+    .rows = api_rows,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -150,6 +150,11 @@ struct floe_ctx {
     int outside;             /* FLOE_OUTSIDE_*: particles leaving the domain (blowup.c) */
     uint64_t outside_count;  /* particles deleted or clamped so far */
     int dd_outside;          /* MPI: a blow-up check saw a particle outside the domain (decomp.c deletes it) */
+    /* a split stage call (floe_stage_desc.rows, pipeline.c): the particles
+     * of each set this call computes (NULL: all), and which call (api->rows) */
+    const uint32_t *rows[MAX_SETS];
+    uint32_t nrows[MAX_SETS];
+    int rows_part;
     int frame_dir;           /* the run's folder while per-frame stages run (api out_write), else -1 */
     const char *frame_dir_name; /* its name in messages */
     uint32_t nruns;          /* floe_run calls so far (a checkpoint names its run by this) */

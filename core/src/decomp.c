@@ -101,6 +101,18 @@ typedef struct dd_set {
     size_t *scnt, *soff, *rcnt, *roff; /* per partner, in particles */
     uint8_t dirty[MAX_ATTRS]; /* written since the ghosts were last sent */
     int fresh_in;             /* the running stage's reads are fresh on the ghosts */
+    /* a split stage's rows (pipeline.c): 0..n-1, the owned particles within
+     * the halo's width of a face (border) and the others (interior) */
+    uint32_t *iota, *border, *interior;
+    uint32_t nborder, ninterior, rows_cap, iota_cap;
+    /* a refresh posted, not yet received (dd_split_post) */
+    int pending, npreq;
+    MPI_Request *preq;
+    char *psbuf, *prbuf;
+    size_t pscap, prcap;
+    void *pdata[MAX_ATTRS];
+    size_t pelem[MAX_ATTRS];
+    int pk;
 } dd_set;
 
 struct floe_dd {
@@ -127,6 +139,7 @@ struct floe_dd {
     uint64_t steps, halos, ghosts_sent, migrated;
     double run_t0, run_step_ms;
     uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
+    uint64_t overlapped;     /* halo refreshes overlapped with a split stage's interior rows */
     uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
 };
 
@@ -683,6 +696,37 @@ static int reorder_owned(floe_ctx *ctx, int s)
     return rc;
 }
 
+/* the rows of a split stage call: 0..n-1 (owned and ghosts), the owned
+ * particles near a face of the box (d->cand[0..nc), ascending) and the
+ * others; the ghosts' count is not known yet, so iota covers the owned and
+ * grows with the ghosts when they arrive (dd_split_rows) */
+static int keep_rows(floe_ctx *ctx, dd_set *ds, uint32_t n, uint32_t nc)
+{
+    const uint32_t *cand = ctx->dd->cand;
+    if (n > ds->rows_cap) {
+        const uint32_t cap = n + n / 4 + 1024;
+        uint32_t *b = realloc(ds->border, cap * sizeof *b), *in = b ? realloc(ds->interior, cap * sizeof *in) : NULL;
+        if (b)
+            ds->border = b;
+        if (in)
+            ds->interior = in;
+        if (!b || !in)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        ds->rows_cap = cap;
+    }
+    memcpy(ds->border, cand, (size_t)nc * sizeof *cand);
+    uint32_t m = 0;
+    for (uint32_t i = 0, c = 0; i < n; i++) {
+        if (c < nc && cand[c] == i) {
+            c++;
+            continue;
+        }
+        ds->interior[m++] = i;
+    }
+    ds->nborder = nc, ds->ninterior = m;
+    return FLOE_OK;
+}
+
 /* every owned particle within the halo's width of a partner's box is
  * copied there, after that rank's owned particles; the lists kept for the
  * refreshes */
@@ -708,6 +752,8 @@ static int build_ghosts(floe_ctx *ctx, int s)
         if (near)
             d->cand[nc++] = i;
     }
+    if (keep_rows(ctx, ds, n, nc))
+        return FLOE_ERR_NOMEM;
     double plo[3], phi[3];
     size_t tot = 0;
     for (int k = 0; k < d->np; k++) { /* two passes: the counts, then the lists */
@@ -778,6 +824,7 @@ static void dd_destroy(struct floe_dd *d)
     for (int s = 0; s < MAX_SETS; s++) {
         dd_set *ds = &d->sets[s];
         free(ds->send_idx), free(ds->scnt), free(ds->soff), free(ds->rcnt), free(ds->roff);
+        free(ds->iota), free(ds->border), free(ds->interior), free(ds->preq), free(ds->psbuf), free(ds->prbuf);
     }
     dd_geom_free(&d->geom);
     free(d->sbuf), free(d->rbuf), free(d->bs), free(d->bso), free(d->br), free(d->bro);
@@ -890,7 +937,7 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     return FLOE_OK;
 }
 
-enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, NFIG };
+enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, NFIG };
 
 static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 {
@@ -898,10 +945,11 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
         const double *f = d->fig + (size_t)r * NFIG, st = f[F_STEPS] > 0 ? f[F_STEPS] : 1;
         ctx_log(ctx, FLOE_LOG_INFO,
                 "mpi: rank %d, ms per step: %.3f in steps, of which migration %.3f (mpi %.3f), ghosts %.3f (mpi "
-                "%.3f), halos %.3f (mpi %.3f, %.1f a step); reductions %.3f (in and between steps); load balance "
-                "%.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st,
+                "%.3f), halos %.3f (mpi %.3f, %.1f a step, %.1f overlapped); reductions %.3f (in and between steps); "
+                "load balance %.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st,
                 f[F_PH + PH_MIGRATE] / st, f[F_MPI + PH_MIGRATE] / st, f[F_PH + PH_GHOSTS] / st,
                 f[F_MPI + PH_GHOSTS] / st, f[F_PH + PH_HALO] / st, f[F_MPI + PH_HALO] / st, f[F_HALOS] / st,
+                f[F_OVERLAP] / st,
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
                 f[F_OWNED]);
     }
@@ -1006,10 +1054,56 @@ static int reads(const stage_inst *st, const pset *p, const char *name)
 /* The ghosts of k per-particle arrays refreshed from their owners, in one
  * message per partner (the owners send in the step's ghost order: no
  * search). One array is received in place. */
+/* a refresh's message to each partner: each array's values of the
+ * particles it gets as ghosts in turn (e bytes a particle in all) */
+static void pack_halo(const struct floe_dd *d, const dd_set *ds, void *const *data, const size_t *elem, int k,
+                      size_t e, char *buf)
+{
+    for (int q = 0; q < d->np; q++) {
+        char *o = buf + ds->soff[q] * e;
+        for (int a = 0; a < k; a++) {
+            const char *src = data[a];
+            const uint32_t *idx = ds->send_idx + ds->soff[q];
+            const size_t es = elem[a];
+            if (es == 4)
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + 4 * j, src + 4 * (size_t)idx[j], 4);
+            else if (es == 12)
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + 12 * j, src + 12 * (size_t)idx[j], 12);
+            else
+                for (size_t j = 0; j < ds->scnt[q]; j++)
+                    memcpy(o + es * j, src + es * (size_t)idx[j], es);
+            o += ds->scnt[q] * es;
+        }
+    }
+}
+
+/* each partner's message into the arrays' ghosts, in the order they came */
+static void unpack_halo(const struct floe_dd *d, const dd_set *ds, void *const *data, const size_t *elem, int k,
+                        size_t e, const char *buf)
+{
+    for (int q = 0; q < d->np; q++) {
+        const char *src = buf + ds->roff[q] * e;
+        for (int a = 0; a < k; a++) {
+            const size_t n = ds->rcnt[q] * elem[a];
+            memcpy((char *)data[a] + ((size_t)ds->owned + ds->roff[q]) * elem[a], src, n);
+            src += n;
+        }
+    }
+}
+
+static int split_finish_set(floe_ctx *ctx, dd_set *ds);
+
 static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const size_t *elem, int k)
 {
     struct floe_dd *d = ctx->dd;
     dd_set *ds = &d->sets[p - ctx->sets];
+    if (ds->pending) { /* a split stage's refresh still under way (not expected) */
+        int rc = split_finish_set(ctx, ds);
+        if (rc)
+            return rc;
+    }
     double t0 = now_ms();
     /* OpenCL: device data through host memory (decomp_cl.c), each array */
     dd_cl_halo staged[MAX_ATTRS];
@@ -1035,37 +1129,15 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
     }
     if (grow(&d->sbuf, &d->scap, stot * e + 1) || (k > 1 && grow(&d->rbuf, &d->rcap, (size_t)ds->ghosts * e + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    for (int q = 0; q < d->np && !rc; q++) { /* per partner: each array's rows in turn */
-        char *o = d->sbuf + d->bso[q];
-        for (int a = 0; a < k; a++) {
-            const char *src = data[a];
-            const uint32_t *idx = ds->send_idx + ds->soff[q];
-            const size_t es = elem[a];
-            if (es == 4)
-                for (size_t j = 0; j < ds->scnt[q]; j++)
-                    memcpy(o + 4 * j, src + 4 * (size_t)idx[j], 4);
-            else if (es == 12)
-                for (size_t j = 0; j < ds->scnt[q]; j++)
-                    memcpy(o + 12 * j, src + 12 * (size_t)idx[j], 12);
-            else
-                for (size_t j = 0; j < ds->scnt[q]; j++)
-                    memcpy(o + es * j, src + es * (size_t)idx[j], es);
-            o += ds->scnt[q] * es;
-        }
-    }
+    if (!rc)
+        pack_halo(d, ds, data, elem, k, e, d->sbuf);
     /* one array: straight into its ghosts, in the order they came */
     char *into = k == 1 ? (char *)data[0] + (size_t)ds->owned * e : d->rbuf;
     d->phase = PH_HALO;
     if (!rc)
         rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, into, d->br, d->bro, TAG_HALO, "halo");
-    for (int q = 0; q < d->np && k > 1 && !rc; q++) {
-        const char *src = d->rbuf + d->bro[q];
-        for (int a = 0; a < k; a++) {
-            const size_t n = ds->rcnt[q] * elem[a];
-            memcpy((char *)data[a] + ((size_t)ds->owned + ds->roff[q]) * elem[a], src, n);
-            src += n;
-        }
-    }
+    if (k > 1 && !rc)
+        unpack_halo(d, ds, data, elem, k, e, d->rbuf);
     for (int a = 0; a < k; a++)
         rc = dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
     d->halos++;
@@ -1081,6 +1153,151 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
         return FLOE_OK;
     return halo_arrays(ctx, p, &data, &elem, 1);
 }
+
+/* ---- a stage split around a refresh (pipeline.c, floe_stage_desc.rows) ----
+ * The refresh a stage needs is posted without waiting; the stage runs over
+ * the owned particles whose neighbours are all owned (farther than the
+ * halo's width from every face of the box) while it travels, then over the
+ * rest once it arrived. Host data only (no device backend). */
+
+static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const size_t *elem, int k)
+{
+    struct floe_dd *d = ctx->dd;
+    dd_set *ds = &d->sets[p - ctx->sets];
+    double t0 = now_ms();
+    size_t e = 0, stot = 0;
+    for (int a = 0; a < k; a++)
+        e += elem[a];
+    for (int q = 0; q < d->np; q++)
+        stot += ds->scnt[q];
+    if (grow(&ds->psbuf, &ds->pscap, stot * e + 1) || grow(&ds->prbuf, &ds->prcap, (size_t)ds->ghosts * e + 1))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    if (!ds->preq && !(ds->preq = malloc((size_t)(2 * d->size + 2) * sizeof *ds->preq)))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    pack_halo(d, ds, data, elem, k, e, ds->psbuf);
+    int nr = 0, err = MPI_SUCCESS;
+    for (int q = 0; q < d->np && err == MPI_SUCCESS; q++) {
+        if (ds->scnt[q] * e > (size_t)INT32_MAX || ds->rcnt[q] * e > (size_t)INT32_MAX)
+            return ctx_fail(ctx, FLOE_ERR, "MPI: more than 2 GiB to exchange with rank %d in one message on rank %d "
+                            "(halo)", d->peer[q], d->rank);
+        if (ds->rcnt[q])
+            err = MPI_Irecv(ds->prbuf + ds->roff[q] * e, (int)(ds->rcnt[q] * e), MPI_BYTE, d->peer[q], TAG_HALO,
+                            d->comm, &ds->preq[nr++]);
+    }
+    for (int q = 0; q < d->np && err == MPI_SUCCESS; q++)
+        if (ds->scnt[q])
+            err = MPI_Isend(ds->psbuf + ds->soff[q] * e, (int)(ds->scnt[q] * e), MPI_BYTE, d->peer[q], TAG_HALO,
+                            d->comm, &ds->preq[nr++]);
+    if (err != MPI_SUCCESS)
+        return mpi_fail(ctx, err, "halo (posted)");
+    ds->npreq = nr, ds->pk = k, ds->pending = 1;
+    for (int a = 0; a < k; a++)
+        ds->pdata[a] = data[a], ds->pelem[a] = elem[a];
+    double dt = now_ms() - t0;
+    d->ph_ms[PH_HALO] += dt;
+    d->comm_ms += dt;
+    return FLOE_OK;
+}
+
+static int split_finish_set(floe_ctx *ctx, dd_set *ds)
+{
+    struct floe_dd *d = ctx->dd;
+    double t0 = now_ms();
+    int err = MPI_Waitall(ds->npreq, ds->preq, MPI_STATUSES_IGNORE);
+    double t1 = now_ms();
+    ds->pending = 0;
+    if (err != MPI_SUCCESS)
+        return mpi_fail(ctx, err, "halo (waited for)");
+    size_t e = 0;
+    for (int a = 0; a < ds->pk; a++)
+        e += ds->pelem[a];
+    unpack_halo(d, ds, ds->pdata, ds->pelem, ds->pk, e, ds->prbuf);
+    d->halos++;
+    d->overlapped++;
+    double dt = now_ms() - t0;
+    d->ph_mpi[PH_HALO] += t1 - t0;
+    d->ph_ms[PH_HALO] += dt;
+    d->comm_ms += dt;
+    return FLOE_OK;
+}
+
+int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted)
+{
+    struct floe_dd *d = ctx->dd;
+    *posted = 0;
+    if (!d || ctx->dev)
+        return FLOE_OK;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        if (p->n != d->sets[s].owned + d->sets[s].ghosts)
+            return ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): set '%s' changed size during the step before stage '%s'",
+                            d->rank, p->name, st->name);
+        d->sets[s].fresh_in = 1;
+        void *data[MAX_ATTRS];
+        size_t elem[MAX_ATTRS];
+        int k = 0;
+        for (int a = 0; a < p->nattrs; a++) {
+            if (!d->sets[s].dirty[a] || !reads(st, p, p->attrs[a].name))
+                continue;
+            data[k] = p->attrs[a].data;
+            elem[k++] = floe_type_size(p->attrs[a].type);
+            d->sets[s].dirty[a] = 0;
+        }
+        if (k) {
+            int rc = split_post_set(ctx, p, data, elem, k);
+            if (rc)
+                return rc;
+            *posted = 1;
+        }
+    }
+    return FLOE_OK;
+}
+
+int dd_split_finish(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    int rc = FLOE_OK;
+    for (int s = 0; d && s < ctx->npsets; s++)
+        if (d->sets[s].pending) {
+            int r = split_finish_set(ctx, &d->sets[s]);
+            rc = rc ? rc : r;
+        }
+    return rc;
+}
+
+int dd_split_rows(floe_ctx *ctx, int which)
+{
+    struct floe_dd *d = ctx->dd;
+    for (int s = 0; s < ctx->npsets; s++) {
+        ctx->rows[s] = NULL, ctx->nrows[s] = 0;
+        pset *p = &ctx->sets[s];
+        if (!d || !p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        dd_set *ds = &d->sets[s];
+        if (which == DD_ROWS_OWNED || which == DD_ROWS_GHOSTS) {
+            if (p->n > ds->iota_cap) {
+                const uint32_t cap = p->n + p->n / 4 + 1024;
+                uint32_t *q = realloc(ds->iota, (size_t)cap * sizeof *q);
+                if (!q)
+                    return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+                for (uint32_t i = 0; i < cap; i++)
+                    q[i] = i;
+                ds->iota = q, ds->iota_cap = cap;
+            }
+            ctx->rows[s] = which == DD_ROWS_OWNED ? ds->iota : ds->iota + ds->owned;
+            ctx->nrows[s] = which == DD_ROWS_OWNED ? ds->owned : ds->ghosts;
+        } else {
+            ctx->rows[s] = which == DD_ROWS_INTERIOR ? ds->interior : ds->border;
+            ctx->nrows[s] = which == DD_ROWS_INTERIOR ? ds->ninterior : ds->nborder;
+        }
+    }
+    return FLOE_OK;
+}
+
+static int own_values_only(const stage_inst *st);
+int dd_split_between(const stage_inst *st) { return own_values_only(st); }
 
 /* the core's own stages gravity and integrate compute each particle from
  * its own values only: no refresh before them; what they write on a ghost
@@ -1250,6 +1467,7 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     double *f = v + 3;
     f[F_STEPS] = (double)d->steps, f[F_STEP_MS] = d->run_step_ms, f[F_HALOS] = (double)d->halos;
     f[F_GHOSTS] = (double)d->ghosts_sent, f[F_MIGRATED] = (double)d->migrated, f[F_OWNED] = (double)mine;
+    f[F_OVERLAP] = (double)d->overlapped;
     for (int k = 0; k < NPH; k++)
         f[F_PH + k] = d->ph_ms[k], f[F_MPI + k] = d->ph_mpi[k];
     double *all = d->rank == 0 ? malloc((3 + NFIG) * sizeof *all * (size_t)d->size) : NULL;

@@ -18,6 +18,9 @@ typedef struct dd_frame_ranks {
     float step_ms[64], comm_ms[64];
 } dd_frame_ranks;
 
+/* the rows of a split stage call (dd_split_rows) */
+enum { DD_ROWS_OWNED = 1, DD_ROWS_GHOSTS, DD_ROWS_INTERIOR, DD_ROWS_BORDER };
+
 #ifdef FLOE_HAVE_MPI
 /* floe_run begins: the world is split the first time (every rank holds the
  * whole scene then); a pipeline or scene the decomposition cannot run is
@@ -36,6 +39,14 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st);
 void dd_stage_after(floe_ctx *ctx, const stage_inst *st);
 uint32_t dd_owned(const floe_ctx *ctx, const pset *p);
 int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem);
+/* a stage split around the refresh it needs (pipeline.c): the refresh
+ * posted (*posted: one was needed), the rows of each fluid set for the
+ * calls (DD_ROWS_*, in ctx->rows), the refresh received; between: what
+ * may run while it travels (the core's own-values stages) */
+int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted);
+int dd_split_rows(floe_ctx *ctx, int which);
+int dd_split_finish(floe_ctx *ctx);
+int dd_split_between(const stage_inst *st);
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
 int dd_writer(const floe_ctx *ctx);
@@ -53,6 +64,15 @@ static inline int dd_step_begin(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_stage_before(floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; return FLOE_OK; }
 static inline void dd_stage_after(floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; }
+static inline int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted)
+{
+    (void)ctx, (void)st;
+    *posted = 0;
+    return FLOE_OK;
+}
+static inline int dd_split_rows(floe_ctx *ctx, int which) { (void)ctx, (void)which; return FLOE_OK; }
+static inline int dd_split_finish(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+static inline int dd_split_between(const stage_inst *st) { (void)st; return 0; }
 static inline uint32_t dd_owned(const floe_ctx *ctx, const pset *p) { (void)ctx; return p->n; }
 static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 {

@@ -530,6 +530,108 @@ static int run_stage(floe_ctx *ctx, int i)
     return FLOE_OK;
 }
 
+/* ---- a stage split around its refresh (MPI, floe_stage_desc.rows) --------
+ * S, a pointwise stage that needs a refresh of the ghosts and runs over
+ * parts of the rows, then only the core's own-values stages (gravity),
+ * then G, a stage that runs over parts of the rows: the refresh is posted,
+ * S runs over the owned particles, the stages between as ever, G over the
+ * owned particles whose neighbours are all owned; then the refresh is
+ * received, S runs over the ghosts and G over the rest. Each particle gets
+ * what it gets without the split (docs/mpi.md, "Overlap"). */
+
+static int splits(const stage_inst *st)
+{
+    const floe_stage_desc *sd = st->desc;
+    return sd && !st->per_frame && sd->size >= offsetof(floe_stage_desc, rows) + sizeof sd->rows && sd->rows;
+}
+
+/* G's index for S at i, or -1 */
+static int split_plan(const floe_ctx *ctx, int i)
+{
+    const stage_inst *S = &ctx->stages[i];
+    if (!ctx->dd || ctx->dev || !splits(S) || !S->desc->pointwise)
+        return -1;
+    for (int j = i + 1; j < ctx->nstages; j++) {
+        const stage_inst *st = &ctx->stages[j];
+        if (st->per_frame || dd_split_between(st))
+            continue;
+        return splits(st) && !st->desc->pointwise ? j : -1;
+    }
+    return -1;
+}
+
+/* stage st's function over the rows set in ctx->rows (part: api->rows) */
+static int call_part(floe_ctx *ctx, stage_inst *st, int part, int which)
+{
+    int rc = dd_split_rows(ctx, which);
+    if (rc)
+        return rc;
+    floe_stage_call call = {ctx, st->param, st->mod ? st->mod->state : NULL, st->user, st->name};
+    ctx->current_stage = st->name;
+    ctx->error[0] = 0;
+    ctx->rows_part = part;
+    ctx->running = st;
+    double t0 = now_ms();
+    rc = st->fn(&call);
+    double ms = now_ms() - t0;
+    ctx->running = NULL;
+    ctx->rows_part = 0;
+    for (int s = 0; s < ctx->npsets; s++)
+        ctx->rows[s] = NULL, ctx->nrows[s] = 0;
+    st->ms_total += ms;
+    st->ms_frame += ms;
+    if (rc && rc != FLOE_ERR_BLOWUP) {
+        char msg[sizeof ctx->error];
+        snprintf(msg, sizeof msg, "%s", ctx->error[0] ? ctx->error : "no message");
+        return ctx_fail(ctx, rc, "stage '%s' failed at step %llu (t = %.6g s): %s", st->name,
+                        (unsigned long long)ctx->info.step, ctx->info.time, msg);
+    }
+    return rc;
+}
+
+static int run_split(floe_ctx *ctx, int i, int j, int *ran)
+{
+    stage_inst *S = &ctx->stages[i], *G = &ctx->stages[j];
+    int posted = 0, rc;
+    *ran = 0;
+    if (S->moves || G->moves)
+        ctx->ksums_valid = 0;
+    if ((rc = dd_split_post(ctx, S, &posted)) || !posted)
+        return rc; /* nothing to refresh: the stages run as ever (dd_stage_before finds nothing) */
+    *ran = 1;
+    access_snap *snap = ctx_access_snap(ctx, S);
+    rc = call_part(ctx, S, 1, DD_ROWS_OWNED);
+    if (snap) {
+        const int r = ctx_access_check(ctx, S, snap, rc == FLOE_OK);
+        rc = rc ? rc : r;
+    }
+    S->calls++;
+    if (!rc && !(rc = ctx_check_blowup(ctx, S, 1)))
+        dd_stage_after(ctx, S);
+    for (int m = i + 1; m < j && !rc; m++)
+        if (!ctx->stages[m].per_frame)
+            rc = run_stage(ctx, m);
+    if (!rc)
+        rc = dd_stage_before(ctx, G); /* what S wrote is fresh on the ghosts (pointwise): nothing left to refresh */
+    snap = rc ? NULL : ctx_access_snap(ctx, G);
+    if (!rc)
+        rc = call_part(ctx, G, 1, DD_ROWS_INTERIOR);
+    const int rf = dd_split_finish(ctx); /* always: no refresh left under way */
+    rc = rc ? rc : rf;
+    if (!rc)
+        rc = call_part(ctx, S, 2, DD_ROWS_GHOSTS);
+    if (!rc)
+        rc = call_part(ctx, G, 2, DD_ROWS_BORDER);
+    if (snap) {
+        const int r = ctx_access_check(ctx, G, snap, rc == FLOE_OK);
+        rc = rc ? rc : r;
+    }
+    G->calls++;
+    if (!rc && !(rc = ctx_check_blowup(ctx, G, 1)))
+        dd_stage_after(ctx, G);
+    return rc;
+}
+
 /* A device stage the core may simply run again: it writes something, and
  * all it writes it overwrites from what it does not write (every written
  * attribute declared FLOE_OVERWRITE). */
@@ -578,6 +680,16 @@ int ctx_run_stages(floe_ctx *ctx)
             if ((rc = settle_lists(ctx, spec, i)))
                 return rc;
             spec = -1;
+        }
+        const int j = split_plan(ctx, i);
+        if (j > i) {
+            int ran = 0;
+            if ((rc = run_split(ctx, i, j, &ran)))
+                return rc;
+            if (ran) {
+                i = j;
+                continue;
+            }
         }
         if ((rc = run_stage(ctx, i)))
             return rc;

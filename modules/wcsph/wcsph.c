@@ -166,9 +166,22 @@ enum { PR_STIFFNESS, PR_SPEED, PR_GAMMA, PR_COURANT, PR_CLAMP };
 static void pressure_c(floe_ctx *ctx, const floe_fluid *f, const wcsph_eos *e, const float *restrict rho,
                        float *restrict p)
 {
-    (void)ctx;
-    const uint32_t n = f->info.n;
     const float Bf = e->B, inv_rho0 = e->inv_rho0, gf = e->gamma, lo = e->lo;
+    uint32_t n;
+    int part;
+    const uint32_t *rows = floe_rows(api, ctx, f->set, f->info.n, &n, &part);
+    if (rows) { /* a part of the particles (api->rows): the same values */
+#pragma omp parallel for schedule(static)
+        for (uint32_t k = 0; k < n; k++) {
+            const uint32_t i = rows[k];
+            const float r = rho[i] * inv_rho0, r2 = r * r, r3 = r2 * r;
+            const float v = e->mode == 7   ? Bf * (r3 * r3 * r - 1.0f)
+                            : e->mode == 1 ? Bf * (r - 1.0f)
+                                           : Bf * (powf(r, gf) - 1.0f);
+            p[i] = v > lo ? v : lo;
+        }
+        return;
+    }
     if (e->mode == 7) {
 #pragma omp parallel for simd schedule(static)
         for (uint32_t i = 0; i < n; i++) {
@@ -267,8 +280,10 @@ static wcsph_pf decode_pf(const floe_stage_call *call)
     return pf;
 }
 
-/* P = p / rho^2 of every fluid particle, once per call, into ws->prho2 */
-static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
+/* P = p / rho^2 of every fluid particle, once per call, into ws->prho2;
+ * ghosts_only: of the ghosts alone (the second call of a split: only
+ * theirs changed since the first) */
+static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf, int ghosts_only)
 {
     const size_t total = nf ? f[nf - 1].off + f[nf - 1].info.n : 0;
     int st = floe_scratch(api, ctx, &ws->prho2, &ws->cap, total);
@@ -283,10 +298,37 @@ static int prho2(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf)
         float *restrict P = ws->prho2 + f[s].off;
         if (!p)
             return FLOE_ERR_ARG;
+        const uint32_t from = ghosts_only ? floe_owned(api, ctx, f[s].set, n) : 0;
 #pragma omp parallel for simd schedule(static)
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = from; i < n; i++)
             P[i] = p[i] / (rho[i] * rho[i]);
     }
+    return FLOE_OK;
+}
+
+/* the ghosts' records again (the second call of a split: their P and rho
+ * were refreshed); the owned particles' stay as the first call packed them */
+static int wcsph_repack_ghosts(floe_ctx *ctx, wcsph_state *ws, const floe_fluid *f, int nf, int with_v, int *packed)
+{
+    *packed = 0;
+#ifdef FLOE_SPH_AVX2
+    if (floe_kconst_make(api->sim(ctx)).periodic || nf == 0 || !ws->rec.A)
+        return FLOE_OK;
+    for (int s = 0; s < nf; s++) {
+        const uint32_t n = f[s].info.n, o = floe_owned(api, ctx, f[s].set, n);
+        const float *x = api->attr_read(ctx, f[s].set, "x", FLOE_VEC3), *m = api->attr_read(ctx, f[s].set, "m", FLOE_F32);
+        const float *rho = api->attr_read(ctx, f[s].set, "rho", FLOE_F32);
+        const float *v = with_v ? api->attr_read(ctx, f[s].set, "v", FLOE_VEC3) : NULL;
+        if (!x || !m || !rho || (with_v && !v))
+            return FLOE_ERR_ARG;
+        if (o < n)
+            floe_pack_set(&ws->rec, f[s].off + o, n - o, x + 3 * (size_t)o, m + o, ws->prho2 + f[s].off + o, rho + o,
+                          v ? v + 3 * (size_t)o : NULL, ws->rec.umass[s] > 0.0f);
+    }
+    *packed = 1;
+#else
+    (void)ctx, (void)ws, (void)f, (void)nf, (void)with_v;
+#endif
     return FLOE_OK;
 }
 
@@ -304,15 +346,31 @@ static int st_pressure_force(const floe_stage_call *call)
         return st;
     if (!ws)
         return api->fail(ctx, FLOE_ERR, "module state missing");
-    if ((st = prho2(ctx, ws, f, nf)) != FLOE_OK)
-        return st;
     const int adami = !strcmp(call->param[PF_WALLS].s ? call->param[PF_WALLS].s : "mirror", "extrapolated");
     const int gcorr = call->param[PF_GRAD_CORR].b;
+    /* a split (api->rows): the first call over the particles whose
+     * neighbours are all owned, the second over the rest, the ghosts' P
+     * and records made again in between. Adami's wall pressure sums over
+     * the ghosts too: with it the first call computes nothing and the
+     * second every particle. */
+    uint32_t cnt0;
+    int part = 0;
+    if (nf)
+        (void)floe_rows(api, ctx, f[0].set, f[0].info.n, &cnt0, &part);
+    if (adami && part == 1)
+        return FLOE_OK;
+    const int again = part == 2 && !adami;
+    if ((st = prho2(ctx, ws, f, nf, again)) != FLOE_OK)
+        return st;
     if (adami && (st = wcsph_wall_pressure(ctx, ws, &kc, f, nf)) != FLOE_OK)
         return st;
     int packed; /* fluid rows over packed records A = (x, y, z, m), B = (P, rho, vx, vy) */
     const unsigned what = FLOE_PACK_P | FLOE_PACK_RHO | (cv > 0.0f ? FLOE_PACK_V | FLOE_PACK_VZ : 0);
-    if ((st = floe_pack_fluids(api, ctx, &ws->rec, &kc, f, nf, what, ws->prho2, &packed)) != FLOE_OK)
+    if (again)
+        st = wcsph_repack_ghosts(ctx, ws, f, nf, cv > 0.0f, &packed);
+    else
+        st = floe_pack_fluids(api, ctx, &ws->rec, &kc, f, nf, what, ws->prho2, &packed);
+    if (st != FLOE_OK)
         return st;
     for (int s = 0; s < nf; s++) {
         const uint32_t n = f[s].info.n;
@@ -337,8 +395,14 @@ static int st_pressure_force(const floe_stage_call *call)
         for (int b = 0; b < nt; b++)
             wallP[b] = adami && t[b].boundary ? wcsph_wall_of(ws, t[b].set) : NULL;
 
+        uint32_t cnt;
+        int prt;
+        const uint32_t *rows = adami ? NULL : floe_rows(api, ctx, f[s].set, n, &cnt, &prt);
+        if (!rows)
+            cnt = n;
 #pragma omp parallel for schedule(dynamic, 256) firstprivate(t)
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < cnt; k++) {
+            const uint32_t i = rows ? rows[k] : k;
             floe_prefetch_rows(t, nt, i, n);
             const float xi = xs[3 * i], yi = xs[3 * i + 1], zi = xs[3 * i + 2];
             const float Pi = Ps[i];
@@ -627,7 +691,7 @@ static const floe_stage_desc stages[] = {
     { FLOE_SIZED(floe_stage_desc), .name = "pressure",
       .doc = "Tait equation of state p = B((rho/rho0)^gamma - 1); proposes the acoustic dt limit",
       .run = st_pressure, .run_cl = st_pressure_cl, .params = pressure_params, .attrs = pressure_attrs,
-      .pointwise = 1 },
+      .pointwise = 1, .rows = 1 },
     { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
       .doc = "Monaghan artificial viscosity with the speed of sound of 'wcsph.pressure', added to a (after "
              "'gravity'); kind = \"xsph\" (deprecated) runs sph.xsph",
@@ -637,7 +701,7 @@ static const floe_stage_desc stages[] = {
       .doc = "symmetric pressure acceleration with Akinci boundaries (pressure mirroring), added to a; "
              "optionally XSPH viscosity in the same pass",
       .run = st_pressure_force, .run_cl = st_pressure_force_cl, .params = pressure_force_params,
-      .attrs = pressure_force_attrs },
+      .attrs = pressure_force_attrs, .rows = 1 },
     {0},
 };
 

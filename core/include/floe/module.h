@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 15
+#define FLOE_ABI_MINOR 16
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -141,6 +141,15 @@ typedef struct floe_stage_desc {
      * wcsph.pressure, docs/mpi.md). Zero: the written attributes' ghosts are
      * refreshed from their owners when a later stage reads them. */
     int pointwise;
+    /* ABI 1.16: nonzero: the stage computes each particle it computes from
+     * that particle's and its neighbours' attributes only, writes nothing
+     * but that particle's values, and may be called more than once in a
+     * step, each call over a part of each fluid set's particles, which
+     * api->rows names (every other call computes all of them, as before).
+     * Under MPI the core then runs it over the particles whose neighbours
+     * are all owned while the ghosts' refresh is under way, and over the
+     * rest after it (docs/mpi.md, "Overlap"). */
+    int rows;
 } floe_stage_desc;
 
 /* A module's state in a checkpoint (ABI 1.6): save writes bytes in an
@@ -483,6 +492,14 @@ typedef struct floe_api {
      * lists (api->cl_neighbours builds them on demand). FLOE_OK either way
      * on the OpenCL backend. */
     int (*cl_cells)(floe_ctx *ctx, floe_set set, floe_cl_cells *out);
+    /* ---- appended in ABI 1.16: a stage over a part of the particles -----
+     * For a stage that declares floe_stage_desc.rows: the particles of
+     * `set` this call computes, *count indices in ascending order, or NULL
+     * (all of them, 0..n: always outside such a split). *part: 0 for a
+     * whole call, else 1 or 2, the first or second of the two calls of a
+     * split; between them only the ghosts' (the particles from api->owned
+     * on) attributes change, refreshed from their owners. */
+    const uint32_t *(*rows)(floe_ctx *ctx, floe_set set, uint32_t *count, int *part);
 } floe_api;
 
 enum { FLOE_REDUCE_SUM = 0, FLOE_REDUCE_MAX, FLOE_REDUCE_MIN };

@@ -474,6 +474,20 @@ static inline int floe_halo(const floe_api *api, floe_ctx *ctx, floe_set set, vo
 {
     return floe_has_dd(api) ? api->halo(ctx, set, data, elem_bytes) : FLOE_OK;
 }
+/* the particles of fluid set `set` (n of them) that this call of a stage
+ * declaring floe_stage_desc.rows computes: a list of *count indices, or NULL
+ * with *count = n (all); *part as api->rows gives it (0: a whole call) */
+static inline const uint32_t *floe_rows(const floe_api *api, floe_ctx *ctx, floe_set set, uint32_t n,
+                                        uint32_t *count, int *part)
+{
+    const uint32_t *r = NULL;
+    *part = 0;
+    if (api->size >= offsetof(floe_api, rows) + sizeof api->rows && api->rows)
+        r = api->rows(ctx, set, count, part);
+    if (!r)
+        *count = n, *part = 0;
+    return r;
+}
 /* values reduced over every rank (FLOE_REDUCE_SUM, _MAX, _MIN) in place */
 static inline int floe_reduce(const floe_api *api, floe_ctx *ctx, double *v, int n, int op)
 {
