@@ -37,6 +37,11 @@ TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
             "elseif solver == 'ref' then\n"                                                             \
             "  sim:pipeline{ nb, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 }, 'gravity',\n"  \
             "    { 'wcsph.pressure_force', xsph = 0.01 }, 'integrate' }\n"                               \
+            "elseif solver == 'delta' then\n"                                                           \
+            "  sim:pipeline{ nb, { 'wcsph.continuity', delta = 0.1 }, { 'wcsph.pressure', speed_of_sound = 20 },\n" \
+            "    'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 },\n"                    \
+            "    { 'wcsph.pressure_force', walls = floe.param('walls', 'mirror'), gradient_correction = true },\n" \
+            "    'integrate' }\n"                                                                          \
             "elseif solver == 'dfsph' then\n"                                                           \
             "  sim:pipeline{ nb, 'sph.density', 'gravity', 'dfsph.solve', 'integrate' }\n"              \
             "else\n"                                                                                    \
@@ -425,6 +430,29 @@ Test(mpi, a_force_split_around_the_refresh_gives_the_frames_of_one_process)
         const double w = compare_runs("one", runs[r], 5, 0.0, 1);
         cr_log_info("reference step, %s: largest relative position difference %g", runs[r], w);
     }
+}
+
+/* delta-SPH (wcsph.continuity{delta}: its second walk reads the
+ * neighbours' renormalised density gradients, the ghosts' from their
+ * owners through api->halo) with the gradient correction: one process's
+ * frames to the bit on 2 ranks; Adami's wall pressure (a wall particle's
+ * sums reach beyond the ghosts) is refused by name */
+Test(mpi, delta_sph_on_2_ranks_gives_the_frames_of_one_process_and_adami_walls_are_refused)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set solver=delta --set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", sets), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    const double w = compare_runs("one", "two", 5, 0.0, 1);
+    cr_log_info("delta-SPH on 2 ranks: largest relative position difference %g", w);
+    cr_assert_neq(run_ranks(2, "adami", "--set solver=delta --set seconds=0.1 --set walls=extrapolated"), 0);
+    char *log = sc_slurp("%s/adami.log", sc_tmp);
+    cr_assert(strstr(log, "stage 'wcsph.pressure_force' failed") &&
+                  strstr(log, "walls = \"extrapolated\" does not run under MPI"),
+              "%s", log);
+    free(log);
 }
 
 /* a block moving at 30 m/s with no force on it, cut into 4 slabs 0.1 m

@@ -182,6 +182,12 @@ FLOE_ROW_FN void row_morris_wall_ext(const floe_kconst *kc, const uint32_t *rest
  * (Adami et al. 2012's smoothed fluid velocity at the wall), into vs->wv */
 static int wall_velocity(floe_ctx *ctx, visc_state *vs, const floe_kconst *pkc, const floe_fluid *f, int nf)
 {
+    /* under MPI a wall particle's velocity would need the fluid within a
+     * support radius of it, beyond a rank's ghosts: refused rather than wrong */
+    if (floe_ranks(api, ctx) > 1)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "wall_velocity = \"extrapolated\" does not run under MPI (a wall's velocity averages fluid "
+                         "beyond a rank's ghosts): use wall_velocity = \"mirror\" or one process");
     const floe_kconst kc = *pkc;
     const floe_sim_info *si = api->sim(ctx);
     floe_walls *w = &vs->walls;

@@ -360,6 +360,10 @@ static int continuity(const floe_stage_call *call, int cl)
         if ((st = floe_targets(api, ctx, &f[s], f, nf, FLOE_NEED_RHO, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         grad_c(ctx, &kc, &f[s], t, nt, &ws->rec, packed, ws->grad + 4 * f[s].off);
+        /* under MPI the ghosts' <grad rho> from their owners (a ghost's
+         * rows are empty here): the second walk reads both ends of a pair */
+        if ((st = floe_halo(api, ctx, f[s].set, ws->grad + 4 * f[s].off, 4 * sizeof(float))) != FLOE_OK)
+            return st;
     }
     if (!diffuse)
         for (size_t k = 0; k < 4 * total; k++)

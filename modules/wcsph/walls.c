@@ -45,6 +45,13 @@ int wcsph_wall_pressure(floe_ctx *ctx, wcsph_state *ws, const floe_kconst *pkc, 
         return api->fail(ctx, FLOE_ERR_ARG,
                          "wcsph.pressure_force{walls = \"extrapolated\"} takes B and gamma from wcsph.pressure: put "
                          "'wcsph.pressure' before it in the step");
+    /* under MPI a wall particle's sums would need the fluid within a
+     * support radius of it, up to two radii from a rank's own particles:
+     * beyond its ghosts (one radius). Refused rather than wrong. */
+    if (floe_ranks(api, ctx) > 1)
+        return api->fail(ctx, FLOE_ERR_ARG,
+                         "walls = \"extrapolated\" does not run under MPI (a wall's pressure sums fluid beyond a "
+                         "rank's ghosts): use walls = \"mirror\" or one process");
     if ((st = floe_walls_layout(api, ctx, w)) != FLOE_OK)
         return st;
     const size_t total = w->total;
