@@ -88,6 +88,7 @@ int floe_mpi_decomp(const char *mode)
 }
 
 enum { NBINS = 4096, REORDER_EVERY = 10 };
+#define SPLIT_PIECE ((size_t)4000) /* bytes: under the 4096 of Open MPI's shared-memory eager limit (btl_vader_eager_limit), its match header included */
 
 /* where a rank's time in the decomposition goes (docs/mpi.md): each phase's
  * wall time, and of it the time inside MPI calls (transfers and waits for
@@ -106,8 +107,9 @@ typedef struct dd_set {
     uint32_t *iota, *border, *interior;
     uint32_t nborder, ninterior, rows_cap, iota_cap;
     /* a refresh posted, not yet received (dd_split_post) */
-    int pending, npreq;
+    int pending, npreq, nprecv, sends_pending;
     MPI_Request *preq;
+    size_t preq_cap;
     char *psbuf, *prbuf;
     size_t pscap, prcap;
     void *pdata[MAX_ATTRS];
@@ -958,11 +960,13 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 /* rank 0 logs where each rank's time in the decomposition went (the
  * figures gathered with each frame's timings: no collective here, a rank
  * may end the run alone on an error) */
+
 void dd_run_end(floe_ctx *ctx)
 {
     struct floe_dd *d = ctx->dd;
     if (!d)
         return;
+    (void)dd_split_done(ctx); /* the last refresh's sends (taken by now: the partners ran on past it) */
     drop_ghosts(ctx);
     if (d->rank == 0 && d->fig)
         log_figures(ctx, d);
@@ -1172,22 +1176,35 @@ static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const
         stot += ds->scnt[q];
     if (grow(&ds->psbuf, &ds->pscap, stot * e + 1) || grow(&ds->prbuf, &ds->prcap, (size_t)ds->ghosts * e + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    if (!ds->preq && !(ds->preq = malloc((size_t)(2 * d->size + 2) * sizeof *ds->preq)))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    /* in pieces small enough to go out at once (MPI's eager protocol): a
+     * large message waits for the receiver to enter MPI (rendezvous), which
+     * it does only after the stage's first call, and nothing would overlap */
+    size_t pieces = 0;
+    for (int q = 0; q < d->np; q++)
+        pieces += (ds->scnt[q] * e + SPLIT_PIECE - 1) / SPLIT_PIECE + (ds->rcnt[q] * e + SPLIT_PIECE - 1) / SPLIT_PIECE;
+    if (pieces > ds->preq_cap) {
+        MPI_Request *r = realloc(ds->preq, (pieces + 16) * sizeof *r);
+        if (!r)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        ds->preq = r, ds->preq_cap = pieces + 16;
+    }
+    if (ds->sends_pending) { /* the last refresh's sends, before their buffer is written again */
+        int err = MPI_Waitall(ds->npreq - ds->nprecv, ds->preq + ds->nprecv, MPI_STATUSES_IGNORE);
+        ds->sends_pending = 0;
+        if (err != MPI_SUCCESS)
+            return mpi_fail(ctx, err, "halo (sent)");
+    }
     pack_halo(d, ds, data, elem, k, e, ds->psbuf);
     int nr = 0, err = MPI_SUCCESS;
-    for (int q = 0; q < d->np && err == MPI_SUCCESS; q++) {
-        if (ds->scnt[q] * e > (size_t)INT32_MAX || ds->rcnt[q] * e > (size_t)INT32_MAX)
-            return ctx_fail(ctx, FLOE_ERR, "MPI: more than 2 GiB to exchange with rank %d in one message on rank %d "
-                            "(halo)", d->peer[q], d->rank);
-        if (ds->rcnt[q])
-            err = MPI_Irecv(ds->prbuf + ds->roff[q] * e, (int)(ds->rcnt[q] * e), MPI_BYTE, d->peer[q], TAG_HALO,
-                            d->comm, &ds->preq[nr++]);
-    }
     for (int q = 0; q < d->np && err == MPI_SUCCESS; q++)
-        if (ds->scnt[q])
-            err = MPI_Isend(ds->psbuf + ds->soff[q] * e, (int)(ds->scnt[q] * e), MPI_BYTE, d->peer[q], TAG_HALO,
-                            d->comm, &ds->preq[nr++]);
+        for (size_t at = 0, len = ds->rcnt[q] * e; at < len && err == MPI_SUCCESS; at += SPLIT_PIECE)
+            err = MPI_Irecv(ds->prbuf + ds->roff[q] * e + at, (int)(len - at < SPLIT_PIECE ? len - at : SPLIT_PIECE),
+                            MPI_BYTE, d->peer[q], TAG_HALO, d->comm, &ds->preq[nr++]);
+    ds->nprecv = nr;
+    for (int q = 0; q < d->np && err == MPI_SUCCESS; q++)
+        for (size_t at = 0, len = ds->scnt[q] * e; at < len && err == MPI_SUCCESS; at += SPLIT_PIECE)
+            err = MPI_Isend(ds->psbuf + ds->soff[q] * e + at, (int)(len - at < SPLIT_PIECE ? len - at : SPLIT_PIECE),
+                            MPI_BYTE, d->peer[q], TAG_HALO, d->comm, &ds->preq[nr++]);
     if (err != MPI_SUCCESS)
         return mpi_fail(ctx, err, "halo (posted)");
     ds->npreq = nr, ds->pk = k, ds->pending = 1;
@@ -1203,9 +1220,15 @@ static int split_finish_set(floe_ctx *ctx, dd_set *ds)
 {
     struct floe_dd *d = ctx->dd;
     double t0 = now_ms();
-    int err = MPI_Waitall(ds->npreq, ds->preq, MPI_STATUSES_IGNORE);
+    /* the receives only: a send completes when the partner takes it, which
+     * it may do only once its own first call is over. The sends are waited
+     * for before the next refresh writes their buffer (a step later, after
+     * the migration, which the partner reaches only past taking them) and
+     * at the run's end (dd_split_done) */
+    int err = MPI_Waitall(ds->nprecv, ds->preq, MPI_STATUSES_IGNORE);
     double t1 = now_ms();
     ds->pending = 0;
+    ds->sends_pending = ds->npreq > ds->nprecv;
     if (err != MPI_SUCCESS)
         return mpi_fail(ctx, err, "halo (waited for)");
     size_t e = 0;
@@ -1264,6 +1287,25 @@ int dd_split_finish(floe_ctx *ctx)
             int r = split_finish_set(ctx, &d->sets[s]);
             rc = rc ? rc : r;
         }
+    return rc;
+}
+
+int dd_split_done(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    int rc = FLOE_OK;
+    for (int s = 0; d && s < ctx->npsets; s++) {
+        dd_set *ds = &d->sets[s];
+        if (!ds->sends_pending)
+            continue;
+        double t0 = now_ms();
+        int err = MPI_Waitall(ds->npreq - ds->nprecv, ds->preq + ds->nprecv, MPI_STATUSES_IGNORE);
+        double dt = now_ms() - t0;
+        ds->sends_pending = 0;
+        d->ph_mpi[PH_HALO] += dt, d->ph_ms[PH_HALO] += dt, d->comm_ms += dt;
+        if (err != MPI_SUCCESS && !rc)
+            rc = mpi_fail(ctx, err, "halo (sent)");
+    }
     return rc;
 }
 

@@ -46,6 +46,7 @@ int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem);
 int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted);
 int dd_split_rows(floe_ctx *ctx, int which);
 int dd_split_finish(floe_ctx *ctx);
+int dd_split_done(floe_ctx *ctx);
 int dd_split_between(const stage_inst *st);
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
@@ -72,6 +73,7 @@ static inline int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted
 }
 static inline int dd_split_rows(floe_ctx *ctx, int which) { (void)ctx, (void)which; return FLOE_OK; }
 static inline int dd_split_finish(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+static inline int dd_split_done(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_split_between(const stage_inst *st) { (void)st; return 0; }
 static inline uint32_t dd_owned(const floe_ctx *ctx, const pset *p) { (void)ctx; return p->n; }
 static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
