@@ -589,6 +589,19 @@ static int call_part(floe_ctx *ctx, stage_inst *st, int part, int which)
     return rc;
 }
 
+/* call_part under the debug builds' check of what it only reads (each
+ * call on its own: between them the refresh writes the ghosts) */
+static int checked_part(floe_ctx *ctx, stage_inst *st, int part, int which)
+{
+    access_snap *snap = ctx_access_snap(ctx, st);
+    int rc = call_part(ctx, st, part, which);
+    if (snap) {
+        const int r = ctx_access_check(ctx, st, snap, rc == FLOE_OK);
+        rc = rc ? rc : r;
+    }
+    return rc;
+}
+
 static int run_split(floe_ctx *ctx, int i, int j, int *ran)
 {
     stage_inst *S = &ctx->stages[i], *G = &ctx->stages[j];
@@ -599,12 +612,7 @@ static int run_split(floe_ctx *ctx, int i, int j, int *ran)
     if ((rc = dd_split_post(ctx, S, &posted)) || !posted)
         return rc; /* nothing to refresh: the stages run as ever (dd_stage_before finds nothing) */
     *ran = 1;
-    access_snap *snap = ctx_access_snap(ctx, S);
-    rc = call_part(ctx, S, 1, DD_ROWS_OWNED);
-    if (snap) {
-        const int r = ctx_access_check(ctx, S, snap, rc == FLOE_OK);
-        rc = rc ? rc : r;
-    }
+    rc = checked_part(ctx, S, 1, DD_ROWS_OWNED);
     S->calls++;
     if (!rc && !(rc = ctx_check_blowup(ctx, S, 1)))
         dd_stage_after(ctx, S);
@@ -613,19 +621,14 @@ static int run_split(floe_ctx *ctx, int i, int j, int *ran)
             rc = run_stage(ctx, m);
     if (!rc)
         rc = dd_stage_before(ctx, G); /* what S wrote is fresh on the ghosts (pointwise): nothing left to refresh */
-    snap = rc ? NULL : ctx_access_snap(ctx, G);
     if (!rc)
-        rc = call_part(ctx, G, 1, DD_ROWS_INTERIOR);
+        rc = checked_part(ctx, G, 1, DD_ROWS_INTERIOR);
     const int rf = dd_split_finish(ctx); /* always: no refresh left under way */
     rc = rc ? rc : rf;
     if (!rc)
-        rc = call_part(ctx, S, 2, DD_ROWS_GHOSTS);
+        rc = checked_part(ctx, S, 2, DD_ROWS_GHOSTS);
     if (!rc)
-        rc = call_part(ctx, G, 2, DD_ROWS_BORDER);
-    if (snap) {
-        const int r = ctx_access_check(ctx, G, snap, rc == FLOE_OK);
-        rc = rc ? rc : r;
-    }
+        rc = checked_part(ctx, G, 2, DD_ROWS_BORDER);
     G->calls++;
     if (!rc && !(rc = ctx_check_blowup(ctx, G, 1)))
         dd_stage_after(ctx, G);
