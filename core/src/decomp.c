@@ -1055,6 +1055,22 @@ static int reads(const stage_inst *st, const pset *p, const char *name)
     return 0;
 }
 
+/* the arrays of set p that stage st reads and that are stale on the
+ * ghosts: their data and element sizes, marked fresh (the caller refreshes
+ * them now); how many */
+static int stale_reads(dd_set *ds, const stage_inst *st, const pset *p, void **data, size_t *elem)
+{
+    int k = 0;
+    for (int a = 0; a < p->nattrs; a++) {
+        if (!ds->dirty[a] || !reads(st, p, p->attrs[a].name))
+            continue;
+        data[k] = p->attrs[a].data;
+        elem[k++] = floe_type_size(p->attrs[a].type);
+        ds->dirty[a] = 0;
+    }
+    return k;
+}
+
 /* The ghosts of k per-particle arrays refreshed from their owners, in one
  * message per partner (the owners send in the step's ghost order: no
  * search). One array is received in place. */
@@ -1260,14 +1276,7 @@ int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted)
         d->sets[s].fresh_in = 1;
         void *data[MAX_ATTRS];
         size_t elem[MAX_ATTRS];
-        int k = 0;
-        for (int a = 0; a < p->nattrs; a++) {
-            if (!d->sets[s].dirty[a] || !reads(st, p, p->attrs[a].name))
-                continue;
-            data[k] = p->attrs[a].data;
-            elem[k++] = floe_type_size(p->attrs[a].type);
-            d->sets[s].dirty[a] = 0;
-        }
+        const int k = stale_reads(&d->sets[s], st, p, data, elem);
         if (k) {
             int rc = split_post_set(ctx, p, data, elem, k);
             if (rc)
@@ -1386,14 +1395,7 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
         }
         void *data[MAX_ATTRS];
         size_t elem[MAX_ATTRS];
-        int k = 0;
-        for (int a = 0; a < p->nattrs; a++) {
-            if (!d->sets[s].dirty[a] || !reads(st, p, p->attrs[a].name))
-                continue;
-            data[k] = p->attrs[a].data;
-            elem[k++] = floe_type_size(p->attrs[a].type);
-            d->sets[s].dirty[a] = 0;
-        }
+        const int k = stale_reads(&d->sets[s], st, p, data, elem);
         int rc = k ? halo_arrays(ctx, p, data, elem, k) : FLOE_OK;
         if (rc)
             return rc;
