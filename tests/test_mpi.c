@@ -350,6 +350,90 @@ Test(mpi, wcsph_on_2_and_4_ranks_gives_the_frames_of_one_process)
     free(rec), free(rec1);
 }
 
+/* the scene with a probe of each kind: points (at their own rate), water
+ * height gauges, the front (min_neighbours) and the walls' force */
+static void write_scene_with_probes(void)
+{
+    const char *text = SCENE, *run = strstr(text, "sim:run{");
+    cr_assert_not_null(run);
+    FILE *f = fopen(sc_scene, "w");
+    cr_assert_not_null(f);
+    fwrite(text, 1, (size_t)(run - text), f);
+    fputs("sim:probe{ name = 'pts', points = { {0.05, 0.05}, {0.2, 0.012}, {0.35, 0.012} }, attributes = {'p', 'v'},\n"
+          "  rate = 500 }\n"
+          "sim:probe{ name = 'gauges', kind = 'height', points = { {0.05, 0}, {0.2, 0}, {0.38, 0} } }\n"
+          "sim:probe{ name = 'front', kind = 'front', axis = 'x', min_neighbours = 2 }\n"
+          "sim:probe{ name = 'walls', kind = 'force', set = 'boundary' }\n",
+          f);
+    fputs(run, f);
+    fclose(f);
+}
+
+/* two probe tables of one scene, value by value: the same rows and
+ * columns, numbers within rel relative (the ranks' sums add in another
+ * order); returns the rows compared */
+static int compare_tables(const char *one, const char *many, const char *name, double rel)
+{
+    char *a = sc_slurp("%s/%s/%s.probe.csv", sc_tmp, one, name), *b = sc_slurp("%s/%s/%s.probe.csv", sc_tmp, many, name);
+    cr_assert(a && b, "%s.probe.csv missing in %s or %s", name, one, many);
+    const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+    cr_assert(ea && eb && ea - a == eb - b && !strncmp(a, b, (size_t)(ea - a)), "%s: headers differ:\n%s\n%s", name, a,
+              b);
+    int rows = 0;
+    const char *pa = ea + 1, *pb = eb + 1;
+    while (*pa || *pb) {
+        cr_assert(*pa && *pb, "%s: %s has %s rows than one process", name, many, *pa ? "fewer" : "more");
+        for (int col = 0;; col++) {
+            char *qa, *qb;
+            const double va = strtod(pa, &qa), vb = strtod(pb, &qb);
+            cr_assert(qa != pa && qb != pb, "%s row %d col %d unreadable", name, rows + 1, col);
+            cr_assert((isnan(va) && isnan(vb)) || fabs(va - vb) <= rel * fmax(fabs(va), fabs(vb)) + 1e-12,
+                      "%s row %d col %d: %.9g on %s, %.9g in one process", name, rows + 1, col, vb, many, va);
+            pa = qa, pb = qb;
+            cr_assert_eq(*pa, *pb, "%s row %d: the columns differ", name, rows + 1);
+            if (*pa == '\n')
+                break;
+            pa++, pb++;
+        }
+        pa++, pb++, rows++;
+    }
+    free(a), free(b);
+    return rows;
+}
+
+/* Probes under MPI: each rank sums over its own particles and the sums are
+ * added over the ranks; the tables of 2 ranks (slabs) and 4 (2 x 2 boxes)
+ * are one process's (the frames being one process's to the bit: the
+ * lists in id order). */
+Test(mpi, probes_on_2_and_4_ranks_read_what_one_process_reads)
+{
+    if (!have_mpi())
+        return;
+    write_scene_with_probes();
+    const char *sets = "--set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", sets), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", sets), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    compare_runs("one", "four", 5, 1e-5, 1);
+    const char *names[] = {"pts", "gauges", "front", "walls"};
+    const int rows_expected[] = {51, 6, 6, 6}; /* 500 a second for 0.1 s and frame 0; 5 frames and frame 0 */
+    for (int k = 0; k < 4; k++) {
+        int r2 = compare_tables("one", "two", names[k], 1e-7), r4 = compare_tables("one", "four", names[k], 1e-7);
+        cr_assert(r2 == rows_expected[k] && r4 == rows_expected[k], "%s: %d and %d rows, expected %d", names[k], r2,
+                  r4, rows_expected[k]);
+    }
+    /* the front moved across the cuts (at x = 0.05 at the start: the fluid's median) */
+    char *front = sc_slurp("%s/one/front.probe.csv", sc_tmp);
+    const char *last = front + strlen(front) - 2;
+    while (last > front && *last != '\n')
+        last--;
+    double t, x;
+    cr_assert_eq(sscanf(last + 1, "%lf,%lf", &t, &x), 2, "%s", front);
+    cr_assert(x > 0.15, "the front at %g by t = %g: the test meant it well past the first cut (x = 0.05)", x, t);
+    cr_assert(!sc_exists("%s/two/probes.csv.tmp", sc_tmp));
+    free(front);
+}
+
 /* 4 ranks as 2 x 2 boxes (the default for this tank: the least cut area)
  * and as 4 slabs: each rank talks to its neighbouring boxes only, also
  * across a corner */

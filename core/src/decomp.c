@@ -421,8 +421,6 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointi
         return "periodic domains are not decomposed (the slabs do not wrap round)";
     if (ctx->emit)
         return "sources and sinks (sim:source, sim:sink) grow sets the decomposition does not follow";
-    if (ctx->probes)
-        return "probes (sim:probe) sum over particles other ranks hold";
     if (checkpointing || (ctx->out && (ctx->out->flags & FLOE_OUTPUT_RESUME)))
         return "checkpoints and --resume are written by one process";
     for (int s = 0; s < ctx->npsets; s++) {

@@ -34,8 +34,17 @@
  *
  * Neighbours of a probe point come from a cell grid of edge H over every
  * fluid particle, built here at each sample: the pipeline's lists describe
- * the positions at the start of the step and belong to the modules. */
+ * the positions at the start of the step and belong to the modules.
+ *
+ * Under MPI (docs/mpi.md) each rank sums over the particles it owns (not
+ * its ghosts) and the sums are added over every rank (dd_reduce): a
+ * point's kernel sum and weighted attributes, a gauge's kernel sums up its
+ * column (in chunks of HEIGHT_CHUNK levels, so that every rank stops at
+ * the same level), a wall's force; the front's outermost particle is the
+ * largest over the ranks (ties: the least id, in one process too), and its
+ * neighbour count a sum. Rank 0 writes the tables. */
 #include "probes.h"
+#include "decomp.h"
 #include "device.h"
 
 #include "io.h"
@@ -337,7 +346,7 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
     }
     for (int s = 0; s < ctx->npsets; s++)
         if (ctx->sets[s].kind == FLOE_SET_FLUID)
-            total += ctx->sets[s].n;
+            total += dd_owned(ctx, &ctx->sets[s]); /* MPI: not the ghosts, other ranks' */
     if (total >= UINT32_MAX || cells >= UINT32_MAX)
         return ctx_fail(ctx, FLOE_ERR_ARG, "probes: too many particles or grid cells");
     if (cells + 1 > g->cells_cap) {
@@ -364,7 +373,7 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
             continue;
         dev_host_set(ctx, p, 0); /* OpenCL: the host copies, up to date */
         const float *x = pset_attr(p, "x")->data;
-        for (uint32_t i = 0; i < p->n; i++)
+        for (uint32_t i = 0, n = dd_owned(ctx, p); i < n; i++)
             g->start[cell_of(g, x + 3 * i, c) + 1]++;
     }
     for (size_t k = 0; k < cells; k++)
@@ -380,7 +389,7 @@ static int grid_build(floe_ctx *ctx, pgrid *g)
         const float *rho = ra ? ra->data : NULL;
         /* V_j = m_j / rho_j (rest density where rho is absent or not positive) */
         const float rho0 = p->rest_density > 0 ? p->rest_density : 1.0f;
-        for (uint32_t i = 0; i < p->n; i++) {
+        for (uint32_t i = 0, n = dd_owned(ctx, p); i < n; i++) {
             uint32_t slot = g->start[cell_of(g, x + 3 * i, c)]++;
             g->ref[slot] = i;
             g->rset[slot] = (uint8_t)s;
@@ -432,21 +441,26 @@ static double kernel_sum(floe_ctx *ctx, const pgrid *g, const float pos[3], cons
 
 /* ---- sampling ------------------------------------------------------------------ */
 
-static void sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
+static int sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
 {
     const int dim = ctx->info.dim;
     attr *ap[PROBE_MAX_ATTRS][MAX_SETS]; /* the attributes of every set, looked up once */
     for (int a = 0; a < q->nattrs; a++)
         for (int s = 0; s < ctx->npsets; s++)
             ap[a][s] = ctx->sets[s].kind == FLOE_SET_FLUID ? pset_attr(&ctx->sets[s], q->attrs[a]) : NULL;
+    /* per point: the kernel sum, then 3 sums per attribute (MPI: added
+     * over the ranks before they are divided) */
+    const size_t per = 1 + 3 * (size_t)q->nattrs;
+    double *sums = calloc((size_t)q->npoints * per + 1, sizeof *sums);
+    if (!sums)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "probe '%s': out of memory", q->name);
     for (int k = 0; k < q->npoints; k++) {
         const float *pos = q->points[k];
-        double ks = 0, acc[PROBE_MAX_ATTRS][3];
-        memset(acc, 0, sizeof acc);
+        double *ks = sums + (size_t)k * per, *acc = ks + 1;
 #define ACC(set, j, r2, dx, V)                                                        \
     do {                                                                              \
         const double w = (double)(V) * K->sigma * floe_w_hat(K->inv_H, r2);           \
-        ks += w;                                                                      \
+        *ks += w;                                                                     \
         for (int a = 0; a < q->nattrs; a++) {                                         \
             const attr *at = ap[a][set];                                              \
             if (!at)                                                                  \
@@ -454,13 +468,17 @@ static void sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
             const float *v = at->data;                                                \
             if (at->type == FLOE_VEC3)                                                \
                 for (int c = 0; c < 3; c++)                                           \
-                    acc[a][c] += w * v[3 * (size_t)j + c];                            \
+                    acc[3 * a + c] += w * v[3 * (size_t)j + c];                       \
             else if (at->type == FLOE_F32)                                            \
-                acc[a][0] += w * v[j];                                                \
+                acc[3 * a] += w * v[j];                                               \
         }                                                                             \
     } while (0)
         FOR_NEAR(ctx, g, pos, ACC);
 #undef ACC
+    }
+    int rc = dd_reduce(ctx, sums, (int)((size_t)q->npoints * per), FLOE_REDUCE_SUM);
+    for (int k = 0; k < q->npoints && !rc; k++) {
+        const double ks = sums[(size_t)k * per], *acc = sums + (size_t)k * per + 1;
         for (int a = 0; a < q->nattrs; a++) {
             floe_type t = FLOE_F32;
             for (int s = 0; s < ctx->npsets; s++) {
@@ -475,11 +493,13 @@ static void sample_points(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
                 if (ks < DRY_KSUM)
                     put(q, ",nan");
                 else
-                    put(q, ",%.9g", q->scale * acc[a][c] / ks);
+                    put(q, ",%.9g", q->scale * acc[3 * a + c] / ks);
             }
         }
         put(q, ",%.6g", ks);
     }
+    free(sums);
+    return rc;
 }
 
 /* the up axis: against the largest component of gravity (y when none) */
@@ -494,7 +514,9 @@ static int up_axis(floe_ctx *ctx, int *sign)
     return ax;
 }
 
-static void sample_height(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
+#define HEIGHT_CHUNK 64 /* a gauge's levels summed (and under MPI added over the ranks) at a time */
+
+static int sample_height(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
 {
     int sign;
     const int up = up_axis(ctx, &sign);
@@ -503,28 +525,40 @@ static void sample_height(floe_ctx *ctx, const pgrid *g, probe *q, const floe_ke
     for (int k = 0; k < q->npoints; k++) {
         float pos[3] = {q->points[k][0], q->points[k][1], q->points[k][2]};
         double h = NAN, prev_s = 0, prev_y = 0;
-        int wet = 0;
-        for (int i = 0; i <= ns; i++) {
+        int wet = 0, done = 0;
+        for (int i0 = 0; i0 <= ns && !done; i0 += HEIGHT_CHUNK) {
             /* from the bottom (against gravity's direction) up */
-            const double y = sign > 0 ? lo + i * step : hi - i * step;
-            pos[up] = (float)y;
-            const double s = kernel_sum(ctx, g, pos, K);
-            if (!wet) {
-                wet = s >= q->threshold;
-            } else if (s < q->threshold) {
-                const double f = (prev_s - q->threshold) / (prev_s - s);
-                h = prev_y + f * (y - prev_y);
-                break;
+            const int m = ns + 1 - i0 < HEIGHT_CHUNK ? ns + 1 - i0 : HEIGHT_CHUNK;
+            double s[HEIGHT_CHUNK], y[HEIGHT_CHUNK];
+            for (int i = 0; i < m; i++) {
+                y[i] = sign > 0 ? lo + (i0 + i) * step : hi - (i0 + i) * step;
+                pos[up] = (float)y[i];
+                s[i] = kernel_sum(ctx, g, pos, K);
             }
-            prev_s = s;
-            prev_y = y;
+            int rc = dd_reduce(ctx, s, m, FLOE_REDUCE_SUM); /* every rank: the same sums, the same level */
+            if (rc)
+                return rc;
+            for (int i = 0; i < m; i++) {
+                if (!wet) {
+                    wet = s[i] >= q->threshold;
+                } else if (s[i] < q->threshold) {
+                    const double f = (prev_s - q->threshold) / (prev_s - s[i]);
+                    h = prev_y + f * (y[i] - prev_y);
+                    done = 1;
+                    break;
+                }
+                prev_s = s[i];
+                prev_y = y[i];
+            }
         }
         put(q, isnan(h) ? ",nan" : ",%.9g", q->scale * h);
     }
+    return FLOE_OK;
 }
 
-/* fluid particles within 1.5 d of (x, y, z), the particle itself included */
-static uint32_t count_near(floe_ctx *ctx, const float c[3])
+/* fluid particles within 1.5 d of (x, y, z), the particle itself included
+ * (MPI: over every rank's) */
+static int count_near(floe_ctx *ctx, const float c[3], uint32_t *count)
 {
     const double r2 = 2.25 * (double)ctx->info.spacing * ctx->info.spacing;
     uint32_t cnt = 0;
@@ -533,63 +567,99 @@ static uint32_t count_near(floe_ctx *ctx, const float c[3])
         if (p->kind != FLOE_SET_FLUID)
             continue;
         const float *x = pset_attr(p, "x")->data;
-        for (uint32_t i = 0; i < p->n; i++) {
+        for (uint32_t i = 0, n = dd_owned(ctx, p); i < n; i++) {
             const double dx = x[3 * i] - c[0], dy = x[3 * i + 1] - c[1], dz = x[3 * i + 2] - c[2];
             cnt += dx * dx + dy * dy + dz * dz <= r2;
         }
     }
-    return cnt;
+    double v = cnt;
+    int rc = dd_reduce(ctx, &v, 1, FLOE_REDUCE_SUM);
+    *count = (uint32_t)v;
+    return rc;
 }
 
 /* The outermost particle along the axis (direction +1: the largest
- * coordinate) among those beyond `limit` (strictly inside it): its
- * coordinate and position; returns 0 when there is none. */
-static int outermost(floe_ctx *ctx, const probe *q, double limit, double *best, float at[3])
+ * coordinate) among those beyond `limit` (strictly inside it), of the
+ * least id where several share the coordinate: its coordinate and
+ * position in *best and at; *found 0 when there is none. Under MPI over
+ * every rank's particles (three reductions: the coordinate, the id, the
+ * position). */
+static int outermost(floe_ctx *ctx, const probe *q, double limit, double *best, float at[3], int *found)
 {
-    int found = 0;
-    *best = q->direction > 0 ? -INFINITY : INFINITY;
+    const int dir = q->direction;
+    double v_best = -INFINITY, id_best = INFINITY; /* v_best: coordinate times direction */
+    double pos[3] = {0, 0, 0};
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
         if (p->kind != FLOE_SET_FLUID)
             continue;
         const float *x = pset_attr(p, "x")->data;
-        for (uint32_t i = 0; i < p->n; i++) {
-            const double v = x[3 * i + q->axis];
-            if (q->direction > 0 ? (v < limit && v > *best) : (v > limit && v < *best)) {
-                *best = v, found = 1;
+        const attr *ida = pset_attr(p, "id");
+        const uint32_t *id = ida && ida->type == FLOE_U32 ? ida->data : NULL;
+        for (uint32_t i = 0, n = dd_owned(ctx, p); i < n; i++) {
+            const double v = x[3 * i + q->axis], dv = dir * v;
+            if (!(dir > 0 ? v < limit : v > limit))
+                continue;
+            const double idv = id ? (double)id[i] : (double)i;
+            if (dv > v_best || (dv == v_best && idv < id_best)) {
+                v_best = dv, id_best = idv;
                 for (int k = 0; k < 3; k++)
-                    at[k] = x[3 * i + k];
+                    pos[k] = x[3 * i + k];
             }
         }
     }
-    return found;
+    if (ctx->dd) {
+        double g = v_best, gid;
+        int rc = dd_reduce(ctx, &g, 1, FLOE_REDUCE_MAX);
+        gid = v_best == g ? id_best : INFINITY;
+        if (!rc)
+            rc = dd_reduce(ctx, &gid, 1, FLOE_REDUCE_MIN);
+        if (!(v_best == g && id_best == gid))
+            pos[0] = pos[1] = pos[2] = 0;
+        if (!rc)
+            rc = dd_reduce(ctx, pos, 3, FLOE_REDUCE_SUM); /* the one rank that holds it adds its position */
+        if (rc)
+            return rc;
+        v_best = g;
+    }
+    *found = v_best > -INFINITY;
+    *best = dir * v_best;
+    for (int k = 0; k < 3; k++)
+        at[k] = (float)pos[k];
+    return FLOE_OK;
 }
 
-static void sample_front(floe_ctx *ctx, probe *q)
+static int sample_front(floe_ctx *ctx, probe *q)
 {
-    uint32_t n = 0;
-    for (int s = 0; s < ctx->npsets; s++) {
-        pset *p = &ctx->sets[s];
-        if (p->kind != FLOE_SET_FLUID)
-            continue;
-        dev_host_set(ctx, p, 0);
-        n += p->n;
-    }
+    for (int s = 0; s < ctx->npsets; s++)
+        if (ctx->sets[s].kind == FLOE_SET_FLUID)
+            dev_host_set(ctx, &ctx->sets[s], 0);
     double best = 0, limit = q->direction > 0 ? INFINITY : -INFINITY;
     float at[3];
-    if (!n || !outermost(ctx, q, limit, &best, at)) {
+    int found, rc = outermost(ctx, q, limit, &best, at, &found);
+    if (rc)
+        return rc;
+    if (!found) {
         put(q, ",nan");
-        return;
+        return FLOE_OK;
     }
     /* with min_neighbours: inwards, particle by particle, up to 64 of them
      * (then the 64th stands: a spray that wide is the front) */
-    for (int tries = 1; q->min_nb > 0 && tries < 64 && count_near(ctx, at) < (uint32_t)q->min_nb + 1; tries++) {
+    for (int tries = 1; q->min_nb > 0 && tries < 64; tries++) {
+        uint32_t near;
+        if ((rc = count_near(ctx, at, &near)))
+            return rc;
+        if (near >= (uint32_t)q->min_nb + 1)
+            break;
         double next;
-        if (!outermost(ctx, q, best, &next, at))
+        if ((rc = outermost(ctx, q, best, &next, at, &found)))
+            return rc;
+        if (!found)
             break;
         best = next;
     }
     put(q, ",%.9g", q->scale * (best + 0.5 * q->direction * ctx->info.spacing));
+    return FLOE_OK;
 }
 
 static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kernel *K)
@@ -640,9 +710,10 @@ static int sample_force(floe_ctx *ctx, const pgrid *g, probe *q, const floe_kern
         FOR_NEAR(ctx, g, pos, FB);
 #undef FB
     }
-    for (int c = 0; c < ctx->info.dim; c++)
+    int rc = dd_reduce(ctx, F, 3, FLOE_REDUCE_SUM); /* MPI: each rank's fluid particles' part */
+    for (int c = 0; c < ctx->info.dim && !rc; c++)
         put(q, ",%.9g", q->scale * F[c]);
-    return FLOE_OK;
+    return rc;
 }
 
 static int sample(floe_ctx *ctx, struct probes *P, probe *q, int *grid_ready)
@@ -656,9 +727,9 @@ static int sample(floe_ctx *ctx, struct probes *P, probe *q, int *grid_ready)
     }
     put(q, "%.9g", (ctx->info.time - q->t0) * q->tscale);
     switch (q->kind) {
-    case FLOE_PROBE_POINTS: sample_points(ctx, &P->g, q, &K); break;
-    case FLOE_PROBE_HEIGHT: sample_height(ctx, &P->g, q, &K); break;
-    case FLOE_PROBE_FRONT: sample_front(ctx, q); break;
+    case FLOE_PROBE_POINTS: rc = sample_points(ctx, &P->g, q, &K); break;
+    case FLOE_PROBE_HEIGHT: rc = sample_height(ctx, &P->g, q, &K); break;
+    case FLOE_PROBE_FRONT: rc = sample_front(ctx, q); break;
     case FLOE_PROBE_FORCE: rc = sample_force(ctx, &P->g, q, &K); break;
     }
     put(q, "\n");
