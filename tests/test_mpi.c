@@ -434,6 +434,70 @@ Test(mpi, probes_on_2_and_4_ranks_read_what_one_process_reads)
     free(front);
 }
 
+/* a source above the block, straddling the first cut, and a sink on the
+ * floor at the far end, in the step's "emit" stage */
+#define SCENE_EMIT                                                                                       \
+    SC_HEAD "local d = 0.005\n"                                                                         \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"                     \
+            "  domain = { min = { -4 * d, -4 * d }, max = { 0.4 + 4 * d, 0.3 } } }\n"                   \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                              \
+            "sim:fluid_box{ min = { 0, 0 }, max = { 0.1, 0.1 }, density = 1000 }\n"                     \
+            "sim:boundary_box{ min = { 0, 0 }, max = { 0.4, 0.25 }, layers = 2, open_top = true }\n"    \
+            "sim:source{ centre = { 0.05, 0.2 }, direction = { 0, -1 }, radius = 0.02, speed = 1 }\n"   \
+            "sim:sink{ min = { 0.25, 0 }, max = { 0.4, 0.1 } }\n"                                       \
+            "local steps = { { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 },\n" \
+            "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force',\n" \
+            "  'integrate', 'emit' }\n"                                                                \
+            "if floe.param('tail', 0) == 1 then steps[#steps + 1] = 'sph.density' end\n"               \
+            "sim:pipeline(steps)\n"                                                                     \
+            "sim:on_frame(function(s, st) local f = s:flow()\n"                                             \
+            "  floe.log(string.format('flow %d: %d %d %.9g', st.frame, f.emitted, f.removed, f.mass_out)) end)\n" \
+            "sim:run{ end_time = 0.2, fps = 50, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+/* the log's "flow" line of frame k (the first, of any rank) */
+static void flow_line(const char *log, int k, char *out, size_t cap)
+{
+    char key[32];
+    snprintf(key, sizeof key, "flow %d:", k);
+    const char *l = strstr(log, key);
+    cr_assert_not_null(l, "no '%s' line in\n%.3000s", key, log);
+    size_t n = strcspn(l, "\n");
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), l);
+}
+
+/* Sources and sinks under MPI: every rank emits what one process emits
+ * and keeps what falls in its box; each rank's sinks remove its own
+ * particles, the counts added over the ranks */
+Test(mpi, sources_and_sinks_on_2_and_4_ranks_give_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_EMIT);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", ""), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    compare_runs("one", "two", 10, 1e-5, 1); /* ids each once, as one process's; positions, v, rho, p equal */
+    compare_runs("one", "four", 10, 1e-5, 1);
+    char *l1 = sc_slurp("%s/one.log", sc_tmp), *l2 = sc_slurp("%s/two.log", sc_tmp), *l4 = sc_slurp("%s/four.log", sc_tmp);
+    for (int k = 1; k <= 10; k++) {
+        char a[128], b[128], c[128];
+        flow_line(l1, k, a, sizeof a), flow_line(l2, k, b, sizeof b), flow_line(l4, k, c, sizeof c);
+        cr_assert(!strcmp(a, b) && !strcmp(a, c), "sim:flow() differs: '%s' in one process, '%s' and '%s'", a, b, c);
+    }
+    unsigned emitted = 0, removed = 0;
+    char last[128];
+    flow_line(l1, 10, last, sizeof last);
+    cr_assert_eq(sscanf(last, "flow 10: %u %u", &emitted, &removed), 2, "%s", last);
+    cr_assert(emitted > 100 && removed > 10, "the case meant to emit and remove particles: %s", last);
+    free(l1), free(l2), free(l4);
+    /* a stage that reads other particles' values after "emit" in the step
+     * (their ghosts are gone) ends the run, naming "emit" */
+    cr_assert_neq(run_ranks(2, "late", "--set tail=1"), 0);
+    char *late = sc_slurp("%s/late.log", sc_tmp);
+    cr_assert(strstr(late, "a stage after 'emit' in the step reads other particles' values") != NULL, "%s", late);
+    free(late);
+}
+
 /* 4 ranks as 2 x 2 boxes (the default for this tank: the least cut area)
  * and as 4 slabs: each rank talks to its neighbouring boxes only, also
  * across a corner */

@@ -143,6 +143,7 @@ struct floe_dd {
     uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
     uint64_t overlapped;     /* halo refreshes overlapped with a split stage's interior rows */
     uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
+    const char *ghosts_gone; /* the stage that dropped this step's ghosts ("emit"), until the next step */
 };
 
 static double now_ms(void)
@@ -419,8 +420,6 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointi
 {
     if (ctx->info.periodic)
         return "periodic domains are not decomposed (the slabs do not wrap round)";
-    if (ctx->emit)
-        return "sources and sinks (sim:source, sim:sink) grow sets the decomposition does not follow";
     if (checkpointing || (ctx->out && (ctx->out->flags & FLOE_OUTPUT_RESUME)))
         return "checkpoints and --resume are written by one process";
     for (int s = 0; s < ctx->npsets; s++) {
@@ -976,6 +975,7 @@ int dd_step_begin(floe_ctx *ctx)
     if (!d)
         return FLOE_OK;
     double t0 = now_ms();
+    d->ghosts_gone = NULL;
     dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
@@ -1117,6 +1117,10 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
 {
     struct floe_dd *d = ctx->dd;
     dd_set *ds = &d->sets[p - ctx->sets];
+    if (d->ghosts_gone) /* every rank comes here at the same stage: every rank fails */
+        return ctx_fail(ctx, FLOE_ERR_ARG, "MPI (rank %d): a stage after '%s' in the step reads other particles' "
+                        "values of set '%s', which changed there (particles removed and added): place '%s' after "
+                        "every stage that reads neighbours", d->rank, d->ghosts_gone, p->name, d->ghosts_gone);
     if (ds->pending) { /* a split stage's refresh still under way (not expected) */
         int rc = split_finish_set(ctx, ds);
         if (rc)
@@ -1262,7 +1266,7 @@ int dd_split_post(floe_ctx *ctx, const stage_inst *st, int *posted)
 {
     struct floe_dd *d = ctx->dd;
     *posted = 0;
-    if (!d || ctx->dev)
+    if (!d || ctx->dev || d->ghosts_gone)
         return FLOE_OK;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -1346,15 +1350,18 @@ int dd_split_rows(floe_ctx *ctx, int which)
 }
 
 static int own_values_only(const stage_inst *st);
-int dd_split_between(const stage_inst *st) { return own_values_only(st); }
+/* not "emit": it drops the ghosts the refresh in flight fills */
+int dd_split_between(const stage_inst *st) { return own_values_only(st) && strcmp(st->name, "emit") != 0; }
 
 /* the core's own stages gravity and integrate compute each particle from
  * its own values only: no refresh before them; what they write on a ghost
  * is its owner's value when what they read there was fresh (gravity reads
- * nothing), else it is marked, so a later reader gets it fresh */
+ * nothing), else it is marked, so a later reader gets it fresh. So does
+ * "emit" (sources and sinks), which drops the ghosts first. */
 static int own_values_only(const stage_inst *st)
 {
-    return st->desc && st->mod && !st->mod->dl && (!strcmp(st->name, "gravity") || !strcmp(st->name, "integrate"));
+    return st->desc && st->mod && !st->mod->dl &&
+           (!strcmp(st->name, "gravity") || !strcmp(st->name, "integrate") || !strcmp(st->name, "emit"));
 }
 
 /* a stage whose values are its particles' own (floe_stage_desc.pointwise,
@@ -1429,6 +1436,52 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     if (!ctx->dd || p->kind != FLOE_SET_FLUID)
         return p->n;
     return ctx->dd->sets[p - ctx->sets].owned;
+}
+
+/* ---- sources and sinks (the core's "emit" stage, emit.c) ----------------------
+ * The stage changes the sets inside a step: its sinks remove particles and
+ * its sources add them. Under MPI the ghosts are dropped first (a later
+ * stage that would need them fails, naming the stage), each rank's sinks
+ * look at its own particles, and every rank runs every source as one
+ * process does (the same layers, the same ids), then keeps the new
+ * particles inside its box. */
+int dd_emit_begin(floe_ctx *ctx, const char *stage)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return FLOE_OK;
+    (void)dd_split_done(ctx); /* a split stage's sends still under way read the rows about to move */
+    dd_cl_host(ctx);          /* OpenCL: the sets on the host, as for a migration */
+    int rc = drop_ghosts(ctx);
+    d->ghosts_gone = stage;
+    return rc;
+}
+
+int dd_emit_end(floe_ctx *ctx, const uint32_t *n0)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return FLOE_OK;
+    int rc = FLOE_OK;
+    for (int s = 0; s < ctx->npsets && !rc; s++) {
+        pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        if (p->n > n0[s]) { /* the new particles: this rank keeps those of its box */
+            uint8_t *keep = malloc(p->n);
+            if (!keep)
+                return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+            const float *x = pset_attr(p, "x")->data;
+            memset(keep, 1, n0[s]);
+            for (uint32_t i = n0[s]; i < p->n; i++)
+                keep[i] = dd_geom_owner(&d->geom, x + 3 * i) == d->rank;
+            rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
+            free(keep);
+        }
+        d->sets[s].owned = p->n;
+        d->sets[s].ghosts = 0;
+    }
+    return rc;
 }
 
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op)

@@ -49,6 +49,12 @@ int dd_split_finish(floe_ctx *ctx);
 int dd_split_done(floe_ctx *ctx);
 int dd_split_between(const stage_inst *st);
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
+/* the core's "emit" stage (emit.c): the step's ghosts dropped before its
+ * sinks and sources run (a later refresh fails naming `stage`); after them
+ * each fluid set keeps, of its particles from n0[set] on (the sources'),
+ * those inside this rank's box */
+int dd_emit_begin(floe_ctx *ctx, const char *stage);
+int dd_emit_end(floe_ctx *ctx, const uint32_t *n0);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
 int dd_writer(const floe_ctx *ctx);
 /* frame end: timings gathered (collective), step time counted from here;
@@ -82,6 +88,8 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     return FLOE_OK;
 }
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
+static inline int dd_emit_begin(floe_ctx *ctx, const char *stage) { (void)ctx, (void)stage; return FLOE_OK; }
+static inline int dd_emit_end(floe_ctx *ctx, const uint32_t *n0) { (void)ctx, (void)n0; return FLOE_OK; }
 static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }
 static inline int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
 {

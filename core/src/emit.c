@@ -20,6 +20,7 @@
  * id, so an id names one particle for its life and is never reused, and
  * every frame lists the particles alive then with their ids. */
 #include "emit.h"
+#include "decomp.h"
 
 #include "device.h"
 #include "geometry.h"
@@ -247,7 +248,7 @@ static int active(const source *s, double t)
  * OpenCL), -1 on error. */
 static int append_on_device(floe_ctx *ctx, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
-    if (!ctx->dev)
+    if (!ctx->dev || ctx->dd) /* MPI: the sets are on the host (dd_emit_begin) */
         return 0;
     const uint32_t n0 = p->n, n1 = n0 + n;
     int room = 1;
@@ -470,10 +471,28 @@ int emit_stage(const floe_stage_call *call)
     struct emit_state *e = ctx->emit;
     if (!e)
         return FLOE_OK; /* no source or sink: nothing to do */
+    /* MPI: the ghosts dropped, each rank's sinks on its own particles, the
+     * counts added over the ranks; every rank emits what one process
+     * emits and keeps what falls in its box (decomp.c) */
+    int rc = dd_emit_begin(ctx, "emit");
+    const uint64_t removed0 = e->flow.removed;
+    const double mass0 = e->flow.mass_out;
     /* sinks first: the particles just emitted stay one step at least */
-    int rc = run_sinks(ctx, e);
+    if (!rc)
+        rc = run_sinks(ctx, e);
+    if (!rc && ctx->dd && e->nsink) {
+        double out[2] = {(double)(e->flow.removed - removed0), e->flow.mass_out - mass0};
+        rc = dd_reduce(ctx, out, 2, FLOE_REDUCE_SUM);
+        e->flow.removed = removed0 + (uint64_t)out[0];
+        e->flow.mass_out = mass0 + out[1];
+    }
+    uint32_t n0[MAX_SETS];
+    for (int q = 0; q < ctx->npsets; q++)
+        n0[q] = ctx->sets[q].n;
     if (!rc)
         rc = run_sources(ctx, e);
+    if (!rc)
+        rc = dd_emit_end(ctx, n0);
     const floe_api *api = floe_core_api();
     api->stat(ctx, "emit.mass_in", e->flow.mass_in);
     api->stat(ctx, "emit.mass_out", e->flow.mass_out);
