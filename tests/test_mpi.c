@@ -434,6 +434,73 @@ Test(mpi, probes_on_2_and_4_ranks_read_what_one_process_reads)
     free(front);
 }
 
+/* fluid made at set-up and between two runs: each rank holds a share of
+ * the set-up's particles (logged before the first run), and a particle
+ * added between runs is held by one rank */
+#define SCENE_TWO_RUNS                                                                                  \
+    SC_HEAD "local d = 0.005\n"                                                                         \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"                     \
+            "  domain = { min = { -4 * d, -4 * d }, max = { 0.4 + 4 * d, 0.3 } } }\n"                   \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                              \
+            "local n = sim:fluid_box{ min = { 0, 0 }, max = { 0.1, 0.2 }, density = 1000 }\n"           \
+            "floe.log(string.format('set-up: %d made, %d held', n, sim:count 'fluid'))\n"               \
+            "sim:boundary_box{ min = { 0, 0 }, max = { 0.4, 0.25 }, layers = 2, open_top = true }\n"    \
+            "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 },\n" \
+            "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "local attrs = { 'id', 'v', 'rho', 'p', 'm' }\n"                                            \
+            "sim:run{ end_time = 0.04, fps = 50, out = 'run', attributes = attrs }\n"                   \
+            "local k = sim:fluid_box{ min = { 0.25, 0.1 }, max = { 0.3, 0.15 }, density = 1000 }\n"     \
+            "floe.log(string.format('between: %d made, %d held', k, sim:count 'fluid'))\n"             \
+            "sim:run{ end_time = 0.14, fps = 50, out = 'run', attributes = attrs }\n"
+
+/* the numbers of the log's lines "<what>: M made, H held", summed over the
+ * ranks (H) and the count of such lines */
+static int held(const char *log, const char *what, unsigned *made, unsigned *sum)
+{
+    int lines = 0;
+    *sum = 0;
+    char key[64];
+    snprintf(key, sizeof key, "%s: ", what);
+    for (const char *l = strstr(log, key); l; l = strstr(l + 1, key)) {
+        unsigned m, h;
+        if (sscanf(l + strlen(key), "%u made, %u held", &m, &h) == 2)
+            *made = m, *sum += h, lines++;
+    }
+    return lines;
+}
+
+Test(mpi, the_set_up_is_shared_out_and_fluid_added_between_runs_is_held_once)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_TWO_RUNS);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", ""), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    /* 3 frames of the first run, 8 of the second (its first numbered 3):
+     * same ids, each once, the same values */
+    compare_runs("one", "two", 10, 1e-5, 1);
+    compare_runs("one", "four", 10, 1e-5, 1);
+    const char *runs[] = {"one", "two", "four"};
+    const int ranks[] = {1, 2, 4};
+    for (int r = 0; r < 3; r++) {
+        char *log = sc_slurp("%s/%s.log", sc_tmp, runs[r]);
+        unsigned made = 0, sum = 0;
+        cr_assert_eq(held(log, "set-up", &made, &sum), ranks[r], "%s", log);
+        cr_assert(made == 800 && sum == 800, "%s: set-up made %u, the ranks held %u in all", runs[r], made, sum);
+        /* no rank held the set-up's fluid whole: each about its share */
+        for (const char *l = strstr(log, "set-up: "); l && ranks[r] > 1; l = strstr(l + 1, "set-up: ")) {
+            unsigned m, h;
+            cr_assert_eq(sscanf(l, "set-up: %u made, %u held", &m, &h), 2);
+            cr_assert(h == 800u / (unsigned)ranks[r], "%s: a rank held %u of 800 at set-up", runs[r], h);
+        }
+        cr_assert_eq(held(log, "between", &made, &sum), ranks[r]);
+        cr_assert(made == 100 && sum == 900, "%s: between the runs %u made, the ranks held %u in all (900 expected)",
+                  runs[r], made, sum);
+        free(log);
+    }
+}
+
 /* a source above the block, straddling the first cut, and a sink on the
  * floor at the far end, in the step's "emit" stage */
 #define SCENE_EMIT                                                                                       \

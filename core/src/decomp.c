@@ -1,6 +1,7 @@
 /* Domain decomposition over MPI (docs/mpi.md). Every rank runs the whole
- * scene's set-up, so at the first floe_run each holds every particle: it
- * keeps those of its box. The boxes (decomp_geom.c: slabs along the
+ * scene's set-up and keeps a share of its fluid (dd_keep_new: by id); at
+ * the first floe_run each particle is sent to the rank whose box holds it.
+ * The boxes (decomp_geom.c: slabs along the
  * longest axis of the fluid and its tank, or a grid of boxes cut level by
  * level) sit at the quantiles of the particles' coordinates (histograms of
  * 4096 bins), so that ranks start with even counts; every `balance_every` frames the cuts
@@ -341,7 +342,7 @@ static int inside(const struct floe_dd *d, const float *x)
 
 /* the bounding box of the fluid particles (this rank's, or every rank's);
  * with the boundary's (the tank the fluid may fill) when tank is set */
-static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int replicated, int tank, double lo[3], double hi[3])
+static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int tank, double lo[3], double hi[3])
 {
     double b[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY}; /* lo, -hi */
     for (int s = 0; s < ctx->npsets; s++) {
@@ -349,7 +350,7 @@ static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int replicated, int ta
         if (!p->gen || (p->kind != FLOE_SET_FLUID && !(tank && p->kind == FLOE_SET_BOUNDARY)))
             continue;
         const float *x = pset_attr((pset *)p, "x")->data;
-        const uint32_t n = replicated || p->kind != FLOE_SET_FLUID ? p->n : d->sets[s].owned;
+        const uint32_t n = p->kind != FLOE_SET_FLUID ? p->n : d->sets[s].owned;
         for (uint32_t i = 0; i < n; i++)
             for (int k = 0; k < 3; k++) {
                 if (x[3 * i + k] < b[k])
@@ -358,11 +359,9 @@ static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int replicated, int ta
                     b[3 + k] = -x[3 * i + k];
             }
     }
-    if (!replicated) {
-        int rc = MPI_Allreduce(MPI_IN_PLACE, b, 6, MPI_DOUBLE, MPI_MIN, d->comm);
-        if (rc != MPI_SUCCESS)
-            return mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
-    }
+    int rc = MPI_Allreduce(MPI_IN_PLACE, b, 6, MPI_DOUBLE, MPI_MIN, d->comm); /* over every rank's share */
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
     for (int k = 0; k < 3; k++) {
         lo[k] = isfinite(b[k]) ? b[k] : ctx->info.domain_min[k];
         hi[k] = isfinite(b[3 + k]) ? -b[3 + k] : ctx->info.domain_max[k];
@@ -374,12 +373,11 @@ static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int replicated, int ta
 
 /* Cuts at the quantiles of the fluid particles' coordinates, level by
  * level (each level's histograms per parent piece, over the particles'
- * bounding box); replicated: every rank holds every particle (no
- * reduction). */
-static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated)
+ * bounding box), every rank's owned particles counted. */
+static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
 {
     double lo[3], hi[3];
-    int rc = fluid_bounds(ctx, d, replicated, 0, lo, hi);
+    int rc = fluid_bounds(ctx, d, 0, lo, hi);
     for (int l = 0; l < d->geom.levels && !rc; l++) {
         const int k = d->geom.axis[l], nodes = d->geom.nodes[l];
         const double w = (hi[k] - lo[k]) / NBINS;
@@ -391,18 +389,16 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int replicated)
             if (p->kind != FLOE_SET_FLUID || !p->gen)
                 continue;
             const float *x = pset_attr((pset *)p, "x")->data;
-            const uint32_t n = replicated ? p->n : d->sets[s].owned;
+            const uint32_t n = d->sets[s].owned;
             for (uint32_t i = 0; i < n; i++) {
                 int b = (int)floor((x[3 * i + k] - lo[k]) / w);
                 h[(size_t)dd_geom_node(&d->geom, l, x + 3 * i) * NBINS + (b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b)] += 1;
             }
         }
-        if (!replicated) {
-            int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
-            if (e != MPI_SUCCESS) {
-                free(h);
-                return mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
-            }
+        int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
+        if (e != MPI_SUCCESS) {
+            free(h);
+            return mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
         }
         for (int node = 0; node < nodes; node++)
             dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
@@ -849,6 +845,11 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
         return ctx_fail(ctx, FLOE_ERR_ARG, "MPI (%d ranks): %s", world_size, why);
     if (ctx->dd) { /* a later run of the scene: the sets are already split */
         struct floe_dd *d = ctx->dd;
+        /* what the scene added or removed between the runs (its additions
+         * are already this rank's: dd_keep_new) */
+        for (int s = 0; s < ctx->npsets; s++)
+            if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+                d->sets[s].owned = ctx->sets[s].n, d->sets[s].ghosts = 0;
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
         d->steps = d->halos = d->ghosts_sent = d->migrated = 0;
         d->run_step_ms = 0;
@@ -874,10 +875,14 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     for (int q = 0, k = 0; q < d->size && ok; q++)
         if (q != d->rank)
             d->all[k++] = q;
-    /* every rank holds every particle: the split follows the extent of the
-     * fluid and its tank (the boundary sets), where the fluid may go */
+    /* each rank holds a share of the fluid (dd_keep_new) and every boundary
+     * set: the split follows the extent of the fluid and its tank (the
+     * boundary sets), where the fluid may go */
+    for (int s = 0; s < ctx->npsets; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            d->sets[s].owned = ctx->sets[s].n;
     double lo[3], hi[3], ext[3];
-    if (ok && !fluid_bounds(ctx, d, 1, 1, lo, hi)) {
+    if (ok && !fluid_bounds(ctx, d, 1, lo, hi)) {
         for (int k = 0; k < 3; k++)
             ext[k] = k < ctx->info.dim ? hi[k] - lo[k] : 0;
         ok = !dd_geom_init(&d->geom, d->size, ctx->info.dim, ext, decomp_mode);
@@ -890,26 +895,21 @@ int dd_run_begin(floe_ctx *ctx, int checkpointing)
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
-    int rc = place_cuts(ctx, d, 1);
-    d->migrate_all = 0; /* each keeps its own below */
+    int rc = place_cuts(ctx, d); /* the cuts at the quantiles of every rank's share */
     uint64_t total = 0;
-    for (int s = 0; s < ctx->npsets && !rc; s++) { /* every rank holds everything: keep the box */
+    for (int s = 0; s < ctx->npsets && !rc; s++) { /* each particle to the rank whose box holds it */
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
             continue;
         total += p->n;
-        uint8_t *keep = malloc((size_t)p->n + 1);
-        if (!keep) {
-            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-            break;
-        }
-        const float *x = pset_attr(p, "x")->data;
-        for (uint32_t i = 0; i < p->n; i++)
-            keep[i] = dd_geom_owner(&d->geom, x + 3 * i) == d->rank;
-        rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
-        free(keep);
+        rc = migrate(ctx, s);
         d->sets[s].owned = p->n;
     }
+    d->migrate_all = 0;
+    d->migrated = 0, d->kept_out = d->passed_on = 0; /* the figures count the steps' migrations */
+    memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
+    if (!rc && MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_UINT64_T, MPI_SUM, d->comm) != MPI_SUCCESS)
+        rc = ctx_fail(ctx, FLOE_ERR, "MPI: MPI_Allreduce (particle count) failed");
     if (rc) {
         dd_free(ctx);
         return rc;
@@ -1438,6 +1438,26 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     return ctx->dd->sets[p - ctx->sets].owned;
 }
 
+/* A fluid particle a scene adds (set-up, or between runs) is held by one
+ * rank only: before the first run by its id (round robin: every rank holds
+ * a share of the set-up's particles, never the whole), after it by the box
+ * its position lies in. The first run then sends each particle to the
+ * rank whose box holds it. */
+int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x)
+{
+    if (world_size < 2)
+        return 1;
+    if (ctx->dd)
+        return dd_geom_owner(&ctx->dd->geom, x) == ctx->dd->rank;
+    return id % (uint32_t)world_size == (uint32_t)world_rank;
+}
+
+int dd_splits_new(const floe_ctx *ctx)
+{
+    (void)ctx;
+    return world_size > 1;
+}
+
 /* ---- sources and sinks (the core's "emit" stage, emit.c) ----------------------
  * The stage changes the sets inside a step: its sinks remove particles and
  * its sources add them. Under MPI the ghosts are dropped first (a later
@@ -1530,7 +1550,7 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
     const double imb = total > 0 ? most / (total / d->size) : 1;
     int rc = FLOE_OK;
     if (imb > BALANCE_COUNT) {
-        rc = place_cuts(ctx, d, 0);
+        rc = place_cuts(ctx, d);
         if (!rc && d->rank == 0) {
             char line[1024];
             int len = 0;

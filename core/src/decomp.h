@@ -54,6 +54,10 @@ int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
  * each fluid set keeps, of its particles from n0[set] on (the sources'),
  * those inside this rank's box */
 int dd_emit_begin(floe_ctx *ctx, const char *stage);
+/* under MPI (2 ranks or more) a fluid particle a scene adds is held by one
+ * rank: dd_keep_new says whether this one (its id, its position) */
+int dd_splits_new(const floe_ctx *ctx);
+int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x);
 int dd_emit_end(floe_ctx *ctx, const uint32_t *n0);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
 int dd_writer(const floe_ctx *ctx);
@@ -89,6 +93,8 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 }
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
 static inline int dd_emit_begin(floe_ctx *ctx, const char *stage) { (void)ctx, (void)stage; return FLOE_OK; }
+static inline int dd_splits_new(const floe_ctx *ctx) { (void)ctx; return 0; }
+static inline int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x) { (void)ctx, (void)id, (void)x; return 1; }
 static inline int dd_emit_end(floe_ctx *ctx, const uint32_t *n0) { (void)ctx, (void)n0; return FLOE_OK; }
 static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }
 static inline int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)

@@ -2,6 +2,7 @@
  * boundary particles, and their Akinci et al. 2012 volumes. */
 #include "device.h"
 #include "geometry.h"
+#include "decomp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,25 +30,46 @@ static int check_box(floe_ctx *ctx, const float min[3], const float max[3], cons
 
 long geom_append(floe_ctx *ctx, floe_set set, pset *p, const float *pos, uint32_t n, const float v0[3])
 {
-    uint32_t base = p->n;
-    if (ctx_set_resize(ctx, set, base + n))
+    const int fluid = p->kind == FLOE_SET_FLUID;
+    uint32_t base = p->n, m = n, *ids = NULL;
+    float *mine = NULL;
+    if (fluid && dd_splits_new(ctx)) { /* MPI: each particle on one rank (dd_keep_new) */
+        mine = malloc((size_t)n * 3 * sizeof *mine + 1);
+        ids = malloc((size_t)n * sizeof *ids + 1);
+        if (!mine || !ids) {
+            free(mine), free(ids);
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "out of memory for %u particles", n), -1;
+        }
+        m = 0;
+        for (uint32_t j = 0; j < n; j++)
+            if (dd_keep_new(ctx, p->next_id + j, pos + 3 * (size_t)j)) {
+                memcpy(mine + 3 * (size_t)m, pos + 3 * (size_t)j, 3 * sizeof *mine);
+                ids[m++] = p->next_id + j;
+            }
+        pos = mine;
+    }
+    if (ctx_set_resize(ctx, set, base + m)) {
+        free(mine), free(ids);
         return -1;
+    }
     float *x = pset_attr(p, "x")->data;
-    memcpy(x + 3 * (size_t)base, pos, (size_t)n * 3 * sizeof(float));
-    if (p->kind == FLOE_SET_FLUID) {
-        float *v = pset_attr(p, "v")->data, *m = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
+    memcpy(x + 3 * (size_t)base, pos, (size_t)m * 3 * sizeof(float));
+    if (fluid) {
+        float *v = pset_attr(p, "v")->data, *ms = pset_attr(p, "m")->data, *rho = pset_attr(p, "rho")->data;
         uint32_t *id = pset_attr(p, "id")->data;
         float mass = p->rest_density * powf(ctx->info.spacing, (float)ctx->info.dim);
-        for (uint32_t i = base; i < base + n; i++) {
+        for (uint32_t i = base; i < base + m; i++) {
             for (int k = 0; k < 3; k++)
                 v[3 * i + k] = v0 ? v0[k] : 0.0f;
-            m[i] = mass;
+            ms[i] = mass;
             rho[i] = p->rest_density;
-            id[i] = p->next_id++;
+            id[i] = ids ? ids[i - base] : p->next_id + (i - base);
         }
+        p->next_id += n; /* the ids of every rank's particles */
     } else {
         ctx->boundary_dirty = 1;
     }
+    free(mine), free(ids);
     return (long)n;
 }
 
