@@ -418,13 +418,10 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointi
         return "periodic domains are not decomposed (the slabs do not wrap round)";
     if (checkpointing || (ctx->out && (ctx->out->flags & FLOE_OUTPUT_RESUME)))
         return "checkpoints and --resume are written by one process";
-    for (int s = 0; s < ctx->npsets; s++) {
-        const pset *p = &ctx->sets[s];
-        if (p->gen && p->kind == FLOE_SET_BOUNDARY && (p->every_frame || !p->is_static)) {
-            snprintf(buf, len, "boundary set '%s' changes during the run (moving or grown by a module)", p->name);
-            return buf;
-        }
-    }
+    /* boundary sets that move (rigid bodies, walls the scene moves) are
+     * whole on every rank and move the same on every rank: the rigid
+     * module steps its bodies from forces summed over the ranks; a module
+     * that grows one (freeze) declares its stages serial */
     for (int i = 0; i < ctx->nstages; i++) {
         const stage_inst *st = &ctx->stages[i];
         const floe_stage_desc *sd = st->desc;

@@ -91,7 +91,8 @@ static int run_pass(rigid_state *s, const pass *ps, const rigid_target *tg, doub
     for (int k = 0; k < nb; k++)
         memcpy(cen + 3 * k, s->b[k].x, sizeof s->b[k].x);
     for (int q = 0; q < nf && !st; q++) {
-        const uint32_t n = f[q].info.n;
+        /* MPI: the owned particles (a ghost's pairs are its owner's) */
+        const uint32_t n = floe_owned(api, ctx, f[q].set, f[q].info.n);
         if (n == 0)
             continue;
         const floe_nlist *nl = api->neighbours(ctx, f[q].set, tset);

@@ -131,6 +131,33 @@ static int st_force(const floe_stage_call *call) { return force(call, 0); }
 static int st_force_cl(const floe_stage_call *call) { return force(call, 1); }
 
 
+/* MPI: each rank summed the fluid's forces of the particles it owns; the
+ * bodies' force and torque are their sums over the ranks, so that every
+ * rank steps the same bodies (ODE is deterministic) and places the same
+ * body particles (boundary sets are whole on every rank). */
+static int reduce_forces(const floe_stage_call *call, int cl)
+{
+    rigid_state *s = call->state;
+    if (!s->ranks)
+        s->ranks = floe_ranks(api, call->ctx); /* collective: every rank's first step */
+    if (s->ranks < 2)
+        return FLOE_OK;
+    /* OpenCL: the last step finished and this step's sums read here, not
+     * on ODE's thread (which takes no part in MPI) */
+    int st = cl ? rigid_cl_current(s) : FLOE_OK;
+    double *v = st ? NULL : malloc((size_t)s->nb * 6 * sizeof *v + 1);
+    if (!st && !v)
+        st = api->fail(call->ctx, FLOE_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < s->nb && !st; k++)
+        memcpy(v + 6 * k, s->b[k].F, sizeof s->b[k].F), memcpy(v + 6 * k + 3, s->b[k].T, sizeof s->b[k].T);
+    if (!st)
+        st = floe_reduce(api, call->ctx, v, 6 * s->nb, FLOE_REDUCE_SUM);
+    for (int k = 0; k < s->nb && !st; k++)
+        memcpy(s->b[k].F, v + 6 * k, sizeof s->b[k].F), memcpy(s->b[k].T, v + 6 * k + 3, sizeof s->b[k].T);
+    free(v);
+    return st;
+}
+
 static int step_common(const floe_stage_call *call, int cl)
 {
     rigid_state *s = call->state;
@@ -143,6 +170,8 @@ static int step_common(const floe_stage_call *call, int cl)
     int st = cl ? rigid_cl_finish(s) : FLOE_OK;
     if (!st)
         st = rigid_attach_update(s); /* mass of particles riding on the bodies (rigid.attach) */
+    if (!st)
+        st = reduce_forces(call, cl);
     if (st)
         return st;
     if (cl) /* rigid_cl.c: in two halves, the second overlapping the device's work */
@@ -281,20 +310,20 @@ static const floe_attr_desc step_attrs[] = {
 };
 
 static const floe_stage_desc stages[] = {
-    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "viscosity",
+    { FLOE_SIZED(floe_stage_desc), .name = "viscosity",
       .doc = "fluid-body friction: artificial viscosity against the body particles' velocities, on the fluid's a and, "
              "opposite, on the bodies (before the pressure stage)",
       .run = st_viscosity, .run_cl = st_viscosity_cl, .params = visc_params, .attrs = visc_attrs },
-    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "force",
+    { FLOE_SIZED(floe_stage_desc), .name = "force",
       .doc = "the fluid's pressure forces on the body particles (the solver's boundary formula, Newton's third law), "
              "summed per body into a force and a torque (after the pressure stage, before integrate); with alpha > 0 "
              "also rigid.viscosity's friction, in the same pass",
       .run = st_force, .run_cl = st_force_cl, .params = force_params, .attrs = force_attrs },
-    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "step",
+    { FLOE_SIZED(floe_stage_desc), .name = "step",
       .doc = "the bodies' step through ODE (fluid forces, gravity, contacts, joints, kinematic poses), then the body "
              "particles moved with them (after integrate)",
       .run = st_step, .run_cl = st_step_cl, .attrs = step_attrs },
-    { FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "output",
+    { FLOE_SIZED(floe_stage_desc), .name = "output",
       .doc = "per frame: each body's surface as NAME.NNNN.obj and one bodies.csv (t, id, name, position, quaternion, "
              "velocity, angular velocity, fluid force and torque)",
       .run = st_output, .per_frame = 1 },

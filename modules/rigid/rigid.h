@@ -118,6 +118,7 @@ typedef struct rigid_state {
     int cl_threaded;            /* the pending step's second half runs there */
     double cl_wait_ms, cl_ode_ms; /* that half's times (stats are the main thread's) */
     uint32_t cl_spilled;        /* rows spilled in the passes settled since the last stat */
+    int ranks;                  /* MPI: ranks running the scene (0: not asked yet; 1: one process) */
     float *cl_out_mem[2], *cl_pose_mem; /* host memory where the runtime gives no pinned memory */
     int visc_ran;               /* rigid.viscosity added friction since the last rigid.force */
     /* bodies.csv, rewritten whole each frame */

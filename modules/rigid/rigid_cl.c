@@ -172,7 +172,7 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
      * more sets add theirs on the host, waited for (rare) */
     int nfluid = 0;
     for (int q = 0; q < nf; q++)
-        nfluid += f[q].info.n > 0;
+        nfluid += floe_owned(api, ctx, f[q].set, f[q].info.n) > 0;
     const size_t out_bytes = ((size_t)nb * 6 + 1) * sizeof(float);
     const int slot = s->cl_npend;
     float *out = api->cl_pinned(ctx, slot ? "rigid.out_host1" : "rigid.out_host0", out_bytes);
@@ -188,7 +188,8 @@ static int run_cl(rigid_state *s, int kind, const rigid_couple *c, double alpha,
         st = api->fail(ctx, FLOE_ERR_NOMEM, "OpenCL: no scratch buffers");
     int done = 0;
     for (int q = 0; q < nf && !st; q++) {
-        const uint32_t n = f[q].info.n;
+        /* MPI: the owned particles (a ghost's pairs are its owner's) */
+        const uint32_t n = floe_owned(api, ctx, f[q].set, f[q].info.n);
         if (n == 0)
             continue;
         floe_cl_nlist nl;
