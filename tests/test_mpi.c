@@ -436,6 +436,69 @@ Test(mpi, probes_on_2_and_4_ranks_read_what_one_process_reads)
 
 static void count_device(const char *line, void *u);
 
+/* the 3D dam break with both surfacers (per-frame stages that need every
+ * particle: serial and per_frame) */
+#define SCENE_SURFACE                                                                                   \
+    SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.04, gravity = { 0, -9.81, 0 },\n"               \
+            "  domain = { min = { -0.2, -0.2, -0.2 }, max = { 1.8, 1.2, 0.6 } } }\n"                    \
+            "sim:load{ 'sph', 'wcsph', 'surface' }\n"                                                   \
+            "sim:fluid_box{ min = { 0, 0, 0 }, max = { 0.4, 0.6, 0.4 }, density = 1000 }\n"             \
+            "sim:boundary_box{ min = { 0, 0, 0 }, max = { 1.6, 1.0, 0.4 }, layers = 2, open_top = true }\n" \
+            "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 30 },\n" \
+            "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate',\n" \
+            "  { 'surface.mc', format = 'ply' }, { 'surface.anisotropic', name = 'aniso', format = 'ply' } }\n" \
+            "sim:run{ end_time = 0.2, fps = 25, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+/* the largest distance between the vertices of two meshes of the same
+ * vertex count (in order) */
+static double mesh_gap(const char *one, const char *many, const char *file)
+{
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/%s/%s", sc_tmp, one, file);
+    snprintf(b, sizeof b, "%s/%s/%s", sc_tmp, many, file);
+    double worst = 0;
+    for (int c = 0; c < 3; c++) {
+        static const char *const axis[] = {"x", "y", "z"};
+        uint32_t na = 0, nb = 0;
+        float *va = NULL, *vb = NULL;
+        cr_assert_eq(ply_read_property(a, axis[c], &na, &va), 0, "%s unreadable", a);
+        cr_assert_eq(ply_read_property(b, axis[c], &nb, &vb), 0, "%s unreadable", b);
+        cr_assert(na == nb && na > 1000, "%s: %u vertices on %s, %u in one process", file, nb, many, na);
+        for (uint32_t i = 0; i < na; i++)
+            worst = fmax(worst, fabs((double)va[i] - vb[i]));
+        free(va), free(vb);
+    }
+    return worst;
+}
+
+/* Per-frame stages that need every particle run on rank 0 over every
+ * rank's particles (gathered for the frame): the surfacers' meshes are one
+ * process's, their vertices within float rounding (the colour field adds
+ * in another order) */
+Test(mpi, surfacers_on_2_and_4_ranks_give_the_meshes_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_SURFACE);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", ""), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "four", ""), 0, "%s", sc_slurp("%s/four.log", sc_tmp));
+    compare_runs("one", "two", 5, 1e-5, 1); /* the frames, as ever: the gather leaves the sets as they were */
+    compare_runs("one", "four", 5, 1e-5, 1);
+    double worst = 0;
+    for (int k = 0; k <= 5; k++) {
+        char mc[64], an[64];
+        snprintf(mc, sizeof mc, "surface.%04d.ply", k);
+        snprintf(an, sizeof an, "aniso.%04d.ply", k);
+        worst = fmax(worst, fmax(mesh_gap("one", "two", mc), mesh_gap("one", "four", mc)));
+        worst = fmax(worst, fmax(mesh_gap("one", "two", an), mesh_gap("one", "four", an)));
+    }
+    cr_log_info("surfacers: vertices within %g m of one process's on 2 and 4 ranks", worst);
+    cr_assert(worst < 1e-5, "the meshes differ by %g m", worst);
+    cr_assert(!sc_exists("%s/two/surface.0005.ply.tmp", sc_tmp));
+}
+
+
 /* a box dropped tilted into a 2D tank of water: the rigid module's
  * stages under MPI */
 #define SCENE_RIGID                                                                                     \

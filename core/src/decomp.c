@@ -23,6 +23,7 @@
 #include "decomp.h"
 #include "decomp_cl.h"
 #include "decomp_geom.h"
+#include "device.h"
 #include "out_path.h"
 
 #include <floe/floe.h>
@@ -145,6 +146,7 @@ struct floe_dd {
     uint64_t overlapped;     /* halo refreshes overlapped with a split stage's interior rows */
     uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
     const char *ghosts_gone; /* the stage that dropped this step's ghosts ("emit"), until the next step */
+    int gathered;            /* rank 0 holds every rank's particles after its own (dd_gather) */
 };
 
 static double now_ms(void)
@@ -425,7 +427,8 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointi
     for (int i = 0; i < ctx->nstages; i++) {
         const stage_inst *st = &ctx->stages[i];
         const floe_stage_desc *sd = st->desc;
-        if (sd && sd->size >= offsetof(floe_stage_desc, serial) + sizeof sd->serial && sd->serial) {
+        if (sd && sd->size >= offsetof(floe_stage_desc, serial) + sizeof sd->serial && sd->serial &&
+            !dd_gathers(ctx, st)) {
             snprintf(buf, len, "stage '%s' declares it cannot run on a part of the particles (floe_stage_desc.serial)",
                      st->name);
             return buf;
@@ -1374,7 +1377,7 @@ static int pointwise(const stage_inst *st)
 int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
 {
     struct floe_dd *d = ctx->dd;
-    if (!d)
+    if (!d || d->gathered) /* a gathered stage runs on rank 0 alone, on whole sets */
         return FLOE_OK;
     const int own = own_values_only(st);
     for (int s = 0; s < ctx->npsets; s++) {
@@ -1408,7 +1411,7 @@ int dd_stage_before(floe_ctx *ctx, const stage_inst *st)
 void dd_stage_after(floe_ctx *ctx, const stage_inst *st)
 {
     struct floe_dd *d = ctx->dd;
-    if (!d)
+    if (!d || d->gathered)
         return;
     const int pw = pointwise(st);
     for (int s = 0; s < ctx->npsets; s++) {
@@ -1433,6 +1436,111 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     if (!ctx->dd || p->kind != FLOE_SET_FLUID)
         return p->n;
     return ctx->dd->sets[p - ctx->sets].owned;
+}
+
+/* ---- per-frame stages that need every particle (surfacers, carpet) ---------
+ * A serial stage that runs once per frame (floe_stage_desc.serial and
+ * per_frame) and writes no fluid attribute runs on rank 0 over every
+ * rank's particles: dd_gather sends each rank's owned rows (every
+ * attribute) to rank 0, which holds them after its own until dd_ungather.
+ * Rank 0's memory then holds the whole fluid for the frame's stage. */
+int dd_gathers(const floe_ctx *ctx, const stage_inst *st)
+{
+    const floe_stage_desc *sd = st->desc;
+    if (world_size < 2 || !sd || !st->per_frame || sd->size < offsetof(floe_stage_desc, serial) + sizeof sd->serial ||
+        !sd->serial)
+        return 0;
+    for (const floe_attr_desc *a = sd->attrs; a && a->name; a++)
+        if (a->kind == FLOE_SET_FLUID && (a->access & FLOE_WRITE))
+            return 0; /* what it wrote on other ranks' particles would be lost */
+    (void)ctx;
+    return 1;
+}
+
+int dd_gather(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return FLOE_OK;
+    dd_cl_host(ctx); /* OpenCL: the host copies, up to date */
+    int *cnt = d->rank == 0 ? calloc((size_t)d->size * 2, sizeof *cnt) : NULL;
+    if (d->rank == 0 && !cnt)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    int rc = FLOE_OK;
+    for (int s = 0; s < ctx->npsets && !rc; s++) {
+        pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        const size_t row = row_bytes(p), own = d->sets[s].owned;
+        const size_t bytes = own * row;
+        int mine = (int)bytes, e;
+        if (bytes > (size_t)INT32_MAX) {
+            rc = ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): set '%s' is too large to gather for a frame stage (%zu bytes)",
+                          d->rank, p->name, bytes);
+            mine = -1;
+        }
+        if ((e = MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
+            return mpi_fail(ctx, e, "MPI_Gather (frame stage counts)");
+        size_t total = 0;
+        int bad = rc != FLOE_OK;
+        for (int r = 0; d->rank == 0 && r < d->size; r++) {
+            bad |= cnt[r] < 0;
+            cnt[d->size + r] = (int)total;
+            total += cnt[r] > 0 ? (size_t)cnt[r] : 0;
+        }
+        if (d->rank == 0 && !bad && total > (size_t)INT32_MAX) {
+            rc = ctx_fail(ctx, FLOE_ERR, "MPI: set '%s' is too large to gather for a frame stage (%zu bytes)",
+                          p->name, total);
+            bad = 1;
+        }
+        /* every rank learns whether rank 0 can take the rows */
+        if ((e = MPI_Bcast(&bad, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
+            return mpi_fail(ctx, e, "MPI_Bcast (frame stage)");
+        if (bad)
+            return rc ? rc : ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): a rank's part of set '%s' is too large to gather",
+                                      d->rank, p->name);
+        if (grow(&d->sbuf, &d->scap, bytes + 1) || (d->rank == 0 && grow(&d->rbuf, &d->rcap, total + 1)))
+            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame stage's gather");
+        for (size_t i = 0; i < own && !rc; i++)
+            pack_row(p, (uint32_t)i, d->sbuf + i * row);
+        if ((e = MPI_Gatherv(d->sbuf, mine, MPI_BYTE, d->rbuf, cnt, cnt + d->size, MPI_BYTE, 0, d->comm)) !=
+            MPI_SUCCESS)
+            return mpi_fail(ctx, e, "MPI_Gatherv (frame stage)");
+        if (rc || d->rank != 0)
+            continue;
+        /* rank 0: the other ranks' rows after its own */
+        const size_t others = (total - bytes) / row;
+        if ((rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), (uint32_t)(own + others))))
+            break;
+        size_t k = own;
+        for (int r = 1; r < d->size; r++)
+            for (size_t j = 0; j < (size_t)cnt[r] / row; j++)
+                unpack_row(p, (uint32_t)k++, d->rbuf + (size_t)cnt[d->size + r] + j * row);
+        d->sets[s].ghosts = (uint32_t)others; /* the checks count them as ghosts */
+        dev_moved(ctx, p);
+    }
+    free(cnt);
+    d->gathered = 1;
+    return rc;
+}
+
+int dd_ungather(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d || !d->gathered)
+        return FLOE_OK;
+    d->gathered = 0;
+    int rc = FLOE_OK;
+    for (int s = 0; s < ctx->npsets; s++) {
+        pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        if (p->n != d->sets[s].owned && !rc)
+            rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), d->sets[s].owned);
+        d->sets[s].ghosts = 0;
+        dev_moved(ctx, p);
+    }
+    return rc;
 }
 
 /* A fluid particle a scene adds (set-up, or between runs) is held by one

@@ -57,6 +57,12 @@ int dd_emit_begin(floe_ctx *ctx, const char *stage);
 /* under MPI (2 ranks or more) a fluid particle a scene adds is held by one
  * rank: dd_keep_new says whether this one (its id, its position) */
 int dd_splits_new(const floe_ctx *ctx);
+/* per-frame stages that need every particle (serial and per_frame, writing
+ * no fluid attribute) run on rank 0 alone, between dd_gather (collective:
+ * rank 0 then holds every rank's particles after its own) and dd_ungather */
+int dd_gathers(const floe_ctx *ctx, const stage_inst *st);
+int dd_gather(floe_ctx *ctx);
+int dd_ungather(floe_ctx *ctx);
 int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x);
 int dd_emit_end(floe_ctx *ctx, const uint32_t *n0);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
@@ -94,6 +100,9 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
 static inline int dd_emit_begin(floe_ctx *ctx, const char *stage) { (void)ctx, (void)stage; return FLOE_OK; }
 static inline int dd_splits_new(const floe_ctx *ctx) { (void)ctx; return 0; }
+static inline int dd_gathers(const floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; return 0; }
+static inline int dd_gather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
+static inline int dd_ungather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x) { (void)ctx, (void)id, (void)x; return 1; }
 static inline int dd_emit_end(floe_ctx *ctx, const uint32_t *n0) { (void)ctx, (void)n0; return FLOE_OK; }
 static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }

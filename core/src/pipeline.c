@@ -721,9 +721,28 @@ int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame)
     ctx->frame_dir = dirfd;
     ctx->frame_dir_name = name;
     ctx->info.frame = frame;
-    for (int i = 0; i < ctx->nstages && !rc; i++)
-        if (ctx->stages[i].per_frame)
-            rc = run_stage(ctx, i);
+    int gathered = 0; /* MPI: rank 0 holds every particle for the stages that need them all */
+    for (int i = 0; i < ctx->nstages && !rc; i++) {
+        if (!ctx->stages[i].per_frame)
+            continue;
+        if (ctx->dd && dd_gathers(ctx, &ctx->stages[i])) {
+            if (!gathered && !(rc = dd_gather(ctx)))
+                gathered = 1;
+            if (!rc && dd_writer(ctx))
+                rc = run_stage(ctx, i);
+            continue;
+        }
+        if (gathered) {
+            gathered = 0;
+            if ((rc = dd_ungather(ctx)))
+                break;
+        }
+        rc = run_stage(ctx, i);
+    }
+    if (gathered) {
+        const int urc = dd_ungather(ctx);
+        rc = rc ? rc : urc;
+    }
     ctx->frame_dir = -1;
     ctx->frame_dir_name = NULL;
     ctx->current_stage = NULL;
