@@ -21,7 +21,10 @@
  * of the surface and dries elsewhere. */
 #include "terrain_mod.h"
 
+#include <floe/sph.h>
+
 #include <math.h>
+#include <stdlib.h>
 
 enum { P_REST, P_MU, P_MU_WET, P_RADIUS, P_BISECT, P_FREEZE_V, P_FREEZE_N, P_WET_RATE, P_DRY_RATE };
 
@@ -100,6 +103,22 @@ static int collide_one(const collide_par *c, float x[3], float v[3])
     return 1;
 }
 
+int tm_touched_all_ranks(floe_ctx *ctx, tm_state *s, uint8_t *touched)
+{
+    if (!s->ranks)
+        s->ranks = floe_ranks(tm_api, ctx); /* collective: every rank's first step */
+    if (s->ranks < 2)
+        return FLOE_OK;
+    if (!s->touched_all && !(s->touched_all = malloc(s->nwet * sizeof *s->touched_all + 1)))
+        return tm_api->fail(ctx, FLOE_ERR_NOMEM, "terrain.collide: out of memory for the wet map");
+    for (size_t k = 0; k < s->nwet; k++)
+        s->touched_all[k] = touched[k];
+    int rc = floe_reduce(tm_api, ctx, s->touched_all, (int)s->nwet, FLOE_REDUCE_MAX);
+    for (size_t k = 0; k < s->nwet && !rc; k++)
+        touched[k] = s->touched_all[k] > 0.0;
+    return rc;
+}
+
 int tm_collide(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
@@ -126,7 +145,8 @@ int tm_collide(const floe_stage_call *call)
         uint32_t *rest = tm_api->attr(ctx, sets[q], "rest", FLOE_U32);
         if (tm_api->set_info(ctx, sets[q], &info) || !x || !v || !rest)
             return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.collide: a fluid set without x, v or rest");
-        const uint32_t n = info.n;
+        /* MPI: the owned particles (a ghost is its owner's) */
+        const uint32_t n = floe_owned(tm_api, ctx, sets[q], info.n);
 #pragma omp parallel for schedule(static) reduction(+ : bounces, frozen)
         for (uint32_t i = 0; i < n; i++) {
             float *xi = x + 3 * i, *vi = v + 3 * i;
@@ -147,6 +167,9 @@ int tm_collide(const floe_stage_call *call)
             c.touched[sample_of(&t, xi[0], xi[2])] = 1;
         }
     }
+    int rc = tm_touched_all_ranks(ctx, s, s->touched);
+    if (rc)
+        return rc;
     /* the wet map: wetter where water is, drying elsewhere */
     const float up = (float)(P[P_WET_RATE].f * si->dt), down = (float)exp(-P[P_DRY_RATE].f * si->dt);
     const size_t nw = s->nwet;

@@ -7,6 +7,7 @@
 #include "carpet.h"
 
 #include <floe/cl_module.h>
+#include <floe/sph.h>
 
 #include <math.h>
 #include <string.h>
@@ -86,7 +87,7 @@ int tm_collide_cl(const floe_stage_call *call)
         void *rest = tm_api->cl_attr(ctx, sets[q], "rest", FLOE_U32, FLOE_READ | FLOE_WRITE);
         if (!x || !v || !rest)
             return tm_api->fail(ctx, FLOE_ERR_ARG, "terrain.collide: a fluid set without x, v or rest");
-        uint32_t n = info.n;
+        uint32_t n = floe_owned(tm_api, ctx, sets[q], info.n); /* MPI: the owned particles */
         floe_cl_arg a[] = {FLOE_CL_ARG(n), FLOE_CL_ARG(x), FLOE_CL_ARG(v), FLOE_CL_ARG(rest), FLOE_CL_ARG(h),
                            FLOE_CL_ARG(wet), FLOE_CL_ARG(touched), FLOE_CL_ARG(nx), FLOE_CL_ARG(nz),
                            FLOE_CL_ARG(x0), FLOE_CL_ARG(z0), FLOE_CL_ARG(cell), FLOE_CL_ARG(inv_cell),
@@ -96,6 +97,20 @@ int tm_collide_cl(const floe_stage_call *call)
     }
     if (rc)
         return rc;
+    if (!s->ranks)
+        s->ranks = floe_ranks(tm_api, ctx);
+    if (s->ranks > 1) { /* MPI: the touched samples of every rank, through the host */
+        read_fn rd = floe_cl_read_fn_of(tm_api);
+        write_fn w = floe_cl_write_fn_of(tm_api);
+        void *q = tm_api->cl_queue(ctx);
+        int32_t e = rd && w ? rd(q, touched, 1, 0, s->nwet, s->touched, 0, NULL, NULL) : -1;
+        if (e)
+            return tm_api->fail(ctx, FLOE_ERR, "terrain.collide: reading the touched samples failed (error %d)", (int)e);
+        if ((rc = tm_touched_all_ranks(ctx, s, s->touched)))
+            return rc;
+        if ((e = w(q, touched, 1, 0, s->nwet, s->touched, 0, NULL, NULL)))
+            return tm_api->fail(ctx, FLOE_ERR, "terrain.collide: writing the touched samples failed (error %d)", (int)e);
+    }
     uint32_t nw = (uint32_t)s->nwet;
     float up = (float)(P[P_WET_RATE].f * si->dt), down = (float)exp(-P[P_DRY_RATE].f * si->dt);
     floe_cl_arg a[] = {FLOE_CL_ARG(nw), FLOE_CL_ARG(wet), FLOE_CL_ARG(touched), FLOE_CL_ARG(up), FLOE_CL_ARG(down)};

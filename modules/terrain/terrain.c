@@ -39,6 +39,8 @@ int tm_wet_ensure(tm_state *s, const floe_terrain *t)
         return FLOE_OK;
     free(s->wet);
     free(s->touched);
+    free(s->touched_all);
+    s->touched_all = NULL;
     s->wet = calloc(n, sizeof *s->wet);
     s->touched = calloc(n, 1);
     s->nwet = n;
@@ -62,6 +64,7 @@ static void tm_fini(void *state)
     tm_state *s = state;
     free(s->wet);
     free(s->touched);
+    free(s->touched_all);
     tm_carpet_free(s->carpet);
     free(s);
 }
@@ -91,6 +94,8 @@ static int tm_load(void *state, floe_state_io *in)
         return FLOE_OK;
     free(s->wet);
     free(s->touched);
+    free(s->touched_all);
+    s->touched_all = NULL;
     s->wet = malloc(n * sizeof *s->wet);
     s->touched = calloc(n, 1);
     s->nwet = n;
@@ -149,7 +154,7 @@ static const floe_attr_desc carpet_attrs[] = {
     {0}};
 
 static const floe_stage_desc stages[] = {
-    {FLOE_SIZED(floe_stage_desc), .serial = 1, .name = "collide",
+    {FLOE_SIZED(floe_stage_desc), .name = "collide",
      .doc = "terrain collision after integrate: bisection along the motion path to the surface, inelastic bounce "
             "with restitution and wet-map friction, the rest of the path with the damped velocity",
      .run = tm_collide, .run_cl = tm_collide_cl, .params = collide_params, .attrs = collide_attrs, .corrects = 1},

@@ -23,6 +23,8 @@ typedef struct tm_state {
     uint64_t collisions;   /* bounces so far (statistics) */
     tm_carpet *carpet;     /* the carpet's buffers, made on first use */
     int wet_on_device;     /* OpenCL: the wet map's truth is the device copy */
+    int ranks;             /* MPI: ranks running the scene (0: not asked yet) */
+    double *touched_all;   /* MPI: the samples any rank's water touched this step */
 } tm_state;
 
 /* The terrain view; fails with a message when the scene has none. */
@@ -33,6 +35,10 @@ int tm_wet_ensure(tm_state *s, const floe_terrain *t);
 /* stages */
 int tm_collide(const floe_stage_call *call);
 int tm_collide_cl(const floe_stage_call *call);
+/* MPI: the samples touched this step by any rank's water (touched[] on
+ * every rank: the largest over the ranks), so every rank's wet map stays
+ * the one process's */
+int tm_touched_all_ranks(floe_ctx *ctx, tm_state *s, uint8_t *touched);
 /* OpenCL: the device's wet map into s->wet (no-op on the C path) */
 int tm_wet_to_host(tm_state *s);
 int tm_output(const floe_stage_call *call);
