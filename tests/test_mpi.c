@@ -642,6 +642,52 @@ Test(mpi, a_rigid_body_on_2_and_4_ranks_moves_as_in_one_process)
     cr_assert(worst < 1e-4, "GPU ranks: the box's track differs by %g m", worst);
 }
 
+/* the 2D WCSPH dam break, 10 frames, a checkpoint every `ck` frames */
+#define SCENE_CKPT                                                                                      \
+    SC_HEAD "local a, d = 0.1, 0.005\n"                                                                 \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, -9.81 },\n"                     \
+            "  domain = { min = { -4 * d, -4 * d }, max = { 4 * a + 4 * d, 3 * a } } }\n"               \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                              \
+            "sim:fluid_box{ min = { 0, 0 }, max = { a, 2 * a }, density = 1000 }\n"                     \
+            "sim:boundary_box{ min = { 0, 0 }, max = { 4 * a, 2.5 * a }, layers = 2, open_top = true }\n" \
+            "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 },\n" \
+            "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "sim:run{ frames = 10, fps = 50, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' },\n"  \
+            "  checkpoint_every = floe.param('ck', 0) }\n"
+
+/* Checkpoints under MPI: each rank writes its own file into the run
+ * folder and reads it back on --resume with the same rank count */
+Test(mpi, a_run_on_2_ranks_resumes_from_its_checkpoints)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_CKPT);
+    cr_assert_eq(run_ranks(2, "full", ""), 0, "%s", sc_slurp("%s/full.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "part", "--frames 5 --set ck=2"), 0, "%s", sc_slurp("%s/part.log", sc_tmp));
+    cr_assert(sc_exists("%s/part/checkpoint.floe", sc_tmp) && sc_exists("%s/part/checkpoint.r1.floe", sc_tmp));
+    /* one process cannot resume the checkpoint of two */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s/core/floe run scene.lua --resume part --set ck=2 --quiet > one.log 2>&1",
+             sc_tmp, FLOE_TEST_BUILD_ROOT);
+    cr_assert_neq(system(cmd), 0);
+    char *one = sc_slurp("%s/one.log", sc_tmp);
+    cr_assert(strstr(one, "holds the checkpoint of a run on more processes than this one") != NULL, "%s", one);
+    free(one);
+    /* run_ranks passes --out; the resume names the folder itself */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && " MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun --oversubscribe --bind-to none -np 2 %s/core/floe run "
+             "scene.lua --resume part --set ck=2 --quiet --threads 1 > resume.log 2>&1",
+             sc_tmp, FLOE_TEST_BUILD_ROOT);
+    cr_assert_eq(system(cmd), 0, "%s", sc_slurp("%s/resume.log", sc_tmp));
+    char *log = sc_slurp("%s/resume.log", sc_tmp);
+    cr_assert(strstr(log, "floe: error") == NULL, "%s", log);
+    free(log);
+    /* the resumed run's frames are the uninterrupted run's, to the bit */
+    compare_runs("full", "part", 10, 0.0, 1);
+    cr_assert(!sc_exists("%s/part/fluid.0010.r1.part", sc_tmp));
+}
+
 /* fluid made at set-up and between two runs: each rank holds a share of
  * the set-up's particles (logged before the first run), and a particle
  * added between runs is held by one rank */

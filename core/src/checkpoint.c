@@ -30,6 +30,18 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 #define FNV_INIT 0xcbf29ce484222325ull
 
+/* The checkpoint's file in the run folder: CKPT_FILE, or under MPI rank
+ * R's own, checkpoint.rR.floe (R > 0), beside rank 0's CKPT_FILE. */
+static const char *ckpt_name(char *buf, size_t len)
+{
+    int rank = 0;
+    const int ranks = floe_mpi_size(&rank);
+    if (ranks < 2 || rank == 0)
+        return CKPT_FILE;
+    snprintf(buf, len, "checkpoint.r%d.floe", rank);
+    return buf;
+}
+
 /* ---- writing ------------------------------------------------------------ */
 
 typedef struct wr {
@@ -175,9 +187,11 @@ static void save_sets(floe_ctx *ctx, wr *w)
 
 int ckpt_save(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_hash, const ckpt_run *run)
 {
+    char nbuf[48];
+    const char *file = ckpt_name(nbuf, sizeof nbuf);
     io_atomic a;
-    if (io_atomic_openat(&a, dirfd, CKPT_FILE) != 0)
-        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, CKPT_FILE,
+    if (io_atomic_openat(&a, dirfd, file) != 0)
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, file,
                         strerror(errno));
     wr w = {a.f, FNV_INIT, 0};
     put(&w, CKPT_MAGIC, 8);
@@ -217,10 +231,10 @@ int ckpt_save(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_has
     if (w.bad) {
         int e = errno ? errno : EIO;
         io_atomic_abort(&a);
-        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, CKPT_FILE, strerror(e));
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, file, strerror(e));
     }
     if (io_atomic_commit(&a) != 0)
-        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, CKPT_FILE,
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, file,
                         strerror(errno));
     return FLOE_OK;
 }
@@ -264,9 +278,9 @@ static int get_str(rd *r, char *buf, size_t max)
     return r->bad ? -1 : 0;
 }
 
-static int read_file(int dirfd, ckpt_file *f)
+static int read_file(int dirfd, const char *file, ckpt_file *f)
 {
-    int fd = openat(dirfd, CKPT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0)
         return -1;
@@ -358,20 +372,31 @@ static int read_frames(rd *r, ckpt_run *run, ckpt_file *f)
 int ckpt_read(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_hash, ckpt_file *f)
 {
     memset(f, 0, sizeof *f);
-    if (read_file(dirfd, f) != 0) {
+    char nbuf[48], other[48];
+    const char *file = ckpt_name(nbuf, sizeof nbuf);
+    /* the checkpoint of as many ranks as run now: rank R's file on each,
+     * and none of a rank beyond (a run of more ranks wrote it) */
+    int rank = 0;
+    const int ranks = floe_mpi_size(&rank);
+    snprintf(other, sizeof other, "checkpoint.r%d.floe", ranks);
+    struct stat ost;
+    if (fstatat(dirfd, other, &ost, AT_SYMLINK_NOFOLLOW) == 0)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: %s holds the checkpoint of a run on more processes than this "
+                        "one (%d; %s is there): resume with the rank count that wrote it", shown, ranks, other);
+    if (read_file(dirfd, file, f) != 0) {
         if (errno == ENOENT)
             return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: %s holds no checkpoint (%s): was it written by a run "
-                            "with sim:run{checkpoint_every = N}?", shown, CKPT_FILE);
-        return ctx_fail(ctx, FLOE_ERR_IO, "--resume: cannot read the checkpoint %s/%s: %s", shown, CKPT_FILE,
+                            "with sim:run{checkpoint_every = N}?", shown, file);
+        return ctx_fail(ctx, FLOE_ERR_IO, "--resume: cannot read the checkpoint %s/%s: %s", shown, file,
                         strerror(errno));
     }
     const size_t head = 8 + 4 + 4 + VERSION_LEN + HASH_LEN;
     if (f->len < 8 || memcmp(f->data, CKPT_MAGIC, 8) != 0)
-        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: %s/%s is not a Floe checkpoint", shown, CKPT_FILE);
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: %s/%s is not a Floe checkpoint", shown, file);
     uint64_t sum;
     if (f->len < head + sizeof sum)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is truncated (%zu bytes)", shown,
-                        CKPT_FILE, f->len);
+                        file, f->len);
     rd r = {f, f->len - sizeof sum, 0};
     f->pos = 8;
     uint32_t format = get_u32(&r), bom = get_u32(&r);
@@ -381,19 +406,19 @@ int ckpt_read(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_has
     version[VERSION_LEN - 1] = hash[HASH_LEN - 1] = '\0';
     if (format != CKPT_FORMAT || bom != CKPT_BOM)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s has format %u%s; this Floe reads format %u",
-                        shown, CKPT_FILE, format, bom != CKPT_BOM ? " of another byte order" : "", CKPT_FORMAT);
+                        shown, file, format, bom != CKPT_BOM ? " of another byte order" : "", CKPT_FORMAT);
     if (strcmp(version, FLOE_VERSION) != 0)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s was written by Floe %s; this is Floe %s "
-                        "(a checkpoint resumes only with the version that wrote it)", shown, CKPT_FILE, version,
+                        "(a checkpoint resumes only with the version that wrote it)", shown, file, version,
                         FLOE_VERSION);
     if (strcmp(hash, scene_hash ? scene_hash : "") != 0)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s was written for another scene (scene "
                         "hash %s; this scene's is %s): resume with the scene file that made it, unchanged",
-                        shown, CKPT_FILE, hash[0] ? hash : "none", scene_hash && scene_hash[0] ? scene_hash : "none");
+                        shown, file, hash[0] ? hash : "none", scene_hash && scene_hash[0] ? scene_hash : "none");
     memcpy(&sum, f->data + f->len - sizeof sum, sizeof sum);
     if (fnv(FNV_INIT, f->data, f->len - sizeof sum) != sum)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is corrupted or truncated (its checksum "
-                        "does not match its %zu bytes)", shown, CKPT_FILE, f->len);
+                        "does not match its %zu bytes)", shown, file, f->len);
     ckpt_run *run = &f->run;
     run->ordinal = get_u32(&r);
     run->frame = get_i32(&r);
@@ -405,7 +430,7 @@ int ckpt_read(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_has
     run->particle_steps = get_u64(&r);
     if (r.bad || run->first < 0 || run->recno < 0 || read_frames(&r, run, f) != 0)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (its run section)", shown,
-                        CKPT_FILE);
+                        file);
     return FLOE_OK;
 }
 

@@ -414,12 +414,10 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
     return rc;
 }
 
-static const char *refusal(floe_ctx *ctx, char *buf, size_t len, int checkpointing)
+static const char *refusal(floe_ctx *ctx, char *buf, size_t len)
 {
     if (ctx->info.periodic)
         return "periodic domains are not decomposed (the slabs do not wrap round)";
-    if (checkpointing || (ctx->out && (ctx->out->flags & FLOE_OUTPUT_RESUME)))
-        return "checkpoints and --resume are written by one process";
     /* boundary sets that move (rigid bodies, walls the scene moves) are
      * whole on every rank and move the same on every rank: the rigid
      * module steps its bodies from forces summed over the ranks; a module
@@ -835,12 +833,12 @@ void dd_free(floe_ctx *ctx)
     ctx->dd = NULL;
 }
 
-int dd_run_begin(floe_ctx *ctx, int checkpointing)
+int dd_run_begin(floe_ctx *ctx)
 {
     if (world_size < 2)
         return FLOE_OK;
     char buf[512];
-    const char *why = refusal(ctx, buf, sizeof buf, checkpointing);
+    const char *why = refusal(ctx, buf, sizeof buf);
     if (why)
         return ctx_fail(ctx, FLOE_ERR_ARG, "MPI (%d ranks): %s", world_size, why);
     if (ctx->dd) { /* a later run of the scene: the sets are already split */
@@ -1436,6 +1434,38 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     if (!ctx->dd || p->kind != FLOE_SET_FLUID)
         return p->n;
     return ctx->dd->sets[p - ctx->sets].owned;
+}
+
+/* ---- checkpoints (checkpoint.c, run.c) ---------------------------------------
+ * Each rank writes its own file (its owned particles, the boundary sets,
+ * the modules' state) and reads it back on --resume; the ranks' files must
+ * be of the same run and frame. The restored particles may lie in another
+ * rank's box (the boxes come from the set-up's split): the first step's
+ * migration goes to any rank. */
+int dd_same_checkpoint(floe_ctx *ctx, uint32_t ordinal, int frame)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return FLOE_OK;
+    double v[4] = {ordinal, frame, -(double)ordinal, -(double)frame};
+    int rc = dd_reduce(ctx, v, 4, FLOE_REDUCE_MAX);
+    if (!rc && (v[0] != -v[2] || v[1] != -v[3]))
+        rc = ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the ranks' checkpoints are of different frames (rank %d's: run %u, "
+                      "frame %d; others' up to run %.0f, frame %.0f): the run stopped while they were written",
+                      d->rank, ordinal + 1, frame, v[0] + 1, v[1]);
+    return rc;
+}
+
+int dd_restored(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d)
+        return FLOE_OK;
+    for (int s = 0; s < ctx->npsets; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            d->sets[s].owned = ctx->sets[s].n, d->sets[s].ghosts = 0;
+    d->migrate_all = 1;
+    return FLOE_OK;
 }
 
 /* ---- per-frame stages that need every particle (surfacers, carpet) ---------

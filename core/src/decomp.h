@@ -22,10 +22,10 @@ typedef struct dd_frame_ranks {
 enum { DD_ROWS_OWNED = 1, DD_ROWS_GHOSTS, DD_ROWS_INTERIOR, DD_ROWS_BORDER };
 
 #ifdef FLOE_HAVE_MPI
-/* floe_run begins: the world is split the first time (every rank holds the
- * whole scene then); a pipeline or scene the decomposition cannot run is
- * refused with the reason (FLOE_ERR_ARG). */
-int dd_run_begin(floe_ctx *ctx, int checkpointing);
+/* floe_run begins: the world is split the first time (each rank holds its
+ * share of the set-up's fluid then); a pipeline or scene the decomposition
+ * cannot run is refused with the reason (FLOE_ERR_ARG). */
+int dd_run_begin(floe_ctx *ctx);
 /* floe_run ends: ghosts dropped, the sets hold what this rank owns */
 void dd_run_end(floe_ctx *ctx);
 /* before a step's stages: migration of particles that left the slab (all
@@ -57,6 +57,10 @@ int dd_emit_begin(floe_ctx *ctx, const char *stage);
 /* under MPI (2 ranks or more) a fluid particle a scene adds is held by one
  * rank: dd_keep_new says whether this one (its id, its position) */
 int dd_splits_new(const floe_ctx *ctx);
+/* --resume: every rank's checkpoint of the same run and frame (collective);
+ * after restoring, the sets are this rank's owned particles */
+int dd_same_checkpoint(floe_ctx *ctx, uint32_t ordinal, int frame);
+int dd_restored(floe_ctx *ctx);
 /* per-frame stages that need every particle (serial and per_frame, writing
  * no fluid attribute) run on rank 0 alone, between dd_gather (collective:
  * rank 0 then holds every rank's particles after its own) and dd_ungather */
@@ -75,7 +79,7 @@ void dd_step_time(floe_ctx *ctx, double ms);
 int dd_stop_any(floe_ctx *ctx, int why);
 void dd_free(floe_ctx *ctx);
 #else
-static inline int dd_run_begin(floe_ctx *ctx, int checkpointing) { (void)ctx, (void)checkpointing; return FLOE_OK; }
+static inline int dd_run_begin(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline void dd_run_end(floe_ctx *ctx) { (void)ctx; }
 static inline int dd_step_begin(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_step_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
@@ -100,6 +104,12 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
 static inline int dd_emit_begin(floe_ctx *ctx, const char *stage) { (void)ctx, (void)stage; return FLOE_OK; }
 static inline int dd_splits_new(const floe_ctx *ctx) { (void)ctx; return 0; }
+static inline int dd_same_checkpoint(floe_ctx *ctx, uint32_t ordinal, int frame)
+{
+    (void)ctx, (void)ordinal, (void)frame;
+    return FLOE_OK;
+}
+static inline int dd_restored(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_gathers(const floe_ctx *ctx, const stage_inst *st) { (void)ctx, (void)st; return 0; }
 static inline int dd_gather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_ungather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }

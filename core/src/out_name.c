@@ -104,6 +104,8 @@ int out_is_floe_file(const char *name)
         return 1;
     if (strcmp(name, "probes.csv") == 0 || ends_with(name, ".probe.csv")) /* probes.c's tables */
         return 1;
+    if (strncmp(name, "checkpoint.r", 12) == 0 && ends_with(name, ".floe")) /* MPI: rank R's checkpoint */
+        return all_digits(name + 12, strlen(name) - 17);
     if (strncmp(name, "run.", 4) == 0 && ends_with(name, ".yaml"))
         return all_digits(name + 4, strlen(name) - 9);
     const char *tmp = strstr(name, ".tmp.");

@@ -411,11 +411,17 @@ enum { RESUME_SKIP = -1000 };
  * checkpoint there. A run before the checkpoint's is skipped (RESUME_SKIP);
  * the checkpoint's run gets its state, frame numbers and record (ck->data
  * stays set); later runs, and every run without --resume, run as usual. */
-static int resume_begin(floe_ctx *ctx, const floe_run_def *def, run_out *o, uint32_t ordinal, ckpt_file *ck)
+static int resume_begin(floe_ctx *ctx, const floe_run_def *def, const char *shown, run_out *o, uint32_t ordinal,
+                        ckpt_file *ck)
 {
-    if (o->dir < 0 || !ctx->out || !(ctx->out->flags & FLOE_OUTPUT_RESUME) || ctx->resumed)
+    /* MPI: each rank reads its own checkpoint file, rank 0's in the run
+     * folder, the others' in the same folder through their parts' handle */
+    const int dir = o->dir >= 0 ? o->dir : o->parts;
+    if (dir < 0 || !ctx->out || !(ctx->out->flags & FLOE_OUTPUT_RESUME) || ctx->resumed)
         return FLOE_OK;
-    int rc = ckpt_read(ctx, o->dir, def->out_dir, def->scene_hash, ck);
+    int rc = ckpt_read(ctx, dir, shown, def->scene_hash, ck);
+    if (!rc && ctx->dd) /* MPI: every rank's checkpoint of the same run and frame, or none resumes */
+        rc = dd_same_checkpoint(ctx, ck->run.ordinal, ck->run.frame);
     if (rc)
         return rc;
     if (ck->run.ordinal > ordinal) {
@@ -425,16 +431,17 @@ static int resume_begin(floe_ctx *ctx, const floe_run_def *def, run_out *o, uint
     }
     if (ck->run.ordinal < ordinal || ck->run.frame > def->frames)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint in %s is after frame %d of run %u of the "
-                        "scene; this run (%u) asks for %d frames", def->out_dir, ck->run.frame,
+                        "scene; this run (%u) asks for %d frames", shown, ck->run.frame,
                         ck->run.ordinal + 1, ordinal + 1, def->frames);
-    if ((rc = ckpt_restore(ctx, ck, def->out_dir)) != FLOE_OK)
+    if ((rc = ckpt_restore(ctx, ck, shown)) != FLOE_OK || (rc = dd_restored(ctx)) != FLOE_OK)
         return rc;
     ctx->resumed = 1;
     o->first = ck->run.first;
     out_record(o, ck->run.recno);
-    out_taken_set(ctx->out, o->dir, o->first, ck->run.recno);
+    if (o->dir >= 0)
+        out_taken_set(ctx->out, o->dir, o->first, ck->run.recno);
     ctx_log(ctx, FLOE_LOG_INFO, "resume: from the checkpoint after frame %d (t = %.9g s, step %llu) in %s",
-            ck->run.frame, ctx->info.time, (unsigned long long)ctx->info.step, def->out_dir);
+            ck->run.frame, ctx->info.time, (unsigned long long)ctx->info.step, shown);
     return FLOE_OK;
 }
 
@@ -449,7 +456,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     if (!rc && ctx->boundary_dirty)
         rc = ctx_boundary_volumes(ctx);
     if (!rc) /* MPI: the sets split into slabs (the first run), or refused */
-        rc = dd_run_begin(ctx, def.checkpoint_every > 0);
+        rc = dd_run_begin(ctx);
     if (rc)
         return rc;
     /* MPI: rank 0 writes the record and joins the frames; every rank
@@ -464,7 +471,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     char started[64];
     rc = open_out(ctx, &def, &out);
     /* MPI: every rank writes its frame parts into the folder rank 0 took */
-    if (!rc && frames_out && ctx->dd)
+    const int resuming = ctx->out && (ctx->out->flags & FLOE_OUTPUT_RESUME);
+    if (!rc && (frames_out || (out_dir && (def.checkpoint_every > 0 || resuming))) && ctx->dd)
         rc = dd_frame_folder(ctx, out_dir, &out.first, &out.parts);
     if (rc) {
         close_out(ctx, &out, -1);
@@ -473,7 +481,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     uint32_t ordinal = ctx->nruns++;
     ckpt_file ck;
     memset(&ck, 0, sizeof ck);
-    if ((rc = resume_begin(ctx, &def, &out, ordinal, &ck)) != FLOE_OK) {
+    if ((rc = resume_begin(ctx, &def, out_dir ? out_dir : ".", &out, ordinal, &ck)) != FLOE_OK) {
         ckpt_free(&ck);
         if (rc == RESUME_SKIP) { /* a run the checkpoint's lies after: its state is the checkpoint's */
             close(out.dir);
@@ -509,7 +517,7 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
     int stopped = 0;
     if (out.dir >= 0 && (out.rec = rec_begin_at(out.dir, out.rec_name, &rec)) < 0)
         rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
-    for (int f = 1; f <= k0 && !rc; f++) /* resumed: the record as the checkpoint left it */
+    for (int f = 1; f <= k0 && !rc && out.rec >= 0; f++) /* resumed: the record as the checkpoint left it */
         if (rec_append_frame(out.rec, &rec, &frames[f - 1]))
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
     rec.nframes = k0;
@@ -600,7 +608,8 @@ static int run(floe_ctx *ctx, const floe_run_def *user_def, floe_run_summary *su
             rc = ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s/%s: %s", def.out_dir, out.rec_name, strerror(errno));
         if (!rc && def.checkpoint_every > 0 && f % def.checkpoint_every == 0) {
             ckpt_run cr = {ordinal, f, out.first, out.recno, t_start, dt_prev, steps_total, particle_steps, frames};
-            rc = ckpt_save(ctx, out.dir, def.out_dir, def.scene_hash, &cr);
+            /* MPI: every rank its own file in the run folder */
+            rc = ckpt_save(ctx, out.dir >= 0 ? out.dir : out.parts, out_dir, def.scene_hash, &cr);
         }
         progress_update(&prog, f, ctx->info.time, steps_total, wall_now() - t0);
         /* on_frame: > 0 stops the run (status stopped), < 0 fails it with
