@@ -642,6 +642,56 @@ Test(mpi, a_rigid_body_on_2_and_4_ranks_moves_as_in_one_process)
     cr_assert(worst < 1e-4, "GPU ranks: the box's track differs by %g m", worst);
 }
 
+/* a channel periodic along x (48 spacings long, 12 deep) on a floor, the
+ * water pushed along x: particles cross the periodic faces */
+#define SCENE_PERIODIC                                                                                  \
+    SC_HEAD "local d = 0.005\n"                                                                         \
+            "local L, Lx = 12 * d, 48 * d\n"                                                            \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 2, -9.81 }, periodic = { 'x' },\n"  \
+            "  domain = { min = { 0, -4 * d }, max = { Lx, L + 6 * d } } }\n"                           \
+            "sim:load{ 'sph', 'wcsph' }\n"                                                              \
+            "sim:fluid_box{ min = { 0, 0 }, max = { Lx, L }, density = 1000, velocity = { 0.5, 0 } }\n" \
+            "sim:boundary_solid_box{ min = { 0, -2 * d }, max = { Lx, 0 }, set = 'walls' }\n"           \
+            "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 10 },\n" \
+            "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.05 }, 'wcsph.pressure_force', 'integrate' }\n" \
+            "sim:probe{ name = 'profile', points = { { Lx / 2, L / 4 }, { 0.2 * d, L / 2 } }, attributes = { 'v' } }\n" \
+            "sim:run{ end_time = 0.3, fps = 20, out = 'run', attributes = { 'id', 'v', 'rho', 'p', 'm' } }\n"
+
+/* Periodic domains under MPI: the end boxes along a periodic axis are
+ * partners across it, the particles near the domain's periodic faces are
+ * ghosts there (at their own positions: the search takes the shortest
+ * distance across the face, over the whole axis) */
+Test(mpi, a_periodic_channel_on_2_and_3_slabs_and_2x2_boxes_gives_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SCENE_PERIODIC);
+    cr_assert_eq(run_ranks(0, "one", ""), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "two", ""), 0, "%s", sc_slurp("%s/two.log", sc_tmp));
+    cr_assert_eq(run_ranks(3, "three", "--decomp slabs"), 0, "%s", sc_slurp("%s/three.log", sc_tmp));
+    cr_assert_eq(run_ranks(4, "boxes", "--decomp boxes"), 0, "%s", sc_slurp("%s/boxes.log", sc_tmp));
+    char *log = sc_slurp("%s/three.log", sc_tmp);
+    cr_assert(strstr(log, "rank 0 of 3") && strstr(strstr(log, "rank 0 of 3"), "2 partners"),
+              "the first of 3 slabs has the last as a partner across the periodic face:\n%s", log);
+    free(log);
+    const char *many[] = {"two", "three", "boxes"};
+    for (int r = 0; r < 3; r++) {
+        compare_runs("one", many[r], 6, 0.0, 1);
+        cr_assert_eq(compare_tables("one", many[r], "profile", 1e-7), 7);
+    }
+    /* the water crossed the periodic faces: some particle's x decreased by
+     * wrapping (0.5 m/s for 0.3 s moves every particle 0.15 m at least) */
+    frame a, b;
+    int sa, sb;
+    cr_assert_eq(read_frame("one", 0, &a, &sa), 0);
+    cr_assert_eq(read_frame("one", 6, &b, &sb), 0);
+    int wrapped = 0;
+    for (uint32_t i = 0; i < a.n && i < b.n; i++)
+        wrapped += b.x[i] < a.x[i];
+    cr_assert(wrapped > 100, "only %d particles crossed the periodic face", wrapped);
+    free_frame(&a), free_frame(&b);
+}
+
 /* the 2D WCSPH dam break, 10 frames, a checkpoint every `ck` frames */
 #define SCENE_CKPT                                                                                      \
     SC_HEAD "local a, d = 0.1, 0.005\n"                                                                 \

@@ -293,6 +293,39 @@ enum { TAG_COUNT = 11, TAG_MIGRATE, TAG_GHOSTS, TAG_HALO };
 /* the halo's width: the support radius, with room for rounding */
 static double halo_width(const floe_ctx *ctx) { return (double)ctx->info.support * (1 + 1e-4); }
 
+/* Periodic axes (floe.sim{periodic}): the boxes at the domain's two ends
+ * meet across it. An end box's open side is the domain's face there, and
+ * distances along the axis are the shortest of the direct one and the two
+ * across the wrap. */
+static int periodic_axis(const floe_ctx *ctx, int k) { return (ctx->info.periodic >> k) & 1u; }
+
+static void box_on_axis(const floe_ctx *ctx, int k, double *lo, double *hi)
+{
+    if (periodic_axis(ctx, k)) {
+        if (!isfinite(*lo))
+            *lo = ctx->info.domain_min[k];
+        if (!isfinite(*hi))
+            *hi = ctx->info.domain_max[k];
+    }
+}
+
+/* the distance along axis k between [a0, a1] and [b0, b1] (0 when they
+ * overlap), across the wrap too on a periodic axis */
+static double gap_on_axis(const floe_ctx *ctx, int k, double a0, double a1, double b0, double b1)
+{
+    double best = INFINITY;
+    const int per = periodic_axis(ctx, k);
+    const double L = (double)ctx->info.domain_max[k] - ctx->info.domain_min[k];
+    if (per)
+        box_on_axis(ctx, k, &a0, &a1), box_on_axis(ctx, k, &b0, &b1);
+    for (int w = per ? -1 : 0; w <= (per ? 1 : 0); w++) {
+        const double c0 = b0 + w * L, c1 = b1 + w * L;
+        const double g = a1 < c0 ? c0 - a1 : c1 < a0 ? a0 - c1 : 0.0;
+        best = g < best ? g : best;
+    }
+    return best;
+}
+
 /* this rank's box, and its partners: the ranks whose box comes within the
  * halo's width of it (both ways: the relation is symmetric) */
 static void set_partners(floe_ctx *ctx, struct floe_dd *d)
@@ -307,7 +340,7 @@ static void set_partners(floe_ctx *ctx, struct floe_dd *d)
         dd_geom_box(&d->geom, q, lo, hi);
         int near = 1;
         for (int k = 0; k < 3; k++)
-            near &= lo[k] <= d->hi[k] + R && hi[k] >= d->lo[k] - R;
+            near &= gap_on_axis(ctx, k, d->lo[k], d->hi[k], lo[k], hi[k]) <= R;
         if (near)
             d->peer[d->np++] = q;
     }
@@ -325,6 +358,8 @@ static void apply_window(floe_ctx *ctx, struct floe_dd *d)
         lo[k] = -INFINITY, hi[k] = INFINITY;
     for (int l = 0; l < d->geom.levels; l++) {
         const int k = d->geom.axis[l];
+        if (periodic_axis(ctx, k))
+            continue; /* the ghosts across the wrap keep their positions: the whole axis is searched */
         lo[k] = d->lo[k] - M;
         hi[k] = d->hi[k] + M;
     }
@@ -416,8 +451,6 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len)
 {
-    if (ctx->info.periodic)
-        return "periodic domains are not decomposed (the slabs do not wrap round)";
     /* boundary sets that move (rigid bodies, walls the scene moves) are
      * whole on every rank and move the same on every rank: the rigid
      * module steps its bodies from forces summed over the ranks; a module
@@ -477,7 +510,7 @@ static int reserve_dest(floe_ctx *ctx, struct floe_dd *d, size_t n)
 
 /* the squared distance from x to rank r's box (this rank's: r < 0) along
  * the cut axes (the boxes are unbounded along the others) */
-static double box_dist2(const struct floe_dd *d, int r, const float *x)
+static double box_dist2(const floe_ctx *ctx, const struct floe_dd *d, int r, const float *x)
 {
     double lo[3], hi[3], d2 = 0;
     if (r < 0)
@@ -486,7 +519,7 @@ static double box_dist2(const struct floe_dd *d, int r, const float *x)
         dd_geom_box(&d->geom, r, lo, hi);
     for (int l = 0; l < d->geom.levels; l++) {
         const int k = d->geom.axis[l];
-        const double q = x[k] < lo[k] ? lo[k] - x[k] : x[k] > hi[k] ? x[k] - hi[k] : 0;
+        const double q = gap_on_axis(ctx, k, x[k], x[k], lo[k], hi[k]);
         d2 += q * q;
     }
     return d2;
@@ -499,12 +532,12 @@ static double box_dist2(const struct floe_dd *d, int r, const float *x)
  * owned outside its owner's box for a step or two (its neighbours there are
  * not all at hand: a particle that fast has already left the physics). -1
  * when no partner is nearer (the boxes tile the domain: not seen). */
-static int toward(const struct floe_dd *d, const float *x)
+static int toward(const floe_ctx *ctx, const struct floe_dd *d, const float *x)
 {
-    double best = box_dist2(d, -1, x);
+    double best = box_dist2(ctx, d, -1, x);
     int r = -1;
     for (int k = 0; k < d->np; k++) {
-        const double q = box_dist2(d, d->peer[k], x);
+        const double q = box_dist2(ctx, d, d->peer[k], x);
         if (q < best)
             best = q, r = d->peer[k];
     }
@@ -550,7 +583,7 @@ static int migrate(floe_ctx *ctx, int s)
         if (r == d->rank) /* not a number: the blow-up check names it */
             continue;
         if (!all && !is_partner(d, r)) {
-            const int via = toward(d, x + 3 * i);
+            const int via = toward(ctx, d, x + 3 * i);
             if (via < 0 ? !d->kept_out++ : !d->passed_on++) /* the first of each, once */
                 ctx_log(ctx, via < 0 ? FLOE_LOG_WARN : FLOE_LOG_INFO,
                         "mpi: rank %d: particle %u of '%s' at (%g, %g, %g) crossed more than a neighbouring box in "
@@ -723,6 +756,19 @@ static int keep_rows(floe_ctx *ctx, dd_set *ds, uint32_t n, uint32_t nc)
 /* every owned particle within the halo's width of a partner's box is
  * copied there, after that rank's owned particles; the lists kept for the
  * refreshes */
+/* x within R of the box [lo, hi] along every axis (across the wrap on a
+ * periodic one) */
+static int near_box(const floe_ctx *ctx, const float *x, const double *lo, const double *hi, double R)
+{
+    if (!ctx->info.periodic)
+        return x[0] >= lo[0] - R && x[0] <= hi[0] + R && x[1] >= lo[1] - R && x[1] <= hi[1] + R &&
+               x[2] >= lo[2] - R && x[2] <= hi[2] + R;
+    for (int k = 0; k < 3; k++)
+        if (gap_on_axis(ctx, k, x[k], x[k], lo[k], hi[k]) > R)
+            return 0;
+    return 1;
+}
+
 static int build_ghosts(floe_ctx *ctx, int s)
 {
     struct floe_dd *d = ctx->dd;
@@ -736,11 +782,15 @@ static int build_ghosts(floe_ctx *ctx, int s)
         return FLOE_ERR_NOMEM;
     /* the owned particles within R of a face of the box: candidates */
     uint32_t nc = 0;
+    double blo[3], bhi[3]; /* on a periodic axis an end box's open side is the domain's face */
+    memcpy(blo, d->lo, sizeof blo), memcpy(bhi, d->hi, sizeof bhi);
+    for (int k = 0; k < 3; k++)
+        box_on_axis(ctx, k, &blo[k], &bhi[k]);
     for (uint32_t i = 0; i < n; i++) {
         int near = 0;
         for (int l = 0; l < d->geom.levels; l++) {
             const int k = d->geom.axis[l];
-            near |= x[3 * i + k] - d->lo[k] <= R || d->hi[k] - x[3 * i + k] <= R;
+            near |= x[3 * i + k] - blo[k] <= R || bhi[k] - x[3 * i + k] <= R;
         }
         if (near)
             d->cand[nc++] = i;
@@ -752,11 +802,8 @@ static int build_ghosts(floe_ctx *ctx, int s)
     for (int k = 0; k < d->np; k++) { /* two passes: the counts, then the lists */
         dd_geom_box(&d->geom, d->peer[k], plo, phi);
         ds->scnt[k] = 0;
-        for (uint32_t c = 0; c < nc; c++) {
-            const float *xi = x + 3 * d->cand[c];
-            ds->scnt[k] += xi[0] >= plo[0] - R && xi[0] <= phi[0] + R && xi[1] >= plo[1] - R &&
-                           xi[1] <= phi[1] + R && xi[2] >= plo[2] - R && xi[2] <= phi[2] + R;
-        }
+        for (uint32_t c = 0; c < nc; c++)
+            ds->scnt[k] += near_box(ctx, x + 3 * d->cand[c], plo, phi, R);
         ds->soff[k] = tot;
         tot += ds->scnt[k];
     }
@@ -770,12 +817,9 @@ static int build_ghosts(floe_ctx *ctx, int s)
     for (int k = 0; k < d->np; k++) {
         dd_geom_box(&d->geom, d->peer[k], plo, phi);
         uint32_t *out = ds->send_idx + ds->soff[k];
-        for (uint32_t c = 0; c < nc; c++) {
-            const float *xi = x + 3 * d->cand[c];
-            if (xi[0] >= plo[0] - R && xi[0] <= phi[0] + R && xi[1] >= plo[1] - R && xi[1] <= phi[1] + R &&
-                xi[2] >= plo[2] - R && xi[2] <= phi[2] + R)
+        for (uint32_t c = 0; c < nc; c++)
+            if (near_box(ctx, x + 3 * d->cand[c], plo, phi, R))
                 *out++ = d->cand[c];
-        }
     }
     d->phase = PH_GHOSTS;
     int rc = xchg_counts(ctx, d, d->np, d->peer, ds->scnt, ds->rcnt, TAG_COUNT);
