@@ -740,7 +740,8 @@ static int keep_rows(floe_ctx *ctx, dd_set *ds, uint32_t n, uint32_t nc)
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
         ds->rows_cap = cap;
     }
-    memcpy(ds->border, cand, (size_t)nc * sizeof *cand);
+    if (nc) /* a rank without particles has no lists yet */
+        memcpy(ds->border, cand, (size_t)nc * sizeof *cand);
     uint32_t m = 0;
     for (uint32_t i = 0, c = 0; i < n; i++) {
         if (c < nc && cand[c] == i) {
