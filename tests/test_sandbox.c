@@ -228,6 +228,31 @@ Test(sandbox, a_rerun_is_refused_or_replaces_and_never_mixes)
               "frames of the earlier run left mixed in");
 }
 
+/* Files a module writes under names of its own (terrain.output's
+ * terrain.ply) are listed in the folder's .floe_files: a second run into
+ * the folder sees an earlier run (not someone's files), and --force
+ * replaces them with the rest of it */
+Test(sandbox, a_rerun_knows_the_files_a_module_wrote)
+{
+    floe_scene_opts o = sc_opts();
+    const char *scene = SC_HEAD "local sim = floe.sim{ dim = 3, spacing = 0.05, domain = { min = {0, -0.1, 0}, max = {1, 1, 1} } }\n"
+                                "sim:load{ 'terrain' }\n"
+                                "sim:terrain{ height = function(x, z) return 0.1 * x end, cell = 0.1, size = {11, 11} }\n"
+                                "sim:fluid_box{ min = {0.4, 0.5, 0.4}, max = {0.6, 0.7, 0.6} }\n"
+                                "sim:pipeline{ 'gravity', 'integrate', 'terrain.output' }\n"
+                                "sim:run{ frames = 2, dt = 0.01, fps = 50 }\n";
+    cr_assert_eq(sc_run(&o, "%s", scene), FLOE_OK, "%s", sc_err);
+    cr_assert(sc_exists("%s/terrain.ply", sc_out) && sc_exists("%s/wet.0002.png", sc_out));
+    char *list = sc_slurp("%s/.floe_files", sc_out);
+    cr_assert(list && strcmp(list, "terrain.ply\n") == 0, "the folder's list: '%s'", list ? list : "(none)");
+    free(list);
+    cr_assert_eq(sc_run(&o, "%s", scene), FLOE_ERR_ARG);
+    sc_expect_err("holds an earlier run");
+    o.force = 1;
+    cr_assert_eq(sc_run(&o, "%s", scene), FLOE_OK, "%s", sc_err);
+    cr_assert(sc_exists("%s/terrain.ply", sc_out));
+}
+
 /* floe bench (no frames, the run record only) run twice into one folder
  * (scenes/bench/dam_break_gpu.lua names its own): the second replaces the first's record
  * without --force; a folder holding an earlier run's frames is still refused

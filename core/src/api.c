@@ -124,6 +124,9 @@ static int api_out_write(floe_ctx *ctx, const char *name, const void *data, size
     }
     if (io_atomic_commit(&a) != 0)
         return ctx_fail(ctx, FLOE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (out_manifest_add(ctx->frame_dir, name) != 0) /* a later run into the folder knows it as Floe's */
+        return ctx_fail(ctx, FLOE_ERR_IO, "cannot list %s in %s/%s: %s", name,
+                        ctx->frame_dir_name ? ctx->frame_dir_name : ".", OUT_MANIFEST, strerror(errno));
     return FLOE_OK;
 }
 

@@ -84,7 +84,7 @@ static int ends_with(const char *s, const char *tail)
 /* NAME.DIGITS.ext for the frame formats. */
 static int is_frame(const char *name)
 {
-    static const char *const exts[] = {".ply", ".vtk", ".png"};
+    static const char *const exts[] = {".ply", ".vtk", ".png", ".obj"}; /* .obj: the modules' meshes */
     for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
         if (!ends_with(name, exts[i]))
             continue;
@@ -99,7 +99,8 @@ static int is_frame(const char *name)
 
 int out_is_floe_file(const char *name)
 {
-    if (strcmp(name, "run.yaml") == 0 || strcmp(name, "checkpoint.floe") == 0 || is_frame(name) ||
+    if (strcmp(name, "run.yaml") == 0 || strcmp(name, "checkpoint.floe") == 0 || strcmp(name, OUT_MANIFEST) == 0 ||
+        is_frame(name) ||
         ends_with(name, ".mp4"))
         return 1;
     if (strcmp(name, "probes.csv") == 0 || ends_with(name, ".probe.csv")) /* probes.c's tables */

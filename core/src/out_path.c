@@ -221,8 +221,8 @@ static int earlier_run(int dirfd, int remove, char *first, size_t flen, int *oth
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
         struct stat st;
-        if (!out_is_floe_file(e->d_name) || fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            S_ISDIR(st.st_mode))
+        if (!(out_is_floe_file(e->d_name) || out_manifest_has(dirfd, e->d_name)) ||
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
             continue;
         if (n++ == 0 && first)
             snprintf(first, flen, "%s", e->d_name);

@@ -85,4 +85,13 @@ int out_name_ok(const char *name);
  * records, frames, videos, the checkpoint and io_atomic's temporaries. */
 int out_is_floe_file(const char *name);
 
+/* The files modules write into a run folder (api->out_write) under names
+ * out_is_floe_file does not know (bodies.csv, terrain.ply): listed one a
+ * line in OUT_MANIFEST there, so that a later run into the folder, or
+ * --resume, takes them as Floe's (and an earlier run's are removed as its
+ * frames are). */
+#define OUT_MANIFEST ".floe_files"
+int out_manifest_add(int dirfd, const char *name);
+int out_manifest_has(int dirfd, const char *name);
+
 #endif

@@ -36,7 +36,8 @@ static int floe_only(int dirfd, int depth, char *bad, size_t blen, const char *p
     }
     int ok = 1;
     for (struct dirent *e; ok && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || out_is_floe_file(e->d_name))
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || out_is_floe_file(e->d_name) ||
+            out_manifest_has(dirfd, e->d_name))
             continue;
         char shown[1024];
         snprintf(shown, sizeof shown, "%s%s", prefix, e->d_name);
