@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #ifdef FLOE_HAVE_MPI
-#include <mpi.h>
+#include "decomp_int.h"
 
 static int world_size = 1, world_rank = 0, balance_every = 10;
 
@@ -89,74 +89,14 @@ int floe_mpi_decomp(const char *mode)
     return -1;
 }
 
-enum { NBINS = 4096, REORDER_EVERY = 10 };
-#define SPLIT_PIECE ((size_t)4000) /* bytes: under the 4096 of Open MPI's shared-memory eager limit (btl_vader_eager_limit), its match header included */
-
-/* where a rank's time in the decomposition goes (docs/mpi.md): each phase's
- * wall time, and of it the time inside MPI calls (transfers and waits for
- * the partners, whose unequal work shows here) */
-enum { PH_MIGRATE, PH_GHOSTS, PH_HALO, PH_REDUCE, PH_BALANCE, NPH };
-
-typedef struct dd_set {
-    uint32_t owned, ghosts;
-    uint32_t *send_idx;      /* owned particles sent as ghosts, grouped by partner */
-    size_t send_cap;
-    size_t *scnt, *soff, *rcnt, *roff; /* per partner, in particles */
-    uint8_t dirty[MAX_ATTRS]; /* written since the ghosts were last sent */
-    int fresh_in;             /* the running stage's reads are fresh on the ghosts */
-    /* a split stage's rows (pipeline.c): 0..n-1, the owned particles within
-     * the halo's width of a face (border) and the others (interior) */
-    uint32_t *iota, *border, *interior;
-    uint32_t nborder, ninterior, rows_cap, iota_cap;
-    /* a refresh posted, not yet received (dd_split_post) */
-    int pending, npreq, nprecv, sends_pending;
-    MPI_Request *preq;
-    size_t preq_cap;
-    char *psbuf, *prbuf;
-    size_t pscap, prcap;
-    void *pdata[MAX_ATTRS];
-    size_t pelem[MAX_ATTRS];
-    int pk;
-} dd_set;
-
-struct floe_dd {
-    MPI_Comm comm;
-    int rank, size;
-    dd_geom geom;
-    double lo[3], hi[3];     /* this rank's box */
-    int np, *peer;           /* partners: the ranks whose box lies within the halo width of this one */
-    int *all;                /* every other rank (migration after the boxes moved) */
-    int migrate_all;         /* the next migration may cross any distance */
-    dd_set sets[MAX_SETS];
-    char *sbuf, *rbuf;
-    size_t scap, rcap;
-    size_t *bs, *bso, *br, *bro; /* byte counts and offsets, per partner */
-    uint64_t *csend, *crecv;
-    MPI_Request *req;
-    int *dest;               /* migration: each particle's new owner (-1: stays) */
-    uint32_t *cand;          /* ghosts: the owned particles near the box's faces */
-    size_t dest_cap, cand_cap;
-    double comm_ms, step_ms; /* this frame */
-    double ph_ms[NPH], ph_mpi[NPH]; /* this run */
-    int phase;               /* where xchg counts its time */
-    double *fig;             /* rank 0: every rank's figures of the run so far (NFIG each) */
-    uint64_t steps, halos, ghosts_sent, migrated;
-    double run_t0, run_step_ms;
-    uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
-    uint64_t overlapped;     /* halo refreshes overlapped with a split stage's interior rows */
-    uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
-    const char *ghosts_gone; /* the stage that dropped this step's ghosts ("emit"), until the next step */
-    int gathered;            /* rank 0 holds every rank's particles after its own (dd_gather) */
-};
-
-static double now_ms(void)
+double dd_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int grow(char **p, size_t *cap, size_t need)
+int dd_grow(char **p, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
@@ -169,7 +109,7 @@ static int grow(char **p, size_t *cap, size_t need)
     return 0;
 }
 
-static size_t row_bytes(const pset *p)
+size_t dd_row_bytes(const pset *p)
 {
     size_t b = 0;
     for (int a = 0; a < p->nattrs; a++)
@@ -177,7 +117,7 @@ static size_t row_bytes(const pset *p)
     return b;
 }
 
-static void pack_row(const pset *p, uint32_t i, char *dst)
+void dd_pack_row(const pset *p, uint32_t i, char *dst)
 {
     for (int a = 0; a < p->nattrs; a++) {
         size_t es = floe_type_size(p->attrs[a].type);
@@ -186,7 +126,7 @@ static void pack_row(const pset *p, uint32_t i, char *dst)
     }
 }
 
-static void unpack_row(pset *p, uint32_t i, const char *src)
+void dd_unpack_row(pset *p, uint32_t i, const char *src)
 {
     for (int a = 0; a < p->nattrs; a++) {
         size_t es = floe_type_size(p->attrs[a].type);
@@ -232,7 +172,7 @@ static void unpack_columns(pset *p, uint32_t first, size_t m, const char *src)
     }
 }
 
-static int mpi_fail(floe_ctx *ctx, int rc, const char *what)
+int dd_mpi_fail(floe_ctx *ctx, int rc, const char *what)
 {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -249,7 +189,7 @@ static int xchg(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer, const
                 const size_t *so, char *rbuf, const size_t *rc, const size_t *ro, int tag, const char *what)
 {
     int nr = 0, e = MPI_SUCCESS;
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     for (int k = 0; k < np && e == MPI_SUCCESS; k++) {
         if (sc[k] > (size_t)INT32_MAX || rc[k] > (size_t)INT32_MAX)
             return ctx_fail(ctx, FLOE_ERR, "MPI: more than 2 GiB to exchange with rank %d in one message on rank %d (%s)",
@@ -262,8 +202,8 @@ static int xchg(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer, const
             e = MPI_Isend(sbuf + so[k], (int)sc[k], MPI_BYTE, peer[k], tag, d->comm, &d->req[nr++]);
     if (e == MPI_SUCCESS)
         e = MPI_Waitall(nr, d->req, MPI_STATUSES_IGNORE);
-    d->ph_mpi[d->phase] += now_ms() - t0;
-    return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, what);
+    d->ph_mpi[d->phase] += dd_now_ms() - t0;
+    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, what);
 }
 
 /* how many particles each partner sends (cnt to peer[k] out, from it in) */
@@ -271,7 +211,7 @@ static int xchg_counts(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer
                        int tag)
 {
     int nr = 0, e = MPI_SUCCESS;
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     for (int k = 0; k < np && e == MPI_SUCCESS; k++)
         e = MPI_Irecv(&d->crecv[k], 1, MPI_UINT64_T, peer[k], tag, d->comm, &d->req[nr++]);
     for (int k = 0; k < np && e == MPI_SUCCESS; k++) {
@@ -282,8 +222,8 @@ static int xchg_counts(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer
         e = MPI_Waitall(nr, d->req, MPI_STATUSES_IGNORE);
     for (int k = 0; k < np; k++)
         in[k] = (size_t)d->crecv[k];
-    d->ph_mpi[d->phase] += now_ms() - t0;
-    return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, "exchange of counts");
+    d->ph_mpi[d->phase] += dd_now_ms() - t0;
+    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "exchange of counts");
 }
 
 enum { TAG_COUNT = 11, TAG_MIGRATE, TAG_GHOSTS, TAG_HALO };
@@ -398,7 +338,7 @@ static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int tank, double lo[3]
     }
     int rc = MPI_Allreduce(MPI_IN_PLACE, b, 6, MPI_DOUBLE, MPI_MIN, d->comm); /* over every rank's share */
     if (rc != MPI_SUCCESS)
-        return mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
+        return dd_mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
     for (int k = 0; k < 3; k++) {
         lo[k] = isfinite(b[k]) ? b[k] : ctx->info.domain_min[k];
         hi[k] = isfinite(b[3 + k]) ? -b[3 + k] : ctx->info.domain_max[k];
@@ -435,7 +375,7 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
         int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
         if (e != MPI_SUCCESS) {
             free(h);
-            return mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
+            return dd_mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
         }
         for (int node = 0; node < nodes; node++)
             dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
@@ -447,6 +387,21 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
         apply_window(ctx, d);
     }
     return rc;
+}
+
+/* a serial stage that runs once per frame and writes no fluid attribute:
+ * gathered to rank 0 (dd_gather, decomp_scene.c), not refused */
+int dd_gathers(const floe_ctx *ctx, const stage_inst *st)
+{
+    const floe_stage_desc *sd = st->desc;
+    if (world_size < 2 || !sd || !st->per_frame || sd->size < offsetof(floe_stage_desc, serial) + sizeof sd->serial ||
+        !sd->serial)
+        return 0;
+    for (const floe_attr_desc *a = sd->attrs; a && a->name; a++)
+        if (a->kind == FLOE_SET_FLUID && (a->access & FLOE_WRITE))
+            return 0; /* what it wrote on other ranks' particles would be lost */
+    (void)ctx;
+    return 1;
 }
 
 static const char *refusal(floe_ctx *ctx, char *buf, size_t len)
@@ -473,7 +428,7 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len)
 
 /* ---- migration and ghosts ---------------------------------------------------- */
 
-static int drop_ghosts(floe_ctx *ctx)
+int dd_drop_ghosts(floe_ctx *ctx)
 {
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -566,7 +521,7 @@ static int migrate(floe_ctx *ctx, int s)
 {
     struct floe_dd *d = ctx->dd;
     pset *p = &ctx->sets[s];
-    const size_t row = row_bytes(p);
+    const size_t row = dd_row_bytes(p);
     const uint32_t n = p->n;
     if (reserve_dest(ctx, d, n))
         return FLOE_ERR_NOMEM;
@@ -624,7 +579,7 @@ static int migrate(floe_ctx *ctx, int s)
         d->bro[k] = rtot * row, d->br[k] = rcnt[k] * row;
         stot += cnt[k], rtot += rcnt[k];
     }
-    if (!rc && (grow(&d->sbuf, &d->scap, stot * row + 1) || grow(&d->rbuf, &d->rcap, rtot * row + 1)))
+    if (!rc && (dd_grow(&d->sbuf, &d->scap, stot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     if (!rc) {
         size_t *fill = d->csend; /* reused: the counts are sent */
@@ -632,7 +587,7 @@ static int migrate(floe_ctx *ctx, int s)
             fill[k] = 0;
         for (uint32_t k = 0; k < nleave; k++) {
             const uint32_t i = d->cand[k];
-            pack_row(p, i, d->sbuf + d->bso[dest[i]] + fill[dest[i]]++ * row);
+            dd_pack_row(p, i, d->sbuf + d->bso[dest[i]] + fill[dest[i]]++ * row);
         }
         rc = xchg(ctx, d, np, peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_MIGRATE, "migration");
     }
@@ -656,7 +611,7 @@ static int migrate(floe_ctx *ctx, int s)
         const uint32_t m = p->n;
         if (!(rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), m + (uint32_t)rtot)))
             for (size_t k = 0; k < rtot; k++)
-                unpack_row(p, m + (uint32_t)k, d->rbuf + k * row);
+                dd_unpack_row(p, m + (uint32_t)k, d->rbuf + k * row);
     }
     d->sets[s].owned = p->n;
     d->migrated += nleave;
@@ -775,7 +730,7 @@ static int build_ghosts(floe_ctx *ctx, int s)
     struct floe_dd *d = ctx->dd;
     dd_set *ds = &d->sets[s];
     pset *p = &ctx->sets[s];
-    const size_t row = row_bytes(p);
+    const size_t row = dd_row_bytes(p);
     const uint32_t n = ds->owned;
     const float *x = pset_attr(p, "x")->data;
     const double R = halo_width(ctx);
@@ -836,7 +791,7 @@ static int build_ghosts(floe_ctx *ctx, int s)
     if (n + rtot > UINT32_MAX)
         return ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): more than 2^32 particles with ghosts in set '%s'", d->rank,
                         p->name);
-    if (grow(&d->sbuf, &d->scap, tot * row + 1) || grow(&d->rbuf, &d->rcap, rtot * row + 1))
+    if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     for (int k = 0; k < d->np; k++) /* each partner's block: by columns */
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
@@ -896,7 +851,7 @@ int dd_run_begin(floe_ctx *ctx)
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
         d->steps = d->halos = d->ghosts_sent = d->migrated = 0;
         d->run_step_ms = 0;
-        d->run_t0 = now_ms();
+        d->run_t0 = dd_now_ms();
         return FLOE_OK;
     }
     struct floe_dd *d = calloc(1, sizeof *d);
@@ -975,7 +930,7 @@ int dd_run_begin(floe_ctx *ctx)
             (unsigned long long)total, d->np);
     if (d->rank == 0)
         ctx_log(ctx, FLOE_LOG_INFO, "mpi: %s", how);
-    d->run_t0 = now_ms();
+    d->run_t0 = dd_now_ms();
     return FLOE_OK;
 }
 
@@ -1007,7 +962,7 @@ void dd_run_end(floe_ctx *ctx)
     if (!d)
         return;
     (void)dd_split_done(ctx); /* the last refresh's sends (taken by now: the partners ran on past it) */
-    drop_ghosts(ctx);
+    dd_drop_ghosts(ctx);
     if (d->rank == 0 && d->fig)
         log_figures(ctx, d);
 }
@@ -1017,10 +972,10 @@ int dd_step_begin(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     d->ghosts_gone = NULL;
     dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
-    int rc = drop_ghosts(ctx);
+    int rc = dd_drop_ghosts(ctx);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
             continue;
@@ -1029,13 +984,13 @@ int dd_step_begin(floe_ctx *ctx)
             rc = reorder_owned(ctx, s);
     }
     d->migrate_all = 0;
-    double t1 = now_ms();
+    double t1 = dd_now_ms();
     d->ph_ms[PH_MIGRATE] += t1 - t0;
     for (int s = 0; s < ctx->npsets && !rc; s++)
         if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
             rc = build_ghosts(ctx, s);
     d->steps++;
-    double t2 = now_ms();
+    double t2 = dd_now_ms();
     d->ph_ms[PH_GHOSTS] += t2 - t1;
     d->comm_ms += t2 - t0;
     return rc;
@@ -1050,7 +1005,7 @@ int dd_step_end(floe_ctx *ctx)
     if (!d)
         return FLOE_OK;
     dd_cl_host(ctx);
-    int rc = drop_ghosts(ctx);
+    int rc = dd_drop_ghosts(ctx);
     /* on the host the step's blow-up checks have seen every position a
      * stage wrote (ctx_check_blowup): a pass only when one lay outside */
     const int look = ctx->dd_outside || ctx->dev;
@@ -1169,7 +1124,7 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
         if (rc)
             return rc;
     }
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     /* OpenCL: device data through host memory (decomp_cl.c), each array */
     dd_cl_halo staged[MAX_ATTRS];
     void *host[MAX_ATTRS];
@@ -1192,7 +1147,7 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
         d->br[q] = ds->rcnt[q] * e, d->bro[q] = ds->roff[q] * e;
         stot += ds->scnt[q];
     }
-    if (grow(&d->sbuf, &d->scap, stot * e + 1) || (k > 1 && grow(&d->rbuf, &d->rcap, (size_t)ds->ghosts * e + 1)))
+    if (dd_grow(&d->sbuf, &d->scap, stot * e + 1) || (k > 1 && dd_grow(&d->rbuf, &d->rcap, (size_t)ds->ghosts * e + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     if (!rc)
         pack_halo(d, ds, data, elem, k, e, d->sbuf);
@@ -1206,7 +1161,7 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
     for (int a = 0; a < k; a++)
         rc = dd_cl_halo_end(ctx, &staged[a], elem[a], rc);
     d->halos++;
-    double dt = now_ms() - t0;
+    double dt = dd_now_ms() - t0;
     d->ph_ms[PH_HALO] += dt;
     d->comm_ms += dt;
     return rc;
@@ -1229,13 +1184,13 @@ static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const
 {
     struct floe_dd *d = ctx->dd;
     dd_set *ds = &d->sets[p - ctx->sets];
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     size_t e = 0, stot = 0;
     for (int a = 0; a < k; a++)
         e += elem[a];
     for (int q = 0; q < d->np; q++)
         stot += ds->scnt[q];
-    if (grow(&ds->psbuf, &ds->pscap, stot * e + 1) || grow(&ds->prbuf, &ds->prcap, (size_t)ds->ghosts * e + 1))
+    if (dd_grow(&ds->psbuf, &ds->pscap, stot * e + 1) || dd_grow(&ds->prbuf, &ds->prcap, (size_t)ds->ghosts * e + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     /* in pieces small enough to go out at once (MPI's eager protocol): a
      * large message waits for the receiver to enter MPI (rendezvous), which
@@ -1253,7 +1208,7 @@ static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const
         int err = MPI_Waitall(ds->npreq - ds->nprecv, ds->preq + ds->nprecv, MPI_STATUSES_IGNORE);
         ds->sends_pending = 0;
         if (err != MPI_SUCCESS)
-            return mpi_fail(ctx, err, "halo (sent)");
+            return dd_mpi_fail(ctx, err, "halo (sent)");
     }
     pack_halo(d, ds, data, elem, k, e, ds->psbuf);
     int nr = 0, err = MPI_SUCCESS;
@@ -1267,11 +1222,11 @@ static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const
             err = MPI_Isend(ds->psbuf + ds->soff[q] * e + at, (int)(len - at < SPLIT_PIECE ? len - at : SPLIT_PIECE),
                             MPI_BYTE, d->peer[q], TAG_HALO, d->comm, &ds->preq[nr++]);
     if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo (posted)");
+        return dd_mpi_fail(ctx, err, "halo (posted)");
     ds->npreq = nr, ds->pk = k, ds->pending = 1;
     for (int a = 0; a < k; a++)
         ds->pdata[a] = data[a], ds->pelem[a] = elem[a];
-    double dt = now_ms() - t0;
+    double dt = dd_now_ms() - t0;
     d->ph_ms[PH_HALO] += dt;
     d->comm_ms += dt;
     return FLOE_OK;
@@ -1280,25 +1235,25 @@ static int split_post_set(floe_ctx *ctx, const pset *p, void *const *data, const
 static int split_finish_set(floe_ctx *ctx, dd_set *ds)
 {
     struct floe_dd *d = ctx->dd;
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     /* the receives only: a send completes when the partner takes it, which
      * it may do only once its own first call is over. The sends are waited
      * for before the next refresh writes their buffer (a step later, after
      * the migration, which the partner reaches only past taking them) and
      * at the run's end (dd_split_done) */
     int err = MPI_Waitall(ds->nprecv, ds->preq, MPI_STATUSES_IGNORE);
-    double t1 = now_ms();
+    double t1 = dd_now_ms();
     ds->pending = 0;
     ds->sends_pending = ds->npreq > ds->nprecv;
     if (err != MPI_SUCCESS)
-        return mpi_fail(ctx, err, "halo (waited for)");
+        return dd_mpi_fail(ctx, err, "halo (waited for)");
     size_t e = 0;
     for (int a = 0; a < ds->pk; a++)
         e += ds->pelem[a];
     unpack_halo(d, ds, ds->pdata, ds->pelem, ds->pk, e, ds->prbuf);
     d->halos++;
     d->overlapped++;
-    double dt = now_ms() - t0;
+    double dt = dd_now_ms() - t0;
     d->ph_mpi[PH_HALO] += t1 - t0;
     d->ph_ms[PH_HALO] += dt;
     d->comm_ms += dt;
@@ -1352,13 +1307,13 @@ int dd_split_done(floe_ctx *ctx)
         dd_set *ds = &d->sets[s];
         if (!ds->sends_pending)
             continue;
-        double t0 = now_ms();
+        double t0 = dd_now_ms();
         int err = MPI_Waitall(ds->npreq - ds->nprecv, ds->preq + ds->nprecv, MPI_STATUSES_IGNORE);
-        double dt = now_ms() - t0;
+        double dt = dd_now_ms() - t0;
         ds->sends_pending = 0;
         d->ph_mpi[PH_HALO] += dt, d->ph_ms[PH_HALO] += dt, d->comm_ms += dt;
         if (err != MPI_SUCCESS && !rc)
-            rc = mpi_fail(ctx, err, "halo (sent)");
+            rc = dd_mpi_fail(ctx, err, "halo (sent)");
     }
     return rc;
 }
@@ -1481,209 +1436,6 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     return ctx->dd->sets[p - ctx->sets].owned;
 }
 
-/* ---- checkpoints (checkpoint.c, run.c) ---------------------------------------
- * Each rank writes its own file (its owned particles, the boundary sets,
- * the modules' state) and reads it back on --resume; the ranks' files must
- * be of the same run and frame. The restored particles may lie in another
- * rank's box (the boxes come from the set-up's split): the first step's
- * migration goes to any rank. */
-int dd_same_checkpoint(floe_ctx *ctx, uint32_t ordinal, int frame)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    double v[4] = {ordinal, frame, -(double)ordinal, -(double)frame};
-    int rc = dd_reduce(ctx, v, 4, FLOE_REDUCE_MAX);
-    if (!rc && (v[0] != -v[2] || v[1] != -v[3]))
-        rc = ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the ranks' checkpoints are of different frames (rank %d's: run %u, "
-                      "frame %d; others' up to run %.0f, frame %.0f): the run stopped while they were written",
-                      d->rank, ordinal + 1, frame, v[0] + 1, v[1]);
-    return rc;
-}
-
-int dd_restored(floe_ctx *ctx)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    for (int s = 0; s < ctx->npsets; s++)
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            d->sets[s].owned = ctx->sets[s].n, d->sets[s].ghosts = 0;
-    d->migrate_all = 1;
-    return FLOE_OK;
-}
-
-/* ---- per-frame stages that need every particle (surfacers, carpet) ---------
- * A serial stage that runs once per frame (floe_stage_desc.serial and
- * per_frame) and writes no fluid attribute runs on rank 0 over every
- * rank's particles: dd_gather sends each rank's owned rows (every
- * attribute) to rank 0, which holds them after its own until dd_ungather.
- * Rank 0's memory then holds the whole fluid for the frame's stage. */
-int dd_gathers(const floe_ctx *ctx, const stage_inst *st)
-{
-    const floe_stage_desc *sd = st->desc;
-    if (world_size < 2 || !sd || !st->per_frame || sd->size < offsetof(floe_stage_desc, serial) + sizeof sd->serial ||
-        !sd->serial)
-        return 0;
-    for (const floe_attr_desc *a = sd->attrs; a && a->name; a++)
-        if (a->kind == FLOE_SET_FLUID && (a->access & FLOE_WRITE))
-            return 0; /* what it wrote on other ranks' particles would be lost */
-    (void)ctx;
-    return 1;
-}
-
-int dd_gather(floe_ctx *ctx)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    dd_cl_host(ctx); /* OpenCL: the host copies, up to date */
-    int *cnt = d->rank == 0 ? calloc((size_t)d->size * 2, sizeof *cnt) : NULL;
-    if (d->rank == 0 && !cnt)
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    int rc = FLOE_OK;
-    for (int s = 0; s < ctx->npsets && !rc; s++) {
-        pset *p = &ctx->sets[s];
-        if (!p->gen || p->kind != FLOE_SET_FLUID)
-            continue;
-        const size_t row = row_bytes(p), own = d->sets[s].owned;
-        const size_t bytes = own * row;
-        int mine = (int)bytes, e;
-        if (bytes > (size_t)INT32_MAX) {
-            rc = ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): set '%s' is too large to gather for a frame stage (%zu bytes)",
-                          d->rank, p->name, bytes);
-            mine = -1;
-        }
-        if ((e = MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
-            return mpi_fail(ctx, e, "MPI_Gather (frame stage counts)");
-        size_t total = 0;
-        int bad = rc != FLOE_OK;
-        for (int r = 0; d->rank == 0 && r < d->size; r++) {
-            bad |= cnt[r] < 0;
-            cnt[d->size + r] = (int)total;
-            total += cnt[r] > 0 ? (size_t)cnt[r] : 0;
-        }
-        if (d->rank == 0 && !bad && total > (size_t)INT32_MAX) {
-            rc = ctx_fail(ctx, FLOE_ERR, "MPI: set '%s' is too large to gather for a frame stage (%zu bytes)",
-                          p->name, total);
-            bad = 1;
-        }
-        /* every rank learns whether rank 0 can take the rows */
-        if ((e = MPI_Bcast(&bad, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
-            return mpi_fail(ctx, e, "MPI_Bcast (frame stage)");
-        if (bad)
-            return rc ? rc : ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): a rank's part of set '%s' is too large to gather",
-                                      d->rank, p->name);
-        if (grow(&d->sbuf, &d->scap, bytes + 1) || (d->rank == 0 && grow(&d->rbuf, &d->rcap, total + 1)))
-            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame stage's gather");
-        for (size_t i = 0; i < own && !rc; i++)
-            pack_row(p, (uint32_t)i, d->sbuf + i * row);
-        if ((e = MPI_Gatherv(d->sbuf, mine, MPI_BYTE, d->rbuf, cnt, cnt + d->size, MPI_BYTE, 0, d->comm)) !=
-            MPI_SUCCESS)
-            return mpi_fail(ctx, e, "MPI_Gatherv (frame stage)");
-        if (rc || d->rank != 0)
-            continue;
-        /* rank 0: the other ranks' rows after its own */
-        const size_t others = (total - bytes) / row;
-        if ((rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), (uint32_t)(own + others))))
-            break;
-        size_t k = own;
-        for (int r = 1; r < d->size; r++)
-            for (size_t j = 0; j < (size_t)cnt[r] / row; j++)
-                unpack_row(p, (uint32_t)k++, d->rbuf + (size_t)cnt[d->size + r] + j * row);
-        d->sets[s].ghosts = (uint32_t)others; /* the checks count them as ghosts */
-        dev_moved(ctx, p);
-    }
-    free(cnt);
-    d->gathered = 1;
-    return rc;
-}
-
-int dd_ungather(floe_ctx *ctx)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d || !d->gathered)
-        return FLOE_OK;
-    d->gathered = 0;
-    int rc = FLOE_OK;
-    for (int s = 0; s < ctx->npsets; s++) {
-        pset *p = &ctx->sets[s];
-        if (!p->gen || p->kind != FLOE_SET_FLUID)
-            continue;
-        if (p->n != d->sets[s].owned && !rc)
-            rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), d->sets[s].owned);
-        d->sets[s].ghosts = 0;
-        dev_moved(ctx, p);
-    }
-    return rc;
-}
-
-/* A fluid particle a scene adds (set-up, or between runs) is held by one
- * rank only: before the first run by its id (round robin: every rank holds
- * a share of the set-up's particles, never the whole), after it by the box
- * its position lies in. The first run then sends each particle to the
- * rank whose box holds it. */
-int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x)
-{
-    if (world_size < 2)
-        return 1;
-    if (ctx->dd)
-        return dd_geom_owner(&ctx->dd->geom, x) == ctx->dd->rank;
-    return id % (uint32_t)world_size == (uint32_t)world_rank;
-}
-
-int dd_splits_new(const floe_ctx *ctx)
-{
-    (void)ctx;
-    return world_size > 1;
-}
-
-/* ---- sources and sinks (the core's "emit" stage, emit.c) ----------------------
- * The stage changes the sets inside a step: its sinks remove particles and
- * its sources add them. Under MPI the ghosts are dropped first (a later
- * stage that would need them fails, naming the stage), each rank's sinks
- * look at its own particles, and every rank runs every source as one
- * process does (the same layers, the same ids), then keeps the new
- * particles inside its box. */
-int dd_emit_begin(floe_ctx *ctx, const char *stage)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    (void)dd_split_done(ctx); /* a split stage's sends still under way read the rows about to move */
-    dd_cl_host(ctx);          /* OpenCL: the sets on the host, as for a migration */
-    int rc = drop_ghosts(ctx);
-    d->ghosts_gone = stage;
-    return rc;
-}
-
-int dd_emit_end(floe_ctx *ctx, const uint32_t *n0)
-{
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    int rc = FLOE_OK;
-    for (int s = 0; s < ctx->npsets && !rc; s++) {
-        pset *p = &ctx->sets[s];
-        if (!p->gen || p->kind != FLOE_SET_FLUID)
-            continue;
-        if (p->n > n0[s]) { /* the new particles: this rank keeps those of its box */
-            uint8_t *keep = malloc(p->n);
-            if (!keep)
-                return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-            const float *x = pset_attr(p, "x")->data;
-            memset(keep, 1, n0[s]);
-            for (uint32_t i = n0[s]; i < p->n; i++)
-                keep[i] = dd_geom_owner(&d->geom, x + 3 * i) == d->rank;
-            rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
-            free(keep);
-        }
-        d->sets[s].owned = p->n;
-        d->sets[s].ghosts = 0;
-    }
-    return rc;
-}
-
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
 {
     struct floe_dd *d = ctx->dd;
@@ -1692,12 +1444,12 @@ int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
     if (op < FLOE_REDUCE_SUM || op > FLOE_REDUCE_MIN)
         return ctx_fail(ctx, FLOE_ERR_ARG, "reduce: unknown operation %d", op);
     const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], d->comm);
-    double dt = now_ms() - t0;
+    double dt = dd_now_ms() - t0;
     d->comm_ms += dt;
     d->ph_ms[PH_REDUCE] += dt, d->ph_mpi[PH_REDUCE] += dt;
-    return e == MPI_SUCCESS ? FLOE_OK : mpi_fail(ctx, e, "MPI_Allreduce");
+    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "MPI_Allreduce");
 }
 
 int dd_writer(const floe_ctx *ctx) { return !ctx->dd || ctx->dd->rank == 0; }
@@ -1717,7 +1469,7 @@ void dd_step_time(floe_ctx *ctx, double ms)
 #define BALANCE_COUNT 1.02
 static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
 {
-    double t0 = now_ms();
+    double t0 = dd_now_ms();
     uint64_t mine = 0;
     for (int s = 0; s < ctx->npsets; s++)
         mine += ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID ? d->sets[s].owned : 0;
@@ -1726,7 +1478,7 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
     if (e == MPI_SUCCESS)
         e = MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, d->comm);
     if (e != MPI_SUCCESS)
-        return mpi_fail(ctx, e, "MPI_Allreduce (load balance)");
+        return dd_mpi_fail(ctx, e, "MPI_Allreduce (load balance)");
     const double imb = total > 0 ? most / (total / d->size) : 1;
     int rc = FLOE_OK;
     if (imb > BALANCE_COUNT) {
@@ -1744,7 +1496,7 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
                     "cuts moved to %s", frame, 100 * imb, line);
         }
     }
-    d->ph_ms[PH_BALANCE] += now_ms() - t0;
+    d->ph_ms[PH_BALANCE] += dd_now_ms() - t0;
     return rc;
 }
 
@@ -1771,7 +1523,7 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     int e = MPI_Gather(v, 3 + NFIG, MPI_DOUBLE, all, 3 + NFIG, MPI_DOUBLE, 0, d->comm);
     if (e != MPI_SUCCESS) {
         free(all);
-        return mpi_fail(ctx, e, "MPI_Gather (timings)");
+        return dd_mpi_fail(ctx, e, "MPI_Gather (timings)");
     }
     if (all) {
         out->n = d->size < 64 ? d->size : 64;

@@ -1,0 +1,87 @@
+/* Domain decomposition over MPI, inside the core (decomp.c, decomp_scene.c):
+ * a rank's state and the helpers its files share. Included only where
+ * FLOE_HAVE_MPI is defined. */
+#ifndef FLOE_DECOMP_INT_H
+#define FLOE_DECOMP_INT_H
+
+#include "decomp.h"
+#include "decomp_geom.h"
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { NBINS = 4096, REORDER_EVERY = 10 };
+#define SPLIT_PIECE ((size_t)4000) /* bytes: under the 4096 of Open MPI's shared-memory eager limit (btl_vader_eager_limit), its match header included */
+
+/* where a rank's time in the decomposition goes (docs/mpi.md): each phase's
+ * wall time, and of it the time inside MPI calls (transfers and waits for
+ * the partners, whose unequal work shows here) */
+enum { PH_MIGRATE, PH_GHOSTS, PH_HALO, PH_REDUCE, PH_BALANCE, NPH };
+
+typedef struct dd_set {
+    uint32_t owned, ghosts;
+    uint32_t *send_idx;      /* owned particles sent as ghosts, grouped by partner */
+    size_t send_cap;
+    size_t *scnt, *soff, *rcnt, *roff; /* per partner, in particles */
+    uint8_t dirty[MAX_ATTRS]; /* written since the ghosts were last sent */
+    int fresh_in;             /* the running stage's reads are fresh on the ghosts */
+    /* a split stage's rows (pipeline.c): 0..n-1, the owned particles within
+     * the halo's width of a face (border) and the others (interior) */
+    uint32_t *iota, *border, *interior;
+    uint32_t nborder, ninterior, rows_cap, iota_cap;
+    /* a refresh posted, not yet received (dd_split_post) */
+    int pending, npreq, nprecv, sends_pending;
+    MPI_Request *preq;
+    size_t preq_cap;
+    char *psbuf, *prbuf;
+    size_t pscap, prcap;
+    void *pdata[MAX_ATTRS];
+    size_t pelem[MAX_ATTRS];
+    int pk;
+} dd_set;
+
+struct floe_dd {
+    MPI_Comm comm;
+    int rank, size;
+    dd_geom geom;
+    double lo[3], hi[3];     /* this rank's box */
+    int np, *peer;           /* partners: the ranks whose box lies within the halo width of this one */
+    int *all;                /* every other rank (migration after the boxes moved) */
+    int migrate_all;         /* the next migration may cross any distance */
+    dd_set sets[MAX_SETS];
+    char *sbuf, *rbuf;
+    size_t scap, rcap;
+    size_t *bs, *bso, *br, *bro; /* byte counts and offsets, per partner */
+    uint64_t *csend, *crecv;
+    MPI_Request *req;
+    int *dest;               /* migration: each particle's new owner (-1: stays) */
+    uint32_t *cand;          /* ghosts: the owned particles near the box's faces */
+    size_t dest_cap, cand_cap;
+    double comm_ms, step_ms; /* this frame */
+    double ph_ms[NPH], ph_mpi[NPH]; /* this run */
+    int phase;               /* where xchg counts its time */
+    double *fig;             /* rank 0: every rank's figures of the run so far (NFIG each) */
+    uint64_t steps, halos, ghosts_sent, migrated;
+    double run_t0, run_step_ms;
+    uint64_t passed_on;      /* particles passed on toward an owner that is not a partner */
+    uint64_t overlapped;     /* halo refreshes overlapped with a split stage's interior rows */
+    uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
+    const char *ghosts_gone; /* the stage that dropped this step's ghosts ("emit"), until the next step */
+    int gathered;            /* rank 0 holds every rank's particles after its own (dd_gather) */
+};
+
+double dd_now_ms(void);
+/* *p at least `need` bytes (realloc); 0, or -1 out of memory */
+int dd_grow(char **p, size_t *cap, size_t need);
+/* the bytes of one particle with every attribute of the set, and its row
+ * copied out of / into the set */
+size_t dd_row_bytes(const pset *p);
+void dd_pack_row(const pset *p, uint32_t i, char *dst);
+void dd_unpack_row(pset *p, uint32_t i, const char *src);
+/* an MPI call's failure as the context's error, naming the rank */
+int dd_mpi_fail(floe_ctx *ctx, int rc, const char *what);
+/* the ghosts of the last step dropped: the sets hold the owned particles */
+int dd_drop_ghosts(floe_ctx *ctx);
+
+#endif
