@@ -72,9 +72,14 @@ int dd_gather(floe_ctx *ctx)
             rc = ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): set '%s' is too large to gather for a frame stage (%zu bytes)",
                           d->rank, p->name, bytes);
             mine = -1;
+        } else if (dd_grow(&d->sbuf, &d->scap, bytes + 1)) {
+            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI (rank %d): out of memory for a frame stage's gather", d->rank);
+            mine = -1;
         }
-        if ((e = MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
-            return dd_mpi_fail(ctx, e, "MPI_Gather (frame stage counts)");
+        if ((e = MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS) {
+            rc = dd_mpi_fail(ctx, e, "MPI_Gather (frame stage counts)");
+            break;
+        }
         size_t total = 0;
         int bad = rc != FLOE_OK;
         for (int r = 0; d->rank == 0 && r < d->size; r++) {
@@ -86,21 +91,28 @@ int dd_gather(floe_ctx *ctx)
             rc = ctx_fail(ctx, FLOE_ERR, "MPI: set '%s' is too large to gather for a frame stage (%zu bytes)",
                           p->name, total);
             bad = 1;
+        } else if (d->rank == 0 && !bad && dd_grow(&d->rbuf, &d->rcap, total + 1)) {
+            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame stage's gather (%zu bytes)", total);
+            bad = 1;
         }
         /* every rank learns whether rank 0 can take the rows */
-        if ((e = MPI_Bcast(&bad, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS)
-            return dd_mpi_fail(ctx, e, "MPI_Bcast (frame stage)");
-        if (bad)
-            return rc ? rc : ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): a rank's part of set '%s' is too large to gather",
-                                      d->rank, p->name);
-        if (dd_grow(&d->sbuf, &d->scap, bytes + 1) || (d->rank == 0 && dd_grow(&d->rbuf, &d->rcap, total + 1)))
-            rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a frame stage's gather");
-        for (size_t i = 0; i < own && !rc; i++)
+        if ((e = MPI_Bcast(&bad, 1, MPI_INT, 0, d->comm)) != MPI_SUCCESS) {
+            rc = dd_mpi_fail(ctx, e, "MPI_Bcast (frame stage)");
+            break;
+        }
+        if (bad) { /* every rank: none gathers */
+            rc = rc ? rc : ctx_fail(ctx, FLOE_ERR, "MPI (rank %d): a rank could not gather set '%s' for a frame "
+                                    "stage (too large, or out of memory)", d->rank, p->name);
+            break;
+        }
+        for (size_t i = 0; i < own; i++)
             dd_pack_row(p, (uint32_t)i, d->sbuf + i * row);
         if ((e = MPI_Gatherv(d->sbuf, mine, MPI_BYTE, d->rbuf, cnt, cnt + d->size, MPI_BYTE, 0, d->comm)) !=
-            MPI_SUCCESS)
-            return dd_mpi_fail(ctx, e, "MPI_Gatherv (frame stage)");
-        if (rc || d->rank != 0)
+            MPI_SUCCESS) {
+            rc = dd_mpi_fail(ctx, e, "MPI_Gatherv (frame stage)");
+            break;
+        }
+        if (d->rank != 0)
             continue;
         /* rank 0: the other ranks' rows after its own */
         const size_t others = (total - bytes) / row;
@@ -114,7 +126,7 @@ int dd_gather(floe_ctx *ctx)
         dev_moved(ctx, p);
     }
     free(cnt);
-    d->gathered = 1;
+    d->gathered = 1; /* on an error too: dd_ungather takes rank 0's gathered rows away */
     return rc;
 }
 

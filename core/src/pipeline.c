@@ -726,8 +726,10 @@ int ctx_frame_stages_at(floe_ctx *ctx, int dirfd, const char *name, int frame)
         if (!ctx->stages[i].per_frame)
             continue;
         if (ctx->dd && dd_gathers(ctx, &ctx->stages[i])) {
-            if (!gathered && !(rc = dd_gather(ctx)))
+            if (!gathered) { /* taken away below, after a failed gather too */
                 gathered = 1;
+                rc = dd_gather(ctx);
+            }
             if (!rc && dd_writer(ctx))
                 rc = run_stage(ctx, i);
             continue;
