@@ -748,6 +748,7 @@ Test(mpi, a_run_on_2_ranks_resumes_from_its_checkpoints)
             "sim:load{ 'sph', 'wcsph' }\n"                                                              \
             "local n = sim:fluid_box{ min = { 0, 0 }, max = { 0.1, 0.2 }, density = 1000 }\n"           \
             "floe.log(string.format('set-up: %d made, %d held', n, sim:count 'fluid'))\n"               \
+            "floe.log(string.format('set-up total %d', sim:reduce('sum', sim:count 'fluid')))\n"         \
             "sim:boundary_box{ min = { 0, 0 }, max = { 0.4, 0.25 }, layers = 2, open_top = true }\n"    \
             "sim:pipeline{ { 'neighbours', order = 'id' }, 'sph.density', { 'wcsph.pressure', speed_of_sound = 20 },\n" \
             "  'gravity', { 'wcsph.viscosity', kind = 'artificial', alpha = 0.02 }, 'wcsph.pressure_force', 'integrate' }\n" \
@@ -755,6 +756,8 @@ Test(mpi, a_run_on_2_ranks_resumes_from_its_checkpoints)
             "sim:run{ end_time = 0.04, fps = 50, out = 'run', attributes = attrs }\n"                   \
             "local k = sim:fluid_box{ min = { 0.25, 0.1 }, max = { 0.3, 0.15 }, density = 1000 }\n"     \
             "floe.log(string.format('between: %d made, %d held', k, sim:count 'fluid'))\n"             \
+            "local most, least = sim:reduce('max', sim:count 'fluid'), sim:reduce('min', sim:count 'fluid')\n" \
+            "floe.log(string.format('between total %d, most %d, least %d', sim:reduce('sum', sim:count 'fluid'), most, least))\n" \
             "sim:run{ end_time = 0.14, fps = 50, out = 'run', attributes = attrs }\n"
 
 /* the numbers of the log's lines "<what>: M made, H held", summed over the
@@ -801,6 +804,16 @@ Test(mpi, the_set_up_is_shared_out_and_fluid_added_between_runs_is_held_once)
         cr_assert_eq(held(log, "between", &made, &sum), ranks[r]);
         cr_assert(made == 100 && sum == 900, "%s: between the runs %u made, the ranks held %u in all (900 expected)",
                   runs[r], made, sum);
+        /* sim:reduce: every rank logs the sums over all of them */
+        int lines = 0;
+        for (const char *l = strstr(log, "set-up total "); l; l = strstr(l + 1, "set-up total "), lines++)
+            cr_assert(strncmp(l, "set-up total 800\n", 17) == 0, "%s: %.40s", runs[r], l);
+        cr_assert_eq(lines, ranks[r], "%s: %d set-up total lines", runs[r], lines);
+        for (const char *l = strstr(log, "between total "); l; l = strstr(l + 1, "between total ")) {
+            unsigned t = 0, most = 0, least = 0;
+            cr_assert_eq(sscanf(l, "between total %u, most %u, least %u", &t, &most, &least), 3);
+            cr_assert(t == 900 && most >= least && (ranks[r] > 1 || most == 900), "%s: %.60s", runs[r], l);
+        }
         free(log);
     }
 }

@@ -1436,6 +1436,22 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     return ctx->dd->sets[p - ctx->sets].owned;
 }
 
+/* values reduced over every rank at any time, before the first run too
+ * (the scene's sim:reduce): the decomposition's communicator once it
+ * exists, else the world's (the same processes) */
+int dd_world_reduce(floe_ctx *ctx, double *v, int n, int op)
+{
+    if (world_size < 2 || n <= 0)
+        return FLOE_OK;
+    if (ctx->dd)
+        return dd_reduce(ctx, v, n, op);
+    if (op < FLOE_REDUCE_SUM || op > FLOE_REDUCE_MIN)
+        return ctx_fail(ctx, FLOE_ERR_ARG, "reduce: unknown operation %d", op);
+    const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
+    int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], MPI_COMM_WORLD);
+    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "MPI_Allreduce");
+}
+
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
 {
     struct floe_dd *d = ctx->dd;

@@ -7,6 +7,7 @@
  * read "scene.lua:LINE: ...". A sim is a userdata with one metatable
  * ("floe.sim"); __gc and __close destroy its context. */
 #include "lua_floe.h"
+#include "decomp.h"
 
 int ctx_module_lua_open(floe_ctx *ctx, const char *name, void *L); /* module_loader.c */
 
@@ -1298,6 +1299,27 @@ static int m_count(lua_State *L)
     return 1;
 }
 
+/* sim:reduce("sum"|"max"|"min", a, b, ...): the numbers reduced over every
+ * rank under MPI (each rank's own particles summed into one figure), as
+ * they are in one process; every rank must call it at the same point */
+static int m_reduce(lua_State *L)
+{
+    lsim *s = check_sim(L);
+    static const char *const ops[] = {"sum", "max", "min", NULL};
+    const int op = luaL_checkoption(L, 2, NULL, ops);
+    const int n = lua_gettop(L) - 2;
+    if (n < 1 || n > 64)
+        return luaL_error(L, "sim:reduce: 1 to 64 numbers after the operation (got %d)", n);
+    double v[64];
+    for (int i = 0; i < n; i++)
+        v[i] = luaL_checknumber(L, 3 + i);
+    if (dd_world_reduce(s->ctx, v, n, op == 0 ? FLOE_REDUCE_SUM : op == 1 ? FLOE_REDUCE_MAX : FLOE_REDUCE_MIN))
+        return luaL_error(L, "sim:reduce: %s", floe_ctx_error(s->ctx));
+    for (int i = 0; i < n; i++)
+        lua_pushnumber(L, v[i]);
+    return n;
+}
+
 typedef struct attr_ref {
     floe_type type;
     void *data;
@@ -1458,6 +1480,7 @@ static const luaL_Reg sim_methods[] = {
     {"on_frame", m_on_frame},
     {"run", m_run},
     {"count", m_count},
+    {"reduce", m_reduce},
     {"remove_set", m_remove_set},
     {"get", m_get},
     {"set", m_set},

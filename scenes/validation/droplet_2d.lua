@@ -72,11 +72,15 @@ sim:probe{ name = "front_y", kind = "front", axis = "y", rate = 500 }
 local t_kick, kicked = sim.time + measure, oscillate <= 0
 local function kick(s, t)
   kicked = true
-  local cx, cy, n = 0, 0, s:count "fluid"
+  local sx, sy, n = 0, 0, s:count "fluid"
   for i = 1, n do
     local x, y = s:get("fluid", "x", i)
-    cx, cy = cx + x / n, cy + y / n
+    sx, sy = sx + x, sy + y
   end
+  -- under MPI each rank holds a part of the drop: its centre over every rank's
+  local total
+  total, sx, sy = s:reduce("sum", n, sx, sy)
+  local cx, cy = sx / total, sy / total
   for i = 1, n do
     local x, y = s:get("fluid", "x", i)
     local vx, vy = s:get("fluid", "v", i)
