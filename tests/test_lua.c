@@ -575,3 +575,21 @@ Test(lua, sim_2d_info_and_close)
                        "assert(tostring(keep) == 'floe.sim (closed)')\n");
     cr_assert_eq(rc, FLOE_OK, "%s", err);
 }
+
+/* sim:reduce in one process returns its numbers as they are; a bad
+ * operation or no number is an error naming the line */
+Test(lua, reduce_in_one_process_returns_the_numbers)
+{
+    floe_scene_opts o = opts();
+    int rc = run_scene(&o, HEAD SIM "sim:fluid_box{ min = {0, 0, 0}, max = {0.2, 0.2, 0.2} }\n"
+                                    "local a, b, c = sim:reduce('sum', sim:count 'fluid', 2.5, -1)\n"
+                                    "assert(a == sim:count 'fluid' and b == 2.5 and c == -1, 'sum')\n"
+                                    "assert(sim:reduce('max', 3) == 3 and sim:reduce('min', 4) == 4, 'max, min')\n");
+    cr_assert_eq(rc, FLOE_OK, "%s", err);
+    rc = run_scene(&o, HEAD SIM "sim:reduce('mean', 1)\n");
+    cr_assert_eq(rc, FLOE_ERR_ARG);
+    expect_error("scene.lua:3:", "invalid option 'mean'");
+    rc = run_scene(&o, HEAD SIM "sim:reduce('sum')\n");
+    cr_assert_eq(rc, FLOE_ERR_ARG);
+    expect_error("scene.lua:3:", "1 to 64 numbers");
+}
