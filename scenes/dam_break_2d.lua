@@ -113,6 +113,7 @@ sim:on_frame(function(s, st)
       local x = s:get("fluid", "x", i)
       if x > xmax then xmax = x end
     end
+    xmax = s:reduce("max", xmax) -- under MPI: over every rank's particles
     floe.log(string.format("T = %.3f  Z = %.3f", (st.time - t0) * scale, (xmax + 0.5 * d) / a))
   end
 end)

@@ -32,6 +32,7 @@ sim:on_frame(function(s, st)
     local p = s:get("fluid", "p", i)
     if p > pmax then pmax = p end
   end
+  pmax = s:reduce("max", pmax) -- under MPI: over every rank's particles
   floe.log(string.format("t = %.2f s  bottom p = %.0f Pa  (rho g H = %.0f Pa)  density error %.3f%%",
                          st.time, pmax, 1000 * g * H, 100 * st.density_err_avg))
 end)
