@@ -30,15 +30,16 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 #define FNV_INIT 0xcbf29ce484222325ull
 
-/* The checkpoint's file in the run folder: CKPT_FILE, or under MPI rank
- * R's own, checkpoint.rR.floe (R > 0), beside rank 0's CKPT_FILE. */
-static const char *ckpt_name(char *buf, size_t len)
+/* This process's checkpoint file in the run folder: CKPT_FILE, or under
+ * MPI rank R's own, checkpoint.rR.floe (R > 0), beside rank 0's. */
+static const char *ckpt_name(void)
 {
+    static char buf[48];
     int rank = 0;
     const int ranks = floe_mpi_size(&rank);
     if (ranks < 2 || rank == 0)
         return CKPT_FILE;
-    snprintf(buf, len, "checkpoint.r%d.floe", rank);
+    snprintf(buf, sizeof buf, "checkpoint.r%d.floe", rank);
     return buf;
 }
 
@@ -187,8 +188,7 @@ static void save_sets(floe_ctx *ctx, wr *w)
 
 int ckpt_save(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_hash, const ckpt_run *run)
 {
-    char nbuf[48];
-    const char *file = ckpt_name(nbuf, sizeof nbuf);
+    const char *file = ckpt_name();
     io_atomic a;
     if (io_atomic_openat(&a, dirfd, file) != 0)
         return ctx_fail(ctx, FLOE_ERR_IO, "cannot write the checkpoint %s/%s: %s", shown, file,
@@ -372,8 +372,8 @@ static int read_frames(rd *r, ckpt_run *run, ckpt_file *f)
 int ckpt_read(floe_ctx *ctx, int dirfd, const char *shown, const char *scene_hash, ckpt_file *f)
 {
     memset(f, 0, sizeof *f);
-    char nbuf[48], other[48];
-    const char *file = ckpt_name(nbuf, sizeof nbuf);
+    char other[48];
+    const char *file = ckpt_name();
     /* the checkpoint of as many ranks as run now: rank R's file on each,
      * and none of a rank beyond (a run of more ranks wrote it) */
     int rank = 0;
@@ -447,7 +447,7 @@ static int restore_set(floe_ctx *ctx, rd *r, const char *shown)
     uint32_t n = get_u32(r), next_id = get_u32(r), nattrs = get_u32(r);
     if (r->bad || nattrs > MAX_ATTRS)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (a particle set)", shown,
-                        CKPT_FILE);
+                        ckpt_name());
     floe_set h = floe_set_find(ctx, name);
     pset *p = ctx_set(ctx, h);
     /* a module's every_frame set it marked moving during the run (the
@@ -457,15 +457,15 @@ static int restore_set(floe_ctx *ctx, rd *r, const char *shown)
         return FLOE_ERR;
     if (!p || (int32_t)p->kind != kind || p->is_static != is_static)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the scene's set-up made no %s particle set '%s' as the "
-                        "checkpoint %s/%s has", kind == FLOE_SET_FLUID ? "fluid" : "boundary", name, shown, CKPT_FILE);
+                        "checkpoint %s/%s has", kind == FLOE_SET_FLUID ? "fluid" : "boundary", name, shown, ckpt_name());
     if ((uint64_t)n * 12 > r->end - r->f->pos)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (set '%s' has %u particles "
-                        "in fewer bytes)", shown, CKPT_FILE, name, n);
+                        "in fewer bytes)", shown, ckpt_name(), name, n);
     if (ctx_set_resize(ctx, h, n) != FLOE_OK) /* OpenCL: host copies become the truth */
         return FLOE_ERR_NOMEM;
     if ((int)nattrs != p->nattrs)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: set '%s' has %d attributes after the scene's set-up, %u in "
-                        "the checkpoint %s/%s (another pipeline?)", name, p->nattrs, nattrs, shown, CKPT_FILE);
+                        "the checkpoint %s/%s (another pipeline?)", name, p->nattrs, nattrs, shown, ckpt_name());
     for (uint32_t a = 0; a < nattrs; a++) {
         get_str(r, aname, sizeof aname);
         int32_t type = get_i32(r);
@@ -480,7 +480,7 @@ static int restore_set(floe_ctx *ctx, rd *r, const char *shown)
     p->rest_density = rest;
     p->next_id = next_id;
     return r->bad ? ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (set '%s')", shown,
-                             CKPT_FILE, name)
+                             ckpt_name(), name)
                   : FLOE_OK;
 }
 
@@ -498,7 +498,7 @@ static int restore_modules(floe_ctx *ctx, rd *r, const char *shown)
         want += has_hooks(ctx->modules[m].desc);
     if (!r->bad && n != want)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s holds the state of %u modules; the "
-                        "scene's set-up loaded %u that keep state", shown, CKPT_FILE, n, want);
+                        "scene's set-up loaded %u that keep state", shown, ckpt_name(), n, want);
     for (uint32_t k = 0; k < n && !r->bad; k++) {
         char name[NAME_LEN];
         get_str(r, name, sizeof name);
@@ -511,7 +511,7 @@ static int restore_modules(floe_ctx *ctx, rd *r, const char *shown)
                 mi = &ctx->modules[m];
         if (!mi)
             return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s holds the state of module '%s', "
-                            "which the scene's set-up did not load", shown, CKPT_FILE, name);
+                            "which the scene's set-up did not load", shown, ckpt_name(), name);
         rd sub = {r->f, r->f->pos + (size_t)len, 0};
         floe_state_io io = {sizeof io, &sub, NULL, blob_read};
         ctx->error[0] = '\0';
@@ -521,11 +521,11 @@ static int restore_modules(floe_ctx *ctx, rd *r, const char *shown)
         if (rc != FLOE_OK)
             return ctx->error[0] ? rc
                                  : ctx_fail(ctx, rc, "--resume: module '%s' could not read its state from the "
-                                            "checkpoint %s/%s (%llu bytes)", name, shown, CKPT_FILE,
+                                            "checkpoint %s/%s (%llu bytes)", name, shown, ckpt_name(),
                                             (unsigned long long)len);
     }
     return r->bad ? ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (module states)",
-                             shown, CKPT_FILE)
+                             shown, ckpt_name())
                   : FLOE_OK;
 }
 
@@ -542,17 +542,17 @@ int ckpt_restore(floe_ctx *ctx, ckpt_file *f, const char *shown)
     int32_t ksums = get_i32(&r);
     uint32_t nsets = get_u32(&r);
     if (r.bad)
-        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (the clock)", shown, CKPT_FILE);
+        return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is malformed (the clock)", shown, ckpt_name());
     if (dim != ctx->info.dim || spacing != ctx->info.spacing)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s is of a %dD simulation with spacing %g; "
-                        "the scene's set-up made %dD with %g", shown, CKPT_FILE, dim, spacing, ctx->info.dim,
+                        "the scene's set-up made %dD with %g", shown, ckpt_name(), dim, spacing, ctx->info.dim,
                         ctx->info.spacing);
     int live = 0;
     for (int s = 0; s < ctx->npsets; s++)
         live += ctx->sets[s].gen != 0;
     if ((int)nsets != live)
         return ctx_fail(ctx, FLOE_ERR_ARG, "--resume: the checkpoint %s/%s has %u particle sets; the scene's set-up "
-                        "made %d", shown, CKPT_FILE, nsets, live);
+                        "made %d", shown, ckpt_name(), nsets, live);
     int rc = FLOE_OK;
     for (uint32_t s = 0; s < nsets && !rc; s++)
         rc = restore_set(ctx, &r, shown);

@@ -23,7 +23,6 @@
 #include "decomp.h"
 #include "decomp_cl.h"
 #include "decomp_geom.h"
-#include "device.h"
 #include "out_path.h"
 
 #include <floe/floe.h>
@@ -427,6 +426,13 @@ static const char *refusal(floe_ctx *ctx, char *buf, size_t len)
 
 
 /* ---- migration and ghosts ---------------------------------------------------- */
+
+void dd_all_owned(floe_ctx *ctx)
+{
+    for (int s = 0; s < ctx->npsets; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            ctx->dd->sets[s].owned = ctx->sets[s].n, ctx->dd->sets[s].ghosts = 0;
+}
 
 int dd_drop_ghosts(floe_ctx *ctx)
 {
@@ -845,9 +851,7 @@ int dd_run_begin(floe_ctx *ctx)
         struct floe_dd *d = ctx->dd;
         /* what the scene added or removed between the runs (its additions
          * are already this rank's: dd_keep_new) */
-        for (int s = 0; s < ctx->npsets; s++)
-            if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-                d->sets[s].owned = ctx->sets[s].n, d->sets[s].ghosts = 0;
+        dd_all_owned(ctx);
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
         d->steps = d->halos = d->ghosts_sent = d->migrated = 0;
         d->run_step_ms = 0;
@@ -876,9 +880,9 @@ int dd_run_begin(floe_ctx *ctx)
     /* each rank holds a share of the fluid (dd_keep_new) and every boundary
      * set: the split follows the extent of the fluid and its tank (the
      * boundary sets), where the fluid may go */
-    for (int s = 0; s < ctx->npsets; s++)
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            d->sets[s].owned = ctx->sets[s].n;
+    ctx->dd = d; /* dd_all_owned reads it (taken back below if anything failed) */
+    if (ok)
+        dd_all_owned(ctx);
     double lo[3], hi[3], ext[3];
     if (ok && !fluid_bounds(ctx, d, 1, lo, hi)) {
         for (int k = 0; k < 3; k++)
@@ -886,10 +890,10 @@ int dd_run_begin(floe_ctx *ctx)
         ok = !dd_geom_init(&d->geom, d->size, ctx->info.dim, ext, decomp_mode);
     }
     if (!ok) {
+        ctx->dd = NULL;
         dd_destroy(d);
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     }
-    ctx->dd = d;
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
@@ -1436,30 +1440,20 @@ uint32_t dd_owned(const floe_ctx *ctx, const pset *p)
     return ctx->dd->sets[p - ctx->sets].owned;
 }
 
-/* values reduced over every rank at any time, before the first run too
- * (the scene's sim:reduce): the decomposition's communicator once it
- * exists, else the world's (the same processes) */
-int dd_world_reduce(floe_ctx *ctx, double *v, int n, int op)
-{
-    if (world_size < 2 || n <= 0)
-        return FLOE_OK;
-    if (ctx->dd)
-        return dd_reduce(ctx, v, n, op);
-    if (op < FLOE_REDUCE_SUM || op > FLOE_REDUCE_MIN)
-        return ctx_fail(ctx, FLOE_ERR_ARG, "reduce: unknown operation %d", op);
-    const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
-    int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], MPI_COMM_WORLD);
-    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "MPI_Allreduce");
-}
-
+/* before the first run (the scene's sim:reduce at set-up) there is no
+ * decomposition yet: the world's communicator, the same processes */
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op)
 {
     struct floe_dd *d = ctx->dd;
-    if (!d || n <= 0)
+    if (world_size < 2 || n <= 0)
         return FLOE_OK;
     if (op < FLOE_REDUCE_SUM || op > FLOE_REDUCE_MIN)
         return ctx_fail(ctx, FLOE_ERR_ARG, "reduce: unknown operation %d", op);
     const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
+    if (!d) {
+        const int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], MPI_COMM_WORLD);
+        return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "MPI_Allreduce");
+    }
     double t0 = dd_now_ms();
     int e = MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, ops[op], d->comm);
     double dt = dd_now_ms() - t0;

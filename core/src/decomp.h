@@ -48,9 +48,8 @@ int dd_split_rows(floe_ctx *ctx, int which);
 int dd_split_finish(floe_ctx *ctx);
 int dd_split_done(floe_ctx *ctx);
 int dd_split_between(const stage_inst *st);
+/* values reduced over every rank in place (before the first run too) */
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
-/* the same at any time, before the first run too (every rank calls it) */
-int dd_world_reduce(floe_ctx *ctx, double *v, int n, int op);
 /* the core's "emit" stage (emit.c): the step's ghosts dropped before its
  * sinks and sources run (a later refresh fails naming `stage`); after them
  * each fluid set keeps, of its particles from n0[set] on (the sources'),
@@ -104,11 +103,6 @@ static inline int dd_halo(floe_ctx *ctx, const pset *p, void *data, size_t elem)
     return FLOE_OK;
 }
 static inline int dd_reduce(floe_ctx *ctx, double *v, int n, int op) { (void)ctx, (void)v, (void)n, (void)op; return FLOE_OK; }
-static inline int dd_world_reduce(floe_ctx *ctx, double *v, int n, int op)
-{
-    (void)ctx, (void)v, (void)n, (void)op;
-    return FLOE_OK;
-}
 static inline int dd_emit_begin(floe_ctx *ctx, const char *stage) { (void)ctx, (void)stage; return FLOE_OK; }
 static inline int dd_splits_new(const floe_ctx *ctx) { (void)ctx; return 0; }
 static inline int dd_same_checkpoint(floe_ctx *ctx, uint32_t ordinal, int frame)

@@ -83,5 +83,8 @@ void dd_unpack_row(pset *p, uint32_t i, const char *src);
 int dd_mpi_fail(floe_ctx *ctx, int rc, const char *what);
 /* the ghosts of the last step dropped: the sets hold the owned particles */
 int dd_drop_ghosts(floe_ctx *ctx);
+/* every fluid set's particles are this rank's own, no ghosts (after the
+ * set-up, a restore, the sources and sinks) */
+void dd_all_owned(floe_ctx *ctx);
 
 #endif

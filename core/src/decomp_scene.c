@@ -38,9 +38,7 @@ int dd_restored(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
-    for (int s = 0; s < ctx->npsets; s++)
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            d->sets[s].owned = ctx->sets[s].n, d->sets[s].ghosts = 0;
+    dd_all_owned(ctx);
     d->migrate_all = 1;
     return FLOE_OK;
 }
@@ -211,9 +209,8 @@ int dd_emit_end(floe_ctx *ctx, const uint32_t *n0)
             rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
             free(keep);
         }
-        d->sets[s].owned = p->n;
-        d->sets[s].ghosts = 0;
     }
+    dd_all_owned(ctx);
     return rc;
 }
 #endif
