@@ -52,8 +52,8 @@ int dd_split_between(const stage_inst *st);
 int dd_reduce(floe_ctx *ctx, double *v, int n, int op);
 /* the core's "emit" stage (emit.c): the step's ghosts dropped before its
  * sinks and sources run (a later refresh fails naming `stage`); after them
- * each fluid set keeps, of its particles from n0[set] on (the sources'),
- * those inside this rank's box */
+ * (dd_emit_end) the sets are this rank's own particles, the sources' new
+ * ones already cut to its box by geom_append (dd_keep_new) */
 int dd_emit_begin(floe_ctx *ctx, const char *stage);
 /* under MPI (2 ranks or more) a fluid particle a scene adds is held by one
  * rank: dd_keep_new says whether this one (its id, its position) */
@@ -69,7 +69,7 @@ int dd_gathers(const floe_ctx *ctx, const stage_inst *st);
 int dd_gather(floe_ctx *ctx);
 int dd_ungather(floe_ctx *ctx);
 int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x);
-int dd_emit_end(floe_ctx *ctx, const uint32_t *n0);
+int dd_emit_end(floe_ctx *ctx);
 /* 1 on the rank that writes files (rank 0, or no decomposition) */
 int dd_writer(const floe_ctx *ctx);
 /* frame end: timings gathered (collective), step time counted from here;
@@ -115,7 +115,7 @@ static inline int dd_gathers(const floe_ctx *ctx, const stage_inst *st) { (void)
 static inline int dd_gather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_ungather(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_keep_new(const floe_ctx *ctx, uint32_t id, const float *x) { (void)ctx, (void)id, (void)x; return 1; }
-static inline int dd_emit_end(floe_ctx *ctx, const uint32_t *n0) { (void)ctx, (void)n0; return FLOE_OK; }
+static inline int dd_emit_end(floe_ctx *ctx) { (void)ctx; return FLOE_OK; }
 static inline int dd_writer(const floe_ctx *ctx) { (void)ctx; return 1; }
 static inline int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
 {

@@ -174,8 +174,8 @@ int dd_splits_new(const floe_ctx *ctx)
  * its sources add them. Under MPI the ghosts are dropped first (a later
  * stage that would need them fails, naming the stage), each rank's sinks
  * look at its own particles, and every rank runs every source as one
- * process does (the same layers, the same ids), then keeps the new
- * particles inside its box. */
+ * process does (the same layers, the same ids); geom_append keeps the new
+ * particles inside its box (dd_keep_new). */
 int dd_emit_begin(floe_ctx *ctx, const char *stage)
 {
     struct floe_dd *d = ctx->dd;
@@ -188,29 +188,10 @@ int dd_emit_begin(floe_ctx *ctx, const char *stage)
     return rc;
 }
 
-int dd_emit_end(floe_ctx *ctx, const uint32_t *n0)
+int dd_emit_end(floe_ctx *ctx)
 {
-    struct floe_dd *d = ctx->dd;
-    if (!d)
-        return FLOE_OK;
-    int rc = FLOE_OK;
-    for (int s = 0; s < ctx->npsets && !rc; s++) {
-        pset *p = &ctx->sets[s];
-        if (!p->gen || p->kind != FLOE_SET_FLUID)
-            continue;
-        if (p->n > n0[s]) { /* the new particles: this rank keeps those of its box */
-            uint8_t *keep = malloc(p->n);
-            if (!keep)
-                return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-            const float *x = pset_attr(p, "x")->data;
-            memset(keep, 1, n0[s]);
-            for (uint32_t i = n0[s]; i < p->n; i++)
-                keep[i] = dd_geom_owner(&d->geom, x + 3 * i) == d->rank;
-            rc = ctx_set_compact(ctx, ctx_set_handle(ctx, s), keep);
-            free(keep);
-        }
-    }
-    dd_all_owned(ctx);
-    return rc;
+    if (ctx->dd)
+        dd_all_owned(ctx);
+    return FLOE_OK;
 }
 #endif

@@ -486,13 +486,10 @@ int emit_stage(const floe_stage_call *call)
         e->flow.removed = removed0 + (uint64_t)out[0];
         e->flow.mass_out = mass0 + out[1];
     }
-    uint32_t n0[MAX_SETS];
-    for (int q = 0; q < ctx->npsets; q++)
-        n0[q] = ctx->sets[q].n;
     if (!rc)
         rc = run_sources(ctx, e);
     if (!rc)
-        rc = dd_emit_end(ctx, n0);
+        rc = dd_emit_end(ctx);
     const floe_api *api = floe_core_api();
     api->stat(ctx, "emit.mass_in", e->flow.mass_in);
     api->stat(ctx, "emit.mass_out", e->flow.mass_out);
