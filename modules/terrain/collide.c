@@ -103,11 +103,16 @@ static int collide_one(const collide_par *c, float x[3], float v[3])
     return 1;
 }
 
-int tm_touched_all_ranks(floe_ctx *ctx, tm_state *s, uint8_t *touched)
+int tm_ranks(floe_ctx *ctx, tm_state *s)
 {
     if (!s->ranks)
-        s->ranks = floe_ranks(tm_api, ctx); /* collective: every rank's first step */
-    if (s->ranks < 2)
+        s->ranks = floe_ranks(tm_api, ctx);
+    return s->ranks;
+}
+
+int tm_touched_all_ranks(floe_ctx *ctx, tm_state *s, uint8_t *touched)
+{
+    if (tm_ranks(ctx, s) < 2)
         return FLOE_OK;
     if (!s->touched_all && !(s->touched_all = malloc(s->nwet * sizeof *s->touched_all + 1)))
         return tm_api->fail(ctx, FLOE_ERR_NOMEM, "terrain.collide: out of memory for the wet map");

@@ -97,9 +97,7 @@ int tm_collide_cl(const floe_stage_call *call)
     }
     if (rc)
         return rc;
-    if (!s->ranks)
-        s->ranks = floe_ranks(tm_api, ctx);
-    if (s->ranks > 1) { /* MPI: the touched samples of every rank, through the host */
+    if (tm_ranks(ctx, s) > 1) { /* MPI: the touched samples of every rank, through the host */
         read_fn rd = floe_cl_read_fn_of(tm_api);
         write_fn w = floe_cl_write_fn_of(tm_api);
         void *q = tm_api->cl_queue(ctx);

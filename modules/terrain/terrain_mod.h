@@ -39,6 +39,8 @@ int tm_collide_cl(const floe_stage_call *call);
  * every rank: the largest over the ranks), so every rank's wet map stays
  * the one process's */
 int tm_touched_all_ranks(floe_ctx *ctx, tm_state *s, uint8_t *touched);
+/* the ranks running the scene, asked once (collective: every rank's first step) */
+int tm_ranks(floe_ctx *ctx, tm_state *s);
 /* OpenCL: the device's wet map into s->wet (no-op on the C path) */
 int tm_wet_to_host(tm_state *s);
 int tm_output(const floe_stage_call *call);
