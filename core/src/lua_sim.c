@@ -1305,7 +1305,7 @@ static int m_count(lua_State *L)
 static int m_reduce(lua_State *L)
 {
     lsim *s = check_sim(L);
-    static const char *const ops[] = {"sum", "max", "min", NULL};
+    static const char *const ops[] = {"sum", "max", "min", NULL}; /* FLOE_REDUCE_SUM, _MAX, _MIN */
     const int op = luaL_checkoption(L, 2, NULL, ops);
     const int n = lua_gettop(L) - 2;
     if (n < 1 || n > 64)
@@ -1313,7 +1313,7 @@ static int m_reduce(lua_State *L)
     double v[64];
     for (int i = 0; i < n; i++)
         v[i] = luaL_checknumber(L, 3 + i);
-    if (dd_reduce(s->ctx, v, n, op == 0 ? FLOE_REDUCE_SUM : op == 1 ? FLOE_REDUCE_MAX : FLOE_REDUCE_MIN))
+    if (dd_reduce(s->ctx, v, n, op))
         return luaL_error(L, "sim:reduce: %s", floe_ctx_error(s->ctx));
     for (int i = 0; i < n; i++)
         lua_pushnumber(L, v[i]);
