@@ -79,7 +79,8 @@ typedef struct dfsph_state {
     float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
-    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
+    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 1/rho) */
+    float *xm;          /* 4N: x, y, z, m of every fluid particle, 16-byte records (the set-up's AVX2 rows) */
     float *P;           /* N: the iterate P = p / rho^2 */
     float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
     float *S;           /* N: the solve's source */
@@ -107,9 +108,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 
 static void free_particles(dfsph_state *s)
 {
-    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
+    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->xm), free(s->P), free(s->Pold), free(s->S), free(s->ap);
     free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->av), free(s->few), free(s->own), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
+    s->off = NULL, s->Gb = s->D = s->u = s->xm = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
     s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -142,6 +143,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->Gb = malloc(3 * cap * sizeof(float));
     s->D = malloc(cap * sizeof(float));
     s->u = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
+    s->xm = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->P = malloc(cap * sizeof(float));
     s->Pold = malloc(cap * sizeof(float));
     s->S = malloc(cap * sizeof(float));
@@ -154,7 +156,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->few = malloc(cap);
     s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->xm || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
         !s->own || !s->part) {
         free_particles(s);
         return -1;
@@ -241,63 +243,88 @@ typedef struct setup {
 /* one fluid target's row of particle i: m_j grad W_ij of every pair into the
  * CSR row (nj, gx, gy, gz), and acc += (sum_j m_j grad W_ij, sum_j m_i m_j
  * |grad W_ij|^2, with `visc` sum_j m_j / rho_j (v_ij . x_ij) / (r^2 + eps)
- * grad W_ij of the plain gradients); with `corr` the pair gradients times
- * (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time (not on
- * periodic axes), the plain loop takes the tail; corr, visc and per are
- * constants where it is inlined, so each combination is its own
- * branch-free loop. */
+ * grad W_ij of the plain gradients, with `div` sum_j (u_i - u_j) . m_j
+ * grad W_ij, the row's part of Drho_i/Dt of u); with `corr` the pair
+ * gradients times (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time
+ * (not on periodic axes): the neighbours' x, y, z and m from the packed
+ * records xm, their u and 1/rho from u's records (u_x, u_y, u_z, 1/rho),
+ * eight 16-byte loads each (floe_load4x8); the row's last block is masked
+ * (the core's rows are padded to whole blocks with valid indices) and
+ * stored lane by lane. The plain loop takes periodic axes and other CPUs;
+ * corr, visc, div and per are constants where it is inlined, so each
+ * combination is its own branch-free loop. */
 FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
-                           const float *restrict w, float xi, float yi, float zi, float mi, uint32_t base,
-                           uint32_t *restrict nj, float *restrict gx, float *restrict gy, float *restrict gz,
-                           const float *restrict gt, float gam_i, const float *restrict ur, const float *restrict rt,
-                           float ui, float vi, float wi, float eps, float acc[7], const int per, const int corr,
-                           const int visc)
+                           const float *restrict w, const float *restrict xm, float xi, float yi, float zi, float mi,
+                           uint32_t base, uint32_t *restrict nj, float *restrict gx, float *restrict gy,
+                           float *restrict gz, const float *restrict gt, float gam_i, const float *restrict ur,
+                           const float *restrict rt, float ui, float vi, float wi, float eps, float acc[8],
+                           const int per, const int corr, const int visc, const int div)
 {
-    float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0;
+    float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0, dv = 0;
     uint32_t k = 0;
 #if defined(__AVX2__)
-    if (!per && cnt >= 8) { /* eight pairs at a time: positions, masses, rho_j gathered, u_j loaded whole */
+    (void)rt;
+    if (!per) {
         const __m256 xi8 = _mm256_set1_ps(xi), yi8 = _mm256_set1_ps(yi), zi8 = _mm256_set1_ps(zi);
         const __m256 g8 = _mm256_set1_ps(kc->g), ih8 = _mm256_set1_ps(kc->inv_H), rm8 = _mm256_set1_ps(kc->r_min2);
         const __m256 mi8 = _mm256_set1_ps(mi), gi8 = _mm256_set1_ps(gam_i), eps8 = _mm256_set1_ps(eps);
         const __m256 ui8 = _mm256_set1_ps(ui), vi8 = _mm256_set1_ps(vi), wi8 = _mm256_set1_ps(wi);
         const __m256i base8 = _mm256_set1_epi32((int)base);
-        __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax;
-        for (; k + 8 <= cnt; k += 8) {
+        __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax, ad = ax;
+        for (; k < cnt; k += 8) {
+            const __m256 mask = floe_row_mask8(cnt, k);
             const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
-            const __m256i j3 = _mm256_add_epi32(j8, _mm256_add_epi32(j8, j8));
-            const __m256 dx = _mm256_sub_ps(xi8, _mm256_i32gather_ps(xt, j3, 4));
-            const __m256 dy = _mm256_sub_ps(yi8, _mm256_i32gather_ps(xt + 1, j3, 4));
-            const __m256 dz = _mm256_sub_ps(zi8, _mm256_i32gather_ps(xt + 2, j3, 4));
+            __m256 X, Y, Z, M;
+            floe_load4x8(xm, id + k, &X, &Y, &Z, &M);
+            const __m256 dx = _mm256_sub_ps(xi8, X), dy = _mm256_sub_ps(yi8, Y), dz = _mm256_sub_ps(zi8, Z);
             const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
             const __m256 dw0 = floe_dw_r_hat8(g8, ih8, rm8, r2);
             const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
                                                                       _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
                                    : dw0;
-            const __m256 wj = _mm256_i32gather_ps(w, j8, 4), g = _mm256_mul_ps(wj, dw);
+            const __m256 wj = _mm256_and_ps(M, mask), g = _mm256_mul_ps(wj, dw);
             const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
-            _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(j8, base8));
-            _mm256_storeu_ps(gx + k, px);
-            _mm256_storeu_ps(gy + k, py);
-            _mm256_storeu_ps(gz + k, pz);
+            const __m256i nj8 = _mm256_add_epi32(j8, base8);
+            if (cnt - k >= 8) {
+                _mm256_storeu_si256((__m256i *)(nj + k), nj8);
+                _mm256_storeu_ps(gx + k, px);
+                _mm256_storeu_ps(gy + k, py);
+                _mm256_storeu_ps(gz + k, pz);
+            } else {
+                const __m256i im = _mm256_castps_si256(mask);
+                _mm256_maskstore_epi32((int *)(nj + k), im, nj8);
+                _mm256_maskstore_ps(gx + k, im, px);
+                _mm256_maskstore_ps(gy + k, im, py);
+                _mm256_maskstore_ps(gz + k, im, pz);
+            }
             ax = _mm256_add_ps(ax, px), ay = _mm256_add_ps(ay, py), az = _mm256_add_ps(az, pz);
             as = _mm256_add_ps(as, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), _mm256_mul_ps(dw, dw)), r2));
-            if (visc) {
-                __m256 ux, uy, uz, uw;
-                floe_load4x8(ur, id + k, &ux, &uy, &uz, &uw);
-                const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
-                                                               _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
-                                                 _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
-                const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot),
-                                               _mm256_mul_ps(_mm256_i32gather_ps(rt, j8, 4), _mm256_add_ps(r2, eps8)));
-                bx = _mm256_add_ps(bx, _mm256_mul_ps(c, dx));
-                by = _mm256_add_ps(by, _mm256_mul_ps(c, dy));
-                bz = _mm256_add_ps(bz, _mm256_mul_ps(c, dz));
+            if (visc || div) {
+                __m256 ux, uy, uz, irho;
+                floe_load4x8(ur, id + k, &ux, &uy, &uz, &irho);
+                if (div) { /* as row_rel_dot sums it */
+                    ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(ui8, ux), px));
+                    ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(vi8, uy), py));
+                    ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(wi8, uz), pz));
+                }
+                if (visc) {
+                    const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
+                                                                   _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
+                                                     _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
+                    const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot), irho),
+                                                   _mm256_add_ps(r2, eps8));
+                    bx = _mm256_add_ps(bx, _mm256_mul_ps(c, dx));
+                    by = _mm256_add_ps(by, _mm256_mul_ps(c, dy));
+                    bz = _mm256_add_ps(bz, _mm256_mul_ps(c, dz));
+                }
             }
         }
+        k = cnt;
         sx = floe_hsum8(ax), sy = floe_hsum8(ay), sz = floe_hsum8(az), ss = floe_hsum8(as);
-        vx = floe_hsum8(bx), vy = floe_hsum8(by), vz = floe_hsum8(bz);
+        vx = floe_hsum8(bx), vy = floe_hsum8(by), vz = floe_hsum8(bz), dv = floe_hsum8(ad);
     }
+#else
+    (void)xm;
 #endif
     for (; k < cnt; k++) {
         FLOE_X_IJ(per);
@@ -308,6 +335,8 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         gz[k] = g * dz;
         sx += g * dx, sy += g * dy, sz += g * dz;
         ss += mi * w[j] * dw * dw * r2;
+        if (div)
+            dv += (ui - ur[4 * j]) * gx[k] + (vi - ur[4 * j + 1]) * gy[k] + (wi - ur[4 * j + 2]) * gz[k];
         if (visc) {
             const float c = w[j] * dw0 * ((ui - ur[4 * j]) * dx + (vi - ur[4 * j + 1]) * dy + (wi - ur[4 * j + 2]) * dz) /
                             (rt[j] * (r2 + eps));
@@ -315,7 +344,7 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         }
     }
     acc[0] += sx, acc[1] += sy, acc[2] += sz, acc[3] += ss;
-    acc[4] += vx, acc[5] += vy, acc[6] += vz;
+    acc[4] += vx, acc[5] += vy, acc[6] += vz, acc[7] += dv;
 }
 
 /* particle i: its fluid pairs (into its CSR row), sum_b psi_b grad W_ib, D_i */
@@ -325,7 +354,7 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     dfsph_state *s = u->s;
     const size_t gi = u->off + i, gi_ = gi;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
-    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f;
+    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f, dv = 0.0f;
     size_t o = s->off[gi];
     uint32_t count = 0;
     const float gam_i = s->gam[gi_], eps = u->eps;
@@ -345,17 +374,22 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
         const uint32_t base = (uint32_t)tg->off;
         uint32_t *restrict nj = s->nj + o;
         float *restrict gx = s->gx + o, *restrict gy = s->gy + o, *restrict gz = s->gz + o;
-        float acc[7] = {0, 0, 0, 0, 0, 0, 0};
-#define SETUP_ROW(corr, visc) \
-    setup_row(kc, id, cnt, xt, w, xi, yi, zi, mi, base, nj, gx, gy, gz, gt, gam_i, ur, rt, ui, vi, wi, eps, acc, per, corr, visc)
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const float *restrict xm = s->xm + 4 * tg->off;
+#define SETUP_ROW(corr, visc, div)                                                                                \
+    setup_row(kc, id, cnt, xt, w, xm, xi, yi, zi, mi, base, nj, gx, gy, gz, gt, gam_i, ur, rt, ui, vi, wi, eps, acc, \
+              per, corr, visc, div)
+#define SETUP_ROW_V(corr, div) (u->cv > 0.0f ? SETUP_ROW(corr, 1, div) : SETUP_ROW(corr, 0, div))
         if (u->corr)
-            u->cv > 0.0f ? SETUP_ROW(1, 1) : SETUP_ROW(1, 0);
+            u->div_source ? SETUP_ROW_V(1, 1) : SETUP_ROW_V(1, 0);
         else
-            u->cv > 0.0f ? SETUP_ROW(0, 1) : SETUP_ROW(0, 0);
+            u->div_source ? SETUP_ROW_V(0, 1) : SETUP_ROW_V(0, 0);
+#undef SETUP_ROW_V
 #undef SETUP_ROW
         G[0] += acc[0], G[1] += acc[1], G[2] += acc[2];
         s2 += acc[3];
         V[0] += acc[4], V[1] += acc[5], V[2] += acc[6];
+        dv += acc[7];
         o += cnt;
     }
     /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g; gamma_i
@@ -370,10 +404,10 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
     /* isolated particle: D ~ 0, no pressure (D ~ rho0^2 / d^2 inside the fluid) */
     s->D[gi] = D > 1e-6f * u->rho0 * u->rho0 * kc->inv_H * kc->inv_H ? D : 0.0f;
     s->few[gi] = count < (uint32_t)u->few_limit;
-    /* the divergence solve's source from the row just written (u = v of
-     * every particle is in place before the set-up) */
+    /* the divergence solve's source, Drho_i/Dt of u (u = v of every
+     * particle is in place before the set-up), summed as div_one sums it */
     if (u->div_source)
-        s->S[gi] = s->few[gi] ? 0.0f : div_one(s, gi);
+        s->S[gi] = s->few[gi] ? 0.0f : ui * s->Gb[3 * gi] + vi * s->Gb[3 * gi + 1] + wi * s->Gb[3 * gi + 2] + dv;
 }
 
 /* ---- the two passes of an iteration -------------------------------------------- */
@@ -712,11 +746,19 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
         if (!v[q] || !a[q] || !p[q] || !kv[q])
             return FLOE_ERR_ARG;
-        float *restrict uu = s->u + 4 * f[q].off;
+        /* u = v with 1/rho beside it, and the packed (x, y, z, m) */
+        float *restrict uu = s->u + 4 * f[q].off, *restrict xm = s->xm + 4 * f[q].off;
+        const float *restrict vq = v[q], *restrict rq = s->rho + f[q].off;
+        const float *restrict xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
+        const float *restrict mq = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
+        if (!xq || !mq)
+            return FLOE_ERR_ARG;
+#pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                uu[4 * i + k] = v[q][3 * i + k];
-            uu[4 * i + 3] = 0.0f;
+                uu[4 * i + k] = vq[3 * i + k], xm[4 * i + k] = xq[3 * i + k];
+            uu[4 * i + 3] = rq[i] > 0.0f ? 1.0f / rq[i] : 0.0f;
+            xm[4 * i + 3] = mq[i];
         }
     }
     for (int q = 0; q < nf; q++) {
