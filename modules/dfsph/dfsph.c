@@ -549,6 +549,7 @@ static int solve(dfsph_state *s, size_t N, float dt, int divergence, const iter 
 {
     const float dtk = divergence ? dt : dt * dt;
     int st;
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < N; i++)
         s->Pold[i] = s->P[i] = s->D[i] > 0.0f ? c->warm * floe_pos(s->P[i]) : 0.0f;
     if ((st = halo_all(h, s->P, 1)) != FLOE_OK)
@@ -660,12 +661,14 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         if (!v)
             return FLOE_ERR_ARG;
         double v2 = 0.0;
+#pragma omp parallel for schedule(static) reduction(max : v2)
         for (uint32_t i = 0; i < f[q].info.n; i++) {
             const double q2 = (double)v[3 * i] * v[3 * i] + (double)v[3 * i + 1] * v[3 * i + 1] +
                               (double)v[3 * i + 2] * v[3 * i + 2];
             v2 = q2 > v2 ? q2 : v2;
         }
         vmax = fmax(vmax, sqrt(v2));
+#pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < f[q].info.n; i++) {
             uint32_t c = 0;
             for (int b = 0; b < nft; b++)
@@ -696,6 +699,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         if (!sl || !sr || !xq)
             return FLOE_ERR_ARG;
         const float rate0 = first && corr > 0.0 ? (float)(corr / dfsph_fluid_column(si, xq, f[q].info.n)) : 0.0f;
+#pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < f[q].info.n; i++) {
             const size_t g = f[q].off + i;
             s->lag[g] = s->rho0[g] * dfsph_lag_step(&sl[i], &sr[i], s->rho[g] / s->rho0[g] - 1.0f, elim, rate0, dt, first);
@@ -781,15 +785,23 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
     int64_t it_v = 0;
     double err_v = 0.0;
     if (divergence) {
-        for (int q = 0; q < nf; q++)
+        for (int q = 0; q < nf; q++) {
+            const float *restrict kq = kv[q];
+            float *restrict Pq = s->P + f[q].off;
+#pragma omp parallel for schedule(static)
             for (uint32_t i = 0; i < f[q].info.n; i++)
-                s->P[f[q].off + i] = kv[q][i] / dt;
+                Pq[i] = kq[i] / dt;
+        }
         const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v, 1};
         if ((st = solve(s, N, dt, 1, &cv, &h, &it_v, &err_v)) != FLOE_OK)
             return st;
-        for (int q = 0; q < nf; q++)
+        for (int q = 0; q < nf; q++) {
+            float *restrict kq = kv[q];
+            const float *restrict Pq = s->P + f[q].off;
+#pragma omp parallel for schedule(static)
             for (uint32_t i = 0; i < f[q].info.n; i++)
-                kv[q][i] = dt * s->P[f[q].off + i];
+                kq[i] = dt * Pq[i];
+        }
     }
     /* 2. constant density solver on v* = u + dt (a + the set-up's viscous
      * acceleration), from last step's P = p / rho^2 */
@@ -797,6 +809,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         const uint32_t n = f[q].info.n;
         float *restrict uu = s->u + 4 * f[q].off;
         const float *restrict aq = a[q], *restrict av = s->av + 3 * f[q].off;
+#pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
                 uu[4 * i + k] += dt * (aq[3 * i + k] + av[3 * i + k]);
