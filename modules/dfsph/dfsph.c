@@ -52,7 +52,9 @@
  * solve's in the set-up, the constant density solve's with its first
  * pass 1. With AVX2 the rows run eight neighbours at a time: a^p and u are
  * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
- * gathered; the plain loops take the rows' tails and other CPUs.
+ * gathered; the plain loops take the rows' tails and other CPUs. The
+ * set-up reads the neighbours' x, y, z, m from records packed once a call
+ * and their 1/rho from u's fourth lane, and masks each row's last block.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
