@@ -54,7 +54,7 @@
  * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
  * gathered; the plain loops take the rows' tails and other CPUs. The
  * set-up reads the neighbours' x, y, z, m from records packed once a call
- * and their 1/rho from u's fourth lane, and masks each row's last block.
+ * and their 1/rho from u's fourth lane.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
@@ -250,9 +250,9 @@ typedef struct setup {
  * gradients times (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time
  * (not on periodic axes): the neighbours' x, y, z and m from the packed
  * records xm, their u and 1/rho from u's records (u_x, u_y, u_z, 1/rho),
- * eight 16-byte loads each (floe_load4x8); the row's last block is masked
- * (the core's rows are padded to whole blocks with valid indices) and
- * stored lane by lane. The plain loop takes periodic axes and other CPUs;
+ * eight 16-byte loads each (floe_load4x8). The plain loop takes the row's
+ * tail (the sums in the order row_rel_dot and the passes use), periodic
+ * axes and other CPUs;
  * corr, visc, div and per are constants where it is inlined, so each
  * combination is its own branch-free loop. */
 FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
@@ -265,16 +265,14 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
     float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0, dv = 0;
     uint32_t k = 0;
 #if defined(__AVX2__)
-    (void)rt;
-    if (!per) {
+    if (!per && cnt >= 8) {
         const __m256 xi8 = _mm256_set1_ps(xi), yi8 = _mm256_set1_ps(yi), zi8 = _mm256_set1_ps(zi);
         const __m256 g8 = _mm256_set1_ps(kc->g), ih8 = _mm256_set1_ps(kc->inv_H), rm8 = _mm256_set1_ps(kc->r_min2);
         const __m256 mi8 = _mm256_set1_ps(mi), gi8 = _mm256_set1_ps(gam_i), eps8 = _mm256_set1_ps(eps);
         const __m256 ui8 = _mm256_set1_ps(ui), vi8 = _mm256_set1_ps(vi), wi8 = _mm256_set1_ps(wi);
         const __m256i base8 = _mm256_set1_epi32((int)base);
         __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax, ad = ax;
-        for (; k < cnt; k += 8) {
-            const __m256 mask = floe_row_mask8(cnt, k);
+        for (; k + 8 <= cnt; k += 8) {
             const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
             __m256 X, Y, Z, M;
             floe_load4x8(xm, id + k, &X, &Y, &Z, &M);
@@ -284,21 +282,12 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
             const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
                                                                       _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
                                    : dw0;
-            const __m256 wj = _mm256_and_ps(M, mask), g = _mm256_mul_ps(wj, dw);
+            const __m256 wj = M, g = _mm256_mul_ps(wj, dw);
             const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
-            const __m256i nj8 = _mm256_add_epi32(j8, base8);
-            if (cnt - k >= 8) {
-                _mm256_storeu_si256((__m256i *)(nj + k), nj8);
-                _mm256_storeu_ps(gx + k, px);
-                _mm256_storeu_ps(gy + k, py);
-                _mm256_storeu_ps(gz + k, pz);
-            } else {
-                const __m256i im = _mm256_castps_si256(mask);
-                _mm256_maskstore_epi32((int *)(nj + k), im, nj8);
-                _mm256_maskstore_ps(gx + k, im, px);
-                _mm256_maskstore_ps(gy + k, im, py);
-                _mm256_maskstore_ps(gz + k, im, pz);
-            }
+            _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(j8, base8));
+            _mm256_storeu_ps(gx + k, px);
+            _mm256_storeu_ps(gy + k, py);
+            _mm256_storeu_ps(gz + k, pz);
             ax = _mm256_add_ps(ax, px), ay = _mm256_add_ps(ay, py), az = _mm256_add_ps(az, pz);
             as = _mm256_add_ps(as, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), _mm256_mul_ps(dw, dw)), r2));
             if (visc || div) {
@@ -321,7 +310,6 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
                 }
             }
         }
-        k = cnt;
         sx = floe_hsum8(ax), sy = floe_hsum8(ay), sz = floe_hsum8(az), ss = floe_hsum8(as);
         vx = floe_hsum8(bx), vy = floe_hsum8(by), vz = floe_hsum8(bz), dv = floe_hsum8(ad);
     }
@@ -337,7 +325,7 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         gz[k] = g * dz;
         sx += g * dx, sy += g * dy, sz += g * dz;
         ss += mi * w[j] * dw * dw * r2;
-        if (div)
+        if (div) /* as row_rel_dot's tail */
             dv += (ui - ur[4 * j]) * gx[k] + (vi - ur[4 * j + 1]) * gy[k] + (wi - ur[4 * j + 2]) * gz[k];
         if (visc) {
             const float c = w[j] * dw0 * ((ui - ur[4 * j]) * dx + (vi - ur[4 * j + 1]) * dy + (wi - ur[4 * j + 2]) * dz) /
