@@ -265,7 +265,7 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
     float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0, dv = 0;
     uint32_t k = 0;
 #if defined(__AVX2__)
-    if (!per && cnt >= 8) {
+    if (!per) {
         const __m256 xi8 = _mm256_set1_ps(xi), yi8 = _mm256_set1_ps(yi), zi8 = _mm256_set1_ps(zi);
         const __m256 g8 = _mm256_set1_ps(kc->g), ih8 = _mm256_set1_ps(kc->inv_H), rm8 = _mm256_set1_ps(kc->r_min2);
         const __m256 mi8 = _mm256_set1_ps(mi), gi8 = _mm256_set1_ps(gam_i), eps8 = _mm256_set1_ps(eps);
@@ -312,6 +312,57 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         }
         sx = floe_hsum8(ax), sy = floe_hsum8(ay), sz = floe_hsum8(az), ss = floe_hsum8(as);
         vx = floe_hsum8(bx), vy = floe_hsum8(by), vz = floe_hsum8(bz), dv = floe_hsum8(ad);
+        if (k < cnt) { /* the tail as one masked block (the core's rows are padded with valid
+                        * indices); its terms, each the plain loop's float, added one by one
+                        * in the plain loop's order */
+            const __m256 mask = floe_row_mask8(cnt, k);
+            const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
+            __m256 X, Y, Z, wj;
+            floe_load4x8(xm, id + k, &X, &Y, &Z, &wj);
+            const __m256 dx = _mm256_sub_ps(xi8, X), dy = _mm256_sub_ps(yi8, Y), dz = _mm256_sub_ps(zi8, Z);
+            const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+            const __m256 dw0 = floe_dw_r_hat8(g8, ih8, rm8, r2);
+            const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
+                                                                      _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
+                                   : dw0;
+            const __m256 g = _mm256_mul_ps(wj, dw);
+            const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
+            const __m256i im = _mm256_castps_si256(mask);
+            _mm256_maskstore_epi32((int *)(nj + k), im, _mm256_add_epi32(j8, base8));
+            _mm256_maskstore_ps(gx + k, im, px);
+            _mm256_maskstore_ps(gy + k, im, py);
+            _mm256_maskstore_ps(gz + k, im, pz);
+            float tx[8], ty[8], tz[8], ts[8], td[8], cx[8], cy[8], cz[8];
+            _mm256_storeu_ps(tx, px), _mm256_storeu_ps(ty, py), _mm256_storeu_ps(tz, pz);
+            _mm256_storeu_ps(ts, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), dw), dw), r2));
+            if (visc || div) {
+                __m256 ux, uy, uz, irho;
+                floe_load4x8(ur, id + k, &ux, &uy, &uz, &irho);
+                if (div)
+                    _mm256_storeu_ps(td, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), px),
+                                                                     _mm256_mul_ps(_mm256_sub_ps(vi8, uy), py)),
+                                                       _mm256_mul_ps(_mm256_sub_ps(wi8, uz), pz)));
+                if (visc) { /* the plain loop's c, rho_j gathered */
+                    const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
+                                                                   _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
+                                                     _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
+                    const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot),
+                                                   _mm256_mul_ps(_mm256_i32gather_ps(rt, j8, 4), _mm256_add_ps(r2, eps8)));
+                    _mm256_storeu_ps(cx, _mm256_mul_ps(c, dx));
+                    _mm256_storeu_ps(cy, _mm256_mul_ps(c, dy));
+                    _mm256_storeu_ps(cz, _mm256_mul_ps(c, dz));
+                }
+            }
+            for (uint32_t l = 0; l < cnt - k; l++) {
+                sx += tx[l], sy += ty[l], sz += tz[l];
+                ss += ts[l];
+                if (div)
+                    dv += td[l];
+                if (visc)
+                    vx += cx[l], vy += cy[l], vz += cz[l];
+            }
+            k = cnt;
+        }
     }
 #else
     (void)xm;
