@@ -54,7 +54,8 @@
  * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
  * gathered; the plain loops take the rows' tails and other CPUs. The
  * set-up reads the neighbours' x, y, z, m from records packed once a call
- * and their 1/rho from u's fourth lane.
+ * and their 1/rho from u's fourth lane, and runs each row's tail as one
+ * masked block.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
@@ -250,9 +251,10 @@ typedef struct setup {
  * gradients times (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time
  * (not on periodic axes): the neighbours' x, y, z and m from the packed
  * records xm, their u and 1/rho from u's records (u_x, u_y, u_z, 1/rho),
- * eight 16-byte loads each (floe_load4x8). The plain loop takes the row's
- * tail (the sums in the order row_rel_dot and the passes use), periodic
- * axes and other CPUs;
+ * eight 16-byte loads each (floe_load4x8); the row's tail as one masked
+ * block (the core's rows are padded with valid indices) whose terms are
+ * added one by one, so every sum is the plain loop's float for float. The
+ * plain loop takes periodic axes and other CPUs;
  * corr, visc, div and per are constants where it is inlined, so each
  * combination is its own branch-free loop. */
 FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt, const float *restrict xt,
