@@ -243,6 +243,32 @@ typedef struct setup {
     dfsph_state *s;
 } setup;
 
+#if defined(__AVX2__)
+/* eight pairs of the set-up, row block id[0..8): j, x_ij, r^2, dW/dr / r
+ * (dw0; dw with the gradient correction), m_j, and m_j grad W_ij */
+typedef struct pairs8 {
+    __m256i j;
+    __m256 dx, dy, dz, r2, dw0, dw, m, px, py, pz;
+} pairs8;
+
+FLOE_ROW_FN pairs8 setup_pairs8(const float *restrict xm, const uint32_t *id, const float *restrict gt, __m256 xi8,
+                                __m256 yi8, __m256 zi8, __m256 g8, __m256 ih8, __m256 rm8, __m256 gi8, const int corr)
+{
+    pairs8 q;
+    __m256 X, Y, Z;
+    q.j = _mm256_loadu_si256((const __m256i *)id);
+    floe_load4x8(xm, id, &X, &Y, &Z, &q.m);
+    q.dx = _mm256_sub_ps(xi8, X), q.dy = _mm256_sub_ps(yi8, Y), q.dz = _mm256_sub_ps(zi8, Z);
+    q.r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(q.dx, q.dx), _mm256_mul_ps(q.dy, q.dy)), _mm256_mul_ps(q.dz, q.dz));
+    q.dw0 = floe_dw_r_hat8(g8, ih8, rm8, q.r2);
+    q.dw = corr ? _mm256_mul_ps(q.dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, q.j, 4))))
+                : q.dw0;
+    const __m256 g = _mm256_mul_ps(q.m, q.dw);
+    q.px = _mm256_mul_ps(g, q.dx), q.py = _mm256_mul_ps(g, q.dy), q.pz = _mm256_mul_ps(g, q.dz);
+    return q;
+}
+#endif
+
 /* one fluid target's row of particle i: m_j grad W_ij of every pair into the
  * CSR row (nj, gx, gy, gz), and acc += (sum_j m_j grad W_ij, sum_j m_i m_j
  * |grad W_ij|^2, with `visc` sum_j m_j / rho_j (v_ij . x_ij) / (r^2 + eps)
@@ -275,18 +301,10 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         const __m256i base8 = _mm256_set1_epi32((int)base);
         __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax, ad = ax;
         for (; k + 8 <= cnt; k += 8) {
-            const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
-            __m256 X, Y, Z, M;
-            floe_load4x8(xm, id + k, &X, &Y, &Z, &M);
-            const __m256 dx = _mm256_sub_ps(xi8, X), dy = _mm256_sub_ps(yi8, Y), dz = _mm256_sub_ps(zi8, Z);
-            const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-            const __m256 dw0 = floe_dw_r_hat8(g8, ih8, rm8, r2);
-            const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
-                                                                      _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
-                                   : dw0;
-            const __m256 wj = M, g = _mm256_mul_ps(wj, dw);
-            const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
-            _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(j8, base8));
+            const pairs8 q = setup_pairs8(xm, id + k, gt, xi8, yi8, zi8, g8, ih8, rm8, gi8, corr);
+            const __m256 dx = q.dx, dy = q.dy, dz = q.dz, r2 = q.r2, dw0 = q.dw0, dw = q.dw, wj = q.m;
+            const __m256 px = q.px, py = q.py, pz = q.pz;
+            _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(q.j, base8));
             _mm256_storeu_ps(gx + k, px);
             _mm256_storeu_ps(gy + k, py);
             _mm256_storeu_ps(gz + k, pz);
@@ -318,17 +336,10 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
                         * indices); its terms, each the plain loop's float, added one by one
                         * in the plain loop's order */
             const __m256 mask = floe_row_mask8(cnt, k);
-            const __m256i j8 = _mm256_loadu_si256((const __m256i *)(id + k));
-            __m256 X, Y, Z, wj;
-            floe_load4x8(xm, id + k, &X, &Y, &Z, &wj);
-            const __m256 dx = _mm256_sub_ps(xi8, X), dy = _mm256_sub_ps(yi8, Y), dz = _mm256_sub_ps(zi8, Z);
-            const __m256 r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-            const __m256 dw0 = floe_dw_r_hat8(g8, ih8, rm8, r2);
-            const __m256 dw = corr ? _mm256_mul_ps(dw0, _mm256_mul_ps(_mm256_set1_ps(0.5f),
-                                                                      _mm256_add_ps(gi8, _mm256_i32gather_ps(gt, j8, 4))))
-                                   : dw0;
-            const __m256 g = _mm256_mul_ps(wj, dw);
-            const __m256 px = _mm256_mul_ps(g, dx), py = _mm256_mul_ps(g, dy), pz = _mm256_mul_ps(g, dz);
+            const pairs8 q = setup_pairs8(xm, id + k, gt, xi8, yi8, zi8, g8, ih8, rm8, gi8, corr);
+            const __m256i j8 = q.j;
+            const __m256 dx = q.dx, dy = q.dy, dz = q.dz, r2 = q.r2, dw0 = q.dw0, dw = q.dw, wj = q.m;
+            const __m256 px = q.px, py = q.py, pz = q.pz;
             const __m256i im = _mm256_castps_si256(mask);
             _mm256_maskstore_epi32((int *)(nj + k), im, _mm256_add_epi32(j8, base8));
             _mm256_maskstore_ps(gx + k, im, px);
