@@ -54,8 +54,7 @@
  * 16-byte records loaded whole (floe_load4x8, <floe/simd.h>), P_j is
  * gathered; the plain loops take the rows' tails and other CPUs. The
  * set-up reads the neighbours' x, y, z, m from records packed once a call
- * and their 1/rho from u's fourth lane, and runs each row's tail as one
- * masked block.
+ * and runs each row's tail as one masked block.
  * Loops are gathers with a static schedule; the errors are summed in fixed
  * chunks of 512 particles, in order, so a run is bitwise the same for any
  * thread count. docs/dfsph.md has the parameters and measured results. */
@@ -82,7 +81,7 @@ typedef struct dfsph_state {
     float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
-    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 1/rho) */
+    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
     float *xm;          /* 4N: x, y, z, m of every fluid particle, 16-byte records (the set-up's AVX2 rows) */
     float *P;           /* N: the iterate P = p / rho^2 */
     float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
@@ -267,6 +266,18 @@ FLOE_ROW_FN pairs8 setup_pairs8(const float *restrict xm, const uint32_t *id, co
     q.px = _mm256_mul_ps(g, q.dx), q.py = _mm256_mul_ps(g, q.dy), q.pz = _mm256_mul_ps(g, q.dz);
     return q;
 }
+
+/* the viscous weights of eight pairs, the plain loop's c lane by lane:
+ * m_j dW/dr / r (v_ij . x_ij) / (rho_j (r^2 + eps)) */
+FLOE_ROW_FN __m256 setup_visc8(const pairs8 *q, __m256 ux, __m256 uy, __m256 uz, __m256 ui8, __m256 vi8, __m256 wi8,
+                               const float *restrict rt, __m256 eps8)
+{
+    const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), q->dx),
+                                                   _mm256_mul_ps(_mm256_sub_ps(vi8, uy), q->dy)),
+                                     _mm256_mul_ps(_mm256_sub_ps(wi8, uz), q->dz));
+    return _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(q->m, q->dw0), dot),
+                         _mm256_mul_ps(_mm256_i32gather_ps(rt, q->j, 4), _mm256_add_ps(q->r2, eps8)));
+}
 #endif
 
 /* one fluid target's row of particle i: m_j grad W_ij of every pair into the
@@ -276,8 +287,8 @@ FLOE_ROW_FN pairs8 setup_pairs8(const float *restrict xm, const uint32_t *id, co
  * grad W_ij, the row's part of Drho_i/Dt of u); with `corr` the pair
  * gradients times (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time
  * (not on periodic axes): the neighbours' x, y, z and m from the packed
- * records xm, their u and 1/rho from u's records (u_x, u_y, u_z, 1/rho),
- * eight 16-byte loads each (floe_load4x8); the row's tail as one masked
+ * records xm, their u from u's records, eight 16-byte loads each
+ * (floe_load4x8), rho_j gathered for the viscosity; the row's tail as one masked
  * block (the core's rows are padded with valid indices) whose terms are
  * added one by one, so every sum is the plain loop's float for float. The
  * plain loop takes periodic axes and other CPUs;
@@ -302,8 +313,7 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
         __m256 ax = _mm256_setzero_ps(), ay = ax, az = ax, as = ax, bx = ax, by = ax, bz = ax, ad = ax;
         for (; k + 8 <= cnt; k += 8) {
             const pairs8 q = setup_pairs8(xm, id + k, gt, xi8, yi8, zi8, g8, ih8, rm8, gi8, corr);
-            const __m256 dx = q.dx, dy = q.dy, dz = q.dz, r2 = q.r2, dw0 = q.dw0, dw = q.dw, wj = q.m;
-            const __m256 px = q.px, py = q.py, pz = q.pz;
+            const __m256 r2 = q.r2, dw = q.dw, wj = q.m, px = q.px, py = q.py, pz = q.pz;
             _mm256_storeu_si256((__m256i *)(nj + k), _mm256_add_epi32(q.j, base8));
             _mm256_storeu_ps(gx + k, px);
             _mm256_storeu_ps(gy + k, py);
@@ -311,22 +321,18 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
             ax = _mm256_add_ps(ax, px), ay = _mm256_add_ps(ay, py), az = _mm256_add_ps(az, pz);
             as = _mm256_add_ps(as, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), _mm256_mul_ps(dw, dw)), r2));
             if (visc || div) {
-                __m256 ux, uy, uz, irho;
-                floe_load4x8(ur, id + k, &ux, &uy, &uz, &irho);
+                __m256 ux, uy, uz, uw;
+                floe_load4x8(ur, id + k, &ux, &uy, &uz, &uw);
                 if (div) { /* as row_rel_dot sums it */
                     ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(ui8, ux), px));
                     ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(vi8, uy), py));
                     ad = _mm256_add_ps(ad, _mm256_mul_ps(_mm256_sub_ps(wi8, uz), pz));
                 }
                 if (visc) {
-                    const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
-                                                                   _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
-                                                     _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
-                    const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot), irho),
-                                                   _mm256_add_ps(r2, eps8));
-                    bx = _mm256_add_ps(bx, _mm256_mul_ps(c, dx));
-                    by = _mm256_add_ps(by, _mm256_mul_ps(c, dy));
-                    bz = _mm256_add_ps(bz, _mm256_mul_ps(c, dz));
+                    const __m256 c = setup_visc8(&q, ux, uy, uz, ui8, vi8, wi8, rt, eps8);
+                    bx = _mm256_add_ps(bx, _mm256_mul_ps(c, q.dx));
+                    by = _mm256_add_ps(by, _mm256_mul_ps(c, q.dy));
+                    bz = _mm256_add_ps(bz, _mm256_mul_ps(c, q.dz));
                 }
             }
         }
@@ -337,11 +343,10 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
                         * in the plain loop's order */
             const __m256 mask = floe_row_mask8(cnt, k);
             const pairs8 q = setup_pairs8(xm, id + k, gt, xi8, yi8, zi8, g8, ih8, rm8, gi8, corr);
-            const __m256i j8 = q.j;
-            const __m256 dx = q.dx, dy = q.dy, dz = q.dz, r2 = q.r2, dw0 = q.dw0, dw = q.dw, wj = q.m;
+            const __m256 dx = q.dx, dy = q.dy, dz = q.dz, r2 = q.r2, dw = q.dw, wj = q.m;
             const __m256 px = q.px, py = q.py, pz = q.pz;
             const __m256i im = _mm256_castps_si256(mask);
-            _mm256_maskstore_epi32((int *)(nj + k), im, _mm256_add_epi32(j8, base8));
+            _mm256_maskstore_epi32((int *)(nj + k), im, _mm256_add_epi32(q.j, base8));
             _mm256_maskstore_ps(gx + k, im, px);
             _mm256_maskstore_ps(gy + k, im, py);
             _mm256_maskstore_ps(gz + k, im, pz);
@@ -349,18 +354,14 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
             _mm256_storeu_ps(tx, px), _mm256_storeu_ps(ty, py), _mm256_storeu_ps(tz, pz);
             _mm256_storeu_ps(ts, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(mi8, wj), dw), dw), r2));
             if (visc || div) {
-                __m256 ux, uy, uz, irho;
-                floe_load4x8(ur, id + k, &ux, &uy, &uz, &irho);
+                __m256 ux, uy, uz, uw;
+                floe_load4x8(ur, id + k, &ux, &uy, &uz, &uw);
                 if (div)
                     _mm256_storeu_ps(td, _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), px),
                                                                      _mm256_mul_ps(_mm256_sub_ps(vi8, uy), py)),
                                                        _mm256_mul_ps(_mm256_sub_ps(wi8, uz), pz)));
-                if (visc) { /* the plain loop's c, rho_j gathered */
-                    const __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(ui8, ux), dx),
-                                                                   _mm256_mul_ps(_mm256_sub_ps(vi8, uy), dy)),
-                                                     _mm256_mul_ps(_mm256_sub_ps(wi8, uz), dz));
-                    const __m256 c = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(wj, dw0), dot),
-                                                   _mm256_mul_ps(_mm256_i32gather_ps(rt, j8, 4), _mm256_add_ps(r2, eps8)));
+                if (visc) {
+                    const __m256 c = setup_visc8(&q, ux, uy, uz, ui8, vi8, wi8, rt, eps8);
                     _mm256_storeu_ps(cx, _mm256_mul_ps(c, dx));
                     _mm256_storeu_ps(cy, _mm256_mul_ps(c, dy));
                     _mm256_storeu_ps(cz, _mm256_mul_ps(c, dz));
@@ -804,9 +805,9 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
         if (!v[q] || !a[q] || !p[q] || !kv[q])
             return FLOE_ERR_ARG;
-        /* u = v with 1/rho beside it, and the packed (x, y, z, m) */
+        /* u = v, and the packed (x, y, z, m) */
         float *restrict uu = s->u + 4 * f[q].off, *restrict xm = s->xm + 4 * f[q].off;
-        const float *restrict vq = v[q], *restrict rq = s->rho + f[q].off;
+        const float *restrict vq = v[q];
         const float *restrict xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
         const float *restrict mq = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
         if (!xq || !mq)
@@ -815,7 +816,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
                 uu[4 * i + k] = vq[3 * i + k], xm[4 * i + k] = xq[3 * i + k];
-            uu[4 * i + 3] = rq[i] > 0.0f ? 1.0f / rq[i] : 0.0f;
+            uu[4 * i + 3] = 0.0f;
             xm[4 * i + 3] = mq[i];
         }
     }
