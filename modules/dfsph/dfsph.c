@@ -61,6 +61,7 @@
 #include "dfsph.h"
 
 #include <floe/simd.h>
+#include <floe/sph_pack.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,7 +83,6 @@ typedef struct dfsph_state {
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
     float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
-    float *xm;          /* 4N: x, y, z, m of every fluid particle, 16-byte records (the set-up's AVX2 rows) */
     float *P;           /* N: the iterate P = p / rho^2 */
     float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
     float *S;           /* N: the solve's source */
@@ -95,6 +95,7 @@ typedef struct dfsph_state {
     uint8_t *few;       /* N: too few neighbours for the divergence solver */
     uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
     double *part;       /* chunk partial sums */
+    floe_records rec;   /* A = (x, y, z, m) of every fluid set (floe_pack_fluids): the set-up's AVX2 rows */
     struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
 } dfsph_state;
 
@@ -110,9 +111,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 
 static void free_particles(dfsph_state *s)
 {
-    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->xm), free(s->P), free(s->Pold), free(s->S), free(s->ap);
+    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
     free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->av), free(s->few), free(s->own), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->xm = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
+    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
     s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -131,6 +132,7 @@ static void dfsph_fini(void *state)
         return;
     free_particles(s);
     free_pairs(s);
+    floe_records_free(&s->rec);
     dfsph_cl_free(s->cl);
     free(s);
 }
@@ -145,7 +147,6 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->Gb = malloc(3 * cap * sizeof(float));
     s->D = malloc(cap * sizeof(float));
     s->u = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
-    s->xm = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->P = malloc(cap * sizeof(float));
     s->Pold = malloc(cap * sizeof(float));
     s->S = malloc(cap * sizeof(float));
@@ -158,7 +159,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->few = malloc(cap);
     s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->xm || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
+    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
         !s->own || !s->part) {
         free_particles(s);
         return -1;
@@ -242,7 +243,7 @@ typedef struct setup {
     dfsph_state *s;
 } setup;
 
-#if defined(__AVX2__)
+#ifdef FLOE_SPH_AVX2
 /* eight pairs of the set-up, row block id[0..8): j, x_ij, r^2, dW/dr / r
  * (dw0; dw with the gradient correction), m_j, and m_j grad W_ij */
 typedef struct pairs8 {
@@ -287,7 +288,7 @@ FLOE_ROW_FN __m256 setup_visc8(const pairs8 *q, __m256 ux, __m256 uy, __m256 uz,
  * grad W_ij, the row's part of Drho_i/Dt of u); with `corr` the pair
  * gradients times (gamma_i + gamma_j) / 2. With AVX2 eight pairs at a time
  * (not on periodic axes): the neighbours' x, y, z and m from the packed
- * records xm, their u from u's records, eight 16-byte loads each
+ * records xm (floe_pack_fluids), their u from u's records, eight 16-byte loads each
  * (floe_load4x8), rho_j gathered for the viscosity; the row's tail as one masked
  * block (the core's rows are padded with valid indices) whose terms are
  * added one by one, so every sum is the plain loop's float for float. The
@@ -303,7 +304,7 @@ FLOE_ROW_FN void setup_row(const floe_kconst *kc, const uint32_t *restrict id, u
 {
     float sx = 0, sy = 0, sz = 0, ss = 0, vx = 0, vy = 0, vz = 0, dv = 0;
     uint32_t k = 0;
-#if defined(__AVX2__)
+#ifdef FLOE_SPH_AVX2
     if (!per) {
         const __m256 xi8 = _mm256_set1_ps(xi), yi8 = _mm256_set1_ps(yi), zi8 = _mm256_set1_ps(zi);
         const __m256 g8 = _mm256_set1_ps(kc->g), ih8 = _mm256_set1_ps(kc->inv_H), rm8 = _mm256_set1_ps(kc->r_min2);
@@ -430,7 +431,7 @@ FLOE_ROW_FN void setup_one(const setup *u, uint32_t i, const int per)
         uint32_t *restrict nj = s->nj + o;
         float *restrict gx = s->gx + o, *restrict gy = s->gy + o, *restrict gz = s->gz + o;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        const float *restrict xm = s->xm + 4 * tg->off;
+        const float *restrict xm = s->rec.A ? s->rec.A + 4 * tg->off : NULL; /* packed unless periodic */
 #define SETUP_ROW(corr, visc, div)                                                                                \
     setup_row(kc, id, cnt, xt, w, xm, xi, yi, zi, mi, base, nj, gx, gy, gz, gt, gam_i, ur, rt, ui, vi, wi, eps, acc, \
               per, corr, visc, div)
@@ -805,21 +806,19 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
         kv[q] = floe_attr_of(api, ctx, &f[q], "dfsph_kv", FLOE_F32);
         if (!v[q] || !a[q] || !p[q] || !kv[q])
             return FLOE_ERR_ARG;
-        /* u = v, and the packed (x, y, z, m) */
-        float *restrict uu = s->u + 4 * f[q].off, *restrict xm = s->xm + 4 * f[q].off;
+        float *restrict uu = s->u + 4 * f[q].off;
         const float *restrict vq = v[q];
-        const float *restrict xq = floe_attr_of(api, ctx, &f[q], "x", FLOE_VEC3);
-        const float *restrict mq = floe_attr_of(api, ctx, &f[q], "m", FLOE_F32);
-        if (!xq || !mq)
-            return FLOE_ERR_ARG;
 #pragma omp parallel for schedule(static)
         for (uint32_t i = 0; i < n; i++) {
             for (int k = 0; k < 3; k++)
-                uu[4 * i + k] = vq[3 * i + k], xm[4 * i + k] = xq[3 * i + k];
+                uu[4 * i + k] = vq[3 * i + k];
             uu[4 * i + 3] = 0.0f;
-            xm[4 * i + 3] = mq[i];
         }
     }
+    int packed; /* the set-up's rows read the neighbours' (x, y, z, m) from s->rec.A; 0 only on periodic axes,
+                 * where they take the plain loop */
+    if ((st = floe_pack_fluids(api, ctx, &s->rec, &kc, f, nf, 0, NULL, &packed)) != FLOE_OK)
+        return st;
     for (int q = 0; q < nf; q++) {
         const uint32_t n = f[q].info.n;
         if (n == 0)
