@@ -63,7 +63,8 @@ one() {  # 1 rank x 2 threads on cores 2,3 ($1: extra options)
 ranks() {  # $1 ranks x 2 threads, rank r on cores $2+2r, $2+2r+1, $1 times the particles ($3: extra options)
   "$MPIRUN" --oversubscribe --bind-to none -np "$1" sh -c \
     'c=$(('"$2"' + 2 * OMPI_COMM_WORLD_RANK)); exec taskset -c $c,$((c + 1)) "$0" "$@"' \
-    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set length="$1" --balance 2 $3 --out "$OUT/r$1" \
+    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set "${SCALE:-length}"="$1" --balance 2 $3 ${RANK_OPTS:-} \
+    --out "$OUT/r$1" \
     > "$OUT/r$1.log" 2>&1
   grep -E "mpi: [0-9]|mpi: load balance|error" "$OUT/r$1.log" | head -4
   grep -E "ms per step" "$OUT/r$1.log" | sed 's/^floe: info: mpi: //'
@@ -72,6 +73,7 @@ ranks() {  # $1 ranks x 2 threads, rank r on cores $2+2r, $2+2r+1, $1 times the 
 rate() { sed -n 's/.* \([0-9.e+]*\) particle-steps\/s.*/\1/p' | tail -1; }
 
 echo "== nproc $(nproc); $(lscpu | grep 'Model name' | sed 's/  */ /g')"
+if [ "${PAIRS_ONLY:-0}" != 1 ]; then
 echo "== 1 rank x 2 threads, 59,319 particles (cores 2,3)"
 L=$(one ""); echo "$L"; P1a=$(echo "$L" | rate)
 echo "== 4 independent 1-rank runs at once, each on its own 2 cores (2-9), no MPI: what sharing the"
@@ -105,20 +107,36 @@ awk -v a="$P1a" -v b="$P1b" -v c="$P4a" -v d="$P4b" -v i="$PI" -v e="$P8" 'BEGIN
   printf "1 rank: %s, %s particle-steps/s; 4 independent copies: %s in all; 4 ranks: %s, %s; 8 ranks: %s\n", a, b, i, c, d, e;
   if (one > 0) printf "efficiency, 4 ranks: run 1 %.3f, run 2 %.3f, best/best %.3f; 8 ranks %.3f\n", c / (4 * a), d / (4 * b), four / (4 * one), e / (8 * one);
   if (i > 0) printf "4 independent copies / (4 x 1 rank): %.3f (the memory system); 4 ranks / 4 copies: %.3f (the decomposition)\n", i / (4 * one), four / i }'
+fi
 # PAIRS=K (default 0): then K more pairs, each a 1-rank run directly followed by a
 # 4-rank run, and the median of the pairs' efficiencies. On a shared host whose
 # speed moves between runs (docs/performance.md: 1.6x within half an hour on the
 # H200 host) a pair's ratio is steadier than the best of separate runs.
+# VARIANTS="opts A|opts B" (with PAIRS): each pair's 1-rank run is followed by
+# one 4-rank run per variant, in turn, with those options added (e.g.
+# VARIANTS="--mpi-skin 0|--mpi-skin 0.5"), and a median per variant.
+# SCALE=width (default length): the 4-rank scene is 4 times as wide (along z,
+# cut into slabs along z: add --decomp slabs) instead of 4 times as long.
+# PAIRS_ONLY=1: the pairs alone (the runs above skipped).
 if [ "${PAIRS:-0}" -gt 0 ]; then
   SECS=0.5
-  echo "== $PAIRS pairs: 1 rank, then 4 ranks"
-  E=""
+  IFS='|' read -r -a VAR <<< "${VARIANTS:-}"
+  [ ${#VAR[@]} -eq 0 ] && VAR=("")
+  echo "== $PAIRS pairs: 1 rank, then 4 ranks (${SCALE:-length} = 4) with each of: ${VARIANTS:-the defaults}"
+  declare -a E
   for k in $(seq "$PAIRS"); do
-    a=$(one "" | rate); b=$(ranks 4 2 "" | rate)
-    e=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.3f", b / (4 * a) }')
-    echo "pair $k: 1 rank $a, 4 ranks $b particle-steps/s: efficiency $e"; E="$E $e"
+    a=$(one "" | rate); line="pair $k: 1 rank $a"
+    for v in "${!VAR[@]}"; do
+      R=$(ranks 4 2 "${VAR[$v]}"); b=$(echo "$R" | rate)
+      [ "$k" = 1 ] && echo "$R" | grep -E "^rank [0-9], ms per step" | cut -c1-300
+      e=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.3f", b / (4 * a) }')
+      line="$line; [${VAR[$v]}] 4 ranks $b: efficiency $e"; E[$v]="${E[$v]:-} $e"
+    done
+    echo "$line"
   done
-  echo "$E" | tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END {
-    if (NR) printf "median of %d pairs: %.3f (range %.3f-%.3f)\n", NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+  for v in "${!VAR[@]}"; do
+    echo "${E[$v]}" | tr ' ' '\n' | sed '/^$/d' | sort -n | awk -v name="${VAR[$v]}" '{ v[NR] = $1 } END {
+      if (NR) printf "[%s] median of %d pairs: %.3f (range %.3f-%.3f)\n", name, NR, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+  done
 fi
 rm -rf "$OUT" "$PC"

@@ -1060,6 +1060,61 @@ Test(mpi, slabs_talk_to_their_neighbours_only)
     free(l);
 }
 
+/* each rank's "rebuilt at X% of the steps" (docs/mpi.md, "A step"); the
+ * ranks must agree: they rebuild together */
+static double rebuilt_percent(const char *log, int ranks)
+{
+    double pc = -1;
+    int seen = 0;
+    for (const char *q = log; (q = strstr(q, "rebuilt at ")); q++) {
+        double v;
+        cr_assert_eq(sscanf(q, "rebuilt at %lf%%", &v), 1, "%s", log);
+        cr_assert(pc < 0 || v == pc, "the ranks rebuilt at different steps (%g%% and %g%%):\n%s", pc, v, log);
+        pc = v, seen++;
+    }
+    cr_assert_eq(seen, ranks, "%s", log);
+    return pc;
+}
+
+/* The ghost lists kept between rebuilds (--mpi-skin, docs/mpi.md): ghosts
+ * within H + skin, a migration and new lists only when some particle moved
+ * more than skin / 2 since the last ones. Every neighbour within H is then
+ * at hand at every step: the frames of 4 slabs and of 2 x 2 boxes are one
+ * process's to the bit without a skin (every step rebuilt), with the
+ * default 0.5 H and with 1 H, and the wider the skin, the fewer the
+ * rebuilds. A skin outside [0, 1] is refused. */
+Test(mpi, ghost_lists_kept_between_rebuilds_give_the_frames_of_one_process)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    const char *sets = "--set seconds=0.1";
+    cr_assert_eq(run_ranks(0, "one", sets), 0, "%s", sc_slurp("%s/one.log", sc_tmp));
+    const char *skin[] = {"0", "0.5", "1"};
+    double pc[3];
+    for (int k = 0; k < 3; k++) {
+        char opts[256], name[32];
+        snprintf(name, sizeof name, "slabs%d", k);
+        snprintf(opts, sizeof opts, "%s --decomp slabs --mpi-skin %s", sets, skin[k]);
+        cr_assert_eq(run_ranks(4, name, opts), 0, "%s", sc_slurp("%s/%s.log", sc_tmp, name));
+        char *log = sc_slurp("%s/%s.log", sc_tmp, name);
+        pc[k] = rebuilt_percent(log, 4);
+        free(log);
+        compare_runs("one", name, 5, 0.0, 1);
+        snprintf(name, sizeof name, "boxes%d", k);
+        snprintf(opts, sizeof opts, "%s --decomp boxes --mpi-skin %s", sets, skin[k]);
+        cr_assert_eq(run_ranks(4, name, opts), 0, "%s", sc_slurp("%s/%s.log", sc_tmp, name));
+        compare_runs("one", name, 5, 0.0, 1);
+    }
+    cr_log_info("rebuilt at %g%%, %g%%, %g%% of the steps with a skin of 0, 0.5 and 1 H", pc[0], pc[1], pc[2]);
+    cr_assert_eq(pc[0], 100.0);
+    cr_assert(pc[1] < 50 && pc[1] > 0 && pc[2] < pc[1], "rebuilt at %g%%, %g%%, %g%%", pc[0], pc[1], pc[2]);
+    cr_assert_neq(run_ranks(2, "bad", "--mpi-skin 1.5"), 0);
+    char *bad = sc_slurp("%s/bad.log", sc_tmp);
+    cr_assert(strstr(bad, "--mpi-skin '1.5': expected a number in [0, 1]"), "%s", bad);
+    free(bad);
+}
+
 Test(mpi, iisph_on_2_and_4_ranks_gives_the_frames_of_one_process)
 {
     if (!have_mpi())

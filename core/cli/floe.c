@@ -61,6 +61,9 @@ static const char help_run[] =
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
     "  --balance K     under mpirun: move the slabs to even out particle counts at most every\n"
     "                  K frames (default 10, 0 = never; docs/mpi.md)\n"
+    "  --mpi-skin F    under mpirun: ghosts within (1 + F) support radii of a box, migration and\n"
+    "                  ghost lists only when a particle moved F/2 of it (default 0.5, 0 = every\n"
+    "                  step; docs/mpi.md)\n"
     "  --decomp D      under mpirun: slabs, boxes or auto (default: the split with the least\n"
     "                  cut area between the ranks; docs/mpi.md)\n"
     "  --device P:D    OpenCL platform and device as `floe devices` lists them\n"
@@ -370,6 +373,13 @@ static int cmd_run(int argc, char **argv, int bench)
                 return 2;
             }
             floe_mpi_balance_every((int)v);
+        } else if (!strcmp(a, "--mpi-skin") && has) {
+            double f;
+            if (parse_double(cmd, a, argv[++i], 0, 1, &f)) {
+                free(sets);
+                return 2;
+            }
+            floe_mpi_skin(f);
         } else if (!strcmp(a, "--decomp") && has) {
             if (floe_mpi_decomp(argv[++i])) {
                 fprintf(stderr, "floe %s: --decomp must be slabs, boxes or auto, got '%s'\n", bench ? "bench" : "run",

@@ -39,6 +39,7 @@
 #include "decomp_int.h"
 
 static int world_size = 1, world_rank = 0, balance_every = 10;
+static double skin_frac = SKIN_DEFAULT; /* of the support radius (floe_mpi_skin) */
 
 int floe_mpi_begin(int *argc, char ***argv, char *err, size_t errlen)
 {
@@ -74,6 +75,14 @@ int floe_mpi_size(int *rank)
 }
 
 void floe_mpi_balance_every(int frames) { balance_every = frames < 0 ? 0 : frames; }
+
+int floe_mpi_skin(double frac)
+{
+    if (!(frac >= 0 && frac <= 1))
+        return -1;
+    skin_frac = frac;
+    return 0;
+}
 
 static int decomp_mode = DD_AUTO;
 
@@ -232,6 +241,10 @@ enum { TAG_COUNT = 11, TAG_MIGRATE, TAG_GHOSTS, TAG_HALO };
 /* the halo's width: the support radius, with room for rounding */
 static double halo_width(const floe_ctx *ctx) { return (double)ctx->info.support * (1 + 1e-4); }
 
+/* the ghosts' width: the halo's and the skin (the particles' moves between
+ * two rebuilds, skin / 2 each at most: dd_step_begin) */
+static double ghost_width(const floe_ctx *ctx) { return halo_width(ctx) + ctx->dd->skin; }
+
 /* Periodic axes (floe.sim{periodic}): the boxes at the domain's two ends
  * meet across it. An end box's open side is the domain's face there, and
  * distances along the axis are the shortest of the direct one and the two
@@ -269,7 +282,7 @@ static double gap_on_axis(const floe_ctx *ctx, int k, double a0, double a1, doub
  * halo's width of it (both ways: the relation is symmetric) */
 static void set_partners(floe_ctx *ctx, struct floe_dd *d)
 {
-    const double R = halo_width(ctx);
+    const double R = ghost_width(ctx);
     dd_geom_box(&d->geom, d->rank, d->lo, d->hi);
     d->np = 0;
     for (int q = 0; q < d->size; q++) {
@@ -291,7 +304,7 @@ static void set_partners(floe_ctx *ctx, struct floe_dd *d)
  * and all of their neighbours (the walls' volumes) */
 static void apply_window(floe_ctx *ctx, struct floe_dd *d)
 {
-    const double M = halo_width(ctx) + 3.0 * (double)ctx->info.support;
+    const double M = ghost_width(ctx) + 0.5 * d->skin + 3.0 * (double)ctx->info.support;
     double lo[3], hi[3];
     for (int k = 0; k < 3; k++)
         lo[k] = -INFINITY, hi[k] = INFINITY;
@@ -432,6 +445,7 @@ void dd_all_owned(floe_ctx *ctx)
     for (int s = 0; s < ctx->npsets; s++)
         if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
             ctx->dd->sets[s].owned = ctx->sets[s].n, ctx->dd->sets[s].ghosts = 0;
+    ctx->dd->rebuild = 1; /* the ghost lists are of other sets */
 }
 
 int dd_drop_ghosts(floe_ctx *ctx)
@@ -739,7 +753,7 @@ static int build_ghosts(floe_ctx *ctx, int s)
     const size_t row = dd_row_bytes(p);
     const uint32_t n = ds->owned;
     const float *x = pset_attr(p, "x")->data;
-    const double R = halo_width(ctx);
+    const double R = ghost_width(ctx);
     if (reserve_dest(ctx, d, n))
         return FLOE_ERR_NOMEM;
     /* the owned particles within R of a face of the box: candidates */
@@ -824,6 +838,7 @@ static void dd_destroy(struct floe_dd *d)
         dd_set *ds = &d->sets[s];
         free(ds->send_idx), free(ds->scnt), free(ds->soff), free(ds->rcnt), free(ds->roff);
         free(ds->iota), free(ds->border), free(ds->interior), free(ds->preq), free(ds->psbuf), free(ds->prbuf);
+        free(ds->x0);
     }
     dd_geom_free(&d->geom);
     free(d->sbuf), free(d->rbuf), free(d->bs), free(d->bso), free(d->br), free(d->bro);
@@ -853,7 +868,7 @@ int dd_run_begin(floe_ctx *ctx)
          * are already this rank's: dd_keep_new) */
         dd_all_owned(ctx);
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
-        d->steps = d->halos = d->ghosts_sent = d->migrated = 0;
+        d->steps = d->halos = d->ghosts_sent = d->migrated = d->rebuilds = d->last_reorder = 0;
         d->run_step_ms = 0;
         d->run_t0 = dd_now_ms();
         return FLOE_OK;
@@ -862,6 +877,8 @@ int dd_run_begin(floe_ctx *ctx)
     if (!d)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     d->comm = MPI_COMM_NULL;
+    d->skin = skin_frac * (double)ctx->info.support;
+    d->rebuild = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
@@ -938,7 +955,7 @@ int dd_run_begin(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, NFIG };
+enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, F_REBUILDS, NFIG };
 
 static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 {
@@ -947,12 +964,13 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
         ctx_log(ctx, FLOE_LOG_INFO,
                 "mpi: rank %d, ms per step: %.3f in steps, of which migration %.3f (mpi %.3f), ghosts %.3f (mpi "
                 "%.3f), halos %.3f (mpi %.3f, %.1f a step, %.1f overlapped); reductions %.3f (in and between steps); "
-                "load balance %.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned", r, f[F_STEP_MS] / st,
+                "load balance %.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned; rebuilt at %.0f%% of the "
+                "steps", r, f[F_STEP_MS] / st,
                 f[F_PH + PH_MIGRATE] / st, f[F_MPI + PH_MIGRATE] / st, f[F_PH + PH_GHOSTS] / st,
                 f[F_MPI + PH_GHOSTS] / st, f[F_PH + PH_HALO] / st, f[F_MPI + PH_HALO] / st, f[F_HALOS] / st,
                 f[F_OVERLAP] / st,
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
-                f[F_OWNED]);
+                f[F_OWNED], 100 * f[F_REBUILDS] / st);
     }
 }
 
@@ -971,6 +989,94 @@ void dd_run_end(floe_ctx *ctx)
         log_figures(ctx, d);
 }
 
+/* whether this rank's ghost lists are over: a set's count or order changed
+ * since the rebuild (a migration of its own, the sources, deletions, a
+ * scene's additions, a restore), or one of its particles moved more than
+ * half the skin since (a partner's particle that moved as far on its side
+ * could have come within H unseen) */
+static int lists_over(floe_ctx *ctx, struct floe_dd *d)
+{
+    if (d->rebuild || d->migrate_all || !(d->skin > 0))
+        return 1;
+    const float lim2 = (float)(0.25 * d->skin * d->skin);
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        const dd_set *ds = &d->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        if (p->layout != ds->layout || p->nattrs != ds->nattrs || p->n != ds->owned || !ds->x0)
+            return 1;
+        const float *x = pset_attr((pset *)p, "x")->data, *x0 = ds->x0;
+        int over = 0;
+        const uint32_t n = ds->owned;
+#pragma omp parallel for schedule(static) reduction(| : over) if (n > 65536)
+        for (uint32_t i = 0; i < n; i++) {
+            const float a = x[3 * i] - x0[3 * i], b = x[3 * i + 1] - x0[3 * i + 1], c = x[3 * i + 2] - x0[3 * i + 2];
+            over |= !(a * a + b * b + c * c <= lim2); /* not a number: over */
+        }
+        if (over)
+            return 1;
+    }
+    return 0;
+}
+
+/* after a rebuild: where the owned particles are, for lists_over */
+static int keep_positions(floe_ctx *ctx, int s)
+{
+    pset *p = &ctx->sets[s];
+    dd_set *ds = &ctx->dd->sets[s];
+    const size_t need = 3 * (size_t)ds->owned + 1;
+    if (need > ds->x0_cap) {
+        float *q = realloc(ds->x0, need * sizeof *q);
+        if (!q)
+            return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        ds->x0 = q, ds->x0_cap = need;
+    }
+    memcpy(ds->x0, pset_attr(p, "x")->data, 3 * (size_t)ds->owned * sizeof(float));
+    return FLOE_OK;
+}
+
+/* a step between rebuilds: the ghosts come back in the same places, each
+ * partner's block holding its owned particles of the rebuild's lists with
+ * every attribute as they are now (one message a partner, no counts) */
+static int forward_ghosts(floe_ctx *ctx, int s)
+{
+    struct floe_dd *d = ctx->dd;
+    dd_set *ds = &d->sets[s];
+    pset *p = &ctx->sets[s];
+    const size_t row = dd_row_bytes(p);
+    size_t tot = 0, rtot = 0;
+    for (int k = 0; k < d->np; k++) {
+        d->bs[k] = ds->scnt[k] * row, d->bso[k] = ds->soff[k] * row;
+        d->br[k] = ds->rcnt[k] * row, d->bro[k] = ds->roff[k] * row;
+        tot += ds->scnt[k], rtot += ds->rcnt[k];
+    }
+    if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    for (int k = 0; k < d->np; k++)
+        pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
+    int rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts");
+    if (rc)
+        return rc;
+    const uint32_t n = ds->owned;
+    if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
+        return rc;
+    for (int k = 0; k < d->np; k++)
+        unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
+    ds->ghosts = (uint32_t)rtot;
+    p->ghosts = ds->ghosts;
+    ds->layout = p->layout; /* the resize's */
+    memset(ds->dirty, 0, sizeof ds->dirty);
+    d->ghosts_sent += tot;
+    return FLOE_OK;
+}
+
+/* Before the pipeline: the particles that left the box migrate and the
+ * ghosts are rebuilt when any rank's lists are over (lists_over; one
+ * MPI_Allreduce of a flag a step decides it for every rank together, as
+ * every rank must take part in a migration); else the ghosts of the last
+ * rebuild are sent again with their owners' values of now. Without a skin
+ * every step rebuilds, with no collective. */
 int dd_step_begin(floe_ctx *ctx)
 {
     struct floe_dd *d = ctx->dd;
@@ -980,23 +1086,52 @@ int dd_step_begin(floe_ctx *ctx)
     d->ghosts_gone = NULL;
     dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = dd_drop_ghosts(ctx);
+    int over = lists_over(ctx, d);
+    if (!rc && d->skin > 0) { /* every rank rebuilds, or none */
+        d->phase = PH_REDUCE;
+        double r0 = dd_now_ms();
+        int e = MPI_Allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_LOR, d->comm);
+        double r1 = dd_now_ms();
+        d->ph_ms[PH_REDUCE] += r1 - r0, d->ph_mpi[PH_REDUCE] += r1 - r0;
+        if (e != MPI_SUCCESS)
+            rc = dd_mpi_fail(ctx, e, "MPI_Allreduce (ghost lists)");
+    }
+    double t1 = dd_now_ms();
+    if (!rc && !over) {
+        for (int s = 0; s < ctx->npsets && !rc; s++)
+            if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+                rc = forward_ghosts(ctx, s);
+        d->steps++;
+        double t2 = dd_now_ms();
+        d->ph_ms[PH_GHOSTS] += t2 - t1;
+        d->comm_ms += t2 - t0;
+        return rc;
+    }
+    const int reorder = d->steps + 1 >= d->last_reorder + REORDER_EVERY || !d->last_reorder;
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
             continue;
         rc = migrate(ctx, s);
-        if (!rc && d->steps % REORDER_EVERY == 0)
+        if (!rc && reorder)
             rc = reorder_owned(ctx, s);
     }
+    if (reorder)
+        d->last_reorder = d->steps + 1;
     d->migrate_all = 0;
-    double t1 = dd_now_ms();
-    d->ph_ms[PH_MIGRATE] += t1 - t0;
-    for (int s = 0; s < ctx->npsets && !rc; s++)
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            rc = build_ghosts(ctx, s);
-    d->steps++;
     double t2 = dd_now_ms();
-    d->ph_ms[PH_GHOSTS] += t2 - t1;
-    d->comm_ms += t2 - t0;
+    d->ph_ms[PH_MIGRATE] += t2 - t1;
+    for (int s = 0; s < ctx->npsets && !rc; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID && !(rc = keep_positions(ctx, s)) &&
+            !(rc = build_ghosts(ctx, s))) {
+            d->sets[s].layout = ctx->sets[s].layout;
+            d->sets[s].nattrs = ctx->sets[s].nattrs;
+        }
+    d->rebuild = 0;
+    d->rebuilds++;
+    d->steps++;
+    double t3 = dd_now_ms();
+    d->ph_ms[PH_GHOSTS] += t3 - t2;
+    d->comm_ms += t3 - t0;
     return rc;
 }
 
@@ -1524,7 +1659,7 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     double *f = v + 3;
     f[F_STEPS] = (double)d->steps, f[F_STEP_MS] = d->run_step_ms, f[F_HALOS] = (double)d->halos;
     f[F_GHOSTS] = (double)d->ghosts_sent, f[F_MIGRATED] = (double)d->migrated, f[F_OWNED] = (double)mine;
-    f[F_OVERLAP] = (double)d->overlapped;
+    f[F_OVERLAP] = (double)d->overlapped, f[F_REBUILDS] = (double)d->rebuilds;
     for (int k = 0; k < NPH; k++)
         f[F_PH + k] = d->ph_ms[k], f[F_MPI + k] = d->ph_mpi[k];
     double *all = d->rank == 0 ? malloc((3 + NFIG) * sizeof *all * (size_t)d->size) : NULL;
@@ -1585,6 +1720,7 @@ int floe_mpi_size(int *rank)
 }
 
 void floe_mpi_balance_every(int frames) { (void)frames; }
+int floe_mpi_skin(double frac) { return frac >= 0 && frac <= 1 ? 0 : -1; }
 
 int floe_mpi_decomp(const char *mode)
 {

@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 enum { NBINS = 4096, REORDER_EVERY = 10 };
+/* the skin of the ghost lists, a fraction of the support radius
+ * (floe_mpi_skin, `--mpi-skin`; docs/mpi.md, "A step") */
+#define SKIN_DEFAULT 0.5
 #define SPLIT_PIECE ((size_t)4000) /* bytes: under the 4096 of Open MPI's shared-memory eager limit (btl_vader_eager_limit), its match header included */
 
 /* where a rank's time in the decomposition goes (docs/mpi.md): each phase's
@@ -39,6 +42,13 @@ typedef struct dd_set {
     void *pdata[MAX_ATTRS];
     size_t pelem[MAX_ATTRS];
     int pk;
+    /* the ghost lists kept between rebuilds (a skin: dd_step_begin): the
+     * owned particles' positions at the last rebuild, and the set's layout
+     * then (pset.layout: a change of count or order since ends the lists) */
+    float *x0;
+    size_t x0_cap;
+    uint32_t layout;
+    int nattrs;
 } dd_set;
 
 struct floe_dd {
@@ -69,6 +79,10 @@ struct floe_dd {
     uint64_t kept_out;       /* passes that found no nearer partner (the particle stayed) */
     const char *ghosts_gone; /* the stage that dropped this step's ghosts ("emit"), until the next step */
     int gathered;            /* rank 0 holds every rank's particles after its own (dd_gather) */
+    double skin;             /* metres: ghosts within H + skin, migration when a particle moved skin / 2 */
+    int rebuild;             /* this rank needs a rebuild at the next step (a run began, the boxes moved) */
+    uint64_t rebuilds;       /* steps that migrated and rebuilt the ghosts (the others forward their values) */
+    uint64_t last_reorder;   /* the step of the last reorder_owned, + 1 (0: none yet) */
 };
 
 double dd_now_ms(void);

@@ -7,6 +7,8 @@
 --
 -- length = k (weak scaling over MPI, docs/mpi.md): the block and the tank k
 -- times as long along x, k times the particles (k = 4: 237,276).
+-- width = k: the block and the tank k times as wide along z instead (the
+-- flow along x is the reference's in every slab of a cut along z).
 --
 -- config = water (the water preset's step, as the WCSPH scenes build it:
 -- density sum, Monaghan alpha 0.02 and wall_friction 0.5 against the walls)
@@ -25,16 +27,17 @@ local seconds = floe.param("seconds", 1.0)
 local viscosity = floe.param("viscosity", 0.01)
 local per_side = floe.param("per_side", 39)
 local length = floe.param("length", 1)
+local width = floe.param("width", 1)
 local d = 0.025
 local sim = floe.sim{
   dim = 3, radius = d / 2, gravity = { 0, -9.81, 0 },
   -- generous domain: a droplet thrown over a wall must not end the benchmark
-  domain = { min = { -1, -0.2, -1 }, max = { 4 * length + 1, 8, 2.5 } },
+  domain = { min = { -1, -0.2, -1 }, max = { 4 * length + 1, 8, 1.5 * width + 1 } },
 }
 sim:load{ "sph", "wcsph", "viscosity" }
 local gap = (1 - per_side * d) / 2
-local n = sim:fluid_box{ min = { gap, gap, gap }, max = { length - gap, 1 - gap, 1 - gap }, density = 1000 }
-sim:boundary_box{ min = { 0, 0, 0 }, max = { 4 * length, 3, 1.5 }, layers = 3 }  -- closed tank
+local n = sim:fluid_box{ min = { gap, gap, gap }, max = { length - gap, 1 - gap, width - gap }, density = 1000 }
+sim:boundary_box{ min = { 0, 0, 0 }, max = { 4 * length, 3, 1.5 * width }, layers = 3 }  -- closed tank
 floe.log(string.format("bench: %d fluid particles", n))
 
 -- dt = 0.0005 with spacing 0.025 allows c <= 0.4 d / dt = 20 m/s.

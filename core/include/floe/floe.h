@@ -418,6 +418,12 @@ int floe_mpi_size(int *rank);
  * `frames` output frames (0 = never; default 10), when the largest rank
  * holds more than 10% above the mean. */
 void floe_mpi_balance_every(int frames);
+/* The skin of the ghost lists, a fraction of the support radius H (0 to
+ * 1; default 0.5): ghosts are the particles within H + skin of a box, and
+ * the particles migrate and the lists are rebuilt only when one moved more
+ * than skin / 2 since the last rebuild; between rebuilds a step sends the
+ * ghosts' values again. 0 rebuilds every step. -1 outside [0, 1]. */
+int floe_mpi_skin(double frac);
 /* How the ranks split the domain: "slabs" (along the fluid's longest
  * axis), "boxes" (cuts along two or three axes) or "auto" (the default:
  * the split with the least cut area, the halo's volume). -1 for another
