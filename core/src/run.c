@@ -80,13 +80,11 @@ static double wall_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double max_speed(floe_ctx *ctx)
+/* the largest speed of this rank's fluid particles */
+static double local_max_speed(floe_ctx *ctx)
 {
-    if (ctx->dev) { /* reduced on the device, 4 bytes back; MPI: then over every rank */
-        double v = ctx->dev->ops->max_speed(ctx);
-        dd_reduce(ctx, &v, 1, FLOE_REDUCE_MAX);
-        return v;
-    }
+    if (ctx->dev) /* reduced on the device, 4 bytes back */
+        return ctx->dev->ops->max_speed(ctx);
     double vmax2 = 0;
     for (int s = 0; s < ctx->npsets; s++) {
         pset *p = &ctx->sets[s];
@@ -100,8 +98,15 @@ static double max_speed(floe_ctx *ctx)
                 vmax2 = v2;
         }
     }
-    dd_reduce(ctx, &vmax2, 1, FLOE_REDUCE_MAX);
     return sqrt(vmax2);
+}
+
+/* over every rank (MPI) */
+static double max_speed(floe_ctx *ctx)
+{
+    double v = local_max_speed(ctx);
+    dd_reduce(ctx, &v, 1, FLOE_REDUCE_MAX);
+    return v;
 }
 
 static void frame_stats(floe_ctx *ctx, floe_frame_stats *st)
@@ -267,12 +272,14 @@ static double choose_dt(floe_ctx *ctx, const floe_run_def *def, double prev, dou
     double t = ctx->info.time, rest = t_end - t;
     if (def->dt > 0)
         return def->dt;
-    double v = max_speed(ctx);
+    /* MPI: the largest speed and the least of the stages' limits over every
+     * rank, in one reduction */
+    double r[2] = {local_max_speed(ctx), -ctx->dt_limit};
+    dd_reduce(ctx, r, 2, FLOE_REDUCE_MAX);
+    const double v = r[0], limit = -r[1];
     double dt = def->dt_max;
     if (v > 0)
         dt = fmin(dt, def->cfl * ctx->info.spacing / v);
-    double limit = ctx->dt_limit;
-    dd_reduce(ctx, &limit, 1, FLOE_REDUCE_MIN); /* MPI: every rank's stages */
     if (isfinite(limit))
         dt = fmin(dt, limit);
     dt = prev > 0 ? fmin(dt, 1.5 * prev) : fmin(dt, 1e-4);
