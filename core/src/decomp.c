@@ -1053,19 +1053,28 @@ static int forward_ghosts(floe_ctx *ctx, int s)
     }
     if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    dd_cl_current(ctx, p, 0); /* OpenCL: the owned rows read back */
     for (int k = 0; k < d->np; k++)
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
+    d->phase = PH_GHOSTS;
     int rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts");
     if (rc)
         return rc;
+    /* the ghosts in place of last step's: no copy of the owned rows (on
+     * the device they stay current there, decomp_cl.c) */
     const uint32_t n = ds->owned;
-    if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
-        return rc;
+    if (ctx_set_reserve(p, n + (uint32_t)rtot))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for the ghosts of set '%s'", p->name);
     for (int k = 0; k < d->np; k++)
         unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
+    if ((rc = dd_cl_rows(ctx, p, n, (uint32_t)rtot)))
+        return rc;
+    p->n = n + (uint32_t)rtot;
+    if ((rc = floe_set_moved(ctx, ctx_set_handle(ctx, s))))
+        return rc;
     ds->ghosts = (uint32_t)rtot;
     p->ghosts = ds->ghosts;
-    ds->layout = p->layout; /* the resize's */
+    ds->layout = p->layout; /* the move's */
     memset(ds->dirty, 0, sizeof ds->dirty);
     d->ghosts_sent += tot;
     return FLOE_OK;
@@ -1084,8 +1093,10 @@ int dd_step_begin(floe_ctx *ctx)
         return FLOE_OK;
     double t0 = dd_now_ms();
     d->ghosts_gone = NULL;
-    dd_cl_host(ctx); /* OpenCL: the exchanges work on the host copies */
     int rc = dd_drop_ghosts(ctx);
+    for (int s = 0; s < ctx->npsets; s++) /* OpenCL: the positions read back for lists_over */
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            dd_cl_current(ctx, &ctx->sets[s], 1);
     int over = lists_over(ctx, d);
     if (!rc && d->skin > 0) { /* every rank rebuilds, or none */
         d->phase = PH_REDUCE;
@@ -1107,6 +1118,7 @@ int dd_step_begin(floe_ctx *ctx)
         d->comm_ms += t2 - t0;
         return rc;
     }
+    dd_cl_host(ctx); /* OpenCL: the migration and the new lists work on the host copies */
     const int reorder = d->steps + 1 >= d->last_reorder + REORDER_EVERY || !d->last_reorder;
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
@@ -1143,16 +1155,18 @@ int dd_step_end(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d)
         return FLOE_OK;
-    dd_cl_host(ctx);
     int rc = dd_drop_ghosts(ctx);
     /* on the host the step's blow-up checks have seen every position a
-     * stage wrote (ctx_check_blowup): a pass only when one lay outside */
+     * stage wrote (ctx_check_blowup): a pass only when one lay outside;
+     * on the device a pass over the positions read back (the compaction
+     * reads every attribute back itself) */
     const int look = ctx->dd_outside || ctx->dev;
     ctx->dd_outside = 0;
     for (int s = 0; s < ctx->npsets && !rc && look && ctx->outside == FLOE_OUTSIDE_DELETE; s++) {
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID || p->n == 0)
             continue;
+        dd_cl_current(ctx, p, 1);
         const float *x = pset_attr(p, "x")->data, *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
         uint64_t out = 0;
         for (uint32_t i = 0; i < p->n; i++) {

@@ -62,6 +62,25 @@ void dd_cl_host(floe_ctx *ctx)
     }
 }
 
+void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only)
+{
+    if (!ctx->dev || !ctx->dd)
+        return;
+    for (int a = 0; a < p->nattrs; a++)
+        if (!positions_only || !strcmp(p->attrs[a].name, "x"))
+            dev_host(ctx, p, &p->attrs[a], 0);
+}
+
+int dd_cl_rows(floe_ctx *ctx, pset *p, uint32_t first, uint32_t count)
+{
+    if (!ctx->dev)
+        return FLOE_OK;
+    for (int a = 0; a < p->nattrs; a++)
+        if (ctx->dev->ops->write_rows(ctx, p, &p->attrs[a], first, count))
+            return ctx_fail(ctx, FLOE_ERR, "MPI: writing the ghosts of '%s' to the device failed", p->attrs[a].name);
+    return FLOE_OK;
+}
+
 int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_cl_halo *h)
 {
     memset(h, 0, sizeof *h);

@@ -29,5 +29,12 @@ int dd_cl_halo_end(floe_ctx *ctx, dd_cl_halo *h, size_t elem, int rc);
  * fluid sets copied back, the device copies stale (uploaded when a device
  * stage next asks) */
 void dd_cl_host(floe_ctx *ctx);
+/* between two rebuilds (docs/mpi.md, "GPU ranks"): the host copies of the
+ * fluid sets' positions (positions_only) or of every attribute made
+ * current, the device copies kept current too (read, not moved) */
+void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only);
+/* the ghosts' rows [first, first + count) of every attribute, written on
+ * the host, into the device copies where they are current */
+int dd_cl_rows(floe_ctx *ctx, pset *p, uint32_t first, uint32_t count);
 
 #endif
