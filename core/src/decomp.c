@@ -870,6 +870,7 @@ int dd_run_begin(floe_ctx *ctx)
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
         d->steps = d->halos = d->ghosts_sent = d->migrated = d->rebuilds = d->last_reorder = 0;
         d->run_step_ms = 0;
+        dd_cl_bus(ctx, &d->bus0[0], &d->bus0[1]);
         d->run_t0 = dd_now_ms();
         return FLOE_OK;
     }
@@ -952,10 +953,11 @@ int dd_run_begin(floe_ctx *ctx)
     if (d->rank == 0)
         ctx_log(ctx, FLOE_LOG_INFO, "mpi: %s", how);
     d->run_t0 = dd_now_ms();
+    dd_cl_bus(ctx, &d->bus0[0], &d->bus0[1]);
     return FLOE_OK;
 }
 
-enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, F_REBUILDS, NFIG };
+enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, F_REBUILDS, F_BUS_UP, F_BUS_DOWN, NFIG };
 
 static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 {
@@ -971,6 +973,9 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
                 f[F_OVERLAP] / st,
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
                 f[F_OWNED], 100 * f[F_REBUILDS] / st);
+        if (f[F_BUS_UP] + f[F_BUS_DOWN] > 0)
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d, device copies a step: %.3f MB to the device, %.3f MB back", r,
+                    1e-6 * f[F_BUS_UP] / st, 1e-6 * f[F_BUS_DOWN] / st);
     }
 }
 
@@ -1001,14 +1006,22 @@ static int lists_over(floe_ctx *ctx, struct floe_dd *d)
     const float lim2 = (float)(0.25 * d->skin * d->skin);
     for (int s = 0; s < ctx->npsets; s++) {
         const pset *p = &ctx->sets[s];
-        const dd_set *ds = &d->sets[s];
+        dd_set *ds = &d->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
             continue;
         if (p->layout != ds->layout || p->nattrs != ds->nattrs || p->n != ds->owned || !ds->x0)
             return 1;
+        const uint32_t n = ds->owned;
+        double d2 = 0;
+        int rc, host = dd_cl_drift2(ctx, (pset *)p, n, ds->x0, ds->x0_new, &d2, &rc);
+        if (!host) { /* OpenCL: on the device, 4 bytes back */
+            d->sets[s].x0_new = 0;
+            if (rc || !(d2 <= (double)lim2))
+                return 1; /* a failure: rebuilt, where the host copies are made current */
+            continue;
+        }
         const float *x = pset_attr((pset *)p, "x")->data, *x0 = ds->x0;
         int over = 0;
-        const uint32_t n = ds->owned;
 #pragma omp parallel for schedule(static) reduction(| : over) if (n > 65536)
         for (uint32_t i = 0; i < n; i++) {
             const float a = x[3 * i] - x0[3 * i], b = x[3 * i + 1] - x0[3 * i + 1], c = x[3 * i + 2] - x0[3 * i + 2];
@@ -1033,6 +1046,7 @@ static int keep_positions(floe_ctx *ctx, int s)
         ds->x0 = q, ds->x0_cap = need;
     }
     memcpy(ds->x0, pset_attr(p, "x")->data, 3 * (size_t)ds->owned * sizeof(float));
+    ds->x0_new = 1;
     return FLOE_OK;
 }
 
@@ -1053,7 +1067,9 @@ static int forward_ghosts(floe_ctx *ctx, int s)
     }
     if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    dd_cl_current(ctx, p, 0); /* OpenCL: the owned rows read back */
+    /* OpenCL: the rows sent read back (gathered on the device) */
+    if (dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, ds->owned + (uint32_t)rtot))
+        return FLOE_ERR;
     for (int k = 0; k < d->np; k++)
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
     d->phase = PH_GHOSTS;
@@ -1094,9 +1110,6 @@ int dd_step_begin(floe_ctx *ctx)
     double t0 = dd_now_ms();
     d->ghosts_gone = NULL;
     int rc = dd_drop_ghosts(ctx);
-    for (int s = 0; s < ctx->npsets; s++) /* OpenCL: the positions read back for lists_over */
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            dd_cl_current(ctx, &ctx->sets[s], 1);
     int over = lists_over(ctx, d);
     if (!rc && d->skin > 0) { /* every rank rebuilds, or none */
         d->phase = PH_REDUCE;
@@ -1166,7 +1179,14 @@ int dd_step_end(floe_ctx *ctx)
         pset *p = &ctx->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID || p->n == 0)
             continue;
-        dd_cl_current(ctx, p, 1);
+        uint32_t on_dev = 0;
+        if (!dd_cl_outside(ctx, p, p->n, &on_dev, &rc)) { /* OpenCL: counted on the device */
+            if (rc)
+                return rc;
+            if (!on_dev)
+                continue;
+            dd_cl_current(ctx, p, 1);
+        }
         const float *x = pset_attr(p, "x")->data, *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
         uint64_t out = 0;
         for (uint32_t i = 0; i < p->n; i++) {
@@ -1282,9 +1302,12 @@ static int halo_arrays(floe_ctx *ctx, const pset *p, void *const *data, const si
     dd_cl_halo staged[MAX_ATTRS];
     void *host[MAX_ATTRS];
     int rc = FLOE_OK, ns = 0;
+    size_t sent = 0;
+    for (int q = 0; q < d->np; q++)
+        sent += ds->scnt[q];
     for (; ns < k && !rc; ns++) {
         host[ns] = data[ns];
-        rc = dd_cl_halo_begin(ctx, p, &host[ns], elem[ns], &staged[ns]);
+        rc = dd_cl_halo_begin(ctx, p, &host[ns], elem[ns], ds->send_idx, (uint32_t)sent, &staged[ns]);
     }
     if (rc) {
         for (int a = 0; a < ns - 1; a++)
@@ -1674,6 +1697,8 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     f[F_STEPS] = (double)d->steps, f[F_STEP_MS] = d->run_step_ms, f[F_HALOS] = (double)d->halos;
     f[F_GHOSTS] = (double)d->ghosts_sent, f[F_MIGRATED] = (double)d->migrated, f[F_OWNED] = (double)mine;
     f[F_OVERLAP] = (double)d->overlapped, f[F_REBUILDS] = (double)d->rebuilds;
+    dd_cl_bus(ctx, &f[F_BUS_UP], &f[F_BUS_DOWN]);
+    f[F_BUS_UP] -= d->bus0[0], f[F_BUS_DOWN] -= d->bus0[1];
     for (int k = 0; k < NPH; k++)
         f[F_PH + k] = d->ph_ms[k], f[F_MPI + k] = d->ph_mpi[k];
     double *all = d->rank == 0 ? malloc((3 + NFIG) * sizeof *all * (size_t)d->size) : NULL;

@@ -71,6 +71,88 @@ void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only)
             dev_host(ctx, p, &p->attrs[a], 0);
 }
 
+/* rows idx[0..m) of nbuf device buffers gathered there in one read, each
+ * scattered into its host array (elems[b] bytes a row) */
+static int rows_into(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx, uint32_t m,
+                     char *const *hosts)
+{
+    size_t total = 0;
+    for (int b = 0; b < nbuf; b++)
+        total += (size_t)m * elems[b];
+    char *tmp = malloc(total + 1);
+    if (!tmp)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for %u rows", m);
+    int rc = ctx->dev->ops->gather_rows(ctx, nbuf, mems, elems, idx, m, tmp);
+    const char *src = tmp;
+    for (int b = 0; b < nbuf && !rc; b++) {
+        const size_t es = elems[b];
+        for (uint32_t k = 0; k < m; k++)
+            memcpy(hosts[b] + (size_t)idx[k] * es, src + (size_t)k * es, es);
+        src += (size_t)m * es;
+    }
+    free(tmp);
+    return rc;
+}
+
+int dd_cl_rows_host(floe_ctx *ctx, pset *p, const uint32_t *idx, uint32_t m, uint32_t rows)
+{
+    if (!ctx->dev || !ctx->dd)
+        return FLOE_OK;
+    void *mems[MAX_ATTRS];
+    size_t elems[MAX_ATTRS];
+    char *hosts[MAX_ATTRS];
+    int nb = 0;
+    for (int a = 0; a < p->nattrs; a++) {
+        attr *at = &p->attrs[a];
+        if (!(dev_attr_state(ctx, p, at) & DEV_HOST_STALE))
+            continue;
+        /* the whole copy read back where the device cannot take the ghosts'
+         * rows in place (dd_cl_rows would mark it stale: the host's must
+         * then be whole) */
+        if (!ctx->dev->ops->gather_rows || ctx->dev->ops->capacity(ctx, p, at) < rows) {
+            dev_host(ctx, p, at, 0);
+            continue;
+        }
+        if (!(mems[nb] = ctx->dev->ops->attr(ctx, p, at, FLOE_READ)))
+            return FLOE_ERR;
+        elems[nb] = floe_type_size(at->type), hosts[nb] = at->data;
+        nb++;
+    }
+    return nb && m ? rows_into(ctx, nb, mems, elems, idx, m, hosts) : FLOE_OK;
+}
+
+int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, int upload, double *out, int *rc)
+{
+    *rc = FLOE_OK;
+    const attr *x = pset_attr(p, "x");
+    if (!ctx->dev || !ctx->dev->ops->max_drift2 || !x || !(dev_attr_state(ctx, p, x) & DEV_HOST_STALE)) {
+        dd_cl_current(ctx, p, 1);
+        return 1;
+    }
+    *rc = ctx->dev->ops->max_drift2(ctx, p, n, upload ? x0 : NULL, out);
+    return 0;
+}
+
+int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc)
+{
+    *rc = FLOE_OK;
+    const attr *x = pset_attr(p, "x");
+    if (!ctx->dev || !ctx->dev->ops->count_outside || !x || !(dev_attr_state(ctx, p, x) & DEV_HOST_STALE)) {
+        dd_cl_current(ctx, p, 1);
+        return 1;
+    }
+    *rc = ctx->dev->ops->count_outside(ctx, p, n, out);
+    return 0;
+}
+
+void dd_cl_bus(floe_ctx *ctx, double *up, double *down)
+{
+    uint64_t u = 0, w = 0;
+    if (ctx->dev && ctx->dev->ops->bus_bytes)
+        ctx->dev->ops->bus_bytes(ctx, &u, &w);
+    *up = (double)u, *down = (double)w;
+}
+
 int dd_cl_rows(floe_ctx *ctx, pset *p, uint32_t first, uint32_t count)
 {
     if (!ctx->dev)
@@ -81,7 +163,8 @@ int dd_cl_rows(floe_ctx *ctx, pset *p, uint32_t first, uint32_t count)
     return FLOE_OK;
 }
 
-int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_cl_halo *h)
+int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, const uint32_t *idx, uint32_t m,
+                     dd_cl_halo *h)
 {
     memset(h, 0, sizeof *h);
     h->p = (pset *)p;
@@ -93,7 +176,10 @@ int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_
         h->mem = *data;
         if (!(h->host = malloc((size_t)p->n * elem + 1)))
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for a halo of set '%s'", p->name);
-        int rc = ctx->dev->ops->buffer_io(ctx, h->mem, 0, 0, (size_t)owned * elem, h->host);
+        /* the rows sent, gathered on the device; without that, the owned rows */
+        int rc = ctx->dev->ops->gather_rows && elem % 4 == 0
+                     ? rows_into(ctx, 1, &h->mem, &elem, idx, m, (char *const *)&h->host)
+                     : ctx->dev->ops->buffer_io(ctx, h->mem, 0, 0, (size_t)owned * elem, h->host);
         if (rc) {
             free(h->host);
             h->kind = 0;
@@ -106,8 +192,19 @@ int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_
         if (p->attrs[a].data == *data) { /* an attribute: its host copy current, the device's kept */
             h->kind = 2;
             h->at = &h->p->attrs[a];
-            dev_host(ctx, h->p, h->at, 0);
-            break;
+            if (!(dev_attr_state(ctx, h->p, h->at) & DEV_HOST_STALE))
+                break;
+            /* the rows sent, gathered on the device, where it takes the
+             * ghosts' rows back in place (else the host copy whole) */
+            if (!ctx->dev->ops->gather_rows || floe_type_size(h->at->type) != elem ||
+                ctx->dev->ops->capacity(ctx, h->p, h->at) < p->n) {
+                dev_host(ctx, h->p, h->at, 0);
+                break;
+            }
+            if (!m)
+                break;
+            void *mem = ctx->dev->ops->attr(ctx, h->p, h->at, FLOE_READ);
+            return mem ? rows_into(ctx, 1, &mem, &elem, idx, m, (char *const *)data) : FLOE_ERR;
         }
     return FLOE_OK;
 }

@@ -20,19 +20,36 @@ typedef struct dd_cl_halo {
 } dd_cl_halo;
 
 /* before a halo exchange of set p's per-particle array *data (elem bytes
- * a particle): a device buffer's owned rows are read into host memory and
- * *data points there; an attribute's host copy is made current */
-int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, dd_cl_halo *h);
+ * a particle): the rows the exchange sends (idx[0..m)) of a device buffer
+ * are read into host memory and *data points there; an attribute's rows
+ * are made current on the host */
+int dd_cl_halo_begin(floe_ctx *ctx, const pset *p, void **data, size_t elem, const uint32_t *idx, uint32_t m,
+                     dd_cl_halo *h);
 /* after it: the ghost rows go to the device; rc passed through */
 int dd_cl_halo_end(floe_ctx *ctx, dd_cl_halo *h, size_t elem, int rc);
 /* migration and ghosts work on the host copies: every attribute of the
  * fluid sets copied back, the device copies stale (uploaded when a device
  * stage next asks) */
 void dd_cl_host(floe_ctx *ctx);
-/* between two rebuilds (docs/mpi.md, "GPU ranks"): the host copies of the
- * fluid sets' positions (positions_only) or of every attribute made
- * current, the device copies kept current too (read, not moved) */
+/* between two rebuilds (docs/mpi.md, "GPU ranks"): the host copies of set
+ * p's positions (positions_only) or of every attribute made current, the
+ * device copies kept current too (read, not moved) */
 void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only);
+/* rows idx[0..m) of every attribute of p current on the host: gathered on
+ * the device where only its copy is current (the host copy stays marked
+ * stale: a later read takes it whole); the whole copy read back where the
+ * device's has no room for `rows` particles */
+int dd_cl_rows_host(floe_ctx *ctx, pset *p, const uint32_t *idx, uint32_t m, uint32_t rows);
+/* the largest squared distance of p's first n positions from x0 (3n
+ * floats), on the device where only it holds them (x0 uploaded when
+ * upload is set); 1 when the host must compute it (its x current then) */
+int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, int upload, double *out, int *rc);
+/* how many of p's first n positions lie outside the domain, counted on
+ * the device where only it holds them; 1 when the host must count (its x
+ * current then) */
+int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc);
+/* bytes copied to and from the device so far (0 without one) */
+void dd_cl_bus(floe_ctx *ctx, double *up, double *down);
 /* the ghosts' rows [first, first + count) of every attribute, written on
  * the host, into the device copies where they are current */
 int dd_cl_rows(floe_ctx *ctx, pset *p, uint32_t first, uint32_t count);

@@ -47,6 +47,7 @@ typedef struct dd_set {
      * then (pset.layout: a change of count or order since ends the lists) */
     float *x0;
     size_t x0_cap;
+    int x0_new;               /* not yet on the device (OpenCL: its drift test runs there) */
     uint32_t layout;
     int nattrs;
 } dd_set;
@@ -83,6 +84,7 @@ struct floe_dd {
     int rebuild;             /* this rank needs a rebuild at the next step (a run began, the boxes moved) */
     uint64_t rebuilds;       /* steps that migrated and rebuilt the ghosts (the others forward their values) */
     uint64_t last_reorder;   /* the step of the last reorder_owned, + 1 (0: none yet) */
+    double bus0[2];          /* OpenCL: bytes to and from the device at the run's start */
 };
 
 double dd_now_ms(void);

@@ -104,6 +104,20 @@ typedef struct floe_backend_ops {
     /* bytes [off, off + bytes) of such a buffer to (write 0) or from the
      * host, waiting; written into an attribute's copy, its host copy stale */
     int (*buffer_io)(floe_ctx *ctx, void *mem, int write, size_t off, size_t bytes, void *host);
+    /* rows idx[0..m) of nbuf such buffers (elems[b] bytes a row, whole
+     * words), gathered on the device and read into out at once, buffer
+     * after buffer, each m rows packed; waiting */
+    int (*gather_rows)(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx,
+                       uint32_t m, void *out);
+    /* the largest squared distance of set p's first n positions on the
+     * device from those of the last rebuild of the ghost lists (x0, 3n
+     * floats uploaded first when given) */
+    int (*max_drift2)(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out);
+    /* how many of set p's first n positions on the device lie outside the
+     * domain */
+    int (*count_outside)(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);
+    /* bytes of attributes and rows copied to the device and back so far */
+    void (*bus_bytes)(floe_ctx *ctx, uint64_t *up, uint64_t *down);
 } floe_backend_ops;
 
 /* An implementation's state starts with this. */

@@ -179,3 +179,56 @@ __kernel void permute(__global const uint *src, __global uint *dst, __global con
     for (uint c = 0; c < comps; c++)
         dst[comps * k + c] = src[comps * j + c];
 }
+
+/* MPI (core/src/opencl/rows.c): the largest squared distance of n
+ * positions from x0, as the bits of a non-negative float (a NaN counts as
+ * infinitely far) */
+__kernel void max_drift2(__global const float *x, __global const float *x0, uint n, __global uint *out)
+{
+    __local uint lmax;
+    if (get_local_id(0) == 0)
+        lmax = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint i = get_global_id(0);
+    if (i < n) {
+        const float a = x[3 * i] - x0[3 * i], b = x[3 * i + 1] - x0[3 * i + 1], c = x[3 * i + 2] - x0[3 * i + 2];
+        const float s = a * a + b * b + c * c;
+        atomic_max(&lmax, s == s ? as_uint(s) : 0x7f800000u);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && lmax)
+        atomic_max(out, lmax);
+}
+
+/* MPI: how many of n positions lie outside [lo, hi] (the outside rule
+ * "delete" at a decomposed step's end, as decomp.c tests on the host) */
+__kernel void count_outside(uint n, __global const float *x, float4 lo, float4 hi, int dim, __global uint *out)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    int o = 0;
+    for (int k = 0; k < dim; k++) {
+        const float c = x[3 * i + k];
+        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+        if (!(c >= l && c <= h))
+            o = 1;
+    }
+    if (o)
+        atomic_inc(out);
+}
+
+/* MPI (core/src/opencl/rows.c): rows idx[0..m) of a buffer of `comps`
+ * words a row, into dst from word `off` on (several buffers' rows one
+ * after another, read back at once) */
+__kernel void gather_rows(__global const uint *src, __global uint *dst, uint off, __global const uint *idx, uint m,
+                          uint comps)
+{
+    const uint k = get_global_id(0);
+    if (k >= m)
+        return;
+    const uint j = idx[k];
+    for (uint c = 0; c < comps; c++)
+        dst[off + comps * k + c] = src[comps * j + c];
+}

@@ -288,7 +288,7 @@ __kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __glo
 __kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
 void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
                     __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
-                    uint slot)
+                    uint slot, uint nown)
 {
     __local float4 cand[NBL_T];
     __local uint hits[NBL_S * NBL_WG];
@@ -303,6 +303,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     const int act = q < nq;
     const float4 p = spos[act ? q : g0];
     const uint i = as_uint(p.w);
+    const int own = act && i < nown; /* MPI: a ghost's row stays empty (nown: the owned particles) */
     const float pz = gn.w ? p.z : 0.0f;
     const int ix = nb_axis(p.x, go.x, go.w, gn.x), iy = nb_axis(p.y, go.y, go.w, gn.y);
     const int iz = gn.w ? nb_axis(pz, go.z, go.w, gn.z) : 0;
@@ -328,7 +329,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                     for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG)
                         cand[k] = spos[base + k];
                     barrier(CLK_LOCAL_MEM_FENCE);
-                    if (act) {
+                    if (own) {
                         const uint top = base + NBL_T < gb ? base + NBL_T : gb;
                         const uint ka = ma > base ? ma : base, kb = mb < top ? mb : top;
                         for (uint k = ka; k < kb; k++) {
@@ -351,7 +352,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                     }
                 }
             }
-    } else if (act) {
+    } else if (own) {
         /* the group spans two rows: each query on its own */
         for (int z = zlo; z <= zhi; z++)
             for (int y = ylo; y <= yhi; y++) {
@@ -383,7 +384,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         count[i] = w; /* cut as nb_build does */
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (act) {
+    if (own) {
         atomic_max(&lmax, c);
         atomic_add(&lsum, c);
     }

@@ -73,6 +73,7 @@ int cl_sync(floe_ctx *ctx, pset *p, attr *at)
             cl_int e = F->clEnqueueWriteBuffer(CL->q, m->mem, CL_TRUE, 0, (size_t)p->n * es, at->data, 0, NULL, NULL);
             if (e != CL_SUCCESS)
                 return cl_err(ctx, e, "uploading an attribute");
+            CL->bus_up += (uint64_t)p->n * es;
         }
         m->dev_stale = 0;
     }
@@ -91,6 +92,7 @@ void cl_to_host(floe_ctx *ctx, pset *p, attr *at, int write)
                                               at->data, 0, NULL, NULL);
             if (e != CL_SUCCESS)
                 ctx_log(ctx, FLOE_LOG_ERROR, "OpenCL: copying attribute '%s' back failed (error %d)", at->name, (int)e);
+            CL->bus_down += (uint64_t)p->n * floe_type_size(at->type);
         }
         m->host_stale = 0;
     }
@@ -127,6 +129,7 @@ int cl_write_rows(floe_ctx *ctx, pset *p, attr *at, uint32_t first, uint32_t cou
     }
     const size_t es = floe_type_size(at->type), bytes = (size_t)count * es;
     const char *src = (const char *)at->data + (size_t)first * es;
+    CL->bus_up += bytes;
     /* without waiting: the rows go through a pinned staging ring (the host
      * copy may change before the copy is done); a full ring waits for the
      * last copy out of it, long done by then */
@@ -275,6 +278,7 @@ int cl_buffer_io(floe_ctx *ctx, void *mem, int write, size_t off, size_t bytes, 
                      : F->clEnqueueReadBuffer(CL->q, (cl_mem)mem, CL_TRUE, off, bytes, host, 0, NULL, NULL);
     if (e != CL_SUCCESS)
         return cl_err(ctx, e, write ? "writing halo rows" : "reading rows for a halo");
+    *(write ? &CL->bus_up : &CL->bus_down) += bytes;
     cl_mirror *m = write ? mirror_of_mem(ctx, mem) : NULL;
     if (m)
         m->host_stale = 1;

@@ -89,16 +89,30 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     cl_int same = q == t, excl = q == t;
     cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
     cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = sep ? dq->sidx[t] : dq->idx[t];
+    /* MPI (docs/mpi.md): a ghost's rows stay empty, as on the C path
+     * (nb_build_rows): what a stage computes on a ghost is never used, the
+     * core refreshes what a later stage reads there */
+    const cl_uint nown = ctx->dd && pq->ghosts && pq->ghosts <= nq && !verlet ? nq - pq->ghosts : nq;
     /* bytes: queries, counts, and the lists as large as the last ones */
     double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
     int rc;
     /* a set against itself, no periodic axes, lists of at most 64: the
-     * work-group kernel (candidates staged in local memory) */
+     * work-group kernel (candidates staged in local memory; it walks the
+     * sorted slots, ghosts among them, and leaves the ghosts' rows empty) */
     if (same && !per && stride <= 64 && !CL->nb_local_off)
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
-                    ARG(CL->stats), ARG(slot));
+                    ARG(CL->stats), ARG(slot), ARG(nown));
     else {
+        if (nown < nq) { /* by index: the owned queries only, the ghosts' counts 0 */
+            cl_uint zero = 0;
+            cl_int e = F->clEnqueueFillBuffer(CL->q, cnt, &zero, 4, (size_t)nown * 4, (size_t)(nq - nown) * 4, 0, NULL,
+                                              NULL);
+            if (e != CL_SUCCESS)
+                return cl_err(ctx, e, "clEnqueueFillBuffer");
+            if ((nqq = nown) == 0)
+                return FLOE_OK;
+        }
         /* into a static set without periodic axes: the walks of queries
          * with none of it in their block are skipped */
         cl_int use_near = pt->is_static && !per && !CL->nb_near_off;

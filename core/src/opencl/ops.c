@@ -184,6 +184,10 @@ static const floe_backend_ops opencl_ops = {
     .cells = cl_cells,
     .is_buffer = cl_is_buffer,
     .buffer_io = cl_buffer_io,
+    .gather_rows = cl_gather_rows,
+    .max_drift2 = cl_max_drift2,
+    .count_outside = cl_count_outside,
+    .bus_bytes = cl_bus_bytes,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)

@@ -225,6 +225,10 @@ typedef struct cl_backend {
      * ("core.rows") copied from without waiting; the last copy's event */
     size_t rows_off, rows_cap;
     cl_event rows_ev;
+    /* bytes of attributes and rows copied to the device and back (cl_sync,
+     * cl_to_host, cl_write_rows, cl_buffer_io, rows.c): what a decomposed
+     * run moves over the bus (docs/mpi.md, "GPU ranks") */
+    uint64_t bus_up, bus_down;
     /* host side: time blocked in the neighbour-count and end-of-step reads */
     double wait_nb_ms, wait_end_ms;
     uint64_t wait_steps;
@@ -304,6 +308,13 @@ int cl_scan_words(floe_ctx *ctx, cl_mem buf, uint32_t n);
 /* stable sort of n ulong keys by their low `bits` bits, with a uint payload,
  * in place (api->cl_sort; kernels/core/sort.cl) */
 int cl_radix_sort(floe_ctx *ctx, cl_mem key, cl_mem val, uint32_t n, int bits);
+
+/* rows.c: what a decomposed step reads of the device (decomp_cl.c) */
+int cl_gather_rows(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx, uint32_t m,
+                   void *out);
+int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out);
+int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);
+void cl_bus_bytes(floe_ctx *ctx, uint64_t *up, uint64_t *down);
 
 /* resize.c: sets that change size on the device (ABI 1.10) */
 int cl_set_resize(floe_ctx *ctx, pset *p, uint32_t n);

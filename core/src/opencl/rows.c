@@ -1,0 +1,118 @@
+/* OpenCL backend: what a decomposed step (MPI, core/src/decomp.c) reads of
+ * the device between two rebuilds of its ghost lists, so that only the
+ * rows that cross to other ranks cross the bus (docs/mpi.md, "GPU ranks"):
+ * rows gathered on the device by index and read back packed; the largest
+ * distance of the positions from those of the last rebuild (the skin's
+ * test); the particles outside the domain (the outside rule "delete").
+ * Each waits for its read. */
+#include "state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cl_gather_rows(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx, uint32_t m,
+                   void *out)
+{
+    size_t total = 0;
+    for (int b = 0; b < nbuf; b++) {
+        if (elems[b] % 4)
+            return ctx_fail(ctx, FLOE_ERR_ARG, "OpenCL: rows of %zu bytes (whole words expected)", elems[b]);
+        total += (size_t)m * elems[b];
+    }
+    if (!m || !total)
+        return FLOE_OK;
+    cl_mem ix = cl_scratch(ctx, "core.rows_idx", (size_t)m * 4), dst = cl_scratch(ctx, "core.rows_out", total);
+    if (!ix || !dst)
+        return FLOE_ERR;
+    cl_int e = F->clEnqueueWriteBuffer(CL->q, ix, CL_FALSE, 0, (size_t)m * 4, idx, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "writing row indices");
+    cl_kernel k = cl_core_kernel(ctx, "core.cl", "gather_rows");
+    const cl_uint n = m;
+    cl_uint off = 0;
+    for (int b = 0; b < nbuf; b++) { /* one launch a buffer, no wait between them */
+        cl_mem src = mems[b];
+        const cl_uint comps = (cl_uint)(elems[b] / 4);
+        int rc = LAUNCH(k, n, WG, 2.0 * (double)m * (double)elems[b] + 4.0 * m, ARG(src), ARG(dst), ARG(off), ARG(ix),
+                        ARG(n), ARG(comps));
+        if (rc)
+            return rc;
+        off += n * comps;
+    }
+    e = F->clEnqueueReadBuffer(CL->q, dst, CL_TRUE, 0, total, out, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "reading gathered rows");
+    CL->bus_up += (uint64_t)m * 4;
+    CL->bus_down += total;
+    return FLOE_OK;
+}
+
+/* one word of a scratch buffer zeroed, a kernel's result read back */
+static int read_word(floe_ctx *ctx, cl_mem w, cl_uint *out)
+{
+    cl_int e = F->clEnqueueReadBuffer(CL->q, w, CL_TRUE, 0, 4, out, 0, NULL, NULL);
+    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "reading a reduction");
+}
+
+int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out)
+{
+    *out = 0;
+    const int s = (int)(p - ctx->sets);
+    char name[48];
+    snprintf(name, sizeof name, "core.dd_x0.%d", s);
+    cl_mem x0d = cl_scratch(ctx, name, (size_t)(n ? n : 1) * 12), w = cl_scratch(ctx, "core.dd_word", 4);
+    cl_mem x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    if (!x0d || !w || !x)
+        return FLOE_ERR;
+    if (!n)
+        return FLOE_OK;
+    cl_int e = CL_SUCCESS;
+    if (x0) { /* the positions of a rebuild */
+        e = F->clEnqueueWriteBuffer(CL->q, x0d, CL_FALSE, 0, (size_t)n * 12, x0, 0, NULL, NULL);
+        CL->bus_up += (uint64_t)n * 12;
+    }
+    cl_uint zero = 0, bits = 0;
+    if (e == CL_SUCCESS)
+        e = F->clEnqueueFillBuffer(CL->q, w, &zero, 4, 0, 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "the positions of the last rebuild");
+    const cl_uint nn = n;
+    int rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "max_drift2"), nn, WG, 24.0 * n, ARG(x), ARG(x0d), ARG(nn), ARG(w));
+    if (rc || (rc = read_word(ctx, w, &bits)))
+        return rc;
+    float d2;
+    memcpy(&d2, &bits, 4);
+    *out = d2;
+    return FLOE_OK;
+}
+
+int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out)
+{
+    *out = 0;
+    const int s = (int)(p - ctx->sets);
+    cl_mem w = cl_scratch(ctx, "core.dd_word", 4), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    if (!w || !x)
+        return FLOE_ERR;
+    if (!n)
+        return FLOE_OK;
+    cl_uint zero = 0, cnt = 0;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, w, &zero, 4, 0, 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "clEnqueueFillBuffer");
+    const cl_float4 lo = {{ctx->info.domain_min[0], ctx->info.domain_min[1], ctx->info.domain_min[2], 0}};
+    const cl_float4 hi = {{ctx->info.domain_max[0], ctx->info.domain_max[1], ctx->info.domain_max[2], 0}};
+    const cl_uint nn = n;
+    const cl_int dim = ctx->info.dim;
+    int rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "count_outside"), nn, WG, 12.0 * n, ARG(nn), ARG(x), ARG(lo),
+                    ARG(hi), ARG(dim), ARG(w));
+    if (rc || (rc = read_word(ctx, w, &cnt)))
+        return rc;
+    *out = cnt;
+    return FLOE_OK;
+}
+
+void cl_bus_bytes(floe_ctx *ctx, uint64_t *up, uint64_t *down)
+{
+    *up = CL->bus_up;
+    *down = CL->bus_down;
+}
