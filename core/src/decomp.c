@@ -974,7 +974,7 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
                 f[F_OWNED], 100 * f[F_REBUILDS] / st);
         if (f[F_BUS_UP] + f[F_BUS_DOWN] > 0)
-            ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d, device copies a step: %.3f MB to the device, %.3f MB back", r,
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d, device copies a step: %.4g MB to the device, %.4g MB back", r,
                     1e-6 * f[F_BUS_UP] / st, 1e-6 * f[F_BUS_DOWN] / st);
     }
 }
