@@ -532,6 +532,35 @@ static int is_partner(const struct floe_dd *d, int r)
     return d->np > 0 && d->peer[lo] == r;
 }
 
+/* GPU ranks (docs/mpi.md): a rebuild moves only what it must over the bus
+ * where the backend can gather rows and compact a set on the device: the
+ * positions come back, the leavers' and the ghosts' rows are gathered
+ * there, the leavers squeezed out there, and the rows received written into
+ * the device copies (the host copies of the rest stay stale) */
+static int on_device(const floe_ctx *ctx) { return dd_cl_on_device(ctx); }
+
+/* room for `add` rows after the first n of set s, on the host and (where
+ * it holds the truth without room) on the device: before they are filled */
+static int rows_room(floe_ctx *ctx, int s, uint32_t n, uint32_t add)
+{
+    pset *p = &ctx->sets[s];
+    if (ctx_set_reserve(p, n + add))
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for %u particles of set '%s'", n + add, p->name);
+    return dd_cl_room(ctx, p, n, add);
+}
+
+/* rows [n, n + add) of set s filled on the host: into the device copies,
+ * and the set's count */
+static int rows_placed(floe_ctx *ctx, int s, uint32_t n, uint32_t add)
+{
+    pset *p = &ctx->sets[s];
+    int rc = dd_cl_rows(ctx, p, n, add);
+    if (rc)
+        return rc;
+    p->n = n + add;
+    return floe_set_moved(ctx, ctx_set_handle(ctx, s));
+}
+
 /* The particles of set s outside this rank's box go to their owners: to
  * the partners, or to any rank after the boxes moved (every rank knows
  * then). One that went further than a partner's box in one step is passed
@@ -601,6 +630,8 @@ static int migrate(floe_ctx *ctx, int s)
     }
     if (!rc && (dd_grow(&d->sbuf, &d->scap, stot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    if (!rc && on_device(ctx)) /* the leavers' rows gathered on the device (d->cand: ascending) */
+        rc = dd_cl_rows_host(ctx, p, d->cand, nleave, 0);
     if (!rc) {
         size_t *fill = d->csend; /* reused: the counts are sent */
         for (int k = 0; k < np; k++)
@@ -611,7 +642,9 @@ static int migrate(floe_ctx *ctx, int s)
         }
         rc = xchg(ctx, d, np, peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_MIGRATE, "migration");
     }
-    if (!rc && nleave) { /* the leavers' slots take the last particles (the order does not matter: the
+    if (!rc && nleave && on_device(ctx)) /* squeezed out on the device (keep flags up, 4 bytes a particle) */
+        rc = dd_cl_squeeze(ctx, s, dest, n, nleave);
+    else if (!rc && nleave) { /* the leavers' slots take the last particles (the order does not matter: the
                           * lists are in id order): O(leavers), not a pass over every attribute of the set */
         uint32_t last = n;
         for (uint32_t i = n; i-- > 0;) {
@@ -627,7 +660,14 @@ static int migrate(floe_ctx *ctx, int s)
         }
         rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), last);
     }
-    if (!rc && rtot) {
+    if (!rc && rtot && on_device(ctx)) { /* into the device copies */
+        const uint32_t m = p->n;
+        if (!(rc = rows_room(ctx, s, m, (uint32_t)rtot))) {
+            for (size_t k = 0; k < rtot; k++)
+                dd_unpack_row(p, m + (uint32_t)k, d->rbuf + k * row);
+            rc = rows_placed(ctx, s, m, (uint32_t)rtot);
+        }
+    } else if (!rc && rtot) {
         const uint32_t m = p->n;
         if (!(rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), m + (uint32_t)rtot)))
             for (size_t k = 0; k < rtot; k++)
@@ -752,6 +792,9 @@ static int build_ghosts(floe_ctx *ctx, int s)
     pset *p = &ctx->sets[s];
     const size_t row = dd_row_bytes(p);
     const uint32_t n = ds->owned;
+    const int dev = on_device(ctx);
+    if (dev)
+        dd_cl_current(ctx, p, 1); /* the positions, after the migration's moves on the device */
     const float *x = pset_attr(p, "x")->data;
     const double R = ghost_width(ctx);
     if (reserve_dest(ctx, d, n))
@@ -813,14 +856,21 @@ static int build_ghosts(floe_ctx *ctx, int s)
                         p->name);
     if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    if (dev && (rc = dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, n + (uint32_t)rtot)))
+        return rc;
     for (int k = 0; k < d->np; k++) /* each partner's block: by columns */
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
     if ((rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts")))
         return rc;
-    if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
+    if (dev) {
+        if (rtot && (rc = rows_room(ctx, s, n, (uint32_t)rtot)))
+            return rc;
+    } else if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
         return rc;
     for (int k = 0; k < d->np; k++)
         unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
+    if (dev && rtot && (rc = rows_placed(ctx, s, n, (uint32_t)rtot)))
+        return rc;
     ds->ghosts = (uint32_t)rtot;
     p->ghosts = ds->ghosts;
     memset(ds->dirty, 0, sizeof ds->dirty);
@@ -1045,6 +1095,7 @@ static int keep_positions(floe_ctx *ctx, int s)
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
         ds->x0 = q, ds->x0_cap = need;
     }
+    dd_cl_current(ctx, p, 1);
     memcpy(ds->x0, pset_attr(p, "x")->data, 3 * (size_t)ds->owned * sizeof(float));
     ds->x0_new = 1;
     return FLOE_OK;
@@ -1131,8 +1182,17 @@ int dd_step_begin(floe_ctx *ctx)
         d->comm_ms += t2 - t0;
         return rc;
     }
-    dd_cl_host(ctx); /* OpenCL: the migration and the new lists work on the host copies */
-    const int reorder = d->steps + 1 >= d->last_reorder + REORDER_EVERY || !d->last_reorder;
+    /* OpenCL: the migration and the new lists work on the host copies, or,
+     * where the backend gathers and compacts on the device, on the
+     * positions and the rows that move (no reorder there: the device's cell
+     * sort orders each step's neighbours, memory order aside) */
+    const int dev = on_device(ctx);
+    if (!dev)
+        dd_cl_host(ctx);
+    for (int s = 0; s < ctx->npsets && dev; s++)
+        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
+            dd_cl_current(ctx, &ctx->sets[s], 1);
+    const int reorder = !dev && (d->steps + 1 >= d->last_reorder + REORDER_EVERY || !d->last_reorder);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)
             continue;

@@ -145,6 +145,41 @@ int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc)
     return 0;
 }
 
+int dd_cl_on_device(const floe_ctx *ctx)
+{
+    return ctx->dd && ctx->dev && ctx->dev->ops->gather_rows && ctx->dev->ops->set_compact &&
+           ctx->dev->ops->set_resize && ctx->dev->ops->scratch && ctx->dev->ops->buffer_io;
+}
+
+int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add)
+{
+    if (!ctx->dev)
+        return FLOE_OK;
+    for (int a = 0; a < p->nattrs; a++) {
+        const attr *at = &p->attrs[a];
+        if (!(dev_attr_state(ctx, p, at) & DEV_DEVICE_STALE) && ctx->dev->ops->capacity(ctx, p, at) < n + add) {
+            p->n = n;
+            return ctx->dev->ops->set_resize(ctx, p, n + add); /* every copy that is the truth grown */
+        }
+    }
+    return FLOE_OK;
+}
+
+int dd_cl_squeeze(floe_ctx *ctx, int s, const int *dest, uint32_t n, uint32_t nleave)
+{
+    uint32_t *keep = malloc((size_t)n * 4 + 4);
+    if (!keep)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    void *kd = ctx->dev->ops->scratch(ctx, "core.dd_keep", (size_t)n * 4 + 4);
+    int rc = kd ? FLOE_OK : FLOE_ERR;
+    for (uint32_t i = 0; i < n && !rc; i++)
+        keep[i] = dest[i] < 0;
+    if (!rc && !(rc = ctx->dev->ops->buffer_io(ctx, kd, 1, 0, (size_t)n * 4, keep)))
+        rc = ctx_set_compact_cl(ctx, ctx_set_handle(ctx, s), kd, n - nleave);
+    free(keep);
+    return rc;
+}
+
 void dd_cl_bus(floe_ctx *ctx, double *up, double *down)
 {
     uint64_t u = 0, w = 0;

@@ -48,6 +48,16 @@ int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, int upload
  * the device where only it holds them; 1 when the host must count (its x
  * current then) */
 int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc);
+/* a rebuild that moves only the positions and the rows that move: the
+ * backend gathers rows and compacts sets on the device */
+int dd_cl_on_device(const floe_ctx *ctx);
+/* room on the device for rows [n, n + add) of p where its copies are the
+ * truth without it (grown there, the new rows zero; host room reserved by
+ * the caller) */
+int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add);
+/* set slot s's particles i with dest[i] >= 0 (nleave of its n) squeezed
+ * out on the device, the order of the others kept */
+int dd_cl_squeeze(floe_ctx *ctx, int s, const int *dest, uint32_t n, uint32_t nleave);
 /* bytes copied to and from the device so far (0 without one) */
 void dd_cl_bus(floe_ctx *ctx, double *up, double *down);
 /* the ghosts' rows [first, first + count) of every attribute, written on

@@ -104,7 +104,8 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
                     ARG(CL->stats), ARG(slot), ARG(nown));
     else {
-        if (nown < nq) { /* by index: the owned queries only, the ghosts' counts 0 */
+        if (nown < nq && !same) { /* into another set the queries go by index: the owned ones only, the
+                                   * ghosts' counts 0 (a set against itself walks sorted slots: all rows built) */
             cl_uint zero = 0;
             cl_int e = F->clEnqueueFillBuffer(CL->q, cnt, &zero, 4, (size_t)nown * 4, (size_t)(nq - nown) * 4, 0, NULL,
                                               NULL);
