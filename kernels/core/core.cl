@@ -123,23 +123,30 @@ __kernel void outside_where(__global uint *w, uint ws, __global const float *x)
         w[ws + 1 + k] = as_uint(x[3 * i + k]);
 }
 
+/* particle i outside [lo, hi] on an axis that is not periodic (per's
+ * bits); a coordinate that is not a number counts as outside where
+ * nan_out is set (as decomp.c's host test), else as inside */
+inline int outside_box(__global const float *x, uint i, float4 lo, float4 hi, int dim, uint per, int nan_out)
+{
+    int out = 0;
+    for (int k = 0; k < dim; k++) {
+        const float c = x[3 * i + k];
+        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+        if (!(per & (1u << k)) && (nan_out ? !(c >= l && c <= h) : (c < l || c > h)))
+            out = 1;
+    }
+    return out;
+}
+
 /* the outside rule "delete" (core/src/opencl/outside.c): keep flags for
  * api->cl_set_compact, 1 where the particle is inside the domain */
 __kernel void outside_keep(uint n, __global const float *x, float4 lo, float4 hi, int dim, uint per,
                            __global uint *keep)
 {
     const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    int out = 0;
-    for (int k = 0; k < dim; k++) {
-        const float c = x[3 * i + k];
-        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
-        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
-        if (!(per & (1u << k)) && (c < l || c > h))
-            out = 1;
-    }
-    keep[i] = !out;
+    if (i < n)
+        keep[i] = !outside_box(x, i, lo, hi, dim, per, 0);
 }
 
 /* max |v|^2 as the bits of a non-negative float (ordered like the value) */
@@ -205,17 +212,7 @@ __kernel void max_drift2(__global const float *x, __global const float *x0, uint
 __kernel void count_outside(uint n, __global const float *x, float4 lo, float4 hi, int dim, __global uint *out)
 {
     const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    int o = 0;
-    for (int k = 0; k < dim; k++) {
-        const float c = x[3 * i + k];
-        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
-        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
-        if (!(c >= l && c <= h))
-            o = 1;
-    }
-    if (o)
+    if (i < n && outside_box(x, i, lo, hi, dim, 0u, 1))
         atomic_inc(out);
 }
 
