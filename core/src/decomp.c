@@ -856,16 +856,16 @@ static int build_ghosts(floe_ctx *ctx, int s)
                         p->name);
     if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    if (dev && (rc = dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, n + (uint32_t)rtot)))
+    /* OpenCL: room for the ghosts where the device holds the truth, then
+     * the rows sent gathered there */
+    if (dev && ((rc = rows_room(ctx, s, n, (uint32_t)rtot)) ||
+                (rc = dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, n + (uint32_t)rtot))))
         return rc;
     for (int k = 0; k < d->np; k++) /* each partner's block: by columns */
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
     if ((rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts")))
         return rc;
-    if (dev) {
-        if (rtot && (rc = rows_room(ctx, s, n, (uint32_t)rtot)))
-            return rc;
-    } else if (rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
+    if (!dev && rtot && (rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), n + (uint32_t)rtot)))
         return rc;
     for (int k = 0; k < d->np; k++)
         unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
@@ -1049,8 +1049,9 @@ void dd_run_end(floe_ctx *ctx)
  * scene's additions, a restore), or one of its particles moved more than
  * half the skin since (a partner's particle that moved as far on its side
  * could have come within H unseen) */
-static int lists_over(floe_ctx *ctx, struct floe_dd *d)
+static int lists_over(floe_ctx *ctx, struct floe_dd *d, int *rc)
 {
+    *rc = FLOE_OK;
     if (d->rebuild || d->migrate_all || !(d->skin > 0))
         return 1;
     const float lim2 = (float)(0.25 * d->skin * d->skin);
@@ -1063,11 +1064,10 @@ static int lists_over(floe_ctx *ctx, struct floe_dd *d)
             return 1;
         const uint32_t n = ds->owned;
         double d2 = 0;
-        int rc, host = dd_cl_drift2(ctx, (pset *)p, n, ds->x0, ds->x0_new, &d2, &rc);
-        if (!host) { /* OpenCL: on the device, 4 bytes back */
-            d->sets[s].x0_new = 0;
-            if (rc || !(d2 <= (double)lim2))
-                return 1; /* a failure: rebuilt, where the host copies are made current */
+        if (!dd_cl_drift2(ctx, (pset *)p, n, ds->x0, ds->x0_new, &d2, rc)) { /* OpenCL: on the device */
+            ds->x0_new = 0;
+            if (*rc || !(d2 <= (double)lim2))
+                return 1;
             continue;
         }
         const float *x = pset_attr((pset *)p, "x")->data, *x0 = ds->x0;
@@ -1118,26 +1118,23 @@ static int forward_ghosts(floe_ctx *ctx, int s)
     }
     if (dd_grow(&d->sbuf, &d->scap, tot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1))
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    /* OpenCL: the rows sent read back (gathered on the device) */
-    if (dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, ds->owned + (uint32_t)rtot))
-        return FLOE_ERR;
+    /* the ghosts go in place of last step's: room for them, then (OpenCL)
+     * the rows sent read back, gathered on the device; no copy of the
+     * owned rows (on the device they stay current there, decomp_cl.c) */
+    const uint32_t n = ds->owned;
+    int rc = rows_room(ctx, s, n, (uint32_t)rtot);
+    if (!rc)
+        rc = dd_cl_rows_host(ctx, p, ds->send_idx, (uint32_t)tot, n + (uint32_t)rtot);
+    if (rc)
+        return rc;
     for (int k = 0; k < d->np; k++)
         pack_columns(p, ds->send_idx + ds->soff[k], ds->scnt[k], d->sbuf + ds->soff[k] * row);
     d->phase = PH_GHOSTS;
-    int rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts");
-    if (rc)
+    if ((rc = xchg(ctx, d, d->np, d->peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_GHOSTS, "ghosts")))
         return rc;
-    /* the ghosts in place of last step's: no copy of the owned rows (on
-     * the device they stay current there, decomp_cl.c) */
-    const uint32_t n = ds->owned;
-    if (ctx_set_reserve(p, n + (uint32_t)rtot))
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory for the ghosts of set '%s'", p->name);
     for (int k = 0; k < d->np; k++)
         unpack_columns(p, n + (uint32_t)ds->roff[k], ds->rcnt[k], d->rbuf + ds->roff[k] * row);
-    if ((rc = dd_cl_rows(ctx, p, n, (uint32_t)rtot)))
-        return rc;
-    p->n = n + (uint32_t)rtot;
-    if ((rc = floe_set_moved(ctx, ctx_set_handle(ctx, s))))
+    if ((rc = rows_placed(ctx, s, n, (uint32_t)rtot)))
         return rc;
     ds->ghosts = (uint32_t)rtot;
     p->ghosts = ds->ghosts;
@@ -1160,8 +1157,9 @@ int dd_step_begin(floe_ctx *ctx)
         return FLOE_OK;
     double t0 = dd_now_ms();
     d->ghosts_gone = NULL;
-    int rc = dd_drop_ghosts(ctx);
-    int over = lists_over(ctx, d);
+    int rc = dd_drop_ghosts(ctx), rl;
+    int over = lists_over(ctx, d, &rl);
+    rc = rc ? rc : rl;
     if (!rc && d->skin > 0) { /* every rank rebuilds, or none */
         d->phase = PH_REDUCE;
         double r0 = dd_now_ms();
