@@ -574,12 +574,31 @@ static int migrate(floe_ctx *ctx, int s)
     const uint32_t n = p->n;
     if (reserve_dest(ctx, d, n))
         return FLOE_ERR_NOMEM;
+    /* the particles to test: every one, or (GPU ranks) those the device
+     * finds outside the box, their positions and ids read back */
+    const int dev = on_device(ctx);
+    uint32_t ntest = n;
+    if (dev) {
+        double lo[3], hi[3];
+        for (int k = 0; k < 3; k++)
+            lo[k] = -INFINITY, hi[k] = INFINITY;
+        for (int l = 0; l < d->geom.levels; l++)
+            lo[d->geom.axis[l]] = d->lo[d->geom.axis[l]], hi[d->geom.axis[l]] = d->hi[d->geom.axis[l]];
+        int rc0 = dd_cl_select(ctx, p, n, lo, hi, 0, 0, d->cand, &ntest);
+        if (!rc0)
+            rc0 = dd_cl_rows_of(ctx, p, "x", d->cand, ntest, 0);
+        if (!rc0)
+            rc0 = dd_cl_rows_of(ctx, p, "id", d->cand, ntest, 0);
+        if (rc0)
+            return rc0;
+    }
     const float *x = pset_attr(p, "x")->data;
     int *dest = d->dest;
     uint32_t nleave = 0;
     const int all = d->migrate_all;
     const attr *ida = pset_attr(p, "id");
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t t = 0; t < ntest; t++) { /* d->cand is filtered in place: nleave <= t */
+        const uint32_t i = dev ? d->cand[t] : t;
         dest[i] = -1;
         if (inside(d, x + 3 * i))
             continue;
@@ -630,7 +649,7 @@ static int migrate(floe_ctx *ctx, int s)
     }
     if (!rc && (dd_grow(&d->sbuf, &d->scap, stot * row + 1) || dd_grow(&d->rbuf, &d->rcap, rtot * row + 1)))
         rc = ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    if (!rc && on_device(ctx)) /* the leavers' rows gathered on the device (d->cand: ascending) */
+    if (!rc && dev) /* the leavers' rows gathered on the device (d->cand: ascending) */
         rc = dd_cl_rows_host(ctx, p, d->cand, nleave, 0);
     if (!rc) {
         size_t *fill = d->csend; /* reused: the counts are sent */
@@ -642,8 +661,8 @@ static int migrate(floe_ctx *ctx, int s)
         }
         rc = xchg(ctx, d, np, peer, d->sbuf, d->bs, d->bso, d->rbuf, d->br, d->bro, TAG_MIGRATE, "migration");
     }
-    if (!rc && nleave && on_device(ctx)) /* squeezed out on the device (keep flags up, 4 bytes a particle) */
-        rc = dd_cl_squeeze(ctx, s, dest, n, nleave);
+    if (!rc && nleave && dev) /* squeezed out on the device (their indices up) */
+        rc = dd_cl_squeeze(ctx, s, d->cand, n, nleave);
     else if (!rc && nleave) { /* the leavers' slots take the last particles (the order does not matter: the
                           * lists are in id order): O(leavers), not a pass over every attribute of the set */
         uint32_t last = n;
@@ -660,7 +679,7 @@ static int migrate(floe_ctx *ctx, int s)
         }
         rc = ctx_set_resize(ctx, ctx_set_handle(ctx, s), last);
     }
-    if (!rc && rtot && on_device(ctx)) { /* into the device copies */
+    if (!rc && rtot && dev) { /* into the device copies */
         const uint32_t m = p->n;
         if (!(rc = rows_room(ctx, s, m, (uint32_t)rtot))) {
             for (size_t k = 0; k < rtot; k++)
@@ -793,9 +812,6 @@ static int build_ghosts(floe_ctx *ctx, int s)
     const size_t row = dd_row_bytes(p);
     const uint32_t n = ds->owned;
     const int dev = on_device(ctx);
-    if (dev)
-        dd_cl_current(ctx, p, 1); /* the positions, after the migration's moves on the device */
-    const float *x = pset_attr(p, "x")->data;
     const double R = ghost_width(ctx);
     if (reserve_dest(ctx, d, n))
         return FLOE_ERR_NOMEM;
@@ -805,7 +821,24 @@ static int build_ghosts(floe_ctx *ctx, int s)
     memcpy(blo, d->lo, sizeof blo), memcpy(bhi, d->hi, sizeof bhi);
     for (int k = 0; k < 3; k++)
         box_on_axis(ctx, k, &blo[k], &bhi[k]);
-    for (uint32_t i = 0; i < n; i++) {
+    /* GPU ranks: the device's superset of them, their positions read back,
+     * tested again here */
+    uint32_t ntest = n;
+    if (dev) {
+        double lo[3], hi[3];
+        for (int k = 0; k < 3; k++)
+            lo[k] = -INFINITY, hi[k] = INFINITY;
+        for (int l = 0; l < d->geom.levels; l++)
+            lo[d->geom.axis[l]] = blo[d->geom.axis[l]], hi[d->geom.axis[l]] = bhi[d->geom.axis[l]];
+        int rc0 = dd_cl_select(ctx, p, n, lo, hi, R, 1, d->cand, &ntest);
+        if (!rc0)
+            rc0 = dd_cl_rows_of(ctx, p, "x", d->cand, ntest, 0);
+        if (rc0)
+            return rc0;
+    }
+    const float *x = pset_attr(p, "x")->data;
+    for (uint32_t t = 0; t < ntest; t++) { /* d->cand filtered in place: nc <= t */
+        const uint32_t i = dev ? d->cand[t] : t;
         int near = 0;
         for (int l = 0; l < d->geom.levels; l++) {
             const int k = d->geom.axis[l];
@@ -1064,6 +1097,11 @@ static int lists_over(floe_ctx *ctx, struct floe_dd *d, int *rc)
             return 1;
         const uint32_t n = ds->owned;
         double d2 = 0;
+        if (ds->x0_dev) { /* GPU ranks: the rebuild's positions are on the device */
+            if ((*rc = dd_cl_drift2_kept(ctx, (pset *)p, n, &d2)) || !(d2 <= (double)lim2))
+                return 1;
+            continue;
+        }
         if (!dd_cl_drift2(ctx, (pset *)p, n, ds->x0, ds->x0_new, &d2, rc)) { /* OpenCL: on the device */
             ds->x0_new = 0;
             if (*rc || !(d2 <= (double)lim2))
@@ -1095,7 +1133,11 @@ static int keep_positions(floe_ctx *ctx, int s)
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
         ds->x0 = q, ds->x0_cap = need;
     }
-    dd_cl_current(ctx, p, 1);
+    if (on_device(ctx)) { /* GPU ranks: kept on the device (lists_over asks it) */
+        ds->x0_dev = 1;
+        return dd_cl_keep_positions(ctx, p, ds->owned);
+    }
+    ds->x0_dev = 0;
     memcpy(ds->x0, pset_attr(p, "x")->data, 3 * (size_t)ds->owned * sizeof(float));
     ds->x0_new = 1;
     return FLOE_OK;
@@ -1187,9 +1229,6 @@ int dd_step_begin(floe_ctx *ctx)
     const int dev = on_device(ctx);
     if (!dev)
         dd_cl_host(ctx);
-    for (int s = 0; s < ctx->npsets && dev; s++)
-        if (ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID)
-            dd_cl_current(ctx, &ctx->sets[s], 1);
     const int reorder = !dev && (d->steps + 1 >= d->last_reorder + REORDER_EVERY || !d->last_reorder);
     for (int s = 0; s < ctx->npsets && !rc; s++) {
         if (!ctx->sets[s].gen || ctx->sets[s].kind != FLOE_SET_FLUID)

@@ -11,6 +11,7 @@
 #include "decomp_cl.h"
 #include "device.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,11 @@ static int rows_into(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *e
 
 int dd_cl_rows_host(floe_ctx *ctx, pset *p, const uint32_t *idx, uint32_t m, uint32_t rows)
 {
+    return dd_cl_rows_of(ctx, p, NULL, idx, m, rows);
+}
+
+int dd_cl_rows_of(floe_ctx *ctx, pset *p, const char *only, const uint32_t *idx, uint32_t m, uint32_t rows)
+{
     if (!ctx->dev || !ctx->dd)
         return FLOE_OK;
     void *mems[MAX_ATTRS];
@@ -104,7 +110,7 @@ int dd_cl_rows_host(floe_ctx *ctx, pset *p, const uint32_t *idx, uint32_t m, uin
     int nb = 0;
     for (int a = 0; a < p->nattrs; a++) {
         attr *at = &p->attrs[a];
-        if (!(dev_attr_state(ctx, p, at) & DEV_HOST_STALE))
+        if ((only && strcmp(at->name, only)) || !(dev_attr_state(ctx, p, at) & DEV_HOST_STALE))
             continue;
         /* the whole copy read back where the device cannot take the ghosts'
          * rows in place (dd_cl_rows would mark it stale: the host's must
@@ -147,8 +153,47 @@ int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc)
 
 int dd_cl_on_device(const floe_ctx *ctx)
 {
-    return ctx->dd && ctx->dev && ctx->dev->ops->gather_rows && ctx->dev->ops->set_compact &&
-           ctx->dev->ops->set_resize && ctx->dev->ops->scratch && ctx->dev->ops->buffer_io;
+    const floe_backend_ops *o = ctx->dd && ctx->dev ? ctx->dev->ops : NULL;
+    return o && o->gather_rows && o->set_compact && o->set_resize && o->select_rows && o->keep_except &&
+           o->keep_positions && o->max_drift2;
+}
+
+/* a bound as a float on the side that keeps the device's selection a
+ * superset of the host's test (up: the least float >= v, else the largest
+ * <= v); infinities as they are */
+static float bound_f(double v, int up)
+{
+    float f = (float)v;
+    if (!isfinite(v))
+        return f;
+    if (up && (double)f < v)
+        f = nextafterf(f, INFINITY);
+    if (!up && (double)f > v)
+        f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+int dd_cl_select(floe_ctx *ctx, pset *p, uint32_t n, const double lo[3], const double hi[3], double r, int mode,
+                 uint32_t *idx, uint32_t *m)
+{
+    float l[3], h[3];
+    double scale = r;
+    for (int k = 0; k < 3; k++) {
+        /* leavers (mode 0): flagged below lo rounded up or from hi rounded
+         * down; near a face (mode 1): lo rounded up, hi down, r widened by
+         * the float subtraction's rounding */
+        l[k] = bound_f(lo[k], 1), h[k] = bound_f(hi[k], 0);
+        scale = fmax(scale, fmax(isfinite(lo[k]) ? fabs(lo[k]) : 0, isfinite(hi[k]) ? fabs(hi[k]) : 0) + r);
+    }
+    const float rf = mode ? (float)(r * (1 + 1e-5) + 4.8e-7 * scale) : 0.0f;
+    return ctx->dev->ops->select_rows(ctx, p, n, l, h, rf, mode, idx, m);
+}
+
+int dd_cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n) { return ctx->dev->ops->keep_positions(ctx, p, n); }
+
+int dd_cl_drift2_kept(floe_ctx *ctx, pset *p, uint32_t n, double *out)
+{
+    return ctx->dev->ops->max_drift2(ctx, p, n, NULL, out);
 }
 
 int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add)
@@ -165,19 +210,10 @@ int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add)
     return FLOE_OK;
 }
 
-int dd_cl_squeeze(floe_ctx *ctx, int s, const int *dest, uint32_t n, uint32_t nleave)
+int dd_cl_squeeze(floe_ctx *ctx, int s, const uint32_t *leavers, uint32_t n, uint32_t nleave)
 {
-    uint32_t *keep = malloc((size_t)n * 4 + 4);
-    if (!keep)
-        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    void *kd = ctx->dev->ops->scratch(ctx, "core.dd_keep", (size_t)n * 4 + 4);
-    int rc = kd ? FLOE_OK : FLOE_ERR;
-    for (uint32_t i = 0; i < n && !rc; i++)
-        keep[i] = dest[i] < 0;
-    if (!rc && !(rc = ctx->dev->ops->buffer_io(ctx, kd, 1, 0, (size_t)n * 4, keep)))
-        rc = ctx_set_compact_cl(ctx, ctx_set_handle(ctx, s), kd, n - nleave);
-    free(keep);
-    return rc;
+    void *kd = ctx->dev->ops->keep_except(ctx, n, leavers, nleave);
+    return kd ? ctx_set_compact_cl(ctx, ctx_set_handle(ctx, s), kd, n - nleave) : FLOE_ERR;
 }
 
 void dd_cl_bus(floe_ctx *ctx, double *up, double *down)

@@ -55,9 +55,21 @@ int dd_cl_on_device(const floe_ctx *ctx);
  * truth without it (grown there, the new rows zero; host room reserved by
  * the caller) */
 int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add);
-/* set slot s's particles i with dest[i] >= 0 (nleave of its n) squeezed
- * out on the device, the order of the others kept */
-int dd_cl_squeeze(floe_ctx *ctx, int s, const int *dest, uint32_t n, uint32_t nleave);
+/* set slot s's particles leavers[0..nleave) (of its n) squeezed out on
+ * the device, the order of the others kept */
+int dd_cl_squeeze(floe_ctx *ctx, int s, const uint32_t *leavers, uint32_t n, uint32_t nleave);
+/* the same for one attribute (only, a name) or every one (NULL) */
+int dd_cl_rows_of(floe_ctx *ctx, pset *p, const char *only, const uint32_t *idx, uint32_t m, uint32_t rows);
+/* on the device, a superset of the particles of p's first n that the host
+ * tests (it tests them again): mode 0 outside [lo, hi) on some axis, mode
+ * 1 within r of a face of [lo, hi]; the indices ascending into idx (room
+ * for n), *m of them */
+int dd_cl_select(floe_ctx *ctx, pset *p, uint32_t n, const double lo[3], const double hi[3], double r, int mode,
+                 uint32_t *idx, uint32_t *m);
+/* a rebuild's positions kept on the device, and the largest squared
+ * distance from them */
+int dd_cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n);
+int dd_cl_drift2_kept(floe_ctx *ctx, pset *p, uint32_t n, double *out);
 /* bytes copied to and from the device so far (0 without one) */
 void dd_cl_bus(floe_ctx *ctx, double *up, double *down);
 /* the ghosts' rows [first, first + count) of every attribute, written on

@@ -48,6 +48,7 @@ typedef struct dd_set {
     float *x0;
     size_t x0_cap;
     int x0_new;               /* not yet on the device (OpenCL: its drift test runs there) */
+    int x0_dev;               /* GPU ranks: the rebuild's positions kept on the device only */
     uint32_t layout;
     int nattrs;
 } dd_set;

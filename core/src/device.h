@@ -118,6 +118,16 @@ typedef struct floe_backend_ops {
     int (*count_outside)(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);
     /* bytes of attributes and rows copied to the device and back so far */
     void (*bus_bytes)(floe_ctx *ctx, uint64_t *up, uint64_t *down);
+    /* the indices (ascending, into idx, room for n) of set p's first n
+     * particles that lie, on the device: mode 0, outside [lo, hi) on some
+     * axis (not a number: outside); mode 1, within r of a face of [lo, hi]
+     * on some axis; infinite bounds cut nothing */
+    int (*select_rows)(floe_ctx *ctx, pset *p, uint32_t n, const float lo[3], const float hi[3], float r, int mode,
+                       uint32_t *idx, uint32_t *m);
+    /* a device buffer of n keep flags, 1 but at idx[0..m) (set_compact's) */
+    void *(*keep_except)(floe_ctx *ctx, uint32_t n, const uint32_t *idx, uint32_t m);
+    /* set p's first n positions kept on the device for max_drift2 */
+    int (*keep_positions)(floe_ctx *ctx, pset *p, uint32_t n);
 } floe_backend_ops;
 
 /* An implementation's state starts with this. */

@@ -229,3 +229,34 @@ __kernel void gather_rows(__global const uint *src, __global uint *dst, uint off
     for (uint c = 0; c < comps; c++)
         dst[off + comps * k + c] = src[comps * j + c];
 }
+
+/* MPI (core/src/opencl/rows.c): flags of the particles a rebuild looks at
+ * on the host. mode 0: outside the rank's box [lo, hi) on some axis (the
+ * migration's leavers; not a number: outside); mode 1: within r of a face
+ * of [lo, hi] on some axis (the ghost candidates). Axes with infinite
+ * bounds are not cut. */
+__kernel void dd_select(uint n, __global const float *x, float4 lo, float4 hi, float r, int mode, __global uint *flag)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    int f = 0;
+    for (int k = 0; k < 3; k++) {
+        const float l = k == 0 ? lo.x : k == 1 ? lo.y : lo.z;
+        const float h = k == 0 ? hi.x : k == 1 ? hi.y : hi.z;
+        const float c = x[3 * i + k];
+        if (mode == 0)
+            f |= !(c >= l && c < h);
+        else
+            f |= (c - l <= r) || (h - c <= r);
+    }
+    flag[i] = (uint)f;
+}
+
+/* MPI: keep flags, 1 but at the m indices idx (the leavers) */
+__kernel void dd_drop(__global uint *keep, __global const uint *idx, uint m)
+{
+    const uint k = get_global_id(0);
+    if (k < m)
+        keep[idx[k]] = 0;
+}

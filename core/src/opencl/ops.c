@@ -188,6 +188,9 @@ static const floe_backend_ops opencl_ops = {
     .max_drift2 = cl_max_drift2,
     .count_outside = cl_count_outside,
     .bus_bytes = cl_bus_bytes,
+    .select_rows = cl_select_rows,
+    .keep_except = cl_keep_except,
+    .keep_positions = cl_keep_positions,
 };
 
 struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msglen)

@@ -111,6 +111,75 @@ int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out)
     return FLOE_OK;
 }
 
+int cl_select_rows(floe_ctx *ctx, pset *p, uint32_t n, const float lo[3], const float hi[3], float r, int mode,
+                   uint32_t *idx, uint32_t *m)
+{
+    *m = 0;
+    if (!n)
+        return FLOE_OK;
+    const int s = (int)(p - ctx->sets);
+    cl_mem x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    cl_mem flag = cl_scratch(ctx, "core.dd_flag", (size_t)n * 4 + 4), rank = cl_scratch(ctx, "core.dd_rank", (size_t)n * 4 + 4);
+    cl_mem order = cl_scratch(ctx, "core.dd_order", (size_t)n * 4 + 4);
+    if (!x || !flag || !rank || !order)
+        return FLOE_ERR;
+    const cl_float4 l4 = {{lo[0], lo[1], lo[2], 0}}, h4 = {{hi[0], hi[1], hi[2], 0}};
+    const cl_uint nn = n;
+    const cl_int md = mode;
+    int rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "dd_select"), nn, WG, 16.0 * n, ARG(nn), ARG(x), ARG(l4), ARG(h4),
+                    ARG(r), ARG(md), ARG(flag));
+    if (rc)
+        return rc;
+    cl_int e = F->clEnqueueCopyBuffer(CL->q, flag, rank, 0, 0, (size_t)n * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cl_err(ctx, e, "clEnqueueCopyBuffer");
+    if ((rc = cl_scan_words(ctx, rank, n)) ||
+        (rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "compact_order"), nn, WG, 12.0 * n, ARG(flag), ARG(rank), ARG(nn),
+                     ARG(order))))
+        return rc;
+    cl_uint last[2]; /* the scan's last word and the last flag: the count */
+    if ((e = F->clEnqueueReadBuffer(CL->q, rank, CL_TRUE, (size_t)(n - 1) * 4, 4, &last[0], 0, NULL, NULL)) != CL_SUCCESS ||
+        (e = F->clEnqueueReadBuffer(CL->q, flag, CL_TRUE, (size_t)(n - 1) * 4, 4, &last[1], 0, NULL, NULL)) != CL_SUCCESS)
+        return cl_err(ctx, e, "reading a selection's count");
+    *m = last[0] + last[1];
+    if (*m && (e = F->clEnqueueReadBuffer(CL->q, order, CL_TRUE, 0, (size_t)*m * 4, idx, 0, NULL, NULL)) != CL_SUCCESS)
+        return cl_err(ctx, e, "reading a selection");
+    CL->bus_down += 8 + (uint64_t)*m * 4;
+    return FLOE_OK;
+}
+
+void *cl_keep_except(floe_ctx *ctx, uint32_t n, const uint32_t *idx, uint32_t m)
+{
+    cl_mem keep = cl_scratch(ctx, "core.dd_keep", (size_t)n * 4 + 4), ix = cl_scratch(ctx, "core.rows_idx", (size_t)m * 4 + 4);
+    if (!keep || !ix)
+        return NULL;
+    cl_uint one = 1;
+    cl_int e = F->clEnqueueFillBuffer(CL->q, keep, &one, 4, 0, (size_t)n * 4, 0, NULL, NULL);
+    if (e == CL_SUCCESS && m)
+        e = F->clEnqueueWriteBuffer(CL->q, ix, CL_TRUE, 0, (size_t)m * 4, idx, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        cl_err(ctx, e, "keep flags");
+        return NULL;
+    }
+    CL->bus_up += (uint64_t)m * 4;
+    const cl_uint mm = m;
+    if (m && LAUNCH(cl_core_kernel(ctx, "core.cl", "dd_drop"), mm, WG, 8.0 * m, ARG(keep), ARG(ix), ARG(mm)))
+        return NULL;
+    return keep;
+}
+
+int cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n)
+{
+    const int s = (int)(p - ctx->sets);
+    char name[48];
+    snprintf(name, sizeof name, "core.dd_x0.%d", s);
+    cl_mem x0d = cl_scratch(ctx, name, (size_t)(n ? n : 1) * 12), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    if (!x0d || !x)
+        return FLOE_ERR;
+    cl_int e = n ? F->clEnqueueCopyBuffer(CL->q, x, x0d, 0, 0, (size_t)n * 12, 0, NULL, NULL) : CL_SUCCESS;
+    return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "keeping the positions of a rebuild");
+}
+
 void cl_bus_bytes(floe_ctx *ctx, uint64_t *up, uint64_t *down)
 {
     *up = CL->bus_up;

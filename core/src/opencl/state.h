@@ -315,6 +315,10 @@ int cl_gather_rows(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *ele
 int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out);
 int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);
 void cl_bus_bytes(floe_ctx *ctx, uint64_t *up, uint64_t *down);
+int cl_select_rows(floe_ctx *ctx, pset *p, uint32_t n, const float lo[3], const float hi[3], float r, int mode,
+                   uint32_t *idx, uint32_t *m);
+void *cl_keep_except(floe_ctx *ctx, uint32_t n, const uint32_t *idx, uint32_t m);
+int cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n);
 
 /* resize.c: sets that change size on the device (ABI 1.10) */
 int cl_set_resize(floe_ctx *ctx, pset *p, uint32_t n);
