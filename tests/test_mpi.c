@@ -1266,10 +1266,11 @@ static void bus_figures(const char *log, int ranks, double up[], double down[], 
 
 /* GPU ranks (docs/mpi.md, "GPU ranks"): the device copies stay the truth
  * and only what crosses between ranks crosses the bus, at a rebuild (the
- * positions back, keep flags up, the leavers' and the ghosts' rows
- * gathered on the device, the leavers squeezed out there) and between
- * rebuilds (the ghosts' rows; the skin's test and the count of particles
- * outside the domain on the device). Each rank copies each way, a step,
+ * device selects the particles outside the box and near its faces, their
+ * positions come back, the leavers' and the ghosts' rows are gathered
+ * there, the leavers squeezed out there) and between rebuilds (the
+ * ghosts' rows; the skin's test and the count of particles outside the
+ * domain on the device). Each rank copies each way, a step,
  * under half of one copy of its particles (at least 52 bytes a particle:
  * x, v, a, rho, p, m, id), with and without the skin (measured: 0.21 to
  * 0.44 of it in this small 2D case, where the ghosts are a quarter of a
