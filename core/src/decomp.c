@@ -561,6 +561,29 @@ static int rows_placed(floe_ctx *ctx, int s, uint32_t n, uint32_t add)
     return floe_set_moved(ctx, ctx_set_handle(ctx, s));
 }
 
+/* GPU ranks: into d->cand the particles of set s's first n that the
+ * device finds outside [lo, hi) (mode 0, the migration's candidates) or
+ * within r of its faces (mode 1, the ghost candidates), along the cut axes
+ * (the others unbounded); their positions (and the leavers' ids) read
+ * back, for the host's own test */
+static int select_on_device(floe_ctx *ctx, int s, uint32_t n, const double blo[3], const double bhi[3], double r,
+                            int mode, uint32_t *m)
+{
+    struct floe_dd *d = ctx->dd;
+    pset *p = &ctx->sets[s];
+    double lo[3], hi[3];
+    for (int k = 0; k < 3; k++)
+        lo[k] = -INFINITY, hi[k] = INFINITY;
+    for (int l = 0; l < d->geom.levels; l++)
+        lo[d->geom.axis[l]] = blo[d->geom.axis[l]], hi[d->geom.axis[l]] = bhi[d->geom.axis[l]];
+    int rc = dd_cl_select(ctx, p, n, lo, hi, r, mode, d->cand, m);
+    if (!rc)
+        rc = dd_cl_rows_of(ctx, p, "x", d->cand, *m, 0);
+    if (!rc && mode == 0) /* the ids for the log line of a particle passed on */
+        rc = dd_cl_rows_of(ctx, p, "id", d->cand, *m, 0);
+    return rc;
+}
+
 /* The particles of set s outside this rank's box go to their owners: to
  * the partners, or to any rank after the boxes moved (every rank knows
  * then). One that went further than a partner's box in one step is passed
@@ -578,20 +601,9 @@ static int migrate(floe_ctx *ctx, int s)
      * finds outside the box, their positions and ids read back */
     const int dev = on_device(ctx);
     uint32_t ntest = n;
-    if (dev) {
-        double lo[3], hi[3];
-        for (int k = 0; k < 3; k++)
-            lo[k] = -INFINITY, hi[k] = INFINITY;
-        for (int l = 0; l < d->geom.levels; l++)
-            lo[d->geom.axis[l]] = d->lo[d->geom.axis[l]], hi[d->geom.axis[l]] = d->hi[d->geom.axis[l]];
-        int rc0 = dd_cl_select(ctx, p, n, lo, hi, 0, 0, d->cand, &ntest);
-        if (!rc0)
-            rc0 = dd_cl_rows_of(ctx, p, "x", d->cand, ntest, 0);
-        if (!rc0)
-            rc0 = dd_cl_rows_of(ctx, p, "id", d->cand, ntest, 0);
-        if (rc0)
-            return rc0;
-    }
+    int rc0;
+    if (dev && (rc0 = select_on_device(ctx, s, n, d->lo, d->hi, 0, 0, &ntest)))
+        return rc0;
     const float *x = pset_attr(p, "x")->data;
     int *dest = d->dest;
     uint32_t nleave = 0;
@@ -824,18 +836,9 @@ static int build_ghosts(floe_ctx *ctx, int s)
     /* GPU ranks: the device's superset of them, their positions read back,
      * tested again here */
     uint32_t ntest = n;
-    if (dev) {
-        double lo[3], hi[3];
-        for (int k = 0; k < 3; k++)
-            lo[k] = -INFINITY, hi[k] = INFINITY;
-        for (int l = 0; l < d->geom.levels; l++)
-            lo[d->geom.axis[l]] = blo[d->geom.axis[l]], hi[d->geom.axis[l]] = bhi[d->geom.axis[l]];
-        int rc0 = dd_cl_select(ctx, p, n, lo, hi, R, 1, d->cand, &ntest);
-        if (!rc0)
-            rc0 = dd_cl_rows_of(ctx, p, "x", d->cand, ntest, 0);
-        if (rc0)
-            return rc0;
-    }
+    int rc0;
+    if (dev && (rc0 = select_on_device(ctx, s, n, blo, bhi, R, 1, &ntest)))
+        return rc0;
     const float *x = pset_attr(p, "x")->data;
     for (uint32_t t = 0; t < ntest; t++) { /* d->cand filtered in place: nc <= t */
         const uint32_t i = dev ? d->cand[t] : t;
@@ -1093,21 +1096,16 @@ static int lists_over(floe_ctx *ctx, struct floe_dd *d, int *rc)
         dd_set *ds = &d->sets[s];
         if (!p->gen || p->kind != FLOE_SET_FLUID)
             continue;
-        if (p->layout != ds->layout || p->nattrs != ds->nattrs || p->n != ds->owned || !ds->x0)
+        if (p->layout != ds->layout || p->nattrs != ds->nattrs || p->n != ds->owned || (!ds->x0 && !ds->x0_dev))
             return 1;
         const uint32_t n = ds->owned;
         double d2 = 0;
-        if (ds->x0_dev) { /* GPU ranks: the rebuild's positions are on the device */
-            if ((*rc = dd_cl_drift2_kept(ctx, (pset *)p, n, &d2)) || !(d2 <= (double)lim2))
+        if (ds->x0_dev) { /* GPU ranks: the rebuild's positions are on the device, 4 bytes back */
+            if ((*rc = dd_cl_drift2(ctx, (pset *)p, n, &d2)) || !(d2 <= (double)lim2))
                 return 1;
             continue;
         }
-        if (!dd_cl_drift2(ctx, (pset *)p, n, ds->x0, ds->x0_new, &d2, rc)) { /* OpenCL: on the device */
-            ds->x0_new = 0;
-            if (*rc || !(d2 <= (double)lim2))
-                return 1;
-            continue;
-        }
+        dd_cl_positions(ctx, (pset *)p); /* OpenCL without the device's rebuild: the positions back */
         const float *x = pset_attr((pset *)p, "x")->data, *x0 = ds->x0;
         int over = 0;
 #pragma omp parallel for schedule(static) reduction(| : over) if (n > 65536)
@@ -1126,6 +1124,8 @@ static int keep_positions(floe_ctx *ctx, int s)
 {
     pset *p = &ctx->sets[s];
     dd_set *ds = &ctx->dd->sets[s];
+    if ((ds->x0_dev = on_device(ctx))) /* GPU ranks: kept on the device (lists_over asks it) */
+        return dd_cl_keep_positions(ctx, p, ds->owned);
     const size_t need = 3 * (size_t)ds->owned + 1;
     if (need > ds->x0_cap) {
         float *q = realloc(ds->x0, need * sizeof *q);
@@ -1133,13 +1133,7 @@ static int keep_positions(floe_ctx *ctx, int s)
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
         ds->x0 = q, ds->x0_cap = need;
     }
-    if (on_device(ctx)) { /* GPU ranks: kept on the device (lists_over asks it) */
-        ds->x0_dev = 1;
-        return dd_cl_keep_positions(ctx, p, ds->owned);
-    }
-    ds->x0_dev = 0;
     memcpy(ds->x0, pset_attr(p, "x")->data, 3 * (size_t)ds->owned * sizeof(float));
-    ds->x0_new = 1;
     return FLOE_OK;
 }
 
@@ -1282,7 +1276,7 @@ int dd_step_end(floe_ctx *ctx)
                 return rc;
             if (!on_dev)
                 continue;
-            dd_cl_current(ctx, p, 1);
+            dd_cl_positions(ctx, p);
         }
         const float *x = pset_attr(p, "x")->data, *lo = ctx->info.domain_min, *hi = ctx->info.domain_max;
         uint64_t out = 0;

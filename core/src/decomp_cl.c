@@ -63,13 +63,10 @@ void dd_cl_host(floe_ctx *ctx)
     }
 }
 
-void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only)
+void dd_cl_positions(floe_ctx *ctx, pset *p)
 {
-    if (!ctx->dev || !ctx->dd)
-        return;
-    for (int a = 0; a < p->nattrs; a++)
-        if (!positions_only || !strcmp(p->attrs[a].name, "x"))
-            dev_host(ctx, p, &p->attrs[a], 0);
+    if (ctx->dev && ctx->dd)
+        dev_host(ctx, p, pset_attr(p, "x"), 0);
 }
 
 /* rows idx[0..m) of nbuf device buffers gathered there in one read, each
@@ -127,24 +124,12 @@ int dd_cl_rows_of(floe_ctx *ctx, pset *p, const char *only, const uint32_t *idx,
     return nb && m ? rows_into(ctx, nb, mems, elems, idx, m, hosts) : FLOE_OK;
 }
 
-int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, int upload, double *out, int *rc)
-{
-    *rc = FLOE_OK;
-    const attr *x = pset_attr(p, "x");
-    if (!ctx->dev || !ctx->dev->ops->max_drift2 || !x || !(dev_attr_state(ctx, p, x) & DEV_HOST_STALE)) {
-        dd_cl_current(ctx, p, 1);
-        return 1;
-    }
-    *rc = ctx->dev->ops->max_drift2(ctx, p, n, upload ? x0 : NULL, out);
-    return 0;
-}
-
 int dd_cl_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out, int *rc)
 {
     *rc = FLOE_OK;
     const attr *x = pset_attr(p, "x");
     if (!ctx->dev || !ctx->dev->ops->count_outside || !x || !(dev_attr_state(ctx, p, x) & DEV_HOST_STALE)) {
-        dd_cl_current(ctx, p, 1);
+        dd_cl_positions(ctx, p);
         return 1;
     }
     *rc = ctx->dev->ops->count_outside(ctx, p, n, out);
@@ -191,10 +176,7 @@ int dd_cl_select(floe_ctx *ctx, pset *p, uint32_t n, const double lo[3], const d
 
 int dd_cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n) { return ctx->dev->ops->keep_positions(ctx, p, n); }
 
-int dd_cl_drift2_kept(floe_ctx *ctx, pset *p, uint32_t n, double *out)
-{
-    return ctx->dev->ops->max_drift2(ctx, p, n, NULL, out);
-}
+int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, double *out) { return ctx->dev->ops->max_drift2(ctx, p, n, out); }
 
 int dd_cl_room(floe_ctx *ctx, pset *p, uint32_t n, uint32_t add)
 {

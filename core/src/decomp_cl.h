@@ -31,19 +31,14 @@ int dd_cl_halo_end(floe_ctx *ctx, dd_cl_halo *h, size_t elem, int rc);
  * fluid sets copied back, the device copies stale (uploaded when a device
  * stage next asks) */
 void dd_cl_host(floe_ctx *ctx);
-/* between two rebuilds (docs/mpi.md, "GPU ranks"): the host copies of set
- * p's positions (positions_only) or of every attribute made current, the
- * device copies kept current too (read, not moved) */
-void dd_cl_current(floe_ctx *ctx, pset *p, int positions_only);
+/* the host copy of set p's positions made current, the device's kept
+ * current too (read, not moved) */
+void dd_cl_positions(floe_ctx *ctx, pset *p);
 /* rows idx[0..m) of every attribute of p current on the host: gathered on
  * the device where only its copy is current (the host copy stays marked
  * stale: a later read takes it whole); the whole copy read back where the
  * device's has no room for `rows` particles */
 int dd_cl_rows_host(floe_ctx *ctx, pset *p, const uint32_t *idx, uint32_t m, uint32_t rows);
-/* the largest squared distance of p's first n positions from x0 (3n
- * floats), on the device where only it holds them (x0 uploaded when
- * upload is set); 1 when the host must compute it (its x current then) */
-int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, int upload, double *out, int *rc);
 /* how many of p's first n positions lie outside the domain, counted on
  * the device where only it holds them; 1 when the host must count (its x
  * current then) */
@@ -69,7 +64,7 @@ int dd_cl_select(floe_ctx *ctx, pset *p, uint32_t n, const double lo[3], const d
 /* a rebuild's positions kept on the device, and the largest squared
  * distance from them */
 int dd_cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n);
-int dd_cl_drift2_kept(floe_ctx *ctx, pset *p, uint32_t n, double *out);
+int dd_cl_drift2(floe_ctx *ctx, pset *p, uint32_t n, double *out);
 /* bytes copied to and from the device so far (0 without one) */
 void dd_cl_bus(floe_ctx *ctx, double *up, double *down);
 /* the ghosts' rows [first, first + count) of every attribute, written on

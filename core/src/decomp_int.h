@@ -47,8 +47,7 @@ typedef struct dd_set {
      * then (pset.layout: a change of count or order since ends the lists) */
     float *x0;
     size_t x0_cap;
-    int x0_new;               /* not yet on the device (OpenCL: its drift test runs there) */
-    int x0_dev;               /* GPU ranks: the rebuild's positions kept on the device only */
+    int x0_dev;               /* GPU ranks: the rebuild's positions kept on the device instead */
     uint32_t layout;
     int nattrs;
 } dd_set;

@@ -110,9 +110,9 @@ typedef struct floe_backend_ops {
     int (*gather_rows)(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx,
                        uint32_t m, void *out);
     /* the largest squared distance of set p's first n positions on the
-     * device from those of the last rebuild of the ghost lists (x0, 3n
-     * floats uploaded first when given) */
-    int (*max_drift2)(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out);
+     * device from those keep_positions kept (the last rebuild of the ghost
+     * lists) */
+    int (*max_drift2)(floe_ctx *ctx, pset *p, uint32_t n, double *out);
     /* how many of set p's first n positions on the device lie outside the
      * domain */
     int (*count_outside)(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);

@@ -149,22 +149,28 @@ __kernel void outside_keep(uint n, __global const float *x, float4 lo, float4 hi
         keep[i] = !outside_box(x, i, lo, hi, dim, per, 0);
 }
 
-/* max |v|^2 as the bits of a non-negative float (ordered like the value) */
+/* the work group's largest s (active items only; a NaN as infinity) into
+ * *out, as the bits of a non-negative float (ordered like the value);
+ * every item of the group calls it (barriers) */
+inline void group_max_into(__local uint *lmax, int active, float s, __global uint *out)
+{
+    if (get_local_id(0) == 0)
+        *lmax = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (active)
+        atomic_max(lmax, isnan(s) ? 0x7f800000u : as_uint(s));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && *lmax)
+        atomic_max(out, *lmax);
+}
+
+/* max |v|^2 */
 __kernel void max_speed2(__global const float *v, uint n, __global uint *out)
 {
     __local uint lmax;
-    if (get_local_id(0) == 0)
-        lmax = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint i = get_global_id(0);
-    if (i < n) {
-        const float a = v[3 * i], b = v[3 * i + 1], c = v[3 * i + 2];
-        const float s = a * a + b * b + c * c;
-        atomic_max(&lmax, isnan(s) ? 0x7f800000u : as_uint(s));
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0)
-        atomic_max(out, lmax);
+    const uint i = get_global_id(0), k = i < n ? i : 0;
+    const float a = v[3 * k], b = v[3 * k + 1], c = v[3 * k + 2];
+    group_max_into(&lmax, i < n, a * a + b * b + c * c, out);
 }
 
 /* compaction (api->cl_set_compact): the kept particles' old indices in
@@ -193,18 +199,9 @@ __kernel void permute(__global const uint *src, __global uint *dst, __global con
 __kernel void max_drift2(__global const float *x, __global const float *x0, uint n, __global uint *out)
 {
     __local uint lmax;
-    if (get_local_id(0) == 0)
-        lmax = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint i = get_global_id(0);
-    if (i < n) {
-        const float a = x[3 * i] - x0[3 * i], b = x[3 * i + 1] - x0[3 * i + 1], c = x[3 * i + 2] - x0[3 * i + 2];
-        const float s = a * a + b * b + c * c;
-        atomic_max(&lmax, s == s ? as_uint(s) : 0x7f800000u);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (get_local_id(0) == 0 && lmax)
-        atomic_max(out, lmax);
+    const uint i = get_global_id(0), k = i < n ? i : 0;
+    const float a = x[3 * k] - x0[3 * k], b = x[3 * k + 1] - x0[3 * k + 1], c = x[3 * k + 2] - x0[3 * k + 2];
+    group_max_into(&lmax, i < n, a * a + b * b + c * c, out);
 }
 
 /* MPI: how many of n positions lie outside [lo, hi] (the outside rule

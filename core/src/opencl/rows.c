@@ -47,35 +47,44 @@ int cl_gather_rows(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *ele
     return FLOE_OK;
 }
 
-/* one word of a scratch buffer zeroed, a kernel's result read back */
+/* the positions a rebuild kept for set slot s (n particles) */
+static cl_mem x0_buffer(floe_ctx *ctx, int s, uint32_t n)
+{
+    char name[48];
+    snprintf(name, sizeof name, "core.dd_x0.%d", s);
+    return cl_scratch(ctx, name, (size_t)(n ? n : 1) * 12);
+}
+
+/* the word a reduction kernel writes into, zeroed (NULL on failure) */
+static cl_mem word_zeroed(floe_ctx *ctx)
+{
+    cl_mem w = cl_scratch(ctx, "core.dd_word", 4);
+    cl_uint zero = 0;
+    cl_int e = w ? F->clEnqueueFillBuffer(CL->q, w, &zero, 4, 0, 4, 0, NULL, NULL) : CL_SUCCESS;
+    if (e != CL_SUCCESS) {
+        cl_err(ctx, e, "clEnqueueFillBuffer");
+        return NULL;
+    }
+    return w;
+}
+
+/* that word read back, waiting */
 static int read_word(floe_ctx *ctx, cl_mem w, cl_uint *out)
 {
     cl_int e = F->clEnqueueReadBuffer(CL->q, w, CL_TRUE, 0, 4, out, 0, NULL, NULL);
     return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "reading a reduction");
 }
 
-int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out)
+int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, double *out)
 {
     *out = 0;
     const int s = (int)(p - ctx->sets);
-    char name[48];
-    snprintf(name, sizeof name, "core.dd_x0.%d", s);
-    cl_mem x0d = cl_scratch(ctx, name, (size_t)(n ? n : 1) * 12), w = cl_scratch(ctx, "core.dd_word", 4);
-    cl_mem x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
-    if (!x0d || !w || !x)
-        return FLOE_ERR;
     if (!n)
         return FLOE_OK;
-    cl_int e = CL_SUCCESS;
-    if (x0) { /* the positions of a rebuild */
-        e = F->clEnqueueWriteBuffer(CL->q, x0d, CL_FALSE, 0, (size_t)n * 12, x0, 0, NULL, NULL);
-        CL->bus_up += (uint64_t)n * 12;
-    }
-    cl_uint zero = 0, bits = 0;
-    if (e == CL_SUCCESS)
-        e = F->clEnqueueFillBuffer(CL->q, w, &zero, 4, 0, 4, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "the positions of the last rebuild");
+    cl_mem x0d = x0_buffer(ctx, s, n), w = word_zeroed(ctx), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    if (!x0d || !w || !x)
+        return FLOE_ERR;
+    cl_uint bits = 0;
     const cl_uint nn = n;
     int rc = LAUNCH(cl_core_kernel(ctx, "core.cl", "max_drift2"), nn, WG, 24.0 * n, ARG(x), ARG(x0d), ARG(nn), ARG(w));
     if (rc || (rc = read_word(ctx, w, &bits)))
@@ -90,15 +99,12 @@ int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out)
 {
     *out = 0;
     const int s = (int)(p - ctx->sets);
-    cl_mem w = cl_scratch(ctx, "core.dd_word", 4), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
-    if (!w || !x)
-        return FLOE_ERR;
     if (!n)
         return FLOE_OK;
-    cl_uint zero = 0, cnt = 0;
-    cl_int e = F->clEnqueueFillBuffer(CL->q, w, &zero, 4, 0, 4, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cl_err(ctx, e, "clEnqueueFillBuffer");
+    cl_mem w = word_zeroed(ctx), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    if (!w || !x)
+        return FLOE_ERR;
+    cl_uint cnt = 0;
     const cl_float4 lo = {{ctx->info.domain_min[0], ctx->info.domain_min[1], ctx->info.domain_min[2], 0}};
     const cl_float4 hi = {{ctx->info.domain_max[0], ctx->info.domain_max[1], ctx->info.domain_max[2], 0}};
     const cl_uint nn = n;
@@ -171,9 +177,7 @@ void *cl_keep_except(floe_ctx *ctx, uint32_t n, const uint32_t *idx, uint32_t m)
 int cl_keep_positions(floe_ctx *ctx, pset *p, uint32_t n)
 {
     const int s = (int)(p - ctx->sets);
-    char name[48];
-    snprintf(name, sizeof name, "core.dd_x0.%d", s);
-    cl_mem x0d = cl_scratch(ctx, name, (size_t)(n ? n : 1) * 12), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
+    cl_mem x0d = x0_buffer(ctx, s, n), x = cl_attr_named(ctx, s, "x", FLOE_VEC3, FLOE_READ);
     if (!x0d || !x)
         return FLOE_ERR;
     cl_int e = n ? F->clEnqueueCopyBuffer(CL->q, x, x0d, 0, 0, (size_t)n * 12, 0, NULL, NULL) : CL_SUCCESS;

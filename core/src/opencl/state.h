@@ -312,7 +312,7 @@ int cl_radix_sort(floe_ctx *ctx, cl_mem key, cl_mem val, uint32_t n, int bits);
 /* rows.c: what a decomposed step reads of the device (decomp_cl.c) */
 int cl_gather_rows(floe_ctx *ctx, int nbuf, void *const *mems, const size_t *elems, const uint32_t *idx, uint32_t m,
                    void *out);
-int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, const float *x0, double *out);
+int cl_max_drift2(floe_ctx *ctx, pset *p, uint32_t n, double *out);
 int cl_count_outside(floe_ctx *ctx, pset *p, uint32_t n, uint32_t *out);
 void cl_bus_bytes(floe_ctx *ctx, uint64_t *up, uint64_t *down);
 int cl_select_rows(floe_ctx *ctx, pset *p, uint32_t n, const float lo[3], const float hi[3], float r, int mode,
