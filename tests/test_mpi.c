@@ -1273,7 +1273,7 @@ static void bus_figures(const char *log, int ranks, double up[], double down[], 
  * domain on the device). Each rank copies each way, a step,
  * under half of one copy of its particles (at least 52 bytes a particle:
  * x, v, a, rho, p, m, id), with and without the skin (measured: 0.21 to
- * 0.44 of it in this small 2D case, where the ghosts are a quarter of a
+ * 0.41 of it in this small 2D case, where the ghosts are a quarter of a
  * rank's particles); until these changes it copied its whole set back and
  * up again every step. The frames are one process's on the device to the
  * bit. */
