@@ -1,4 +1,5 @@
-/* Domain decomposition over MPI, inside the core (decomp.c, decomp_scene.c):
+/* Domain decomposition over MPI, inside the core (decomp.c, decomp_move.c,
+ * decomp_halo.c, decomp_scene.c; their shared helpers in decomp_comm.c):
  * a rank's state and the helpers its files share. Included only where
  * FLOE_HAVE_MPI is defined. */
 #ifndef FLOE_DECOMP_INT_H
@@ -7,11 +8,14 @@
 #include "decomp.h"
 #include "decomp_geom.h"
 
+#include <math.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
 enum { NBINS = 4096, REORDER_EVERY = 10 };
+/* the messages' tags */
+enum { TAG_COUNT = 11, TAG_MIGRATE, TAG_GHOSTS, TAG_HALO };
 /* the skin of the ghost lists, a fraction of the support radius
  * (floe_mpi_skin, `--mpi-skin`; docs/mpi.md, "A step") */
 #define SKIN_DEFAULT 0.5
@@ -87,6 +91,49 @@ struct floe_dd {
     double bus0[2];          /* OpenCL: bytes to and from the device at the run's start */
 };
 
+/* ---- boxes: widths and distances (decomp.c places the boxes, decomp_move.c
+ * sends particles into them) ---- */
+
+/* the halo's width: the support radius, with room for rounding */
+static inline double dd_halo_width(const floe_ctx *ctx) { return (double)ctx->info.support * (1 + 1e-4); }
+
+/* the ghosts' width: the halo's and the skin (the particles' moves between
+ * two rebuilds, skin / 2 each at most: dd_step_begin) */
+static inline double dd_ghost_width(const floe_ctx *ctx) { return dd_halo_width(ctx) + ctx->dd->skin; }
+
+/* Periodic axes (floe.sim{periodic}): the boxes at the domain's two ends
+ * meet across it. An end box's open side is the domain's face there, and
+ * distances along the axis are the shortest of the direct one and the two
+ * across the wrap. */
+static inline int dd_periodic_axis(const floe_ctx *ctx, int k) { return (ctx->info.periodic >> k) & 1u; }
+
+static inline void dd_box_on_axis(const floe_ctx *ctx, int k, double *lo, double *hi)
+{
+    if (dd_periodic_axis(ctx, k)) {
+        if (!isfinite(*lo))
+            *lo = ctx->info.domain_min[k];
+        if (!isfinite(*hi))
+            *hi = ctx->info.domain_max[k];
+    }
+}
+
+/* the distance along axis k between [a0, a1] and [b0, b1] (0 when they
+ * overlap), across the wrap too on a periodic axis */
+static inline double dd_gap_on_axis(const floe_ctx *ctx, int k, double a0, double a1, double b0, double b1)
+{
+    double best = INFINITY;
+    const int per = dd_periodic_axis(ctx, k);
+    const double L = (double)ctx->info.domain_max[k] - ctx->info.domain_min[k];
+    if (per)
+        dd_box_on_axis(ctx, k, &a0, &a1), dd_box_on_axis(ctx, k, &b0, &b1);
+    for (int w = per ? -1 : 0; w <= (per ? 1 : 0); w++) {
+        const double c0 = b0 + w * L, c1 = b1 + w * L;
+        const double g = a1 < c0 ? c0 - a1 : c1 < a0 ? a0 - c1 : 0.0;
+        best = g < best ? g : best;
+    }
+    return best;
+}
+
 double dd_now_ms(void);
 /* *p at least `need` bytes (realloc); 0, or -1 out of memory */
 int dd_grow(char **p, size_t *cap, size_t need);
@@ -95,8 +142,16 @@ int dd_grow(char **p, size_t *cap, size_t need);
 size_t dd_row_bytes(const pset *p);
 void dd_pack_row(const pset *p, uint32_t i, char *dst);
 void dd_unpack_row(pset *p, uint32_t i, const char *src);
+/* Bytes to peer[k]: sc[k] from sbuf + so[k]; from peer[k]: rc[k] into
+ * rbuf + ro[k], for each of the np partners (MPI_Isend/Irecv, then
+ * MPI_Waitall); the time inside MPI counts toward d->phase */
+int dd_xchg(floe_ctx *ctx, struct floe_dd *d, int np, const int *peer, const char *sbuf, const size_t *sc,
+            const size_t *so, char *rbuf, const size_t *rc, const size_t *ro, int tag, const char *what);
 /* an MPI call's failure as the context's error, naming the rank */
 int dd_mpi_fail(floe_ctx *ctx, int rc, const char *what);
+/* The particles of set s outside this rank's box sent to their owner
+ * (decomp_move.c; dd_run_begin's first migration, dd_step_begin's) */
+int dd_migrate(floe_ctx *ctx, int s);
 /* the ghosts of the last step dropped: the sets hold the owned particles */
 int dd_drop_ghosts(floe_ctx *ctx);
 /* every fluid set's particles are this rank's own, no ghosts (after the
