@@ -1,10 +1,12 @@
-/* Floe module "dfsph": what its two files share. dfsph.c decodes the
- * parameters of dfsph.solve once into dfsph_cfg and runs the C solve or
- * hands them to the OpenCL path (dfsph_cl.c), which parses nothing. */
+/* Floe module "dfsph": what its files share. dfsph.c decodes the
+ * parameters of dfsph.solve once into dfsph_cfg and runs the C solve (its
+ * set-up in setup.c) or hands them to the OpenCL path (dfsph_cl.c), which
+ * parses nothing. */
 #ifndef FLOE_DFSPH_H
 #define FLOE_DFSPH_H
 
 #include <floe/sph.h>
+#include <floe/sph_pack.h>
 
 FLOE_MODULE_API_EXTERN; /* one `api` for dfsph.c and dfsph_cl.c (<floe/sph.h>) */
 
@@ -19,6 +21,52 @@ typedef struct dfsph_cfg {
     int corr;                           /* gradient_correction */
     double visc;                        /* viscosity nu (m^2/s) in the set-up pass, 0 = none */
 } dfsph_cfg;
+
+/* the solve's per-step scratch, grown as needed (dfsph.c), and the
+ * set-up's view of one fluid set (setup.c) */
+typedef struct dfsph_state {
+    size_t cap_n, cap_pairs;
+    uint32_t *off;      /* N + 1: row starts in the pair arrays */
+    uint32_t *nj;       /* pairs: global index of the fluid neighbour */
+    float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
+    float *Gb;          /* 3N: sum_b psi_b grad W_ib */
+    float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
+    float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
+    float *P;           /* N: the iterate P = p / rho^2 */
+    float *Pold;        /* N: the iterate before it (Chebyshev acceleration) */
+    float *S;           /* N: the solve's source */
+    float *ap;          /* 4N: pressure accelerations of the iterate, 16-byte records (x, y, z, 0) */
+    float *rho;         /* N: rho (all fluid sets, global index) */
+    float *rho0;        /* N: rest density of the particle's set */
+    float *lag;         /* N: compression present now that is left to later steps */
+    float *gam;         /* N: gradient_correction's gamma_i (1 without it) */
+    float *av;          /* 3N: the viscous acceleration of `viscosity` (the set-up's pass) */
+    uint8_t *few;       /* N: too few neighbours for the divergence solver */
+    uint8_t *own;       /* N: 1 for a particle this rank owns, 0 for a ghost (MPI, docs/mpi.md) */
+    double *part;       /* chunk partial sums */
+    floe_records rec;   /* A = (x, y, z, m) of every fluid set (floe_pack_fluids): the set-up's AVX2 rows */
+    struct dfsph_cl *cl; /* the OpenCL path's state (dfsph_cl.c), NULL until used */
+} dfsph_state;
+
+typedef struct dfsph_setup {
+    const floe_kconst *kc;
+    const floe_target *t;
+    int nt;
+    size_t off;             /* global offset of the set */
+    const float *x, *m;
+    float rho0;
+    float beta;             /* boundary factor: 1 Akinci, 2 mirrored pressure */
+    int few_limit;          /* fewer neighbours than this: no divergence solve */
+    int corr;               /* gradient_correction: pair gradients times (gamma_i + gamma_j) / 2 */
+    int div_source;         /* also the divergence solve's source S_i = Drho_i/Dt of u */
+    float cv, eps;          /* viscosity: 2 (dim + 2) nu, and 0.01 H^2 (0: none) */
+    dfsph_state *s;
+} dfsph_setup;
+
+/* the set-up of the set u describes, its n particles (setup.c): rows,
+ * boundary sums, diagonals, and with u->div_source the divergence solve's
+ * source; every thread */
+void dfsph_setup_rows(const dfsph_setup *u, uint32_t n);
 
 /* the height of a set's fluid column: its extent along gravity (its
  * largest extent without gravity), at least d; n positions x */
