@@ -8,7 +8,7 @@
 #include <lua.h>
 #include <stddef.h>
 
-/* ---- lua_sim.c: the `floe` module and its per-state scene record ------ */
+/* ---- lua_sim.c (lua_sim.h): the `floe` module and its per-state scene record */
 
 int luaopen_floe(lua_State *L);
 /* Record opt (kept by pointer: it must outlive the state), the scene's
