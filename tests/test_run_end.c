@@ -128,11 +128,15 @@ Test(run_end, sigterm_finishes_the_frame_and_records_interrupted, .timeout = 60)
 Test(run_end, ctrl_c_in_an_endless_lua_loop_is_honoured, .timeout = 60)
 {
     FILE *f = fopen(sc_scene, "w");
-    fputs(SC_HEAD "local n = 0\nwhile true do n = n + 1 end\n", f);
+    fputs(SC_HEAD "local n = 0; floe.log('looping')\nwhile true do n = n + 1 end\n", f);
     fclose(f);
     const char *args[] = {"run", "scene.lua", "--out", "o", NULL};
     pid_t pid = sc_spawn(args);
-    sc_sleep(0.5);
+    char logp[600];
+    snprintf(logp, sizeof logp, "%s/log", sc_tmp);
+    /* the loop has begun (not a fixed wait: a slow machine, or valgrind,
+     * may still be starting after half a second) */
+    cr_expect(sc_wait_for(logp, "looping", 50), "the scene did not start its loop");
     kill(pid, SIGINT);
     cr_expect_eq(sc_wait(pid), 130);
     char *log = sc_slurp("%s/log", sc_tmp);
