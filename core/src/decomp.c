@@ -26,7 +26,6 @@
 #include "decomp.h"
 #include "decomp_cl.h"
 #include "decomp_geom.h"
-#include "out_path.h"
 
 #include <floe/floe.h>
 
