@@ -112,3 +112,37 @@ Test(decomp_geom, owners_hold_their_points_and_counts_are_even)
     free(x);
     dd_geom_free(&g);
 }
+
+/* A histogram of lattice layers, one a bin (as a dam break's undisturbed
+ * column): each cut sits on the bin edge nearer its quantile, so a rank
+ * is off by at most half a layer, not a whole one */
+Test(decomp_geom, a_cut_sits_on_the_bin_edge_nearer_its_quantile)
+{
+    dd_geom g;
+    const double ext[3] = {4, 1, 1};
+    cr_assert_eq(dd_geom_init(&g, 4, 3, ext, DD_SLABS), 0);
+    enum { NB = 16 };
+    double h[NB] = {0};
+    /* layers of 100 at bins 0, 2, 4, ..., 14 (8 layers), then one of 100
+     * more at bin 1: 900 in all, 225 a rank */
+    for (int b = 0; b < NB; b += 2)
+        h[b] = 100;
+    h[1] = 100;
+    dd_geom_cut_row(&g, 0, 0, h, NB, 0.0, 16.0);
+    const double *c = dd_geom_row(&g, 0, 0);
+    /* quantile 225: 200 before bin 2, 300 after it: 25 against 75, the
+     * near edge is bin 2's start (the old rule took its end, 3) */
+    cr_assert_float_eq(c[1], 2.0, 1e-12, "first cut at %g", c[1]);
+    /* quantile 450: 400 before bin 6, 500 after: 50 against 50, a tie
+     * takes the far edge */
+    cr_assert_float_eq(c[2], 7.0, 1e-12, "second cut at %g", c[2]);
+    /* quantile 675: 600 before bin 10, 700 after: 75 against 25 */
+    cr_assert_float_eq(c[3], 11.0, 1e-12, "third cut at %g", c[3]);
+    /* two quantiles in one bin: the cuts stay in order */
+    double one[NB] = {0};
+    one[5] = 1000;
+    dd_geom_cut_row(&g, 0, 0, one, NB, 0.0, 16.0);
+    c = dd_geom_row(&g, 0, 0);
+    cr_assert(c[1] <= c[2] && c[2] <= c[3], "cuts %g %g %g out of order", c[1], c[2], c[3]);
+    dd_geom_free(&g);
+}

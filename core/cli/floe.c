@@ -59,8 +59,10 @@ static const char help_run[] =
     "                  sim:run{checkpoint_every = N}); DIR is also the output folder\n"
     "  --quiet         no progress display\n"
     "  --backend B     cpu, opencl or auto (overrides floe.sim{ backend = ... })\n"
-    "  --balance K     under mpirun: move the slabs to even out particle counts at most every\n"
+    "  --balance K     under mpirun: move the slabs to even out the ranks' work at most every\n"
     "                  K frames (default 10, 0 = never; docs/mpi.md)\n"
+    "  --balance-by W  under mpirun: pairs (each particle weighed by its neighbour pairs, the\n"
+    "                  default) or count (particle counts)\n"
     "  --mpi-skin F    under mpirun: ghosts within (1 + F) support radii of a box; migration and\n"
     "                  new ghost lists only when a particle moved F/2 support radii since the\n"
     "                  last ones (default 0.5; 0 = every step; docs/mpi.md)\n"
@@ -380,6 +382,13 @@ static int cmd_run(int argc, char **argv, int bench)
                 return 2;
             }
             floe_mpi_skin(f);
+        } else if (!strcmp(a, "--balance-by") && has) {
+            if (floe_mpi_balance_by(argv[++i])) {
+                fprintf(stderr, "floe %s: --balance-by must be pairs or count, got '%s'\n", bench ? "bench" : "run",
+                        argv[i]);
+                free(sets);
+                return 2;
+            }
         } else if (!strcmp(a, "--decomp") && has) {
             if (floe_mpi_decomp(argv[++i])) {
                 fprintf(stderr, "floe %s: --decomp must be slabs, boxes or auto, got '%s'\n", bench ? "bench" : "run",

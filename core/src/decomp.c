@@ -5,7 +5,8 @@
  * longest axis of the fluid and its tank, or a grid of boxes cut level by
  * level) sit at the quantiles of the particles' coordinates (histograms of
  * 4096 bins), so that ranks start with even counts; every `balance_every` frames the cuts
- * move again when the fullest rank holds more than 2% above the mean.
+ * move again when the busiest rank holds more than 2% above the mean work,
+ * each particle weighed by its neighbour pairs (floe_mpi_balance_by).
  *
  * This file holds the boxes, a run's and a step's begin and end, the
  * balance and the reductions. Each step begins with the particles that
@@ -39,7 +40,7 @@
 #ifdef FLOE_HAVE_MPI
 #include "decomp_int.h"
 
-static int world_size = 1, world_rank = 0, balance_every = 10;
+static int world_size = 1, world_rank = 0, balance_every = 10, balance_pairs = 1;
 static double skin_frac = SKIN_DEFAULT; /* of the support radius (floe_mpi_skin) */
 
 int floe_mpi_begin(int *argc, char ***argv, char *err, size_t errlen)
@@ -76,6 +77,14 @@ int floe_mpi_size(int *rank)
 }
 
 void floe_mpi_balance_every(int frames) { balance_every = frames < 0 ? 0 : frames; }
+
+int floe_mpi_balance_by(const char *what)
+{
+    if (!what || (strcmp(what, "pairs") && strcmp(what, "count")))
+        return -1;
+    balance_pairs = !strcmp(what, "pairs");
+    return 0;
+}
 
 int floe_mpi_skin(double frac)
 {
@@ -172,10 +181,48 @@ static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int tank, double lo[3]
     return FLOE_OK;
 }
 
+/* The work of an owned fluid particle, for the balance: with pairs, its
+ * neighbours in every set (the pair passes take most of a step, and a
+ * particle in the bulk or by a wall has more of them than one in a splash)
+ * plus BALANCE_FIXED, its own work (the sort, the integration, the checks)
+ * counted in pairs; else 1. */
+#define BALANCE_FIXED 8.0
+static double work_of(const pset *p, uint32_t i, int pairs)
+{
+    if (!pairs)
+        return 1;
+    double w = BALANCE_FIXED;
+    for (int t = 0; t < MAX_SETS; t++)
+        if (p->lists[t].count && i < p->lists[t].n)
+            w += p->lists[t].count[i];
+    return w;
+}
+
+/* Whether the ranks weigh their particles by their pairs: asked for
+ * (floe_mpi_balance_by), and host lists that cover the owned particles of
+ * every fluid set on every rank (not before the first step, not on GPU
+ * ranks, whose lists stay on the device) */
+static int agree_pairs(floe_ctx *ctx, struct floe_dd *d, int *pairs)
+{
+    int mine = balance_pairs && !ctx->dev;
+    for (int s = 0; s < ctx->npsets && mine; s++) {
+        const pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        int any = 0;
+        for (int t = 0; t < MAX_SETS; t++)
+            any |= p->lists[t].count && p->lists[t].n >= d->sets[s].owned;
+        mine = any;
+    }
+    int e = MPI_Allreduce(&mine, pairs, 1, MPI_INT, MPI_LAND, d->comm);
+    return e == MPI_SUCCESS ? FLOE_OK : dd_mpi_fail(ctx, e, "MPI_Allreduce (load balance)");
+}
+
 /* Cuts at the quantiles of the fluid particles' coordinates, level by
  * level (each level's histograms per parent piece, over the particles'
- * bounding box), every rank's owned particles counted. */
-static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
+ * bounding box), every rank's owned particles counted, each by its work
+ * (work_of) when pairs. */
+static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs)
 {
     double lo[3], hi[3];
     int rc = fluid_bounds(ctx, d, 0, lo, hi);
@@ -193,7 +240,8 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d)
             const uint32_t n = d->sets[s].owned;
             for (uint32_t i = 0; i < n; i++) {
                 int b = (int)floor((x[3 * i + k] - lo[k]) / w);
-                h[(size_t)dd_geom_node(&d->geom, l, x + 3 * i) * NBINS + (b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b)] += 1;
+                h[(size_t)dd_geom_node(&d->geom, l, x + 3 * i) * NBINS + (b < 0 ? 0 : b >= NBINS ? NBINS - 1 : b)] +=
+                    work_of(p, i, pairs);
             }
         }
         int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
@@ -334,7 +382,7 @@ int dd_run_begin(floe_ctx *ctx)
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
-    int rc = place_cuts(ctx, d); /* the cuts at the quantiles of every rank's share */
+    int rc = place_cuts(ctx, d, 0); /* the cuts at the quantiles of every rank's share (no lists yet) */
     uint64_t total = 0;
     for (int s = 0; s < ctx->npsets && !rc; s++) { /* each particle to the rank whose box holds it */
         pset *p = &ctx->sets[s];
@@ -506,19 +554,29 @@ void dd_step_time(floe_ctx *ctx, double ms)
     }
 }
 
-/* every K frames: the boxes move to the counts' quantiles when the fullest
- * rank holds more than BALANCE_COUNT above the mean (every rank waits for
- * the fullest at each exchange: at 10%, the reference bench's 4 ranks ran
- * with one at 6.4% over the mean for the whole run; docs/mpi.md) */
+/* every K frames: the boxes move to the quantiles of the particles' work
+ * (work_of) when the busiest rank holds more than BALANCE_COUNT above the
+ * mean (every rank waits for the busiest at each exchange: at 10%, the
+ * reference bench's 4 ranks ran with one at 6.4% over the mean for the
+ * whole run; docs/mpi.md) */
 #define BALANCE_COUNT 1.02
 static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
 {
     double t0 = dd_now_ms();
-    uint64_t mine = 0;
-    for (int s = 0; s < ctx->npsets; s++)
-        mine += ctx->sets[s].gen && ctx->sets[s].kind == FLOE_SET_FLUID ? d->sets[s].owned : 0;
-    double most = (double)mine, total = (double)mine;
-    int e = MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_DOUBLE, MPI_MAX, d->comm);
+    int pairs = 0;
+    int e = agree_pairs(ctx, d, &pairs);
+    if (e)
+        return e;
+    double mine = 0;
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID)
+            continue;
+        for (uint32_t i = 0; i < d->sets[s].owned; i++)
+            mine += work_of(p, i, pairs);
+    }
+    double most = mine, total = mine;
+    e = MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_DOUBLE, MPI_MAX, d->comm);
     if (e == MPI_SUCCESS)
         e = MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_DOUBLE, MPI_SUM, d->comm);
     if (e != MPI_SUCCESS)
@@ -526,7 +584,7 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
     const double imb = total > 0 ? most / (total / d->size) : 1;
     int rc = FLOE_OK;
     if (imb > BALANCE_COUNT) {
-        rc = place_cuts(ctx, d);
+        rc = place_cuts(ctx, d, pairs);
         if (!rc && d->rank == 0) {
             char line[1024];
             int len = 0;
@@ -536,8 +594,8 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
             if (d->geom.levels > 1)
                 snprintf(line + len, sizeof line - (size_t)len, " along %c, and the cuts within each piece",
                          "xyz"[d->geom.axis[0]]);
-            ctx_log(ctx, FLOE_LOG_INFO, "mpi: load balance after frame %d: the largest rank held %.1f%% of the mean; "
-                    "cuts moved to %s", frame, 100 * imb, line);
+            ctx_log(ctx, FLOE_LOG_INFO, "mpi: load balance after frame %d: the busiest rank held %.1f%% of the mean %s; "
+                    "cuts moved to %s", frame, 100 * imb, pairs ? "work (neighbour pairs)" : "count", line);
         }
     }
     d->ph_ms[PH_BALANCE] += dd_now_ms() - t0;
@@ -621,6 +679,7 @@ int floe_mpi_size(int *rank)
 }
 
 void floe_mpi_balance_every(int frames) { (void)frames; }
+int floe_mpi_balance_by(const char *what) { return what && (!strcmp(what, "pairs") || !strcmp(what, "count")) ? 0 : -1; }
 int floe_mpi_skin(double frac) { return frac >= 0 && frac <= 1 ? 0 : -1; }
 
 int floe_mpi_decomp(const char *mode)

@@ -146,11 +146,19 @@ void dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, do
     double total = 0, acc = 0;
     for (int b = 0; b < nb; b++)
         total += hist[b];
+    /* each cut on the bin edge nearer its quantile: a bin can hold a whole
+     * layer of a lattice (a rank's 2-3% in a dam break's undisturbed
+     * column), and always the far edge gave the lower ranks up to a layer
+     * more */
     int r = 1;
     for (int b = 0; b < nb && r < parts; b++) {
+        const double before = acc;
         acc += hist[b];
-        while (r < parts && total > 0 && acc >= total * r / parts)
-            c[r++] = lo + (b + 1) * w;
+        while (r < parts && total > 0 && acc >= total * r / parts) {
+            const double q = total * r / parts, near = q - before < acc - q ? lo + b * w : lo + (b + 1) * w;
+            c[r] = r > 1 && near < c[r - 1] ? c[r - 1] : near;
+            r++;
+        }
     }
     /* an empty parent: even cuts over the range */
     for (; r < parts; r++)

@@ -414,10 +414,14 @@ int floe_mpi_begin(int *argc, char ***argv, char *err, size_t errlen);
 void floe_mpi_end(int status);
 /* The job's size (1 without floe_mpi_begin) and this process's rank. */
 int floe_mpi_size(int *rank);
-/* Move the slab boundaries to even out particle counts at most every
- * `frames` output frames (0 = never; default 10), when the largest rank
- * holds more than 10% above the mean. */
+/* Move the slab boundaries to even out the ranks' work at most every
+ * `frames` output frames (0 = never; default 10), when the busiest rank
+ * holds more than 2% above the mean. */
 void floe_mpi_balance_every(int frames);
+/* What the balance evens out: "pairs" (the default: each particle weighs
+ * its neighbour pairs plus a fixed part, from the host's lists; counts on
+ * GPU ranks) or "count" (particles). -1 for another name. */
+int floe_mpi_balance_by(const char *what);
 /* The skin of the ghost lists, a fraction of the support radius H (0 to
  * 1; default 0.5): ghosts are the particles within H + skin of a box, and
  * the particles migrate and the lists are rebuilt only when one moved more
