@@ -1376,3 +1376,46 @@ Test(mpi, a_stage_that_cannot_run_decomposed_is_refused_by_name)
     cr_assert(strstr(text, "stage 'flip.splat' declares it cannot run on a part of the particles") != NULL, "%s", text);
     free(text);
 }
+
+/* The balance weighs a particle by its neighbour pairs: 2 ranks, a dense
+ * block (about 11 neighbours a particle) on the left and as many particles
+ * spread 3 spacings apart (none) on the right, nothing moving. The first
+ * cuts even out the counts (the cut just right of the block); after frame
+ * 1 the work is uneven (the block's rank holds about 19 against 8 a
+ * particle) and the cut moves into the block; by counts nothing moves. */
+#define SPREAD                                                                                          \
+    SC_HEAD "local d = 0.005\n"                                                                         \
+            "local sim = floe.sim{ dim = 2, spacing = d, gravity = { 0, 0 },\n"                         \
+            "  domain = { min = { -0.05, -0.05 }, max = { 0.6, 0.4 } } }\n"                             \
+            "sim:load{ 'sph' }\n"                                                                       \
+            "sim:fluid_box{ min = { 0, 0 }, max = { 20 * d, 20 * d } }\n"                               \
+            "for i = 0, 19 do for j = 0, 19 do\n"                                                       \
+            "  local x, y = 0.2 + 3 * d * i, 3 * d * j\n"                                               \
+            "  sim:fluid_box{ min = { x, y }, max = { x + d, y + d } }\n"                               \
+            "end end\n"                                                                                 \
+            "sim:pipeline{ 'neighbours', 'sph.density', 'integrate' }\n"                                \
+            "sim:run{ end_time = 0.06, fps = 50, dt = 0.001, out = 'run', attributes = { 'id' } }\n"
+
+Test(mpi, the_balance_evens_out_neighbour_pairs_not_counts)
+{
+    if (!have_mpi())
+        return;
+    write_scene_text(SPREAD);
+    cr_assert_eq(run_ranks(2, "pairs", "--decomp slabs --balance 1"), 0, "%s", sc_slurp("%s/pairs.log", sc_tmp));
+    cr_assert_eq(run_ranks(2, "count", "--decomp slabs --balance 1 --balance-by count"), 0, "%s",
+                 sc_slurp("%s/count.log", sc_tmp));
+    char *lp = sc_slurp("%s/pairs.log", sc_tmp), *lc = sc_slurp("%s/count.log", sc_tmp);
+    const char *q = strstr(lp, "mpi: load balance after frame 1: the busiest rank held ");
+    cr_assert_not_null(q, "no balance after frame 1:\n%s", lp);
+    double held = 0, cut = 0;
+    cr_assert_eq(sscanf(q, "mpi: load balance after frame 1: the busiest rank held %lf%% of the mean work "
+                           "(neighbour pairs); cuts moved to %lf", &held, &cut), 2, "%s", q);
+    /* 400 x (8 + ~11) against 400 x 8: the block's rank holds ~140% */
+    cr_assert(held > 130 && held < 150, "held %g%%", held);
+    /* even work: 5,400 of the block's ~7,600 on the left, about 71% of the
+     * block's 20 columns of 0.005 m (14 columns: x = 0.07) */
+    cr_assert(cut > 0.06 && cut < 0.08, "cut at %g", cut);
+    /* by counts the first cuts were already even: no move */
+    cr_assert_null(strstr(lc, "load balance after"), "%s", lc);
+    free(lp), free(lc);
+}

@@ -221,17 +221,29 @@ static int agree_pairs(floe_ctx *ctx, struct floe_dd *d, int *pairs)
 /* Cuts at the quantiles of the fluid particles' coordinates, level by
  * level (each level's histograms per parent piece, over the particles'
  * bounding box), every rank's owned particles counted, each by its work
- * (work_of) when pairs. */
-static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs)
+ * (work_of) when pairs. moved: NULL for the first cuts; else set to
+ * whether a cut moved, and when none did nothing else changes (no
+ * migration: the quantiles of a lattice can sit on the cuts already, 2%
+ * off by a layer). */
+static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, int *moved)
 {
+    const int last = d->geom.levels - 1;
+    const size_t ncuts = d->geom.off[last] + (size_t)d->geom.nodes[last] * (size_t)(d->geom.parts[last] + 1);
+    double *was = malloc(ncuts * sizeof *was);
+    if (!was)
+        return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+    if (moved)
+        memcpy(was, d->geom.cuts, ncuts * sizeof *was);
     double lo[3], hi[3];
     int rc = fluid_bounds(ctx, d, 0, lo, hi);
     for (int l = 0; l < d->geom.levels && !rc; l++) {
         const int k = d->geom.axis[l], nodes = d->geom.nodes[l];
         const double w = (hi[k] - lo[k]) / NBINS;
         double *h = calloc((size_t)nodes * NBINS, sizeof *h);
-        if (!h)
+        if (!h) {
+            free(was);
             return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
+        }
         for (int s = 0; s < ctx->npsets; s++) {
             const pset *p = &ctx->sets[s];
             if (p->kind != FLOE_SET_FLUID || !p->gen)
@@ -246,14 +258,18 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs)
         }
         int e = MPI_Allreduce(MPI_IN_PLACE, h, nodes * NBINS, MPI_DOUBLE, MPI_SUM, d->comm);
         if (e != MPI_SUCCESS) {
-            free(h);
+            free(h), free(was);
             return dd_mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
         }
         for (int node = 0; node < nodes; node++)
             dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
         free(h);
     }
-    if (!rc) {
+    const int changed = !moved || memcmp(was, d->geom.cuts, ncuts * sizeof *was) != 0;
+    free(was);
+    if (moved)
+        *moved = changed;
+    if (!rc && changed) {
         set_partners(ctx, d);
         d->migrate_all = 1;
         apply_window(ctx, d);
@@ -382,7 +398,7 @@ int dd_run_begin(floe_ctx *ctx)
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
-    int rc = place_cuts(ctx, d, 0); /* the cuts at the quantiles of every rank's share (no lists yet) */
+    int rc = place_cuts(ctx, d, 0, NULL); /* the cuts at the quantiles of every rank's share (no lists yet) */
     uint64_t total = 0;
     for (int s = 0; s < ctx->npsets && !rc; s++) { /* each particle to the rank whose box holds it */
         pset *p = &ctx->sets[s];
@@ -584,8 +600,9 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
     const double imb = total > 0 ? most / (total / d->size) : 1;
     int rc = FLOE_OK;
     if (imb > BALANCE_COUNT) {
-        rc = place_cuts(ctx, d, pairs);
-        if (!rc && d->rank == 0) {
+        int moved = 0;
+        rc = place_cuts(ctx, d, pairs, &moved);
+        if (!rc && moved && d->rank == 0) {
             char line[1024];
             int len = 0;
             const double *c = dd_geom_row(&d->geom, 0, 0);
