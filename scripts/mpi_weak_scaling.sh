@@ -60,10 +60,15 @@ one() {  # 1 rank x 2 threads on cores 2,3 ($1: extra options)
   taskset -c 2,3 "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS $1 --out "$OUT/one" > "$OUT/one.log" 2>&1
   grep -E "particle-steps/s" "$OUT/one.log" | tail -1
 }
-ranks() {  # $1 ranks x 2 threads, rank r on cores $2+2r, $2+2r+1, $1 times the particles ($3: extra options)
-  "$MPIRUN" --oversubscribe --bind-to none -np "$1" sh -c \
+ranks() {  # $1 ranks x 2 threads, rank r on cores $2+2r, $2+2r+1, $1 times the particles ($3: extra options;
+           # its leading NAME=VALUE words set the run's environment, e.g. "FLOE_MPI_FIT=0 --mpi-skin 0")
+  local envs=() opts=() w
+  for w in $3; do
+    if [ ${#opts[@]} -eq 0 ] && [[ $w == [A-Z]*=* ]]; then envs+=("$w"); else opts+=("$w"); fi
+  done
+  env ${envs[@]+"${envs[@]}"} "$MPIRUN" --oversubscribe --bind-to none -np "$1" sh -c \
     'c=$(('"$2"' + 2 * OMPI_COMM_WORLD_RANK)); exec taskset -c $c,$((c + 1)) "$0" "$@"' \
-    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set "${SCALE:-length}"="$1" --balance 2 $3 ${RANK_OPTS:-} \
+    "$FLOE" bench $SCENE --threads 2 --set seconds=$SECS --set "${SCALE:-length}"="$1" --balance 2 ${opts[@]+"${opts[@]}"} ${RANK_OPTS:-} \
     --out "$OUT/r$1" \
     > "$OUT/r$1.log" 2>&1
   grep -E "mpi: [0-9]|mpi: load balance|error" "$OUT/r$1.log" | head -4
@@ -114,7 +119,9 @@ fi
 # H200 host) a pair's ratio is steadier than the best of separate runs.
 # VARIANTS="opts A|opts B" (with PAIRS): each pair's 1-rank run is followed by
 # one 4-rank run per variant, in turn, with those options added (e.g.
-# VARIANTS="--mpi-skin 0|--mpi-skin 0.5"), and a median per variant.
+# VARIANTS="--mpi-skin 0|--mpi-skin 0.5"; leading NAME=VALUE words go into
+# the run's environment: VARIANTS="FLOE_MPI_FIT=0|FLOE_MPI_FIT=1"), and a
+# median per variant.
 # SCALE=width (default length): the 4-rank scene is 4 times as wide (along z,
 # cut into slabs along z: add --decomp slabs) instead of 4 times as long.
 # PAIRS_ONLY=1: the pairs alone (the runs above skipped).

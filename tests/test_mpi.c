@@ -929,6 +929,20 @@ Test(mpi, wcsph_on_4_ranks_as_2x2_boxes_and_as_slabs_gives_the_frames_of_one_pro
         ranks_logged++;
     }
     cr_assert_eq(ranks_logged, 4, "%s", ls);
+    /* each rank's search window fitted to its fluid at the first rebuild,
+     * and again as the fluid spread (docs/mpi.md, "The search window"):
+     * the last slab's, which the front runs into, more than once; the
+     * frames below are still one process's */
+    int refits[4] = {-1, -1, -1, -1};
+    for (const char *q = ls; (q = strstr(q, "mpi: rank ")); q++) {
+        int r = -1;
+        const char *f = strstr(q, "search window fitted ");
+        if (sscanf(q, "mpi: rank %d, ms per step", &r) == 1 && r >= 0 && r < 4 && f)
+            cr_assert_eq(sscanf(f, "search window fitted %d times", &refits[r]), 1, "%s", f);
+    }
+    for (int r = 0; r < 4; r++)
+        cr_assert(refits[r] >= 1, "rank %d fitted its window %d times:\n%s", r, refits[r], ls);
+    cr_assert(refits[3] >= 2, "the last slab fitted its window %d times:\n%s", refits[3], ls);
     free(lb), free(ls);
     double wb = compare_runs("one", "boxes", 10, 1e-5, 1);
     double ws = compare_runs("one", "slabs", 10, 1e-5, 1);

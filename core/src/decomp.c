@@ -146,8 +146,70 @@ static void apply_window(floe_ctx *ctx, struct floe_dd *d)
         lo[k] = d->lo[k] - M;
         hi[k] = d->hi[k] + M;
     }
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!dd_periodic_axis(ctx, k)) {
+            lo[k] = lo[k] > d->fit_lo[k] ? lo[k] : d->fit_lo[k];
+            hi[k] = hi[k] < d->fit_hi[k] ? hi[k] : d->fit_hi[k];
+        }
     memcpy(ctx->nb_win_lo, lo, sizeof lo), memcpy(ctx->nb_win_hi, hi, sizeof hi);
     ctx->nb_win_pending = 1; /* ctx_nb_grid_ensure applies it */
+}
+
+/* The search window fitted to this rank's fluid. The box's window
+ * (apply_window) spans the domain across the axes not cut, and an end
+ * rank's reaches the domain's far end: the cell sort fills its table over
+ * whole rows of the window between the fluid's smallest and largest cell
+ * keys, and a rank's fluid fills a small part of that (docs/mpi.md, "The
+ * search window"). Each axis is also cut to the extent of the fluid the
+ * rank holds (owned and ghosts) and a margin: FIT_GUARD, what the window
+ * must keep beyond the fluid (the walls within 3 H of a fluid particle and
+ * the particles' moves until the next rebuild: skin / 2, or one step's
+ * when the skin is 0), and FIT_SLACK more room, cut again only when the
+ * fluid came within the guard of a face. The cells are the domain grid's:
+ * the lists stay one process's. */
+#define FIT_GUARD(ctx, d) (4.0 * (double)(ctx)->info.support + 0.5 * (d)->skin)
+#define FIT_SLACK(ctx) (10.0 * (double)(ctx)->info.support)
+/* FLOE_MPI_FIT=0: the box's window only (to measure what the fit gives) */
+static int fit_off(void)
+{
+    const char *e = getenv("FLOE_MPI_FIT");
+    return e && !strcmp(e, "0");
+}
+void dd_fit_window(floe_ctx *ctx)
+{
+    struct floe_dd *d = ctx->dd;
+    if (!d || ctx->dev || fit_off()) /* a device searches the domain's grid */
+        return;
+    float b[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY}; /* lo, -hi */
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
+            continue;
+        const float *x = pset_attr((pset *)p, "x")->data;
+        const int64_t n = (int64_t)p->n;
+        float b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5];
+#pragma omp parallel for schedule(static) reduction(min : b0, b1, b2, b3, b4, b5) if (n > 65536)
+        for (int64_t i = 0; i < n; i++) {
+            const float *q = x + 3 * i;
+            b0 = q[0] < b0 ? q[0] : b0, b1 = q[1] < b1 ? q[1] : b1, b2 = q[2] < b2 ? q[2] : b2;
+            b3 = -q[0] < b3 ? -q[0] : b3, b4 = -q[1] < b4 ? -q[1] : b4, b5 = -q[2] < b5 ? -q[2] : b5;
+        }
+        b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4, b[5] = b5;
+    }
+    if (!isfinite(b[0])) /* no fluid here, or a position not a number (the blow-up check names it) */
+        return;
+    const double guard = FIT_GUARD(ctx, d), slack = FIT_SLACK(ctx);
+    int cut = 0;
+    for (int k = 0; k < ctx->info.dim; k++)
+        cut |= !dd_periodic_axis(ctx, k) &&
+               (b[k] - guard < d->fit_lo[k] || -b[3 + k] + guard > d->fit_hi[k] || !isfinite(d->fit_lo[k]));
+    if (!cut)
+        return;
+    for (int k = 0; k < ctx->info.dim; k++)
+        if (!dd_periodic_axis(ctx, k))
+            d->fit_lo[k] = b[k] - guard - slack, d->fit_hi[k] = -b[3 + k] + guard + slack;
+    d->refits++;
+    apply_window(ctx, d);
 }
 
 /* the bounding box of the fluid particles (this rank's, or every rank's);
@@ -351,7 +413,7 @@ int dd_run_begin(floe_ctx *ctx)
          * are already this rank's: dd_keep_new) */
         dd_all_owned(ctx);
         memset(d->ph_ms, 0, sizeof d->ph_ms), memset(d->ph_mpi, 0, sizeof d->ph_mpi);
-        d->steps = d->halos = d->ghosts_sent = d->migrated = d->rebuilds = d->last_reorder = 0;
+        d->steps = d->halos = d->ghosts_sent = d->migrated = d->rebuilds = d->last_reorder = d->refits = 0;
         d->run_step_ms = 0;
         dd_cl_bus(ctx, &d->bus0[0], &d->bus0[1]);
         d->run_t0 = dd_now_ms();
@@ -362,6 +424,8 @@ int dd_run_begin(floe_ctx *ctx)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
     d->comm = MPI_COMM_NULL;
     d->skin = skin_frac * (double)ctx->info.support;
+    for (int k = 0; k < 3; k++)
+        d->fit_lo[k] = -INFINITY, d->fit_hi[k] = INFINITY;
     d->rebuild = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
     MPI_Comm_rank(d->comm, &d->rank);
@@ -440,7 +504,7 @@ int dd_run_begin(floe_ctx *ctx)
     return FLOE_OK;
 }
 
-enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, F_REBUILDS, F_BUS_UP, F_BUS_DOWN, NFIG };
+enum { F_STEPS, F_STEP_MS, F_PH, F_MPI = F_PH + NPH, F_HALOS = F_MPI + NPH, F_GHOSTS, F_MIGRATED, F_OWNED, F_OVERLAP, F_REBUILDS, F_REFITS, F_BUS_UP, F_BUS_DOWN, NFIG };
 
 static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
 {
@@ -450,12 +514,12 @@ static void log_figures(floe_ctx *ctx, const struct floe_dd *d)
                 "mpi: rank %d, ms per step: %.3f in steps, of which migration %.3f (mpi %.3f), ghosts %.3f (mpi "
                 "%.3f), halos %.3f (mpi %.3f, %.1f a step, %.1f overlapped); reductions %.3f (in and between steps); "
                 "load balance %.3f; ghosts sent %.0f, migrated %.1f a step; %.0f owned; rebuilt at %.0f%% of the "
-                "steps", r, f[F_STEP_MS] / st,
+                "steps; search window fitted %.0f times", r, f[F_STEP_MS] / st,
                 f[F_PH + PH_MIGRATE] / st, f[F_MPI + PH_MIGRATE] / st, f[F_PH + PH_GHOSTS] / st,
                 f[F_MPI + PH_GHOSTS] / st, f[F_PH + PH_HALO] / st, f[F_MPI + PH_HALO] / st, f[F_HALOS] / st,
                 f[F_OVERLAP] / st,
                 f[F_PH + PH_REDUCE] / st, f[F_PH + PH_BALANCE] / st, f[F_GHOSTS] / st, f[F_MIGRATED] / st,
-                f[F_OWNED], 100 * f[F_REBUILDS] / st);
+                f[F_OWNED], 100 * f[F_REBUILDS] / st, f[F_REFITS]);
         if (f[F_BUS_UP] + f[F_BUS_DOWN] > 0)
             ctx_log(ctx, FLOE_LOG_INFO, "mpi: rank %d, device copies a step: %.4g MB to the device, %.4g MB back", r,
                     1e-6 * f[F_BUS_UP] / st, 1e-6 * f[F_BUS_DOWN] / st);
@@ -634,6 +698,7 @@ int dd_frame_end(floe_ctx *ctx, int frame, dd_frame_ranks *out)
     f[F_STEPS] = (double)d->steps, f[F_STEP_MS] = d->run_step_ms, f[F_HALOS] = (double)d->halos;
     f[F_GHOSTS] = (double)d->ghosts_sent, f[F_MIGRATED] = (double)d->migrated, f[F_OWNED] = (double)mine;
     f[F_OVERLAP] = (double)d->overlapped, f[F_REBUILDS] = (double)d->rebuilds;
+    f[F_REFITS] = (double)d->refits;
     dd_cl_bus(ctx, &f[F_BUS_UP], &f[F_BUS_DOWN]);
     f[F_BUS_UP] -= d->bus0[0], f[F_BUS_DOWN] -= d->bus0[1];
     for (int k = 0; k < NPH; k++)

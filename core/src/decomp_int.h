@@ -89,7 +89,15 @@ struct floe_dd {
     uint64_t rebuilds;       /* steps that migrated and rebuilt the ghosts (the others forward their values) */
     uint64_t last_reorder;   /* the step of the last reorder_owned, + 1 (0: none yet) */
     double bus0[2];          /* OpenCL: bytes to and from the device at the run's start */
+    /* the search window cut to this rank's fluid and a margin (dd_fit_window;
+     * -/+infinity: not cut), and the times it was cut again in this run */
+    double fit_lo[3], fit_hi[3];
+    uint64_t refits;
 };
+
+/* at a rebuild (dd_step_begin): the search window cut again to this rank's
+ * fluid when the fluid came near its faces (decomp.c) */
+void dd_fit_window(floe_ctx *ctx);
 
 /* ---- boxes: widths and distances (decomp.c places the boxes, decomp_move.c
  * sends particles into them) ---- */

@@ -724,6 +724,8 @@ int dd_step_begin(floe_ctx *ctx)
             d->sets[s].layout = ctx->sets[s].layout;
             d->sets[s].nattrs = ctx->sets[s].nattrs;
         }
+    if (!rc)
+        dd_fit_window(ctx);
     d->rebuild = 0;
     d->rebuilds++;
     d->steps++;
