@@ -95,8 +95,11 @@ struct floe_dd {
     uint64_t refits;
 };
 
-/* at a rebuild (dd_step_begin): the search window cut again to this rank's
- * fluid when the fluid came near its faces (decomp.c) */
+/* decomp_window.c: the search window over the rank's box and a margin,
+ * cut to its fluid (asked for; the next neighbour update applies it), and
+ * at a rebuild (dd_step_begin) fitted again when the fluid came near its
+ * faces */
+void dd_window_apply(floe_ctx *ctx, struct floe_dd *d);
 void dd_fit_window(floe_ctx *ctx);
 
 /* ---- boxes: widths and distances (decomp.c places the boxes, decomp_move.c
