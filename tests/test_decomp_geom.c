@@ -128,8 +128,10 @@ Test(decomp_geom, a_cut_sits_on_the_bin_edge_nearer_its_quantile)
     for (int b = 0; b < NB; b += 2)
         h[b] = 100;
     h[1] = 100;
-    dd_geom_cut_row(&g, 0, 0, h, NB, 0.0, 16.0);
+    const double most = dd_geom_cut_row(&g, 0, 0, h, NB, 0.0, 16.0);
     const double *c = dd_geom_row(&g, 0, 0);
+    /* parts of 200, 300, 200 and 200 against 225 */
+    cr_assert_float_eq(most, 300.0 / 225.0, 1e-12, "fullest part %g of the mean", most);
     /* quantile 225: 200 before bin 2, 300 after it: 25 against 75, the
      * near edge is bin 2's start (the old rule took its end, 3) */
     cr_assert_float_eq(c[1], 2.0, 1e-12, "first cut at %g", c[1]);

@@ -202,9 +202,12 @@ static int agree_pairs(floe_ctx *ctx, struct floe_dd *d, int *pairs)
  * bounding box), every rank's owned particles counted, each by its work
  * (work_of) when pairs. moved: NULL for the first cuts; else set to
  * whether a cut moved, and when none did nothing else changes (no
- * migration: the quantiles of a lattice can sit on the cuts already, 2%
- * off by a layer). */
-static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, int *moved)
+ * migration). Slabs whose new cuts would leave the fullest rank at more
+ * than `now` (the imbalance measured) less BALANCE_GAIN keep their cuts:
+ * in a lattice one bin holds a whole layer, 2-3% of a rank, and the cuts
+ * went one layer on and back at every other check. */
+#define BALANCE_GAIN 0.005
+static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, double now, int *moved)
 {
     const int last = d->geom.levels - 1;
     const size_t ncuts = d->geom.off[last] + (size_t)d->geom.nodes[last] * (size_t)(d->geom.parts[last] + 1);
@@ -240,9 +243,14 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, int *moved)
             free(h), free(was);
             return dd_mpi_fail(ctx, e, "MPI_Allreduce (histogram)");
         }
-        for (int node = 0; node < nodes; node++)
-            dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
+        double most = 0;
+        for (int node = 0; node < nodes; node++) {
+            const double m = dd_geom_cut_row(&d->geom, l, node, h + (size_t)node * NBINS, NBINS, lo[k], hi[k]);
+            most = m > most ? m : most;
+        }
         free(h);
+        if (moved && d->geom.levels == 1 && !(most < now - BALANCE_GAIN))
+            memcpy(d->geom.cuts, was, ncuts * sizeof *was); /* no better than now */
     }
     const int changed = !moved || memcmp(was, d->geom.cuts, ncuts * sizeof *was) != 0;
     free(was);
@@ -379,7 +387,7 @@ int dd_run_begin(floe_ctx *ctx)
     /* every rank past its scene's set-up (and its output root's checks)
      * before rank 0 writes anything */
     MPI_Barrier(d->comm);
-    int rc = place_cuts(ctx, d, 0, NULL); /* the cuts at the quantiles of every rank's share (no lists yet) */
+    int rc = place_cuts(ctx, d, 0, 0, NULL); /* the cuts at the quantiles of every rank's share (no lists yet) */
     uint64_t total = 0;
     for (int s = 0; s < ctx->npsets && !rc; s++) { /* each particle to the rank whose box holds it */
         pset *p = &ctx->sets[s];
@@ -582,7 +590,7 @@ static int balance(floe_ctx *ctx, struct floe_dd *d, int frame)
     int rc = FLOE_OK;
     if (imb > BALANCE_COUNT) {
         int moved = 0;
-        rc = place_cuts(ctx, d, pairs, &moved);
+        rc = place_cuts(ctx, d, pairs, imb, &moved);
         if (!rc && moved && d->rank == 0) {
             char line[1024];
             int len = 0;

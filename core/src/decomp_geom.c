@@ -138,12 +138,17 @@ void dd_geom_box(const dd_geom *g, int r, double lo[3], double hi[3])
     }
 }
 
-void dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, double lo, double hi)
+/* the bin edge nearer quantile q of bin b, which holds (before, acc] of the
+ * histogram's sum; a tie takes the far edge */
+static int q_edge(double q, double before, double acc, int b) { return q - before < acc - q ? b : b + 1; }
+
+double dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, double lo, double hi)
 {
     double *c = dd_geom_row(g, l, node);
     const int parts = g->parts[l];
     const double w = (hi - lo) / nb;
     double total = 0, acc = 0;
+    int last = 0; /* the bin edge of the last cut */
     for (int b = 0; b < nb; b++)
         total += hist[b];
     /* each cut on the bin edge nearer its quantile: a bin can hold a whole
@@ -155,9 +160,9 @@ void dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, do
         const double before = acc;
         acc += hist[b];
         while (r < parts && total > 0 && acc >= total * r / parts) {
-            const double q = total * r / parts, near = q - before < acc - q ? lo + b * w : lo + (b + 1) * w;
-            c[r] = r > 1 && near < c[r - 1] ? c[r - 1] : near;
-            r++;
+            const int e = q_edge(total * r / parts, before, acc, b);
+            last = e > last ? e : last;
+            c[r++] = lo + last * w;
         }
     }
     /* an empty parent: even cuts over the range */
@@ -165,6 +170,16 @@ void dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, do
         c[r] = total > 0 ? hi : lo + (hi - lo) * r / parts;
     c[0] = -INFINITY;
     c[parts] = INFINITY;
+    /* the fullest part against the mean, by the histogram */
+    double most = 0;
+    for (int p = 0, b = 0; p < parts; p++) {
+        const int end = p + 1 < parts && isfinite(c[p + 1]) && c[p + 1] < hi ? (int)lround((c[p + 1] - lo) / w) : nb;
+        double sum = 0;
+        for (; b < end && b < nb; b++)
+            sum += hist[b];
+        most = sum > most ? sum : most;
+    }
+    return total > 0 ? most / (total / parts) : 1;
 }
 
 void dd_geom_describe(const dd_geom *g, char *buf, size_t len)

@@ -39,8 +39,9 @@ int dd_geom_owner(const dd_geom *g, const float *x);
 /* the box of rank r: lo, hi per axis (infinite on the outer faces) */
 void dd_geom_box(const dd_geom *g, int r, double lo[3], double hi[3]);
 /* level l's cuts of node at the quantiles of a histogram of nb bins over
- * [lo, hi) along its axis, each on the bin edge nearer its quantile */
-void dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, double lo, double hi);
+ * [lo, hi) along its axis, each on the bin edge nearer its quantile;
+ * returns the fullest part's sum against the mean, by the histogram */
+double dd_geom_cut_row(dd_geom *g, int l, int node, const double *hist, int nb, double lo, double hi);
 /* "2x2 boxes (x, y)", "4 slabs along x" */
 void dd_geom_describe(const dd_geom *g, char *buf, size_t len);
 
