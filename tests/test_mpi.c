@@ -1438,3 +1438,29 @@ Test(mpi, the_balance_evens_out_neighbour_pairs_not_counts)
     cr_assert_null(strstr(lc, "load balance after"), "%s", lc);
     free(lp), free(lc);
 }
+
+/* `floe bench --all-ranks`: each rank prints its own summary and stage
+ * times, its lines beginning "rank R: " */
+Test(mpi, bench_all_ranks_prints_every_ranks_stage_times)
+{
+    if (!have_mpi())
+        return;
+    write_scene();
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && " MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun --oversubscribe --bind-to none -np 2 %s bench scene.lua "
+             "--set seconds=0.04 --out b --quiet --threads 1 --all-ranks > bench.log 2>&1",
+             sc_tmp, FLOE_TEST_BUILD_ROOT "/core/floe");
+    int st = system(cmd);
+    char *log = sc_slurp("%s/bench.log", sc_tmp);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", log);
+    for (int r = 0; r < 2; r++) {
+        char want[64];
+        snprintf(want, sizeof want, "rank %d: scene.lua: ", r);
+        cr_assert_not_null(strstr(log, want), "no summary of rank %d:\n%s", r, log);
+        snprintf(want, sizeof want, "rank %d:     wcsph.pressure_force ", r);
+        cr_assert_not_null(strstr(log, want), "no stage times of rank %d:\n%s", r, log);
+    }
+    free(log);
+}

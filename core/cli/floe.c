@@ -84,7 +84,9 @@ static const char help_bench[] =
     "N particles at fluid density (default 100000) in D dimensions (3), K updates (20)\n"
     "\n"
     "options (scenes): as `floe run --help`; with --backend opencl also per-kernel times\n"
-    "and bandwidth (FLOE_CL_PROFILE=1)\n";
+    "and bandwidth (FLOE_CL_PROFILE=1)\n"
+    "  --all-ranks     under mpirun: every rank prints its own stage times, its lines\n"
+    "                  beginning `rank R:` (rank 0 alone prints the summary otherwise)\n";
 
 static const char help_modules[] =
     "usage: floe modules [NAME]\n"
@@ -335,6 +337,7 @@ static int cmd_run(int argc, char **argv, int bench)
     memset(&sum, 0, sizeof sum);
     o.summary = &sum;
     const char *cmd = bench ? "bench" : "run";
+    int all_ranks = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
@@ -365,6 +368,8 @@ static int cmd_run(int argc, char **argv, int bench)
             o.unsafe = 1;
         else if (!strcmp(a, "--quiet"))
             o.progress = 0;
+        else if (!strcmp(a, "--all-ranks") && bench)
+            all_ranks = 1;
         else if (!strcmp(a, "--backend") && has)
             o.backend = argv[++i];
         else if (!strcmp(a, "--device") && has)
@@ -420,8 +425,12 @@ static int cmd_run(int argc, char **argv, int bench)
         o.progress = 0;
     int rc = floe_scene_run(&o, err, sizeof err);
     free(sets);
-    if (rank == 0 && (sum.frames > 0 || sum.steps > 0)) {
-        printf("%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.1f steps/s, %.4g particle-steps/s\n",
+    /* --all-ranks: each rank's lines begin "rank R: " (one process: none) */
+    char who[32] = "";
+    if (all_ranks && ranks > 1)
+        snprintf(who, sizeof who, "rank %d: ", rank);
+    if ((rank == 0 || (all_ranks && ranks > 1)) && (sum.frames > 0 || sum.steps > 0)) {
+        printf("%s%s: %d frames, %llu steps, %.4g s simulated in %.3f s wall, %.1f steps/s, %.4g particle-steps/s\n", who,
                o.path, sum.frames, (unsigned long long)sum.steps, sum.sim_time, sum.wall_s,
                sum.wall_s > 0 ? (double)sum.steps / sum.wall_s : 0, sum.particle_steps_per_s);
         if (sum.steps > 0) {
@@ -429,18 +438,18 @@ static int cmd_run(int argc, char **argv, int bench)
             for (int i = 0; i < sum.nstages; i++)
                 if (!sum.stage_per_frame[i])
                     total += sum.stage_ms[i];
-            printf("  per step: %.3f ms in stages; %.3f ms of CPU time (all threads, the whole run)\n",
+            printf("%s  per step: %.3f ms in stages; %.3f ms of CPU time (all threads, the whole run)\n", who,
                    total / (double)sum.steps, 1e3 * sum.cpu_s / (double)sum.steps);
             for (int i = 0; i < sum.nstages; i++)
                 if (!sum.stage_per_frame[i])
-                    printf("    %-28s %9.3f ms  %5.1f%%\n", sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
+                    printf("%s    %-28s %9.3f ms  %5.1f%%\n", who, sum.stage_name[i], sum.stage_ms[i] / (double)sum.steps,
                            total > 0 ? 100 * sum.stage_ms[i] / total : 0);
             for (int i = 0, first = 1; i < sum.nstages; i++)
                 if (sum.stage_per_frame[i] && sum.stage_calls[i]) {
                     if (first)
-                        printf("  per frame (stages run once per output frame, frame 0 included):\n");
+                        printf("%s  per frame (stages run once per output frame, frame 0 included):\n", who);
                     first = 0;
-                    printf("    %-28s %9.3f ms  (%llu runs)\n", sum.stage_name[i],
+                    printf("%s    %-28s %9.3f ms  (%llu runs)\n", who, sum.stage_name[i],
                            sum.stage_ms[i] / (double)sum.stage_calls[i], (unsigned long long)sum.stage_calls[i]);
                 }
         }
