@@ -88,24 +88,26 @@ static int have_mpi(void)
  * suite. */
 #define MPI_ENV "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "
 
-/* runs the scene into sc_tmp/<out> on `ranks` processes (0: plain floe,
- * no mpirun); stdout and stderr into sc_tmp/<out>.log; the exit status */
-static int run_ranks(int ranks, const char *out, const char *sets)
+/* `floe verb scene.lua` (run or bench) into sc_tmp/<out> on `ranks`
+ * processes (0: plain floe, no mpirun); stdout and stderr into
+ * sc_tmp/<out>.log; the exit status */
+static int floe_ranks(const char *verb, int ranks, const char *out, const char *sets)
 {
     char cmd[4096];
     const char *floe = FLOE_TEST_BUILD_ROOT "/core/floe";
     if (ranks == 0)
-        snprintf(cmd, sizeof cmd, "cd %s && %s run scene.lua --out %s --quiet --threads 1 %s > %s.log 2>&1", sc_tmp,
-                 floe, out, sets, out);
+        snprintf(cmd, sizeof cmd, "cd %s && %s %s scene.lua --out %s --quiet --threads 1 %s > %s.log 2>&1", sc_tmp,
+                 floe, verb, out, sets, out);
     else
         snprintf(cmd, sizeof cmd,
                  "cd %s && " MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 "
-                 "mpirun --oversubscribe --bind-to none -np %d %s run scene.lua --out %s --quiet --threads 1 %s > "
+                 "mpirun --oversubscribe --bind-to none -np %d %s %s scene.lua --out %s --quiet --threads 1 %s > "
                  "%s.log 2>&1",
-                 sc_tmp, ranks, floe, out, sets, out);
+                 sc_tmp, ranks, floe, verb, out, sets, out);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+static int run_ranks(int ranks, const char *out, const char *sets) { return floe_ranks("run", ranks, out, sets); }
 
 static void write_scene_text(const char *text)
 {
@@ -1446,15 +1448,9 @@ Test(mpi, bench_all_ranks_prints_every_ranks_stage_times)
     if (!have_mpi())
         return;
     write_scene();
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "cd %s && " MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-             "OMPI_MCA_rmaps_base_oversubscribe=1 mpirun --oversubscribe --bind-to none -np 2 %s bench scene.lua "
-             "--set seconds=0.04 --out b --quiet --threads 1 --all-ranks > bench.log 2>&1",
-             sc_tmp, FLOE_TEST_BUILD_ROOT "/core/floe");
-    int st = system(cmd);
+    const int st = floe_ranks("bench", 2, "bench", "--set seconds=0.04 --all-ranks");
     char *log = sc_slurp("%s/bench.log", sc_tmp);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", log);
+    cr_assert_eq(st, 0, "%s", log);
     for (int r = 0; r < 2; r++) {
         char want[64];
         snprintf(want, sizeof want, "rank %d: scene.lua: ", r);

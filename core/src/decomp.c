@@ -133,21 +133,8 @@ static void set_partners(floe_ctx *ctx, struct floe_dd *d)
  * with the boundary's (the tank the fluid may fill) when tank is set */
 static int fluid_bounds(floe_ctx *ctx, struct floe_dd *d, int tank, double lo[3], double hi[3])
 {
-    double b[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY}; /* lo, -hi */
-    for (int s = 0; s < ctx->npsets; s++) {
-        const pset *p = &ctx->sets[s];
-        if (!p->gen || (p->kind != FLOE_SET_FLUID && !(tank && p->kind == FLOE_SET_BOUNDARY)))
-            continue;
-        const float *x = pset_attr((pset *)p, "x")->data;
-        const uint32_t n = p->kind != FLOE_SET_FLUID ? p->n : d->sets[s].owned;
-        for (uint32_t i = 0; i < n; i++)
-            for (int k = 0; k < 3; k++) {
-                if (x[3 * i + k] < b[k])
-                    b[k] = x[3 * i + k];
-                if (-x[3 * i + k] < b[3 + k])
-                    b[3 + k] = -x[3 * i + k];
-            }
-    }
+    double b[6]; /* lo, -hi */
+    dd_local_bounds(ctx, d, 0, tank, b);
     int rc = MPI_Allreduce(MPI_IN_PLACE, b, 6, MPI_DOUBLE, MPI_MIN, d->comm); /* over every rank's share */
     if (rc != MPI_SUCCESS)
         return dd_mpi_fail(ctx, rc, "MPI_Allreduce (bounds)");
@@ -211,10 +198,10 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, double now, i
 {
     const int last = d->geom.levels - 1;
     const size_t ncuts = d->geom.off[last] + (size_t)d->geom.nodes[last] * (size_t)(d->geom.parts[last] + 1);
-    double *was = malloc(ncuts * sizeof *was);
-    if (!was)
+    double *was = moved ? malloc(ncuts * sizeof *was) : NULL; /* the cuts before, to compare */
+    if (moved && !was)
         return ctx_fail(ctx, FLOE_ERR_NOMEM, "MPI: out of memory");
-    if (moved)
+    if (was)
         memcpy(was, d->geom.cuts, ncuts * sizeof *was);
     double lo[3], hi[3];
     int rc = fluid_bounds(ctx, d, 0, lo, hi);
@@ -252,7 +239,7 @@ static int place_cuts(floe_ctx *ctx, struct floe_dd *d, int pairs, double now, i
         if (moved && d->geom.levels == 1 && !(most < now - BALANCE_GAIN))
             memcpy(d->geom.cuts, was, ncuts * sizeof *was); /* no better than now */
     }
-    const int changed = !moved || memcmp(was, d->geom.cuts, ncuts * sizeof *was) != 0;
+    const int changed = !was || memcmp(was, d->geom.cuts, ncuts * sizeof *was) != 0;
     free(was);
     if (moved)
         *moved = changed;

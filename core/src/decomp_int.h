@@ -101,6 +101,10 @@ struct floe_dd {
  * faces */
 void dd_window_apply(floe_ctx *ctx, struct floe_dd *d);
 void dd_fit_window(floe_ctx *ctx);
+/* this rank's bounding box of its fluid (owned particles, with the ghosts
+ * when ghosts) and, when tank, of the boundary sets: b = lo[3], -hi[3],
+ * +infinity where there is none */
+void dd_local_bounds(const floe_ctx *ctx, const struct floe_dd *d, int ghosts, int tank, double b[6]);
 
 /* ---- boxes: widths and distances (decomp.c places the boxes, decomp_move.c
  * sends particles into them) ---- */

@@ -52,6 +52,27 @@ void dd_window_apply(floe_ctx *ctx, struct floe_dd *d)
  * when the skin is 0), and FIT_SLACK more room, cut again only when the
  * fluid came within the guard of a face. The cells are the domain grid's:
  * the lists stay one process's. */
+void dd_local_bounds(const floe_ctx *ctx, const struct floe_dd *d, int ghosts, int tank, double b[6])
+{
+    for (int k = 0; k < 6; k++)
+        b[k] = INFINITY;
+    for (int s = 0; s < ctx->npsets; s++) {
+        const pset *p = &ctx->sets[s];
+        if (!p->gen || (p->kind != FLOE_SET_FLUID && !(tank && p->kind == FLOE_SET_BOUNDARY)))
+            continue;
+        const float *x = pset_attr((pset *)p, "x")->data;
+        const int64_t n = (int64_t)(p->kind != FLOE_SET_FLUID || ghosts ? p->n : d->sets[s].owned);
+        double b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5];
+#pragma omp parallel for schedule(static) reduction(min : b0, b1, b2, b3, b4, b5) if (n > 65536)
+        for (int64_t i = 0; i < n; i++) {
+            const double q0 = x[3 * i], q1 = x[3 * i + 1], q2 = x[3 * i + 2];
+            b0 = q0 < b0 ? q0 : b0, b1 = q1 < b1 ? q1 : b1, b2 = q2 < b2 ? q2 : b2;
+            b3 = -q0 < b3 ? -q0 : b3, b4 = -q1 < b4 ? -q1 : b4, b5 = -q2 < b5 ? -q2 : b5;
+        }
+        b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4, b[5] = b5;
+    }
+}
+
 #define FIT_GUARD(ctx, d) (4.0 * (double)(ctx)->info.support + 0.5 * (d)->skin)
 #define FIT_SLACK(ctx) (10.0 * (double)(ctx)->info.support)
 /* FLOE_MPI_FIT=0: the box's window only (to measure what the fit gives) */
@@ -65,22 +86,8 @@ void dd_fit_window(floe_ctx *ctx)
     struct floe_dd *d = ctx->dd;
     if (!d || ctx->dev || fit_off()) /* a device searches the domain's grid */
         return;
-    float b[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY}; /* lo, -hi */
-    for (int s = 0; s < ctx->npsets; s++) {
-        const pset *p = &ctx->sets[s];
-        if (!p->gen || p->kind != FLOE_SET_FLUID || !p->n)
-            continue;
-        const float *x = pset_attr((pset *)p, "x")->data;
-        const int64_t n = (int64_t)p->n;
-        float b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3], b4 = b[4], b5 = b[5];
-#pragma omp parallel for schedule(static) reduction(min : b0, b1, b2, b3, b4, b5) if (n > 65536)
-        for (int64_t i = 0; i < n; i++) {
-            const float *q = x + 3 * i;
-            b0 = q[0] < b0 ? q[0] : b0, b1 = q[1] < b1 ? q[1] : b1, b2 = q[2] < b2 ? q[2] : b2;
-            b3 = -q[0] < b3 ? -q[0] : b3, b4 = -q[1] < b4 ? -q[1] : b4, b5 = -q[2] < b5 ? -q[2] : b5;
-        }
-        b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3, b[4] = b4, b[5] = b5;
-    }
+    double b[6];
+    dd_local_bounds(ctx, d, 1, 0, b);
     if (!isfinite(b[0])) /* no fluid here, or a position not a number (the blow-up check names it) */
         return;
     const double guard = FIT_GUARD(ctx, d), slack = FIT_SLACK(ctx);
