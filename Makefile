@@ -41,7 +41,8 @@ sanitize: sanitize-generic
 	@BUILD=build-asan-native UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./scripts/test.sh
 
 # valgrind memcheck over the whole suite (Criterion runs each test in a
-# child), on a generic build of its own: valgrind does not decode AVX-512,
+# child; every test's own timeout and meson's scaled by 50, valgrind's
+# slowdown: test_timeout_scale), on a generic build of its own: valgrind does not decode AVX-512,
 # which the native build uses where the CPU has it (SIGILL there).
 # Not traced: the system's programs a test starts (sh, tr, python3; their
 # leaks are not Floe's) and floe-view, whose GL driver (Mesa, unloaded at
@@ -53,8 +54,9 @@ sanitize: sanitize-generic
 valgrind: setup
 	@FLOE_WITH_VALGRIND=1 ./scripts/bootstrap.sh
 	@[ -f build-valgrind/build.ninja ] || meson setup build-valgrind --buildtype=debugoptimized -Dnative=false
+	@meson configure build-valgrind -Dtest_timeout_scale=50 > /dev/null
 	@ninja -C build-valgrind
-	@BUILD=build-valgrind FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes --trace-children-skip=/usr/*,/bin/*,*/floe-view --quiet' --timeout-multiplier=20
+	@BUILD=build-valgrind FLOE_KEEP_MODULES=1 ./scripts/test.sh --wrap='valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes --trace-children-skip=/usr/*,/bin/*,*/floe-view --quiet'
 
 # libFuzzer over each target of tests/fuzz for FUZZ_SECONDS (clang, address
 # and undefined sanitizers); new inputs go to build-fuzz/corpus/<target>,

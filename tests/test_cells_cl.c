@@ -165,20 +165,20 @@ static void cells_equal_lists(const char *mode, int dim, int fused, int periodic
     floe_ctx_destroy(w[1].ctx);
 }
 
-Test(cells_cl, equal_lists_3d_fused, .timeout = 900) { cells_equal_lists("cells", 3, 1, 0, 22); }
-Test(cells_cl, equal_lists_3d_fused_global_walk, .timeout = 900) { cells_equal_lists("cells-global", 3, 1, 0, 22); }
-Test(cells_cl, equal_lists_3d_fused_unpacked, .timeout = 900) { cells_equal_lists("cells-unpacked", 3, 1, 0, 22); }
-Test(cells_cl, equal_lists_2d_fused, .timeout = 900) { cells_equal_lists("cells", 2, 1, 0, 22); }
-Test(cells_cl, equal_lists_with_list_stages, .timeout = 900) { cells_equal_lists("cells", 3, 0, 0, 12); }
+Test(cells_cl, equal_lists_3d_fused, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells", 3, 1, 0, 22); }
+Test(cells_cl, equal_lists_3d_fused_global_walk, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells-global", 3, 1, 0, 22); }
+Test(cells_cl, equal_lists_3d_fused_unpacked, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells-unpacked", 3, 1, 0, 22); }
+Test(cells_cl, equal_lists_2d_fused, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells", 2, 1, 0, 22); }
+Test(cells_cl, equal_lists_with_list_stages, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells", 3, 0, 0, 12); }
 /* support 3.5 d in 2D: more neighbours than the first stride of 32, so
  * the lists built on demand are widened and built again before use */
-Test(cells_cl, lists_on_demand_widened, .timeout = 900)
+Test(cells_cl, lists_on_demand_widened, .timeout = FLOE_TIMEOUT(900))
 {
     support_factor = 3.5f;
     cells_equal_lists("cells", 2, 0, 0, 6);
     support_factor = 0;
 }
-Test(cells_cl, periodic_keeps_lists, .timeout = 900) { cells_equal_lists("cells", 2, 1, 1, 12); }
+Test(cells_cl, periodic_keeps_lists, .timeout = FLOE_TIMEOUT(900)) { cells_equal_lists("cells", 2, 1, 1, 12); }
 
 Test(cells_cl, bad_switch_named)
 {
@@ -213,7 +213,7 @@ static int has_cells(const char *mode, int periodic)
     return has;
 }
 
-Test(cells_cl, cells_only_where_asked, .timeout = 600)
+Test(cells_cl, cells_only_where_asked, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     cr_assert(has_cells("cells", 0));

@@ -204,7 +204,7 @@ Test(checks, the_c_api_counts_the_warnings)
 }
 
 /* Every scene of the repository checks clean: no error, no warning. */
-Test(checks, every_scene_checks_clean, .timeout = 600)
+Test(checks, every_scene_checks_clean, .timeout = FLOE_TIMEOUT(600))
 {
     static const char *const scenes[] = {
         "dam_break", "dam_break_2d", "droplet", "flip_dam_break_2d", "flip_obstacles", "flip_vs_wcsph_2d",

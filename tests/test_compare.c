@@ -31,7 +31,7 @@ static int count(const char *s, const char *what)
 
 static const char *const VARIANTS[] = {"wcsph", "iisph", "dfsph"};
 
-Test(compare, report_holds_the_run_records_numbers, .timeout = 600)
+Test(compare, report_holds_the_run_records_numbers, .timeout = FLOE_TIMEOUT(600))
 {
     char out[512];
     snprintf(out, sizeof out, "%s/report", sc_tmp);

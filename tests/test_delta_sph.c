@@ -222,13 +222,13 @@ static void hydrostatic(int adami, float d, double tol_slope, double tol_fit, do
 /* mirrored walls: layers measured up to 22.7% off (the first below the
  * top two) on an AVX2 build, 31.5% on the generic (-Dnative=false) one,
  * so that limit only catches a broken tank */
-Test(delta_sph, hydrostatic_tank_10s, .timeout = 600) { hydrostatic(0, DS, TOL_SLOPE, TOL_FIT, 0.4); }
+Test(delta_sph, hydrostatic_tank_10s, .timeout = FLOE_TIMEOUT(600)) { hydrostatic(0, DS, TOL_SLOPE, TOL_FIT, 0.4); }
 
 /* Adami et al. 2012's wall pressure (wcsph.pressure_force{walls =
  * "extrapolated"}): measured worst layer +2.55% (the one next to the
  * floor; the others +1.04% to +1.99%), slope +2.97%, per particle 4.39%,
  * drift +0.0004%: the issue's 1% is not met (docs/validation.md) */
-Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = 600) { hydrostatic(1, DS, 0.04, 0.06, 0.03); }
+Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = FLOE_TIMEOUT(600)) { hydrostatic(1, DS, 0.04, 0.06, 0.03); }
 
 /* ... and wcsph.pressure_force{gradient_correction}, at d = 1 cm (400
  * particles, 20 a layer). At d = 2 cm (10 a layer) the worst layer is not
@@ -239,12 +239,12 @@ Test(delta_sph, hydrostatic_tank_10s_adami_walls, .timeout = 600) { hydrostatic(
  * and 1.1 s gave 0.78% and 0.79% on the AVX2 build, 0.60% on the generic
  * one (slope +0.56% / +0.34%, per particle 2.23% / 2.37%, drift 0.0000% /
  * -0.0001%; docs/validation.md): the issue's 1% is asserted. */
-Test(delta_sph, hydrostatic_tank_10s_adami_walls_corrected, .timeout = 600)
+Test(delta_sph, hydrostatic_tank_10s_adami_walls_corrected, .timeout = FLOE_TIMEOUT(600))
 {
     hydrostatic(2, 0.01f, 0.015, 0.04, 0.01);
 }
 
-Test(delta_sph, pressure_noise, .timeout = 600)
+Test(delta_sph, pressure_noise, .timeout = FLOE_TIMEOUT(600))
 {
     double sd[3];
     for (int m = 0; m < 3; m++) {
@@ -270,7 +270,7 @@ Test(delta_sph, pressure_noise, .timeout = 600)
  * x = W, y = 0), with the density sum and with delta-SPH; with delta-SPH
  * none comes within d/4 of one (measured 0.37 d; the density sum lets them
  * to 0.04 d). */
-Test(delta_sph, free_slip_walls_hold_10s, .timeout = 600)
+Test(delta_sph, free_slip_walls_hold_10s, .timeout = FLOE_TIMEOUT(600))
 {
     for (int k = 0; k < 3; k++) { /* the density sum, delta-SPH, delta-SPH with Adami's wall pressure */
         const int m = k == 0 ? SUMMATION : DELTA_SPH, adami = k == 2;
@@ -389,8 +389,8 @@ static void cl_agrees(int dim)
     floe_ctx_destroy(z.ctx);
 }
 
-Test(delta_sph, opencl_agrees_2d, .timeout = 600) { cl_agrees(2); }
-Test(delta_sph, opencl_agrees_3d, .timeout = 600) { cl_agrees(3); }
+Test(delta_sph, opencl_agrees_2d, .timeout = FLOE_TIMEOUT(600)) { cl_agrees(2); }
+Test(delta_sph, opencl_agrees_3d, .timeout = FLOE_TIMEOUT(600)) { cl_agrees(3); }
 
 /* a speed of sound is needed: a pipeline without wcsph.pressure says so at
  * the second step (the first has a uniform density: no diffusion) */
@@ -510,5 +510,5 @@ static void walls_agree(int dim)
     floe_ctx_destroy(ref.ctx);
 }
 
-Test(delta_sph, extrapolated_walls_opencl_agrees_2d, .timeout = 600) { walls_agree(2); }
-Test(delta_sph, extrapolated_walls_opencl_agrees_3d, .timeout = 600) { walls_agree(3); }
+Test(delta_sph, extrapolated_walls_opencl_agrees_2d, .timeout = FLOE_TIMEOUT(600)) { walls_agree(2); }
+Test(delta_sph, extrapolated_walls_opencl_agrees_3d, .timeout = FLOE_TIMEOUT(600)) { walls_agree(3); }

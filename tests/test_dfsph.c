@@ -216,10 +216,10 @@ static void tank_case(int corr)
     grad_corr = 0;
 }
 
-Test(dfsph, hydrostatic_tank_2d, .timeout = 600) { tank_case(0); }
+Test(dfsph, hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600)) { tank_case(0); }
 
 /* the 2% of the pressure probes: met with gradient_correction */
-Test(dfsph, hydrostatic_tank_2d_gradient_correction, .timeout = 600) { tank_case(1); }
+Test(dfsph, hydrostatic_tank_2d_gradient_correction, .timeout = FLOE_TIMEOUT(600)) { tank_case(1); }
 
 /* Martin & Moyce (1952), n^2 = 2, as test_iisph.c's: settle 0.4 s behind a
  * gate, release; the front within IISPH's limits (18% as measured, 10% with
@@ -229,7 +229,7 @@ Test(dfsph, hydrostatic_tank_2d_gradient_correction, .timeout = 600) { tank_case
  * Chebyshev) is the wall friction here, as IISPH's test uses its implicit
  * wall viscosity. */
 #define WALL_ALPHA 0.05
-Test(dfsph, dam_break_2d_martin_moyce, .timeout = 1200)
+Test(dfsph, dam_break_2d_martin_moyce, .timeout = FLOE_TIMEOUT(1200))
 {
     const double a = 0.1;
     const float d = (float)(a / 40), tank[3] = {(float)(5 * a), (float)(3 * a), 0};
@@ -284,7 +284,7 @@ static float *collapse(int threads, uint32_t *n)
     return x;
 }
 
-Test(dfsph, bit_identical_over_thread_counts, .timeout = 300)
+Test(dfsph, bit_identical_over_thread_counts, .timeout = FLOE_TIMEOUT(300))
 {
     uint32_t n1, n2;
     float *a = collapse(1, &n1), *b = collapse(2, &n2);
@@ -331,7 +331,7 @@ static double column_vmax(float d, double dt, double seconds)
     return vm;
 }
 
-Test(dfsph, fresh_lattice_column_stays_at_rest, .timeout = 600)
+Test(dfsph, fresh_lattice_column_stays_at_rest, .timeout = FLOE_TIMEOUT(600))
 {
     const double v1 = column_vmax(0.01f, 0, 0.2), v2 = column_vmax(0.01f, 1e-4, 0.2);
     cr_assert(v1 < 0.5, "adaptive dt: a particle of the column reached %.3g m/s (limit 0.5)", v1);
@@ -379,7 +379,7 @@ static double rms_apart(const float *a, const float *b, uint32_t n)
     return sqrt(s / n);
 }
 
-Test(dfsph, viscosity_equals_the_laminar_stage, .timeout = 300)
+Test(dfsph, viscosity_equals_the_laminar_stage, .timeout = FLOE_TIMEOUT(300))
 {
     for (int dim = 2; dim <= 3; dim++) {
         uint32_t n0, n1, n2;

@@ -124,7 +124,7 @@ static void solve_agrees(int dim, unsigned opt, const solve_opt *o, const char *
     destroy(&w[1]);
 }
 
-Test(dfsph_cl, solve_one_iteration, .timeout = 300)
+Test(dfsph_cl, solve_one_iteration, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 1, .at_once = 1};
     solve_agrees(3, 0, &o, "3D");
@@ -132,7 +132,7 @@ Test(dfsph_cl, solve_one_iteration, .timeout = 300)
 }
 
 /* 9 iterations: the Chebyshev weights start at the 4th */
-Test(dfsph_cl, solve_iterations, .timeout = 300)
+Test(dfsph_cl, solve_iterations, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 9, .at_once = 1};
     solve_agrees(3, 0, &o, "3D");
@@ -141,20 +141,20 @@ Test(dfsph_cl, solve_iterations, .timeout = 300)
     solve_agrees(2, 0, &o, "2D without the divergence solve");
 }
 
-Test(dfsph_cl, solve_mirror_walls, .timeout = 300)
+Test(dfsph_cl, solve_mirror_walls, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .boundary = "mirror", .at_once = 1};
     solve_agrees(3, 0, &o, "3D mirror");
 }
 
-Test(dfsph_cl, solve_two_boundary_sets, .timeout = 300)
+Test(dfsph_cl, solve_two_boundary_sets, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .at_once = 1};
     solve_agrees(3, W_OBSTACLE, &o, "3D, tank and obstacle");
     solve_agrees(2, W_OBSTACLE, &o, "2D, tank and obstacle");
 }
 
-Test(dfsph_cl, solve_periodic, .timeout = 300)
+Test(dfsph_cl, solve_periodic, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .at_once = 1};
     solve_agrees(2, W_PERIODIC, &o, "2D periodic in x");
@@ -163,7 +163,7 @@ Test(dfsph_cl, solve_periodic, .timeout = 300)
 
 /* Several fluid sets: the solve takes the C path on the OpenCL backend (the
  * data copied back and forth), so the results agree with the cpu run. */
-Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
+Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     world w[2];
@@ -190,7 +190,7 @@ Test(dfsph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
 /* gradient_correction on the device (dfsph_gamma, the corrected pair
  * gradients in every pass): the cpu backend's answer, and not the
  * uncorrected one */
-Test(dfsph_cl, solve_gradient_correction, .timeout = 300)
+Test(dfsph_cl, solve_gradient_correction, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .gradient_correction = 1, .at_once = 1};
     solve_agrees(3, 0, &o, "3D gradient_correction");
@@ -212,7 +212,7 @@ Test(dfsph_cl, solve_gradient_correction, .timeout = 300)
 
 /* A converging solve (default tolerances): the same iteration counts per
  * step and the same final errors. */
-Test(dfsph_cl, stats_agree, .timeout = 300)
+Test(dfsph_cl, stats_agree, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     world w[2];
@@ -321,14 +321,14 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
     destroy(&w[1]);
 }
 
-Test(dfsph_cl, scene_hydrostatic_tank_2d, .timeout = 600)
+Test(dfsph_cl, scene_hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600))
 {
     const float tank[3] = {0.3f, 0.4f, 0}, water[3] = {0.3f, 0.3f, 0};
     /* measured: x 1.4e-4, the same iterations every step */
     scene_agrees(2, tank, water, 0.01f, 0.15, 1e-3, 0.02, "hydrostatic tank 2D");
 }
 
-Test(dfsph_cl, scene_dam_break_3d, .timeout = 600)
+Test(dfsph_cl, scene_dam_break_3d, .timeout = FLOE_TIMEOUT(600))
 {
     const float tank[3] = {0.5f, 0.3f, 0.2f}, water[3] = {0.16f, 0.2f, 0.2f};
     /* measured: x 2.9e-4, the same iterations every step */
@@ -338,7 +338,7 @@ Test(dfsph_cl, scene_dam_break_3d, .timeout = 600)
 /* A 2D tank settled on the device (damped), then measured without damping:
  * the solver's per-step density error meets the 0.05% tolerance and the
  * one summed from rho at the new positions stays within 0.06%. */
-Test(dfsph_cl, density_error_at_rest, .timeout = 600)
+Test(dfsph_cl, density_error_at_rest, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     const float d = 0.02f, tank[3] = {0.3f, 0.5f, 0}, water[3] = {0.3f, 0.4f, 0};

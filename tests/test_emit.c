@@ -265,7 +265,7 @@ static int same_bytes(const char *a, const char *b)
     return same;
 }
 
-Test(emit, a_resumed_run_emits_as_the_uninterrupted_one, .timeout = 600)
+Test(emit, a_resumed_run_emits_as_the_uninterrupted_one, .timeout = FLOE_TIMEOUT(600))
 {
     FILE *f = fopen(sc_scene, "w");
     cr_assert_not_null(f);

@@ -72,7 +72,7 @@ static run_out jet(const char *backend, int steps)
     return r;
 }
 
-Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .timeout = 600)
+Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     const int steps = 700;
@@ -137,7 +137,7 @@ Test(emit_cl, a_growing_and_shrinking_set_on_the_device_matches_the_c_path, .tim
  * against the host's (ctx_set_compact): 27,000 particles, every attribute filled with distinct
  * values, a third removed at random; the survivors, in order, with every
  * attribute, the same on both. 27,000 flags scan in seven blocks, two levels. */
-Test(emit_cl, the_device_compaction_equals_the_host_compaction, .timeout = 600)
+Test(emit_cl, the_device_compaction_equals_the_host_compaction, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);

@@ -97,7 +97,7 @@ static double kinetic(floe_ctx *ctx, floe_set s, double *vmax)
 
 /* ---- count, mass, density attribute ------------------------------------------ */
 
-Test(flip, count_mass_and_particle_density_constant, .timeout = 300)
+Test(flip, count_mass_and_particle_density_constant, .timeout = FLOE_TIMEOUT(300))
 {
     const float d = 0.005f, lo[3] = {0, 0, 0}, hi[3] = {0.4f, 0.3f, 0};
     floe_ctx *ctx = make_sim(2, d, lo, hi, 2);
@@ -287,7 +287,7 @@ static void check_obstacles(int dim, const tob *ob, int nob, const float hi[3], 
     floe_ctx_destroy(ctx);
 }
 
-Test(flip, no_particle_inside_obstacles_2d, .timeout = 300)
+Test(flip, no_particle_inside_obstacles_2d, .timeout = FLOE_TIMEOUT(300))
 {
     tob ob[7];
     memset(ob, 0, sizeof ob);
@@ -304,7 +304,7 @@ Test(flip, no_particle_inside_obstacles_2d, .timeout = 300)
     check_obstacles(2, ob, 7, hi, wmin, wmax, 0.004f, 500, 2.5e-4);
 }
 
-Test(flip, no_particle_inside_obstacles_3d, .timeout = 300)
+Test(flip, no_particle_inside_obstacles_3d, .timeout = FLOE_TIMEOUT(300))
 {
     tob ob[5];
     memset(ob, 0, sizeof ob);
@@ -320,7 +320,7 @@ Test(flip, no_particle_inside_obstacles_3d, .timeout = 300)
 
 /* ---- a tank at rest ---------------------------------------------------------------- */
 
-Test(flip, settled_tank_stays_at_rest, .timeout = 300)
+Test(flip, settled_tank_stays_at_rest, .timeout = FLOE_TIMEOUT(300))
 {
     const float d = 0.0025f, lo[3] = {0, 0, 0}, hi[3] = {0.1f, 0.15f, 0}, wmax[3] = {0.1f, 0.1f, 0};
     floe_ctx *ctx = make_sim(2, d, lo, hi, 2);
@@ -373,7 +373,7 @@ static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
 /* The tank is the domain (its faces are the walls). The column settles
  * behind a gate (a box obstacle) with damping, then the gate is left out of
  * the pipeline and the clock starts, as in tests/test_wcsph.c. */
-Test(flip, dam_break_2d_martin_moyce, .timeout = 600)
+Test(flip, dam_break_2d_martin_moyce, .timeout = FLOE_TIMEOUT(600))
 {
     const double a = 0.1;
     const float d = (float)(a / 40), lo[3] = {0, 0, 0}, hi[3] = {(float)(5 * a), (float)(3 * a), 0};
@@ -485,7 +485,7 @@ static void slosh(double pic, slosh_log *S)
     floe_ctx_destroy(ctx);
 }
 
-Test(flip, pure_pic_damps_sloshing_faster_than_flip, .timeout = 300)
+Test(flip, pure_pic_damps_sloshing_faster_than_flip, .timeout = FLOE_TIMEOUT(300))
 {
     slosh_log P, F;
     slosh(1.0, &P);
@@ -520,7 +520,7 @@ static float *run_threads(int threads, uint32_t *n)
     return x;
 }
 
-Test(flip, bit_identical_for_one_and_two_threads, .timeout = 300)
+Test(flip, bit_identical_for_one_and_two_threads, .timeout = FLOE_TIMEOUT(300))
 {
     uint32_t n1, n2;
     float *a = run_threads(1, &n1), *b = run_threads(2, &n2);
@@ -583,7 +583,7 @@ static int is_png(const char *path)
     return n == 8 && !memcmp(sig, png, 8);
 }
 
-Test(raycast, writes_png_frames_2d_and_3d, .timeout = 300)
+Test(raycast, writes_png_frames_2d_and_3d, .timeout = FLOE_TIMEOUT(300))
 {
     char folder[256];
     snprintf(folder, sizeof folder, "flip-test-frames-%ld", (long)getpid());
@@ -637,7 +637,7 @@ Test(raycast, writes_png_frames_2d_and_3d, .timeout = 300)
 
 /* With an `ffmpeg` on PATH the frames are assembled when the simulation is
  * closed. A stand-in script records its arguments and creates the output. */
-Test(raycast, runs_ffmpeg_on_path_when_the_simulation_closes, .timeout = 120)
+Test(raycast, runs_ffmpeg_on_path_when_the_simulation_closes, .timeout = FLOE_TIMEOUT(120))
 {
     char bin[256], folder[256], script[512], args[512];
     snprintf(bin, sizeof bin, "/tmp/flip-test-bin-%ld", (long)getpid());

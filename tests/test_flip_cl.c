@@ -314,7 +314,7 @@ static cfg base3(void)
     return c;
 }
 
-Test(flip_cl, stage_splat_2d_and_3d, .timeout = 120)
+Test(flip_cl, stage_splat_2d_and_3d, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     cfg c2 = base2(), c3 = base3();
@@ -325,7 +325,7 @@ Test(flip_cl, stage_splat_2d_and_3d, .timeout = 120)
     cr_expect_lt(b.u_old, TOL, "3D u_old %g", b.u_old);
 }
 
-Test(flip_cl, stage_grid_2d_and_3d, .timeout = 120)
+Test(flip_cl, stage_grid_2d_and_3d, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     floe_param_kv gx[] = {KV_F("viscosity", 2e-3), KV_F("wall_friction", 0.1)};
@@ -342,7 +342,7 @@ Test(flip_cl, stage_grid_2d_and_3d, .timeout = 120)
     }
 }
 
-Test(flip_cl, stage_advect_every_sampling, .timeout = 120)
+Test(flip_cl, stage_advect_every_sampling, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     const char *modes[] = {"smooth", "linear", "kernel"};
@@ -366,7 +366,7 @@ Test(flip_cl, stage_advect_every_sampling, .timeout = 120)
 /* obstacles (static, spinning, moving, on a looped path; every shape) and a
  * shallow-water ground: phi, the obstacle pressure, the no-penetration
  * conditions and the projection of particles, over 3 steps */
-Test(flip_cl, stages_with_obstacles_and_ground, .timeout = 120)
+Test(flip_cl, stages_with_obstacles_and_ground, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     cfg c2 = base2(), c3 = base3();
@@ -428,9 +428,9 @@ static void scene(int dim, int steps, double tol_x, double tol_v)
     destroy(&b);
 }
 
-Test(flip_cl, scene_dam_break_2d, .timeout = 300) { need_opencl(); scene(2, 400, 1e-5, 1e-3); }
+Test(flip_cl, scene_dam_break_2d, .timeout = FLOE_TIMEOUT(300)) { need_opencl(); scene(2, 400, 1e-5, 1e-3); }
 
-Test(flip_cl, scene_dam_break_3d, .timeout = 300) { need_opencl(); scene(3, 100, 1e-5, 1e-3); }
+Test(flip_cl, scene_dam_break_3d, .timeout = FLOE_TIMEOUT(300)) { need_opencl(); scene(3, 100, 1e-5, 1e-3); }
 
 /* ---- properties of the device path -------------------------------------------------- */
 
@@ -452,7 +452,7 @@ static float *run_cl(uint32_t *n, int steps)
 }
 
 /* fixed-point splat: the order the work items add in does not matter */
-Test(flip_cl, deterministic_runs, .timeout = 120)
+Test(flip_cl, deterministic_runs, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     uint32_t n1, n2;
@@ -490,7 +490,7 @@ static double ob2_phi(double t, double px, double py, int *which)
 /* count and mass constant, all particles inside the domain, none inside an
  * obstacle after any step (static, spinning and moving ones; distances
  * from ob2_phi, not from the module) */
-Test(flip_cl, count_mass_and_no_particle_inside_obstacles, .timeout = 120)
+Test(flip_cl, count_mass_and_no_particle_inside_obstacles, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     cfg c = base2();
@@ -533,7 +533,7 @@ Test(flip_cl, count_mass_and_no_particle_inside_obstacles, .timeout = 120)
 }
 
 /* host_fps: the host grids are written on raycast.render's schedule only */
-Test(flip_cl, host_copies_follow_host_fps, .timeout = 60)
+Test(flip_cl, host_copies_follow_host_fps, .timeout = FLOE_TIMEOUT(60))
 {
     need_opencl();
     cfg c = base2();
@@ -564,7 +564,7 @@ Test(flip_cl, host_copies_follow_host_fps, .timeout = 60)
 
 /* courant > 0: the time step limit from this step's densest cell, read back
  * in the same step: an adaptive run takes the same steps as on the C path */
-Test(flip_cl, adaptive_time_step_as_on_the_c_path, .timeout = 120)
+Test(flip_cl, adaptive_time_step_as_on_the_c_path, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     cfg c = base2();
@@ -612,7 +612,7 @@ static void ratio_stat(world *w, uint64_t *count, double *sum, double *max)
 /* The device path reads its per-step statistics through a ring, half a
  * ring (FLIP_CL_HALF steps) at a time, without waiting: after 100 steps
  * all but the last 16 to 32 are reported, and they are the C path's */
-Test(flip_cl, statistics_through_the_ring_match_the_c_path, .timeout = 120)
+Test(flip_cl, statistics_through_the_ring_match_the_c_path, .timeout = FLOE_TIMEOUT(120))
 {
     need_opencl();
     cfg c = base2();

@@ -247,7 +247,7 @@ Test(freeze_scene, carry_without_bodies_is_an_error)
     "local down0 = pooled(0)\n"                                                                                 \
     "assert(down0 < 0.3, string.format('min_froude = 0: all the ice %%.3f down, expected upward growth', down0))\n"
 
-Test(freeze_scene, all_new_ice_on_the_ledge_grows_downward, .timeout = 600)
+Test(freeze_scene, all_new_ice_on_the_ledge_grows_downward, .timeout = FLOE_TIMEOUT(600))
 {
     floe_scene_opts o = sc_opts();
     o.threads = 1;

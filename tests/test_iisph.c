@@ -174,26 +174,26 @@ static void hydrostatic(int dim, float d, float support, const float tank[3], co
     floe_ctx_destroy(f.ctx);
 }
 
-Test(iisph, hydrostatic_tank_2d, .timeout = 600)
+Test(iisph, hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600))
 {
     const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
     hydrostatic(2, d, 2.0f, tank, water, 1.5, 1.0, 1, P_TOL_SLAB, P_TOL_LAYER);
 }
 
 /* the same without gradient_correction (the default) */
-Test(iisph, hydrostatic_tank_2d_plain, .timeout = 600)
+Test(iisph, hydrostatic_tank_2d_plain, .timeout = FLOE_TIMEOUT(600))
 {
     const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
     hydrostatic(2, d, 2.0f, tank, water, 1.5, 1.0, 0, P_TOL_SLAB_PLAIN, P_TOL_LAYER);
 }
 
-Test(iisph, hydrostatic_tank_3d, .timeout = 900)
+Test(iisph, hydrostatic_tank_3d, .timeout = FLOE_TIMEOUT(900))
 {
     const float d = 0.02f, tank[3] = {0.24f, 0.5f, 0.24f}, water[3] = {0.24f, 0.4f, 0.24f};
     hydrostatic(3, d, 2.0f, tank, water, 1.2, 0.5, 1, P_TOL_SLAB, P_TOL_LAYER);
 }
 
-Test(iisph, hydrostatic_tank_3d_plain, .timeout = 900)
+Test(iisph, hydrostatic_tank_3d_plain, .timeout = FLOE_TIMEOUT(900))
 {
     const float d = 0.02f, tank[3] = {0.24f, 0.5f, 0.24f}, water[3] = {0.24f, 0.4f, 0.24f};
     hydrostatic(3, d, 2.0f, tank, water, 1.2, 0.5, 0, P_TOL_SLAB_PLAIN, P_TOL_LAYER);
@@ -221,7 +221,7 @@ Test(iisph, hydrostatic_tank_3d_plain, .timeout = 900)
 /* The column settles behind a gate (a boundary set) with velocity damping,
  * then the gate is removed and the clock starts; walls are free slip, or
  * carry the solver's boundary viscosity (BVISC). */
-Test(iisph, dam_break_2d_martin_moyce, .timeout = 1200)
+Test(iisph, dam_break_2d_martin_moyce, .timeout = FLOE_TIMEOUT(1200))
 {
     const double a = 0.1;
     const float d = (float)(a / 40), tank[3] = {(float)(5 * a), (float)(3 * a), 0};
@@ -303,7 +303,7 @@ static float *one_solve(double chebyshev, double *iterations, uint32_t *n)
 
 /* Chebyshev acceleration (the default, chebyshev = 0.9) reaches the same
  * pressures as plain relaxed Jacobi (chebyshev = 0) in fewer iterations. */
-Test(iisph, chebyshev_same_pressure_fewer_iterations, .timeout = 600)
+Test(iisph, chebyshev_same_pressure_fewer_iterations, .timeout = FLOE_TIMEOUT(600))
 {
     double it_j, it_c;
     uint32_t nj, nc;
@@ -324,7 +324,7 @@ Test(iisph, chebyshev_same_pressure_fewer_iterations, .timeout = 600)
     free(pc);
 }
 
-Test(iisph, periodic_channel_keeps_its_flow, .timeout = 600)
+Test(iisph, periodic_channel_keeps_its_flow, .timeout = FLOE_TIMEOUT(600))
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
     const float d = 0.01f, L = 0.4f;
@@ -395,7 +395,7 @@ static float *collapse_positions(int threads, uint32_t *n)
 /* A collapsing column, run twice with 2 threads and once with 1: positions
  * are bitwise identical (gathers, row sums in list order, the density error
  * summed over fixed chunks in order). */
-Test(iisph, bit_identical_runs, .timeout = 600)
+Test(iisph, bit_identical_runs, .timeout = FLOE_TIMEOUT(600))
 {
     uint32_t n1, n2, n3;
     float *a = collapse_positions(2, &n1), *b = collapse_positions(2, &n2), *c = collapse_positions(1, &n3);
@@ -439,13 +439,13 @@ static void run_scene_file(const char *scene, const char *const *sets, int nsets
     rmdir(dir);
 }
 
-Test(iisph, dam_break_scene_runs, .timeout = 600)
+Test(iisph, dam_break_scene_runs, .timeout = FLOE_TIMEOUT(600))
 {
     const char *sets[] = {"spacing=0.04", "seconds=0.5"};
     run_scene_file("iisph_dam_break.lua", sets, 2);
 }
 
-Test(iisph, bench_scene_runs, .timeout = 600)
+Test(iisph, bench_scene_runs, .timeout = FLOE_TIMEOUT(600))
 {
     const char *sets[] = {"seconds=0.03"};
     run_scene_file("bench/iisph_dam_break_59k.lua", sets, 1);

@@ -70,7 +70,7 @@ static void pipeline(world *w, int with_solve, int integrate, const solve_opt *o
 
 /* ---- single stages ------------------------------------------------------- */
 
-Test(iisph_cl, stage_density, .timeout = 300)
+Test(iisph_cl, stage_density, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     for (int dim = 2; dim <= 3; dim++) {
@@ -122,21 +122,21 @@ static void solve_agrees(int dim, unsigned opt, const solve_opt *o, const char *
     destroy(&w[1]);
 }
 
-Test(iisph_cl, stage_solve_one_iteration, .timeout = 300)
+Test(iisph_cl, stage_solve_one_iteration, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 1};
     solve_agrees(3, 0, &o, "3D");
     solve_agrees(2, 0, &o, "2D");
 }
 
-Test(iisph_cl, stage_solve_iterations, .timeout = 300)
+Test(iisph_cl, stage_solve_iterations, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 9};
     solve_agrees(3, 0, &o, "3D");
     solve_agrees(2, 0, &o, "2D");
 }
 
-Test(iisph_cl, stage_solve_boundary_modes, .timeout = 300)
+Test(iisph_cl, stage_solve_boundary_modes, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .boundary = "mirror"};
     solve_agrees(3, 0, &o, "3D mirror");
@@ -144,7 +144,7 @@ Test(iisph_cl, stage_solve_boundary_modes, .timeout = 300)
     solve_agrees(3, 0, &o, "3D akinci");
 }
 
-Test(iisph_cl, stage_solve_damping_and_wall_friction, .timeout = 300)
+Test(iisph_cl, stage_solve_damping_and_wall_friction, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .damping = 20, .boundary_viscosity = 0.01};
     solve_agrees(3, 0, &o, "3D damping + wall friction");
@@ -154,7 +154,7 @@ Test(iisph_cl, stage_solve_damping_and_wall_friction, .timeout = 300)
 /* gradient_correction on the device (iisph_gamma, the corrected pair
  * gradients in every pass): the cpu backend's answer, and not the
  * uncorrected one */
-Test(iisph_cl, stage_solve_gradient_correction, .timeout = 300)
+Test(iisph_cl, stage_solve_gradient_correction, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .gradient_correction = 1};
     solve_agrees(3, 0, &o, "3D gradient_correction");
@@ -175,14 +175,14 @@ Test(iisph_cl, stage_solve_gradient_correction, .timeout = 300)
     destroy(&w[1]);
 }
 
-Test(iisph_cl, stage_solve_two_boundary_sets, .timeout = 300)
+Test(iisph_cl, stage_solve_two_boundary_sets, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .boundary_viscosity = 0.01};
     solve_agrees(3, W_OBSTACLE, &o, "3D, tank and obstacle");
     solve_agrees(2, W_OBSTACLE, &o, "2D, tank and obstacle");
 }
 
-Test(iisph_cl, stage_solve_periodic, .timeout = 300)
+Test(iisph_cl, stage_solve_periodic, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6};
     solve_agrees(2, W_PERIODIC, &o, "2D periodic in x");
@@ -191,7 +191,7 @@ Test(iisph_cl, stage_solve_periodic, .timeout = 300)
 
 /* Several fluid sets: the solve takes the C path on the OpenCL backend (the
  * data copied back and forth), so the results agree with the cpu run. */
-Test(iisph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
+Test(iisph_cl, two_fluid_sets_fall_back_to_c, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     world w[2];
@@ -221,7 +221,7 @@ Test(iisph_cl, two_fluid_sets_fall_back_to_c, .timeout = 300)
  * iteration count per step and the same final density error (which, on this
  * jittered start, is mostly the compression the solve leaves to later steps,
  * max_correction_speed). */
-Test(iisph_cl, stats_agree, .timeout = 300)
+Test(iisph_cl, stats_agree, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     world w[2];
@@ -261,7 +261,7 @@ Test(iisph_cl, stats_agree, .timeout = 300)
  * the iterates nor the stopping iteration: the same positions bit for bit
  * as always one iteration ahead (FLOE_IISPH_CL_PREDICT=0), and fewer
  * iterations thrown away. */
-Test(iisph_cl, schedule_changes_nothing, .timeout = 300)
+Test(iisph_cl, schedule_changes_nothing, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     world w[2];
@@ -361,7 +361,7 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
     destroy(&w[1]);
 }
 
-Test(iisph_cl, scene_hydrostatic_tank_2d, .timeout = 600)
+Test(iisph_cl, scene_hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600))
 {
     const float tank[3] = {0.3f, 0.4f, 0}, water[3] = {0.3f, 0.3f, 0};
     /* a settling tank: after a step whose error lies within float rounding
@@ -371,7 +371,7 @@ Test(iisph_cl, scene_hydrostatic_tank_2d, .timeout = 600)
     scene_agrees(2, tank, water, 0.01f, 0.15, 2e-3, 0.02, "hydrostatic tank 2D");
 }
 
-Test(iisph_cl, scene_dam_break_3d, .timeout = 600)
+Test(iisph_cl, scene_dam_break_3d, .timeout = FLOE_TIMEOUT(600))
 {
     const float tank[3] = {0.5f, 0.3f, 0.2f}, water[3] = {0.16f, 0.2f, 0.2f};
     /* measured: x 3.5e-6, the same iterations every step */
@@ -382,7 +382,7 @@ Test(iisph_cl, scene_dam_break_3d, .timeout = 600)
  * the solver's per-step density error meets the 0.05% tolerance and the
  * run record's (summed from rho at the new positions) stays within 0.06%,
  * the limits of test_iisph.c's C-path test. */
-Test(iisph_cl, density_error_at_rest, .timeout = 600)
+Test(iisph_cl, density_error_at_rest, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     const float d = 0.02f, tank[3] = {0.3f, 0.5f, 0}, water[3] = {0.3f, 0.4f, 0};

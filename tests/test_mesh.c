@@ -623,7 +623,7 @@ static void mesh_tank(fixture *f, float d, const float tank[3], const char *file
     floe_mesh_destroy(m);
 }
 
-Test(mesh, hydrostatic_tank_with_mesh_walls, .timeout = 900)
+Test(mesh, hydrostatic_tank_with_mesh_walls, .timeout = FLOE_TIMEOUT(900))
 {
     const float d = 0.025f, tank[3] = {0.25f, 0.35f, 0.25f}, water[3] = {0.25f, 0.25f, 0.25f};
     double p[2], g[2];

@@ -100,7 +100,7 @@ static double rel_l2_x(floe_ctx *a, floe_ctx *b)
     return sqrt(num / den);
 }
 
-Test(mesh_cl, bunny_boundary_agrees_with_the_cpu, .timeout = 900)
+Test(mesh_cl, bunny_boundary_agrees_with_the_cpu, .timeout = FLOE_TIMEOUT(900))
 {
     need_opencl();
     char dir[] = "/tmp/floe_test_mesh_cl.XXXXXX", cube[64];

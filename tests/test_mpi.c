@@ -14,7 +14,7 @@
 
 #include <math.h>
 
-TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
+TestSuite(mpi, .init = sc_setup, .fini = sc_teardown, .timeout = FLOE_TIMEOUT(600));
 
 /* ranks write into their own folders: one output root per run */
 #define SCENE                                                                                           \

@@ -286,13 +286,13 @@ static void same_neighbours(int dim, int periodic)
     destroy(&g);
 }
 
-Test(opencl, neighbours_same_sets_3d, .timeout = 600) { same_neighbours(3, 0); }
-Test(opencl, neighbours_same_sets_2d, .timeout = 600) { same_neighbours(2, 0); }
-Test(opencl, neighbours_same_sets_periodic, .timeout = 600) { same_neighbours(2, 1); }
+Test(opencl, neighbours_same_sets_3d, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(3, 0); }
+Test(opencl, neighbours_same_sets_2d, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 0); }
+Test(opencl, neighbours_same_sets_periodic, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 1); }
 /* the water in a corner of a domain of about 2.9 million cells: the
  * cell-start scan runs over some 700 blocks, in two levels (neighbours.cl
  * scan_block, scan_add) */
-Test(opencl, neighbours_same_sets_sparse_grid, .timeout = 600)
+Test(opencl, neighbours_same_sets_sparse_grid, .timeout = FLOE_TIMEOUT(600))
 {
     extra_domain = 5.2f;
     same_neighbours(3, 0);
@@ -330,26 +330,26 @@ static void stage_agrees(int dim, int upto, const char *visc, double balpha, con
 static const cmp_attr RHO[] = {{"rho", FLOE_F32}}, P[] = {{"p", FLOE_F32}}, A[] = {{"a", FLOE_VEC3}};
 static const cmp_attr XV[] = {{"x", FLOE_VEC3}, {"v", FLOE_VEC3}, {"rho", FLOE_F32}, {"p", FLOE_F32}};
 
-Test(opencl, stage_density, .timeout = 600)
+Test(opencl, stage_density, .timeout = FLOE_TIMEOUT(600))
 {
     stage_agrees(3, 2, "xsph", 0, RHO, 1);
     stage_agrees(2, 2, "xsph", 0, RHO, 1);
 }
-Test(opencl, stage_pressure, .timeout = 600) { stage_agrees(3, 3, "xsph", 0, P, 1); }
-Test(opencl, stage_gravity, .timeout = 600) { stage_agrees(3, 4, "xsph", 0, A, 1); }
-Test(opencl, stage_viscosity_xsph, .timeout = 600)
+Test(opencl, stage_pressure, .timeout = FLOE_TIMEOUT(600)) { stage_agrees(3, 3, "xsph", 0, P, 1); }
+Test(opencl, stage_gravity, .timeout = FLOE_TIMEOUT(600)) { stage_agrees(3, 4, "xsph", 0, A, 1); }
+Test(opencl, stage_viscosity_xsph, .timeout = FLOE_TIMEOUT(600))
 {
     stage_agrees(3, 5, "xsph", 0.05, A, 1);
     stage_agrees(2, 5, "xsph", 0, A, 1);
 }
-Test(opencl, stage_viscosity_artificial, .timeout = 600) { stage_agrees(3, 5, "artificial", 0.05, A, 1); }
-Test(opencl, stage_pressure_force, .timeout = 600) { stage_agrees(3, 6, "xsph", 0, A, 1); }
-Test(opencl, stage_pressure_force_xsph, .timeout = 600)
+Test(opencl, stage_viscosity_artificial, .timeout = FLOE_TIMEOUT(600)) { stage_agrees(3, 5, "artificial", 0.05, A, 1); }
+Test(opencl, stage_pressure_force, .timeout = FLOE_TIMEOUT(600)) { stage_agrees(3, 6, "xsph", 0, A, 1); }
+Test(opencl, stage_pressure_force_xsph, .timeout = FLOE_TIMEOUT(600))
 {
     stage_agrees(3, 6, "fused", 0, A, 1);
     stage_agrees(2, 6, "fused", 0, A, 1);
 }
-Test(opencl, stage_integrate, .timeout = 600) { stage_agrees(3, 0, "xsph", 0, XV, 4); }
+Test(opencl, stage_integrate, .timeout = FLOE_TIMEOUT(600)) { stage_agrees(3, 0, "xsph", 0, XV, 4); }
 
 /* ---- mixed pipelines and lazy copies ------------------------------------ */
 
@@ -363,7 +363,7 @@ static int host_reads_rho(const floe_stage_call *c)
 /* A C stage (hello.damp has no OpenCL path) and a host stage between
  * OpenCL stages: the backend moves the data both ways and the result still
  * agrees with the all-C pipeline. */
-Test(opencl, mixed_pipeline_agrees, .timeout = 600)
+Test(opencl, mixed_pipeline_agrees, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     world w[2];
@@ -391,7 +391,7 @@ Test(opencl, mixed_pipeline_agrees, .timeout = 600)
     destroy(&w[1]);
 }
 
-Test(opencl, attributes_copied_lazily, .timeout = 600)
+Test(opencl, attributes_copied_lazily, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     world g = make_world("opencl", 2, 0.01f, TANK2, WATER2, 0.2f, 0);
@@ -417,7 +417,7 @@ Test(opencl, attributes_copied_lazily, .timeout = 600)
 
 /* ---- blow-ups --------------------------------------------------------------- */
 
-Test(opencl, blowup_message_matches_cpu, .timeout = 600)
+Test(opencl, blowup_message_matches_cpu, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     char msg[2][2048];
@@ -479,13 +479,13 @@ static void scene_agrees(int dim, const float tank[3], const float water[3], flo
     destroy(&w[1]);
 }
 
-Test(opencl, scene_hydrostatic_tank_2d, .timeout = 900)
+Test(opencl, scene_hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(900))
 {
     const float tank[3] = {0.3f, 0.4f, 0}, water[3] = {0.3f, 0.3f, 0};
     scene_agrees(2, tank, water, 0.01f, 1e-5, 1e-5, "hydrostatic tank 2D");
 }
 
-Test(opencl, scene_dam_break_3d, .timeout = 900)
+Test(opencl, scene_dam_break_3d, .timeout = FLOE_TIMEOUT(900))
 {
     const float tank[3] = {0.5f, 0.3f, 0.2f}, water[3] = {0.16f, 0.2f, 0.2f};
     scene_agrees(3, tank, water, 0.02f, 1e-5, 1e-5, "dam break 3D");
@@ -550,18 +550,18 @@ static void blowup_in_a_run(int per_frame, int with_c)
 }
 
 /* inside the first window of the frame (reported at the frame's end) */
-Test(opencl, blowup_in_a_run_names_its_step, .timeout = 600) { blowup_in_a_run(6, 0); }
+Test(opencl, blowup_in_a_run_names_its_step, .timeout = FLOE_TIMEOUT(600)) { blowup_in_a_run(6, 0); }
 /* two full windows later (reported when the next window fills) */
-Test(opencl, blowup_in_a_long_frame_names_its_step, .timeout = 600) { blowup_in_a_run(40, 0); }
+Test(opencl, blowup_in_a_long_frame_names_its_step, .timeout = FLOE_TIMEOUT(600)) { blowup_in_a_run(40, 0); }
 /* found when the C stage settles the checks, reported at the step's end */
-Test(opencl, blowup_before_a_c_stage_names_its_step, .timeout = 600) { blowup_in_a_run(40, 1); }
+Test(opencl, blowup_before_a_c_stage_names_its_step, .timeout = FLOE_TIMEOUT(600)) { blowup_in_a_run(40, 1); }
 
 /* Particles added between runs: the set grows, the backend reallocates the
  * device buffers, every kernel gets new buffer arguments, and the grown
  * scene still agrees with the C path. (Whether a released handle comes
  * back for a new buffer is the runtime's affair: PoCL gives new ones, so
  * this does not show that the argument cache forgets them on release.) */
-Test(opencl, set_grown_between_runs_agrees, .timeout = 600)
+Test(opencl, set_grown_between_runs_agrees, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     world w[2];
@@ -596,7 +596,7 @@ Test(opencl, set_grown_between_runs_agrees, .timeout = 600)
  * first build overflows the initial stride of 32: the lists are rebuilt
  * wider and the three stages run again. The run must be bitwise the one
  * that waits for the check after every build (FLOE_CL_NB_SPECULATE=0). */
-Test(opencl, speculative_lists_rebuilt_and_stages_replayed, .timeout = 600)
+Test(opencl, speculative_lists_rebuilt_and_stages_replayed, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     const float support = 3.5f, d = 0.01f;

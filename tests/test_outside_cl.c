@@ -212,11 +212,11 @@ static void same_deletions(int frames, int per_frame, int adaptive, int with_c)
 
 /* fixed steps: the next step's neighbour build and the stages on its
  * speculative lists go ahead, and run again once the particles are removed */
-Test(outside_cl, delete_removes_the_particles_the_c_path_removes, .timeout = 600) { same_deletions(6, 50, 0, 0); }
+Test(outside_cl, delete_removes_the_particles_the_c_path_removes, .timeout = FLOE_TIMEOUT(600)) { same_deletions(6, 50, 0, 0); }
 /* adaptive steps: removed before the next step's largest speed */
-Test(outside_cl, delete_with_adaptive_steps, .timeout = 600) { same_deletions(6, 0, 1, 0); }
+Test(outside_cl, delete_with_adaptive_steps, .timeout = FLOE_TIMEOUT(600)) { same_deletions(6, 0, 1, 0); }
 /* a C stage in the step: removed before it sees the set */
-Test(outside_cl, delete_before_a_c_stage, .timeout = 600) { same_deletions(4, 50, 0, 1); }
+Test(outside_cl, delete_before_a_c_stage, .timeout = FLOE_TIMEOUT(600)) { same_deletions(4, 50, 0, 1); }
 
 /* the count of the run record's "outside: {rule: clamp, clamped: N}" */
 static long count_in(const outcome *o)
@@ -228,7 +228,7 @@ static long count_in(const outcome *o)
     return atol(at + strlen("outside: {rule: clamp, clamped: "));
 }
 
-Test(outside_cl, clamp_puts_the_particles_where_the_c_path_does, .timeout = 600)
+Test(outside_cl, clamp_puts_the_particles_where_the_c_path_does, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     outcome *c = slide("cpu", FLOE_OUTSIDE_CLAMP, 6, 50, 0, 0);
@@ -267,7 +267,7 @@ Test(outside_cl, clamp_puts_the_particles_where_the_c_path_does, .timeout = 600)
     done(g);
 }
 
-Test(outside_cl, error_stops_the_run_with_the_c_path_message, .timeout = 600)
+Test(outside_cl, error_stops_the_run_with_the_c_path_message, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     outcome *c = slide("cpu", FLOE_OUTSIDE_ERROR, 6, 50, 0, 0);
@@ -319,7 +319,7 @@ typedef int32_t (*write_fn)(void *, void *, uint32_t, size_t, size_t, const void
 /* keep[i] by a rule of the index: every third removed; all; none */
 static int keeps(int rule, uint32_t i) { return rule == 0 ? i % 3 != 1 : rule == 1; }
 
-Test(outside_cl, compact_on_the_device_matches_the_host_compaction, .timeout = 300)
+Test(outside_cl, compact_on_the_device_matches_the_host_compaction, .timeout = FLOE_TIMEOUT(300))
 {
     need_opencl();
     const floe_api *api = floe_core_api();

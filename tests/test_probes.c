@@ -84,7 +84,7 @@ Test(probes, interpolation_recovers_a_linear_field)
  * 3.5% each (measured +0.5% to +3.0%: the deepest point, 6 layers above the
  * floor, reads highest); the floor's force is the water's weight within 3%
  * (iisph's extrapolated wall pressure). */
-Test(probes, still_tank_gauges_pressure_and_floor_force, .timeout = 300)
+Test(probes, still_tank_gauges_pressure_and_floor_force, .timeout = FLOE_TIMEOUT(300))
 {
     const float d = 0.01f, tank[3] = {0.2f, 0.4f, 0}, water[3] = {0.2f, 0.3f, 0};
     fixture f = fixture_tank(2, d, tank, water, 0);
@@ -305,7 +305,7 @@ Test(probes, bad_declarations_are_errors)
  * frame 5 (floe run --resume) has the tables of a run never interrupted,
  * byte for byte: the rows before the checkpoint are kept, the rest
  * sampled again. */
-Test(probes, resumed_run_has_the_tables_of_an_uninterrupted_one, .timeout = 120)
+Test(probes, resumed_run_has_the_tables_of_an_uninterrupted_one, .timeout = FLOE_TIMEOUT(120))
 {
     FILE *f = fopen(sc_scene, "w");
     cr_assert_not_null(f);

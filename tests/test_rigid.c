@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-TestSuite(rigid, .init = sc_setup, .fini = sc_teardown, .timeout = 300);
+TestSuite(rigid, .init = sc_setup, .fini = sc_teardown, .timeout = FLOE_TIMEOUT(300));
 
 /* Box and bunny: mass = rho V, the box's inertia m (b^2 + c^2) / 12 from
  * its 12 triangles, the bunny's volume as floe.mesh_info measures it, its

@@ -18,7 +18,7 @@
 
 #include <math.h>
 
-TestSuite(rigid_cl, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
+TestSuite(rigid_cl, .init = sc_setup, .fini = sc_teardown, .timeout = FLOE_TIMEOUT(600));
 
 #define SCENE                                                                                                       \
     SC_HEAD "local sim = floe.sim{ dim = 2, spacing = 0.02, gravity = {0, -9.81}, domain = { min = {-0.1, -0.1}, " \

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-TestSuite(rigid_float, .init = sc_setup, .fini = sc_teardown, .timeout = 1200);
+TestSuite(rigid_float, .init = sc_setup, .fini = sc_teardown, .timeout = FLOE_TIMEOUT(1200));
 
 /* One box {w, h} of density ratio r, released at `deg` degrees, in a tank
  * W m wide with H m of water (0.8 and 0.25 but for Archimedes); the scene's on_frame keeps the draft (free

@@ -6,7 +6,7 @@
 #include "cl_fixture.h"
 #include "scene_fixture.h"
 
-TestSuite(rigid_ice, .init = sc_setup, .fini = sc_teardown, .timeout = 600);
+TestSuite(rigid_ice, .init = sc_setup, .fini = sc_teardown, .timeout = FLOE_TIMEOUT(600));
 
 /* A free box spinning in zero gravity (no fluid forces: no solver, no
  * rigid.force) through a slab of still water that freezes onto it. The

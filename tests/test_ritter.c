@@ -48,7 +48,7 @@ static double compare(int fr, double t, double *front)
     return worst;
 }
 
-Test(ritter, depth_profile_within_ten_percent_at_two_times, .timeout = 600)
+Test(ritter, depth_profile_within_ten_percent_at_two_times, .timeout = FLOE_TIMEOUT(600))
 {
     floe_scene_opts o = sc_opts();
     o.path = FLOE_TEST_SOURCE_ROOT "/scenes/dam_break_dry_bed.lua";

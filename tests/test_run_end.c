@@ -108,7 +108,7 @@ static pid_t start_long_run(const char *extra)
     return sc_spawn(args);
 }
 
-Test(run_end, sigterm_finishes_the_frame_and_records_interrupted, .timeout = 60)
+Test(run_end, sigterm_finishes_the_frame_and_records_interrupted, .timeout = FLOE_TIMEOUT(60))
 {
     pid_t pid = start_long_run(NULL);
     char rec[400];
@@ -125,7 +125,7 @@ Test(run_end, sigterm_finishes_the_frame_and_records_interrupted, .timeout = 60)
     free(log);
 }
 
-Test(run_end, ctrl_c_in_an_endless_lua_loop_is_honoured, .timeout = 60)
+Test(run_end, ctrl_c_in_an_endless_lua_loop_is_honoured, .timeout = FLOE_TIMEOUT(60))
 {
     FILE *f = fopen(sc_scene, "w");
     fputs(SC_HEAD "local n = 0; floe.log('looping')\nwhile true do n = n + 1 end\n", f);
@@ -165,7 +165,7 @@ Test(run_end, a_stop_asked_for_before_the_run_is_kept)
     floe_ctx_destroy(ctx);
 }
 
-Test(run_end, the_wall_time_limit_stops_lua_loops_and_runs, .timeout = 60)
+Test(run_end, the_wall_time_limit_stops_lua_loops_and_runs, .timeout = FLOE_TIMEOUT(60))
 {
     FILE *f = fopen(sc_scene, "w");
     fputs(SC_HEAD "while true do end\n", f);
@@ -204,7 +204,7 @@ Test(run_end, numbers_on_the_command_line_are_parsed_strictly)
     }
 }
 
-Test(run_end, threads_are_clamped_with_a_message, .timeout = 60)
+Test(run_end, threads_are_clamped_with_a_message, .timeout = FLOE_TIMEOUT(60))
 {
     FILE *f = fopen(sc_scene, "w");
     fputs(SC_HEAD SC_SIM SC_BOX "sim:run{ frames = 1, dt = 0.01 }\n", f);
@@ -319,7 +319,7 @@ Test(run_end, the_record_is_appended_per_frame_and_valid_at_every_frame)
     floe_ctx_destroy(ctx);
 }
 
-Test(run_end, the_record_is_valid_yaml_after_kill_9_at_any_moment, .timeout = 120)
+Test(run_end, the_record_is_valid_yaml_after_kill_9_at_any_moment, .timeout = FLOE_TIMEOUT(120))
 {
     char rec[400];
     snprintf(rec, sizeof rec, "%s/o/run.yaml", sc_tmp);

@@ -133,7 +133,7 @@ Test(sandbox, floe_run_resolves_its_folder_below_the_root)
     "sim:load{ 'flip', 'raycast' }\n"                                                                           \
     "sim:fluid_box{ min = {0, 0}, max = {0.08, 0.1} }\n"
 
-Test(sandbox, raycast_folder_is_below_the_output_root, .timeout = 120)
+Test(sandbox, raycast_folder_is_below_the_output_root, .timeout = FLOE_TIMEOUT(120))
 {
     floe_scene_opts o = sc_opts();
     char cwd_probe[600];

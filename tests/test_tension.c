@@ -166,7 +166,7 @@ static int round_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
     return 0;
 }
 
-Test(tension, cuboid_becomes_round_3d, .timeout = 300)
+Test(tension, cuboid_becomes_round_3d, .timeout = FLOE_TIMEOUT(300))
 {
     /* 2:1:1 block of 735 particles, d = 1 mm, Akinci gamma = 2, WCSPH c = 4 m/s */
     const float d = 0.001f;
@@ -315,7 +315,7 @@ static double droplet_period(int R_cells, double U, double seconds, double *amp)
     return T;
 }
 
-Test(tension, oscillation_period_scales_as_r_1_5_2d, .timeout = 600)
+Test(tension, oscillation_period_scales_as_r_1_5_2d, .timeout = FLOE_TIMEOUT(600))
 {
     /* the same relative amplitude for both: U ~ omega R ~ R^-1/2 */
     double a1, a2;
@@ -333,7 +333,7 @@ Test(tension, oscillation_period_scales_as_r_1_5_2d, .timeout = 600)
 /* ---- momentum ----------------------------------------------------------------- */
 
 /* One step of each stage alone on an irregular blob: sum_i m_i a_i must vanish. */
-Test(tension, pair_forces_conserve_momentum, .timeout = 60)
+Test(tension, pair_forces_conserve_momentum, .timeout = FLOE_TIMEOUT(60))
 {
     const float d = 0.001f;
     for (int dim = 2; dim <= 3; dim++) {
@@ -400,7 +400,7 @@ static void run_scene_file(const char *scene, const char *const *sets, int nsets
     rmdir(dir);
 }
 
-Test(tension, droplet_scene_runs, .timeout = 300)
+Test(tension, droplet_scene_runs, .timeout = FLOE_TIMEOUT(300))
 {
     const char *akinci[] = {"n=8", "seconds=0.2"};
     run_scene_file("droplet.lua", akinci, 2);
@@ -421,7 +421,7 @@ Test(tension, droplet_scene_runs, .timeout = 300)
  * power of H in the 2D constant would miss by 333x. So the cohesion is
  * normalised as published; the surface tension of tension.akinci comes from
  * its curvature term (docs/viscosity_tension.md). */
-Test(tension, akinci_cohesion_bulk_pressure_2d, .timeout = 300)
+Test(tension, akinci_cohesion_bulk_pressure_2d, .timeout = FLOE_TIMEOUT(300))
 {
     const float d = 0.001f, R = 10 * d, H = 3 * d;
     const double rho0 = 1000, gamma = 1;

@@ -345,7 +345,7 @@ Test(terrain, carpet_over_a_still_pool_and_dry_ground)
 
 /* scenes/river_jacksboro.lua's terrain, source and sink with a coarser
  * spacing, positions checked against the terrain after every step */
-Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = 600)
+Test(terrain, no_particle_ends_below_the_jacksboro_terrain, .timeout = FLOE_TIMEOUT(600))
 {
     setenv("FLOE_MODULE_PATH", FLOE_TEST_BUILD_ROOT "/modules", 1);
     const float px = 0.0745f, d = 0.04f;

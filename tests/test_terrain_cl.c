@@ -36,7 +36,7 @@ static void carpet(const char *backend, float **y, float **depth, float **fx, ui
     cr_assert_eq(ply_read_property(ply, "flow_x", &m, fx), 0);
 }
 
-Test(terrain_cl, the_z_image_gives_the_quadtree_carpet, .timeout = 600)
+Test(terrain_cl, the_z_image_gives_the_quadtree_carpet, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     float *yc, *dc, *fc, *yg, *dg, *fg;
@@ -100,7 +100,7 @@ static void thrown(const char *backend, float **x, float **y, float **vy, uint32
     cr_assert_eq(ply_read_property(ply, "v_y", &m, vy), 0);
 }
 
-Test(terrain_cl, the_collision_kernel_gives_the_c_path, .timeout = 600)
+Test(terrain_cl, the_collision_kernel_gives_the_c_path, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     float *xc, *yc, *vc, *xg, *yg, *vg;

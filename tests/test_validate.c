@@ -14,7 +14,7 @@ static int count(const char *s, const char *what)
     return n;
 }
 
-Test(validate, quick_passes_and_its_report_is_whole, .timeout = 900)
+Test(validate, quick_passes_and_its_report_is_whole, .timeout = FLOE_TIMEOUT(900))
 {
     char out[512];
     snprintf(out, sizeof out, "%s/validate", sc_tmp);

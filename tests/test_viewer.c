@@ -303,7 +303,7 @@ static int near_viridis_end(const unsigned char *p, int end, int tol)
     return abs(p[0] - v[end][0]) <= tol && abs(p[1] - v[end][1]) <= tol && abs(p[2] - v[end][2]) <= tol;
 }
 
-TestSuite(viewer, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(viewer, .init = setup, .fini = teardown, .timeout = FLOE_TIMEOUT(600));
 
 Test(viewer, particles_are_drawn_where_they_project_and_nowhere_else)
 {

@@ -184,7 +184,7 @@ static void stage_agrees(int dim, int flags, const char *stage, int nkv, const f
 
 /* ---- viscosity ------------------------------------------------------------- */
 
-Test(visc_tension_cl, viscosity_laminar_morris, .timeout = 600)
+Test(visc_tension_cl, viscosity_laminar_morris, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv mirror[] = {KV_F("nu", 1e-3), KV_F("boundary_nu", 2e-3)};
     floe_param_kv zero[] = {KV_F("nu", 1e-3), KV_S("wall_velocity", "zero")};
@@ -194,7 +194,7 @@ Test(visc_tension_cl, viscosity_laminar_morris, .timeout = 600)
     stage_agrees(2, W_MULTI, "viscosity.laminar", 2, mirror, A, 1);
 }
 
-Test(visc_tension_cl, viscosity_laminar_monaghan, .timeout = 600)
+Test(visc_tension_cl, viscosity_laminar_monaghan, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv mirror[] = {KV_F("nu", 1e-3), KV_S("form", "monaghan")};
     floe_param_kv free_slip[] = {KV_F("nu", 1e-3), KV_S("form", "monaghan"), KV_F("boundary_nu", 0),
@@ -204,7 +204,7 @@ Test(visc_tension_cl, viscosity_laminar_monaghan, .timeout = 600)
     stage_agrees(2, W_MULTI, "viscosity.laminar", 2, mirror, A, 1);
 }
 
-Test(visc_tension_cl, viscosity_kim, .timeout = 600)
+Test(visc_tension_cl, viscosity_kim, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv kim[] = {KV_F("beta0", 0.1), KV_F("beta1", 10), KV_F("boundary_beta0", 1)};
     floe_param_kv bulk[] = {KV_F("beta0", 0.2), KV_F("beta1", 5), KV_F("boundary_beta0", 0)};
@@ -214,7 +214,7 @@ Test(visc_tension_cl, viscosity_kim, .timeout = 600)
     stage_agrees(2, W_MULTI, "viscosity.kim", 3, kim, A, 1);
 }
 
-Test(visc_tension_cl, sph_xsph, .timeout = 600)
+Test(visc_tension_cl, sph_xsph, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv both[] = {KV_F("alpha", 0.05), KV_F("boundary_alpha", 0.1)};
     floe_param_kv fluid[] = {KV_F("alpha", 0.05)};
@@ -225,7 +225,7 @@ Test(visc_tension_cl, sph_xsph, .timeout = 600)
 
 /* ---- tension ---------------------------------------------------------------- */
 
-Test(visc_tension_cl, tension_he, .timeout = 600)
+Test(visc_tension_cl, tension_he, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv wet[] = {KV_F("kappa", 0.02), KV_F("wall_colour", 1)};
     floe_param_kv part[] = {KV_F("kappa", 0.05), KV_F("wall_colour", 0.3)};
@@ -235,7 +235,7 @@ Test(visc_tension_cl, tension_he, .timeout = 600)
     stage_agrees(2, W_MULTI, "tension.he", 2, part, HE, 3);
 }
 
-Test(visc_tension_cl, tension_air_pressure, .timeout = 600)
+Test(visc_tension_cl, tension_air_pressure, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv wet[] = {KV_F("p_atm", 5000), KV_F("wall_colour", 1)};
     floe_param_kv dry[] = {KV_F("p_atm", 100), KV_F("wall_colour", 0)};
@@ -244,7 +244,7 @@ Test(visc_tension_cl, tension_air_pressure, .timeout = 600)
     stage_agrees(2, W_MULTI, "tension.air_pressure", 2, wet, A, 1);
 }
 
-Test(visc_tension_cl, tension_akinci, .timeout = 600)
+Test(visc_tension_cl, tension_akinci, .timeout = FLOE_TIMEOUT(600))
 {
     floe_param_kv adh[] = {KV_F("gamma", 2), KV_F("beta", 1)};
     floe_param_kv coh[] = {KV_F("gamma", 0.5)};
@@ -259,7 +259,7 @@ Test(visc_tension_cl, tension_akinci, .timeout = 600)
 /* A whole step with every stage of both modules on the device: what they
  * write (colour, colour_grad2, normal, a) is on the device and was not
  * copied back (host copy stale), so no stage ran on the C path. */
-Test(visc_tension_cl, intermediates_stay_on_the_device, .timeout = 600)
+Test(visc_tension_cl, intermediates_stay_on_the_device, .timeout = FLOE_TIMEOUT(600))
 {
     need_opencl();
     world g = make_world("opencl", 2, 0);
@@ -338,7 +338,7 @@ static void compare_scene(world w[2], summary s[2], const char *what, double tol
 
 /* 2D dam break (600 particles) with WCSPH, viscosity.laminar and Kim's bulk
  * + boundary viscosity. */
-Test(visc_tension_cl, scene_viscous_dam_break_2d, .timeout = 900)
+Test(visc_tension_cl, scene_viscous_dam_break_2d, .timeout = FLOE_TIMEOUT(900))
 {
     need_opencl();
     world w[2];
@@ -399,7 +399,7 @@ static world droplet(const char *backend, int dim, int nx)
 
 /* 2D, 24 x 12 particles: tension.he (kappa 1e-4 N) and air pressure (20 Pa),
  * laminar viscosity */
-Test(visc_tension_cl, scene_droplet_he_air_2d, .timeout = 900)
+Test(visc_tension_cl, scene_droplet_he_air_2d, .timeout = FLOE_TIMEOUT(900))
 {
     need_opencl();
     world w[2];
@@ -422,7 +422,7 @@ Test(visc_tension_cl, scene_droplet_he_air_2d, .timeout = 900)
 }
 
 /* 3D, 12 x 6 x 6 particles: tension.akinci (gamma 2) and XSPH */
-Test(visc_tension_cl, scene_droplet_akinci_3d, .timeout = 900)
+Test(visc_tension_cl, scene_droplet_akinci_3d, .timeout = FLOE_TIMEOUT(900))
 {
     need_opencl();
     world w[2];

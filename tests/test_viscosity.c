@@ -161,7 +161,7 @@ static void check(const profile_log *P)
     cr_assert(P->ymin > 0 && P->ymax < CH_L, "fluid left the channel: y in [%g, %g]", P->ymin, P->ymax);
 }
 
-Test(viscosity, poiseuille_laminar, .timeout = 300)
+Test(viscosity, poiseuille_laminar, .timeout = FLOE_TIMEOUT(300))
 {
     static profile_log P;
     floe_param_kv kv[] = {KV_F("nu", CH_NU), KV_F("boundary_nu", CH_NU)};
@@ -172,7 +172,7 @@ Test(viscosity, poiseuille_laminar, .timeout = 300)
 /* The same channel with Adami et al. 2012's wall velocity (2 v_w - v~_b,
  * v~_b the kernel-weighted fluid velocity around each wall particle)
  * instead of the pairwise mirror: the same 5% of the centre-line velocity */
-Test(viscosity, poiseuille_laminar_extrapolated_wall_velocity, .timeout = 300)
+Test(viscosity, poiseuille_laminar_extrapolated_wall_velocity, .timeout = FLOE_TIMEOUT(300))
 {
     static profile_log P;
     floe_param_kv kv[] = {KV_F("nu", CH_NU), KV_F("boundary_nu", CH_NU), KV_S("wall_velocity", "extrapolated")};
@@ -197,7 +197,7 @@ static void accelerations(floe_ctx *ctx, floe_set fluid, const char *stage, int 
     memcpy(out, floe_attr(ctx, fluid, "a", FLOE_VEC3), 3 * sizeof(float) * floe_set_size(ctx, fluid));
 }
 
-Test(viscosity, kim_is_monaghan_form_at_equivalent_nu, .timeout = 60)
+Test(viscosity, kim_is_monaghan_form_at_equivalent_nu, .timeout = FLOE_TIMEOUT(60))
 {
     const float d = 0.01f, tank[3] = {0.3f, 0.3f, 0}, water[3] = {0.3f, 0.2f, 0};
     fixture f = fixture_tank(2, d, tank, water, 1);
@@ -261,7 +261,7 @@ static void run_scene_file(const char *scene, const char *const *sets, int nsets
     rmdir(dir);
 }
 
-Test(viscosity, viscous_drop_on_wall_scene_runs, .timeout = 300)
+Test(viscosity, viscous_drop_on_wall_scene_runs, .timeout = FLOE_TIMEOUT(300))
 {
     floe_run_summary sum;
     const char *flat[] = {"dim=2", "spacing=0.008", "seconds=0.6"};

@@ -170,7 +170,7 @@ static double total_mass(fixture *f)
     return s;
 }
 
-Test(wcsph, hydrostatic_tank_2d, .timeout = 600)
+Test(wcsph, hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600))
 {
     const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
     fixture f = fixture_tank(2, d, tank, water, 0);
@@ -184,7 +184,7 @@ Test(wcsph, hydrostatic_tank_2d, .timeout = 600)
     floe_ctx_destroy(f.ctx);
 }
 
-Test(wcsph, hydrostatic_tank_3d, .timeout = 900)
+Test(wcsph, hydrostatic_tank_3d, .timeout = FLOE_TIMEOUT(900))
 {
     const float d = 0.025f, tank[3] = {0.4f, 0.5f, 0.4f}, water[3] = {0.4f, 0.4f, 0.4f};
     fixture f = fixture_tank(3, d, tank, water, 0);
@@ -199,7 +199,7 @@ Test(wcsph, hydrostatic_tank_3d, .timeout = 900)
 /* The template solver of modules/hello (hello.pressure: a linear equation
  * of state and the symmetric pressure force, written on <floe/sph.h>) with
  * the shared stages holds the same hydrostatic tank to the same limits. */
-Test(wcsph, hello_pressure_hydrostatic_tank_2d, .timeout = 600)
+Test(wcsph, hello_pressure_hydrostatic_tank_2d, .timeout = FLOE_TIMEOUT(600))
 {
     const float d = 0.01f, tank[3] = {0.4f, 0.6f, 0}, water[3] = {0.4f, 0.5f, 0};
     fixture f = fixture_tank(2, d, tank, water, 0);
@@ -323,7 +323,7 @@ static int on_frame(floe_ctx *ctx, const floe_frame_stats *st, void *user)
  * boundary set), like the water behind the experiment's gate; the gate is
  * then removed and the clock starts. The floor and walls are no-slip through
  * Monaghan viscosity against boundary particles (boundary_alpha). */
-Test(wcsph, dam_break_2d_martin_moyce, .timeout = 900)
+Test(wcsph, dam_break_2d_martin_moyce, .timeout = FLOE_TIMEOUT(900))
 {
     const double a = 0.1;
     const float d = (float)(a / 40), tank[3] = {(float)(5 * a), (float)(3 * a), 0};
@@ -427,7 +427,7 @@ static double rel_l2(const float *a, const float *b, size_t n)
     return sqrt(num / (den > 0 ? den : 1));
 }
 
-Test(wcsph, pressure_force_xsph_equals_viscosity_stage, .timeout = 300)
+Test(wcsph, pressure_force_xsph_equals_viscosity_stage, .timeout = FLOE_TIMEOUT(300))
 {
     float *xs, *vs, *xf, *vf;
     uint32_t ns, nf;
@@ -448,7 +448,7 @@ Test(wcsph, pressure_force_xsph_equals_viscosity_stage, .timeout = 300)
     free(xs), free(vs), free(xf), free(vf), free(x0), free(v0);
 }
 
-Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = 120)
+Test(wcsph, density_from_kernel_sums_equals_its_own_rows, .timeout = FLOE_TIMEOUT(120))
 {
     uint32_t n[3];
     int left[3];
