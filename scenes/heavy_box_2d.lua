@@ -6,6 +6,7 @@
 -- with the largest rise of the box's energy after the release.
 --
 --   floe run scenes/heavy_box_2d.lua [--set deg=5] [--set w=0.3] [--set ratio=2] [--set solver=wcsph]
+--                                    [--set trapped_floor=1]   (iisph.solve's bound on trapped particles)
 local floe = require "floe"
 
 local d, W, H = 0.02, 0.8, 0.25
@@ -13,6 +14,7 @@ local w, h = floe.param("w", 0.2), 0.1
 local ratio, deg = floe.param("ratio", 2), floe.param("deg", 0)
 local solver = floe.param("solver", "iisph")
 local seconds = floe.param("seconds", 3)
+local trapped = floe.param("trapped_floor", 0)
 if solver ~= "iisph" and solver ~= "wcsph" then
   error(string.format("solver '%s': expected iisph or wcsph", solver))
 end
@@ -31,7 +33,8 @@ local box = rigid.body{ name = "box", shape = "box", size = { w, h }, density = 
 
 local stages = { "neighbours", "sph.density", "gravity", { "rigid.viscosity", alpha = 0.05, speed_of_sound = 20 } }
 if solver == "iisph" then
-  stages[#stages + 1] = { "iisph.solve", tolerance = 0.0005, boundary_pressure = "mirror", damping = 2 }
+  stages[#stages + 1] = { "iisph.solve", tolerance = 0.0005, boundary_pressure = "mirror", damping = 2,
+                          trapped_floor = trapped }
   stages[#stages + 1] = { "rigid.force", solver = "iisph", boundary_pressure = "mirror" }
 else
   stages[#stages + 1] = { "wcsph.pressure", speed_of_sound = 20 }
@@ -56,6 +59,6 @@ sim:on_frame(function(_, st)
 end)
 sim:run{ end_time = seconds, fps = 20, dt_max = 0.004, out = "out/heavy_box_2d" }
 local pe = box:state().mass * 9.81 * (y0 - h / 2)
-floe.log(string.format("heavy box (%s, ratio %g, %g deg, %g m wide): largest energy rise after the release %.2f J "
+floe.log(string.format("heavy box (%s%s, ratio %g, %g deg, %g m wide): largest energy rise after the release %.2f J "
   .. "(its potential energy above the floor at the release %.2f J); lowest point at the end %.4f m",
-  solver, ratio, deg, w, rise, pe, low))
+  solver, trapped > 0 and string.format(", trapped_floor %g", trapped) or "", ratio, deg, w, rise, pe, low))

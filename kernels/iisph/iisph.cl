@@ -185,7 +185,7 @@ __kernel void iisph_gamma(uint n, __global const float4 *xm, __global float4 *G,
 /* Fluid pass (setup_fluid of the C path): G = G_b + sum_j m_j grad W_ij,
  * E /= rho, rho_adv, a_ii, the source term and the warm-started pressure.
  * cf = (rho0, dt, omega, warm), cg = (aii_min, max_correction_speed,
- * spacing, unused). Writes G (.w = 0), E, co = (b, lag, w, 1/rho^2), p0, P. */
+ * spacing, trapped_floor's |a_ii|, 0 = off). Writes G (.w = 0), E, co = (b, lag, w, 1/rho^2), p0, P. */
 __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const float4 *vadv, __global const float *rho,
                       __global const float *pold, __global float4 *G, __global float4 *E, __global float4 *co,
                       __global float *p0, __global float *P, float4 kc, float4 per, float4 cf, float4 cg,
@@ -241,7 +241,8 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
     }
     const float lag = floe_pos(rhoi / rho0 - 1.0f - elim);
     const float b = 1.0f - rho_adv / rho0 + lag;
-    const float w = aii < -cg.x ? omega * rho0 / aii : 0.0f;
+    /* trapped_floor: a trapped particle's step bounded (cg.w 0: aii itself) */
+    const float w = aii < -cg.x ? omega * rho0 / (aii < -cg.w ? aii : -cg.w) : 0.0f;
     co[i] = (float4)(b, lag, w, ir2);
     const float p = w != 0.0f ? warm * floe_pos(pold[i]) : 0.0f;
     p0[i] = p;

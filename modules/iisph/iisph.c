@@ -305,6 +305,7 @@ struct setup {
     float damping;          /* 1/s */
     float eps;              /* 0.01 H^2 */
     float aii_min;          /* |a_ii| below this: no pressure (isolated particle) */
+    float aii_floor;        /* |a_ii| taken as at least this (trapped_floor; 0 = off) */
     float elim;             /* largest compression corrected in one step (relative) */
     int corr;               /* gradient_correction: pair gradients scaled by (gamma_i + gamma_j) / 2 */
     iisph_state *s;
@@ -411,7 +412,8 @@ FLOE_ROW_FN void setup_fluid(const struct setup *u, uint32_t i, const int per)
     s->b[gi] = 1.0f - rho_adv / u->rho0 + lag;
     s->lag[gi] = lag;
     s->c[gi] = dt * dt / u->rho0;
-    s->w[gi] = aii < -u->aii_min ? u->omega * u->rho0 / aii : 0.0f;
+    /* trapped_floor: a trapped particle's step bounded (aii_floor 0: aii itself) */
+    s->w[gi] = aii < -u->aii_min ? u->omega * u->rho0 / (aii < -u->aii_floor ? aii : -u->aii_floor) : 0.0f;
     s->irho2[gi] = ir2;
     const float p0 = s->w[gi] != 0.0f ? u->warm * floe_pos(u->pold[i]) : 0.0f;
     s->p[0][gi] = p0;
@@ -549,6 +551,7 @@ enum {
     SO_DAMPING,
     SO_FORCE_COURANT,
     SO_CORR_SPEED,
+    SO_TRAPPED,
     SO_CHEB,
     SO_CHEB_DELAY,
     SO_GRAD_CORR,
@@ -573,6 +576,7 @@ static int decode_solve(const floe_stage_call *call, iisph_cfg *c)
     c->cheb_rho = (float)pv[SO_CHEB].f;
     c->cheb_delay = pv[SO_CHEB_DELAY].i;
     c->corr = pv[SO_GRAD_CORR].b ? 1 : 0;
+    c->trapped = (float)pv[SO_TRAPPED].f;
     if (c->min_it > c->max_it)
         return api->fail(ctx, FLOE_ERR_ARG, "min_iterations (%lld) > max_iterations (%lld)", (long long)c->min_it,
                          (long long)c->max_it);
@@ -648,6 +652,7 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         w->damping = c->damping;
         w->eps = 0.01f * kc.H * kc.H;
         w->aii_min = aii_min;
+        w->aii_floor = c->trapped > 0.0f ? c->trapped * iisph_aii_lattice(&kc, si->spacing, w->rho0, dt) : 0.0f;
         /* largest compression removed in one step: what moves particles at
          * the flow's own speed (or max_correction_speed, when larger) */
         double v2 = 0.0;
@@ -840,6 +845,11 @@ static const floe_param_desc solve_params[] = {
     [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
         "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
         "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
+    [SO_TRAPPED] = FLOE_PARAM_F("trapped_floor", 0, 0, 10, "",
+        "|a_ii| taken as at least this times a particle's inside a rest lattice: bounds the Jacobi steps of "
+        "particles caught between a body and a wall, whose pressure otherwise grows without bound and kicks "
+        "a heavy body off the floor (1 keeps it down; it also slows the convergence of surface particles by "
+        "the walls; docs/iisph.md, \"Trapped particles\"); 0 = off"),
     [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,
     [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,
