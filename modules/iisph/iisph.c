@@ -652,7 +652,7 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         w->damping = c->damping;
         w->eps = 0.01f * kc.H * kc.H;
         w->aii_min = aii_min;
-        w->aii_floor = c->trapped > 0.0f ? c->trapped * iisph_aii_lattice(&kc, si->spacing, w->rho0, dt) : 0.0f;
+        w->aii_floor = iisph_aii_floor(c, si, w->rho0, dt);
         /* largest compression removed in one step: what moves particles at
          * the flow's own speed (or max_correction_speed, when larger) */
         double v2 = 0.0;

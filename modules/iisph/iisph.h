@@ -24,28 +24,33 @@ typedef struct iisph_cfg {
     float trapped; /* trapped_floor: |a_ii| at least this times a lattice particle's (0 = off) */
 } iisph_cfg;
 
-/* |a_ii| of a particle inside a rest lattice of spacing d (G_i = 0, every
- * neighbour of mass rho0 d^dim): dt^2 / rho0^2 m^2 sum_k |grad W(x_k)|^2
- * over the lattice's points x_k within the support (2D or 3D). A particle
- * caught between a body and a wall has its own pressure pushing it from
- * both sides: its a_ii falls to a few per cent of this, and its Jacobi
- * steps rho0 r_i / a_ii grow as much (trapped_floor; docs/iisph.md,
- * "Trapped particles"). */
-static inline float iisph_aii_lattice(const floe_kconst *kc, float d, float rho0, float dt)
+/* trapped_floor's bound on |a_ii|: c->trapped times |a_ii| of a particle
+ * inside a rest lattice of the sim's spacing d (G_i = 0, every neighbour
+ * of mass rho0 d^dim): dt^2 / rho0^2 m^2 sum_k |grad W(x_k)|^2 over the
+ * lattice's points x_k within the support (2D or 3D); 0 when off. A
+ * particle caught between a body and a wall has its own pressure pushing
+ * it from both sides: its a_ii falls to a few per cent of the lattice's,
+ * and its Jacobi steps rho0 r_i / a_ii grow as much (docs/iisph.md,
+ * "Trapped particles"). For both paths (iisph.c, iisph_cl.c). */
+static inline float iisph_aii_floor(const iisph_cfg *c, const floe_sim_info *si, float rho0, float dt)
 {
-    const int n = (int)(kc->H / d) + 1, nz = kc->dim == 3 ? n : 0;
+    if (!(c->trapped > 0.0f))
+        return 0.0f;
+    const floe_kconst kc = floe_kconst_make(si);
+    const float d = si->spacing;
+    const int n = (int)(kc.H / d) + 1, nz = kc.dim == 3 ? n : 0;
     double s = 0.0;
     for (int a = -n; a <= n; a++)
         for (int b = -n; b <= n; b++)
-            for (int c = -nz; c <= nz; c++) {
-                const float r2 = d * d * (float)(a * a + b * b + c * c);
-                if (r2 > 0.0f && r2 < kc->H * kc->H) {
-                    const double g = floe_kdw(kc, r2);
+            for (int k = -nz; k <= nz; k++) {
+                const float r2 = d * d * (float)(a * a + b * b + k * k);
+                if (r2 > 0.0f && r2 < kc.H * kc.H) {
+                    const double g = floe_kdw(&kc, r2);
                     s += g * g * r2;
                 }
             }
-    const double m = rho0 * (kc->dim == 3 ? (double)d * d * d : (double)d * d);
-    return (float)((double)dt * dt / ((double)rho0 * rho0) * m * m * s);
+    const double m = rho0 * (kc.dim == 3 ? (double)d * d * d : (double)d * d);
+    return (float)(c->trapped * (double)dt * dt / ((double)rho0 * rho0) * m * m * s);
 }
 
 /* gradient_correction: gamma_i is clamped to [IISPH_GAMMA_LO, 1 / IISPH_GAMMA_LO] */

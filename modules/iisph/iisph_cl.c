@@ -396,9 +396,7 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
     S.pairs = rf.total;
     const float aii_min = (float)(1e-6 * si->dt * si->dt / ((double)si->spacing * si->spacing));
     const float cf[4] = {rho0, dt, c->omega, c->warm};
-    const floe_kconst kl = floe_kconst_make(si); /* trapped_floor's lattice a_ii */
-    const float cg[4] = {aii_min, (float)c->corr_speed, si->spacing,
-                         c->trapped > 0.0f ? c->trapped * iisph_aii_lattice(&kl, si->spacing, rho0, dt) : 0.0f};
+    const float cg[4] = {aii_min, (float)c->corr_speed, si->spacing, iisph_aii_floor(c, si, rho0, dt)};
     if (corr) { /* gamma before any pair gradient uses it (floe_gamma_one, <floe/sph.h>) */
         const float ir0 = 1.0f / rho0, dimf = (float)si->dim, lo = IISPH_GAMMA_LO;
         floe_cl_arg a[] = {ARG(n),     ARG(S.xm), ARG(S.G), ARG(S.E),  ARG(tr),    ARG(S.gam), ARG(S.kc),
