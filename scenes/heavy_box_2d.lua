@@ -1,12 +1,15 @@
--- A heavy box sinking onto the floor of a 2D tank: the reproduction of an
--- open defect (docs/rigid.md, "Not done yet"). Fluid particles caught
--- between the box and the floor get pressures far above the hydrostatic,
--- and the box can be kicked up. The scene of test_rigid_float's
--- heavy_box_rests_on_the_floor, with its release as parameters; it ends
--- with the largest rise of the box's energy after the release.
+-- A heavy box sinking onto the floor of a 2D tank, the scene of
+-- test_rigid_float's heavy_box_rests_on_the_floor with its release as
+-- parameters; it ends with the largest rise of the box's energy after the
+-- release. Fluid particles caught between the box and the floor can get
+-- pressures far above the hydrostatic and kick the box up: iisph.solve's
+-- trapped_floor (on by default) bounds them; `--set trapped_floor=0`
+-- shows the kick (docs/iisph.md, "Trapped particles").
 --
 --   floe run scenes/heavy_box_2d.lua [--set deg=5] [--set w=0.3] [--set ratio=2] [--set solver=wcsph]
---                                    [--set trapped_floor=1]   (iisph.solve's bound on trapped particles)
+--                                    [--set trapped_floor=0]
+-- (with ratio above 2 the box starts at the floor: keep deg small enough
+-- that its corners stay above it)
 local floe = require "floe"
 
 local d, W, H = 0.02, 0.8, 0.25
@@ -14,7 +17,7 @@ local w, h = floe.param("w", 0.2), 0.1
 local ratio, deg = floe.param("ratio", 2), floe.param("deg", 0)
 local solver = floe.param("solver", "iisph")
 local seconds = floe.param("seconds", 3)
-local trapped = floe.param("trapped_floor", 0)
+local trapped = floe.param("trapped_floor", 1)
 if solver ~= "iisph" and solver ~= "wcsph" then
   error(string.format("solver '%s': expected iisph or wcsph", solver))
 end

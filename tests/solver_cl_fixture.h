@@ -26,13 +26,17 @@ typedef struct world {
  * bounds each particle's share, not the sum over the column; docs/dfsph.md).
  * A lighter lattice starts below rho0, as SPlisHSPlasH's initial sampling
  * does (its particle volume 0.8 (2r)^dim). */
-enum { W_PERIODIC = 1, W_OBSTACLE = 2, W_TWO_FLUIDS = 4, W_OPEN_TOP = 8, W_LIGHT = 16 };
+enum { W_PERIODIC = 1, W_OBSTACLE = 2, W_TWO_FLUIDS = 4, W_OPEN_TOP = 8, W_LIGHT = 16, W_LID = 32, W_MOVING = 64 };
 
 /* A tank [0, tank] with water [0, water] at spacing d on the given backend;
  * jitter (fraction of d) perturbs the fluid lattice and gives every
  * particle a velocity, the same for both backends (fixed seed). Options:
  * periodic in x (a floor instead of the tank), a second boundary set (a
- * block inside the water), a second fluid set (a few layers on top). */
+ * block inside the water), a second fluid set (a few layers on top), a
+ * lid (W_LID: a solid plate two spacings thick one spacing above the
+ * floor, across the water, with one row of water caught under it), the
+ * lid moving (W_MOVING with W_LID: a moving set, as a rigid body's, of
+ * velocity v = (0.3, -0.5, 0.2) m/s and volumes d^dim). */
 static world make_world(const char *backend, int dim, float d, const float tank[3], const float water[3],
                         float jitter, unsigned opt, const char *solver)
 {
@@ -59,7 +63,26 @@ static world make_world(const char *backend, int dim, float d, const float tank[
     w.fluid = floe_set_create(w.ctx, "fluid", FLOE_SET_FLUID, 1000);
     w.bnd = floe_set_create(w.ctx, "boundary", FLOE_SET_BOUNDARY, 0);
     float zero[3] = {0, 0, 0};
-    cr_assert(floe_fill_box(w.ctx, w.fluid, zero, water, NULL) > 0);
+    if (opt & W_LID) { /* the row under the plate, the plate, the water above it */
+        const float row[3] = {water[0], d, water[2]}, above[3] = {0, 3 * d, 0};
+        const float lo[3] = {0, d, 0}, hi[3] = {water[0], 3 * d, water[2]};
+        floe_set lid = floe_set_create(w.ctx, "lid", FLOE_SET_BOUNDARY, 0);
+        cr_assert(floe_fill_box(w.ctx, w.fluid, zero, row, NULL) > 0);
+        cr_assert(floe_fill_box(w.ctx, w.fluid, above, water, NULL) > 0);
+        cr_assert(floe_boundary_solid_box(w.ctx, lid, lo, hi) > 0);
+        if (opt & W_MOVING) {
+            cr_assert_eq(ctx_set_moving(w.ctx, lid), FLOE_OK);
+            cr_assert_eq(floe_attr_add(w.ctx, lid, "v", FLOE_VEC3), FLOE_OK);
+            const uint32_t nb = floe_set_size(w.ctx, lid);
+            float *v = floe_attr(w.ctx, lid, "v", FLOE_VEC3), *V = floe_attr(w.ctx, lid, "V", FLOE_F32);
+            for (uint32_t i = 0; i < nb; i++) {
+                v[3 * i] = 0.3f, v[3 * i + 1] = -0.5f, v[3 * i + 2] = dim == 3 ? 0.2f : 0.0f;
+                V[i] = dim == 3 ? d * d * d : d * d;
+            }
+        }
+    } else {
+        cr_assert(floe_fill_box(w.ctx, w.fluid, zero, water, NULL) > 0);
+    }
     if (!(opt & W_PERIODIC))
         cr_assert(floe_boundary_box(w.ctx, w.bnd, zero, tank, 2, (opt & W_OPEN_TOP) ? FLOE_OPEN_TOP : 0) > 0);
     else {

@@ -51,8 +51,8 @@ static void add_solve(world *w, const solve_opt *o)
         kv[n++] = KV_F("tolerance", o->tolerance);
     if (o->gradient_correction)
         kv[n++] = (floe_param_kv){"gradient_correction", FLOE_PARAM_BOOL, {.b = 1}};
-    if (o->trapped_floor > 0)
-        kv[n++] = KV_F("trapped_floor", o->trapped_floor);
+    if (o->trapped_floor != 0) /* -1: off */
+        kv[n++] = KV_F("trapped_floor", o->trapped_floor > 0 ? o->trapped_floor : 0);
     add(w, "iisph.solve", n, kv);
 }
 
@@ -127,11 +127,11 @@ static void solve_agrees(int dim, unsigned opt, const solve_opt *o, const char *
 
 /* how far an option moves p: the cpu backend's 2D tank after two steps of
  * 6 iterations, without (off) and with it (on); relative L2 */
-static double p_change(const solve_opt *off, const solve_opt *on)
+static double p_change(const solve_opt *off, const solve_opt *on, unsigned opt)
 {
     world w[2];
     for (int b = 0; b < 2; b++) {
-        w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, 0);
+        w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, opt);
         pipeline(&w[b], 1, 0, b ? on : off);
         for (int s = 0; s < 2; s++)
             cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
@@ -181,24 +181,56 @@ Test(iisph_cl, stage_solve_gradient_correction, .timeout = FLOE_TIMEOUT(300))
     solve_agrees(2, 0, &o, "2D gradient_correction");
     need_opencl();
     const solve_opt off = {.iterations = 6}, on = {.iterations = 6, .gradient_correction = 1};
-    const double ep = p_change(&off, &on);
+    const double ep = p_change(&off, &on, 0);
     cr_log_info("with and without gradient_correction: p relative L2 %.3g", ep);
     cr_assert_gt(ep, 1e-3, "gradient_correction changed p by only %.3g", ep);
 }
 
-/* trapped_floor on the device (iisph_setup_f's w): the cpu backend's
- * answer, and not the answer without it. At 2 the floor lies above most
- * particles' |a_ii| (a lattice particle's is 1), so the bounded step is
- * the one taken almost everywhere. */
+/* trapped_floor on the device (iisph_setup_b's weight in G.w, setup_f's w):
+ * the cpu backend's answer, with a row of water caught under a plate
+ * (W_LID), and not the answer without it. At 2 the floor lies above the
+ * caught particles' |a_ii| (a lattice particle's is 1). In the plain tank
+ * it changes nothing: no particle there has walls on opposite sides. */
 Test(iisph_cl, stage_solve_trapped_floor, .timeout = FLOE_TIMEOUT(300))
 {
     solve_opt o = {.iterations = 6, .trapped_floor = 2};
-    solve_agrees(3, 0, &o, "3D trapped_floor 2");
-    solve_agrees(2, 0, &o, "2D trapped_floor 2");
-    const solve_opt off = {.iterations = 6}, on = {.iterations = 6, .trapped_floor = 2};
-    const double ep = p_change(&off, &on);
-    cr_log_info("with and without trapped_floor: p relative L2 %.3g", ep);
+    solve_agrees(3, W_LID, &o, "3D trapped_floor 2, a row under a lid");
+    solve_agrees(2, W_LID, &o, "2D trapped_floor 2, a row under a lid");
+    const solve_opt off = {.iterations = 6, .trapped_floor = -1}, on = {.iterations = 6, .trapped_floor = 2};
+    const double ep = p_change(&off, &on, W_LID);
+    cr_log_info("under a lid, with and without trapped_floor: p relative L2 %.3g", ep);
     cr_assert_gt(ep, 1e-3, "trapped_floor changed p by only %.3g", ep);
+    const double e0 = p_change(&off, &on, 0);
+    cr_log_info("plain tank, with and without trapped_floor: p relative L2 %.3g", e0);
+    cr_assert_eq(e0, 0.0, "trapped_floor changed p in a tank without trapped particles by %.3g", e0);
+}
+
+/* A moving boundary set (a rigid body's; the lid over a row of water): the density prediction takes the
+ * fluid's velocity relative to it (setup_b's v_b, in E.w) on the device as
+ * in the C path; and it matters: p moves by more than 1e-3 against the
+ * same block at rest. */
+Test(iisph_cl, stage_solve_moving_boundary, .timeout = FLOE_TIMEOUT(300))
+{
+    solve_opt o = {.iterations = 6};
+    solve_agrees(3, W_LID | W_MOVING, &o, "3D, a moving lid");
+    solve_agrees(2, W_LID | W_MOVING, &o, "2D, a moving lid");
+    world w[2];
+    for (int b = 0; b < 2; b++) {
+        w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, W_LID | W_MOVING);
+        if (!b) { /* the same lid at rest */
+            floe_set lid = floe_set_find(w[b].ctx, "lid");
+            float *v = floe_attr(w[b].ctx, lid, "v", FLOE_VEC3);
+            memset(v, 0, 3 * sizeof *v * floe_set_size(w[b].ctx, lid));
+        }
+        pipeline(&w[b], 1, 0, &o);
+        for (int s = 0; s < 2; s++)
+            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
+    }
+    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
+    cr_log_info("the lid moving against at rest: p relative L2 %.3g", ep);
+    cr_assert_gt(ep, 1e-3, "the lid's velocity changed p by only %.3g", ep);
+    destroy(&w[0]);
+    destroy(&w[1]);
 }
 
 Test(iisph_cl, stage_solve_two_boundary_sets, .timeout = FLOE_TIMEOUT(300))

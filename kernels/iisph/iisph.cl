@@ -23,6 +23,17 @@
 
 /* ---- per-step set-up ------------------------------------------------------ */
 
+/* trapped_floor's weight from q = |G_b| / sum_b V_b |grad W_ib|: 1 at q <=
+ * 0.25, 0 from 0.5 on, linear between, 0 without boundary neighbours
+ * (iisph_trap_weight in modules/iisph/iisph.h) */
+inline float trap_weight(float gb2, float sb)
+{
+    if (!(sb > 0.0f))
+        return 0.0f;
+    const float q = sqrt(gb2) / sb, t = (0.5f - q) / (0.5f - 0.25f);
+    return t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+}
+
 /* x = M^-1 b for the symmetric 3x3 M = (xx yy zz xy xz yz), as solve3 */
 inline float3 solve3(const float M[6], float3 b)
 {
@@ -48,7 +59,8 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         __global float4 *xm, __global float4 *vadv, __global float4 *Gb, __global float4 *Eb, __global float *K,
         float4 kc, float4 per, float4 gv, float rho0, float dt, float beta, int hyd, float visc_c, float damping,
         int init, int fin, int hasb, __global const float *xb, __global const float *Vb, __global const uint *cntb,
-        __global const uint *idxb, uint pitchb, __global uint *mx, int kgc, __global float *tr)
+        __global const uint *idxb, uint pitchb, __global uint *mx, int kgc, __global float *tr, int hasv,
+        __global const float *vb)
 {
     __local float red[WGS];
     const uint i = get_global_id(0);
@@ -59,9 +71,13 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         const float3 xi = floe_load3(x, i);
         float3 G = (float3)(0.0f), E = (float3)(0.0f);
         float Kc[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        float sb = 0.0f; /* sum_b V_b |grad W_ib| (trapped_floor's q), in Gb.w between launches */
+        float ub = 0.0f; /* sum_b V_b v_b . grad W_ib of moving sets (hasv), in Eb.w between launches */
         if (!init) {
             G = Gb[i].xyz;
+            sb = Gb[i].w;
             E = Eb[i].xyz;
+            ub = Eb[i].w;
             if (visc)
                 for (int c = 0; c < 6; c++)
                     Kc[c] = K[6 * i + c];
@@ -70,7 +86,7 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         if (hasb) {
             float3 s = (float3)(0.0f), se = (float3)(0.0f);
             float kxx = 0.0f, kyy = 0.0f, kzz = 0.0f, kxy = 0.0f, kxz = 0.0f, kyz = 0.0f;
-            float st = 0.0f;
+            float st = 0.0f, sm = 0.0f, su = 0.0f;
             const uint c = cntb[i];
             for (uint k = 0; k < c; k++) {
                 const uint j = idxb[k * pitchb + i];
@@ -79,6 +95,9 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
                 const float g = Vb[j] * dw;
                 if (kgc)
                     st += Vb[j] * dw * r2;
+                sm += Vb[j] * fabs(dw) * sqrt(r2);
+                if (hasv)
+                    su += g * dot(floe_load3(vb, j), d);
                 s.x += g * d.x;
                 s.y += g * d.y;
                 s.z += g * d.z;
@@ -102,6 +121,8 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
             G.y += s.y;
             G.z += s.z;
             trb += st;
+            sb += sm;
+            ub += su;
             if (hyd) {
                 E.x += se.x;
                 E.y += se.y;
@@ -119,8 +140,8 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
         if (kgc)
             tr[i] = trb;
         if (!fin) {
-            Gb[i] = (float4)(G, 0.0f);
-            Eb[i] = (float4)(E, 0.0f);
+            Gb[i] = (float4)(G, sb);
+            Eb[i] = (float4)(E, ub);
             if (visc)
                 for (int c = 0; c < 6; c++)
                     K[6 * i + c] = Kc[c];
@@ -148,8 +169,10 @@ iisph_setup_b(uint n, __global const float *x, __global const float *v, __global
                 va = rhs;
             }
             vadv[i] = (float4)(va, 0.0f);
-            Gb[i] = (float4)(beta * rho0 * G.x, beta * rho0 * G.y, beta * rho0 * G.z, 0.0f);
-            Eb[i] = (float4)(rho0 * E.x, rho0 * E.y, rho0 * E.z, 0.0f);
+            /* .w: trapped_floor's weight, read by setup_f */
+            Gb[i] = (float4)(beta * rho0 * G.x, beta * rho0 * G.y, beta * rho0 * G.z, trap_weight(dot(G, G), sb));
+            /* .w: the moving boundaries' part of rho_adv, as Gb's (setup_f) */
+            Eb[i] = (float4)(rho0 * E.x, rho0 * E.y, rho0 * E.z, beta * rho0 * ub);
             xm[i] = (float4)(xi, m[i]);
             /* the C path's maxima skip NaN (a > max ? a : max) */
             if (isnan(v2))
@@ -179,7 +202,7 @@ __kernel void iisph_gamma(uint n, __global const float4 *xm, __global float4 *G,
     gam[i] = g;
     float4 Gi = G[i], Ei = E[i];
     G[i] = (float4)(g * Gi.x, g * Gi.y, g * Gi.z, Gi.w);
-    E[i] = (float4)(g * Ei.x, g * Ei.y, g * Ei.z, Ei.w);
+    E[i] = g * Ei;
 }
 
 /* Fluid pass (setup_fluid of the C path): G = G_b + sum_j m_j grad W_ij,
@@ -224,13 +247,15 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
     Ei.z /= rhoi;
     E[i] = Ei;
     float4 Gi = G[i];
+    const float trap = Gi.w; /* setup_b's trapped_floor weight */
     Gi.x += s.x;
     Gi.y += s.y;
     Gi.z += s.z;
     Gi.w = 0.0f;
     G[i] = Gi;
     const float4 va = vadv[i];
-    const float rho_adv = rhoi + dt * (va.x * Gi.x + va.y * Gi.y + va.z * Gi.z - dv);
+    /* v_adv_i - v_b against moving boundary sets: E.w, setup_b's */
+    const float rho_adv = rhoi + dt * (va.x * Gi.x + va.y * Gi.y + va.z * Gi.z - dv - Ei.w);
     const float aii = -dt * dt * ir2 * (Gi.x * Gi.x + Gi.y * Gi.y + Gi.z * Gi.z + xmi.w * s2);
     /* largest compression removed this step: max(max_correction_speed, |v|max) dt / d */
     const float corr = cg.y;
@@ -241,8 +266,9 @@ __kernel void iisph_setup_f(uint n, __global const float4 *xm, __global const fl
     }
     const float lag = floe_pos(rhoi / rho0 - 1.0f - elim);
     const float b = 1.0f - rho_adv / rho0 + lag;
-    /* trapped_floor: a trapped particle's step bounded (cg.w 0: aii itself) */
-    const float w = aii < -cg.x ? omega * rho0 / (aii < -cg.w ? aii : -cg.w) : 0.0f;
+    /* trapped_floor: a trapped particle's step bounded (cg.w or trap 0: aii itself) */
+    const float fl = cg.w * trap;
+    const float w = aii < -cg.x ? omega * rho0 / (aii < -fl ? aii : -fl) : 0.0f;
     co[i] = (float4)(b, lag, w, ir2);
     const float p = w != 0.0f ? warm * floe_pos(pold[i]) : 0.0f;
     p0[i] = p;

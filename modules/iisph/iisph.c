@@ -80,6 +80,8 @@ typedef struct iisph_state {
     float *lag;         /* N: compression left for later steps by the limit (relative) */
     float *c;           /* N: dt^2 / rho0 */
     float *w;           /* N: omega rho0 / a_ii (0 where a_ii vanishes) */
+    float *trap;        /* N: trapped_floor's weight, iisph_trap_weight (0 when off) */
+    float *ub;          /* N: beta rho0 sum_b V_b v_b . grad W_ib of moving boundary particles */
     float *irho2;       /* N: 1 / rho^2 */
     float *gam;         /* N: kernel gradient correction gamma_i (gradient_correction; else unused) */
     float *P;           /* N: p / rho^2 of the current iterate */
@@ -103,6 +105,8 @@ static void free_particles(iisph_state *s)
     free(s->lag);
     free(s->c);
     free(s->w);
+    free(s->trap);
+    free(s->ub);
     free(s->irho2);
     free(s->gam);
     free(s->P);
@@ -154,6 +158,8 @@ static int ensure_particles(iisph_state *s, size_t n)
     s->lag = alloc64(cap * sizeof(float));
     s->c = alloc64(cap * sizeof(float));
     s->w = alloc64(cap * sizeof(float));
+    s->trap = alloc64(cap * sizeof(float));
+    s->ub = alloc64(cap * sizeof(float));
     s->irho2 = alloc64(cap * sizeof(float));
     s->gam = alloc64(cap * sizeof(float));
     s->P = alloc64(cap * sizeof(float));
@@ -162,10 +168,10 @@ static int ensure_particles(iisph_state *s, size_t n)
     s->p[2] = alloc64(cap * sizeof(float));
     s->part = alloc64(2 * (chunks + 1) * sizeof(double));
     s->own = alloc64(cap);
-    if (!s->own || !s->cnt || !s->boff || !s->vadv || !s->G || !s->E || !s->ap || !s->b || !s->lag || !s->c || !s->w || !s->irho2 || !s->gam || !s->P ||
+    if (!s->own || !s->cnt || !s->boff || !s->vadv || !s->G || !s->E || !s->ap || !s->b || !s->lag || !s->c || !s->w || !s->trap || !s->ub || !s->irho2 || !s->gam || !s->P ||
         !s->p[0] || !s->p[1] || !s->p[2] || !s->part) {
         free_particles(s);
-        s->cnt = s->boff = NULL, s->vadv = s->G = s->E = s->ap = s->b = s->lag = s->c = s->w = s->irho2 = s->gam = s->P = NULL;
+        s->cnt = s->boff = NULL, s->vadv = s->G = s->E = s->ap = s->b = s->lag = s->c = s->w = s->trap = s->ub = s->irho2 = s->gam = s->P = NULL;
         s->p[0] = s->p[1] = s->p[2] = NULL, s->part = NULL, s->own = NULL;
         s->cap_n = 0;
         return -1;
@@ -197,15 +203,49 @@ static int ensure_pairs(iisph_state *s, size_t n)
 
 /* ---- per-step set-up --------------------------------------------------------- */
 
+/* The velocities of the moving boundary sets (rigid bodies) into their
+ * targets' v, which the density prediction reads: the fluid's density
+ * changes with its velocity relative to theirs. Walls at rest (and a set
+ * without v) keep v = NULL and cost nothing. v is read undeclared: boundary
+ * sets carry it only where a stage writes it (the rigid module). */
+static void moving_boundaries(floe_ctx *ctx, floe_target *t, int nt)
+{
+    for (int b = 0; b < nt; b++) {
+        floe_set_info bi;
+        if (t[b].boundary && api->set_info(ctx, t[b].set, &bi) == FLOE_OK && !bi.is_static)
+            t[b].v = api->attr_read(ctx, t[b].set, "v", FLOE_VEC3);
+    }
+}
+
 /* Boundary row: G += sum_b V_b grad W_ib; when hyd, E += sum_b V_b (g . x_ib)
  * grad W_ib; when visc, K += sum_b V_b dW/dr / (r (r^2 + eps)) x_ib x_ib^T
- * (xx yy zz xy xz yz), so that sum_b V_b (v . x_ib) / (r^2 + eps) grad W_ib = K v. */
+ * (xx yy zz xy xz yz), so that sum_b V_b (v . x_ib) / (r^2 + eps) grad W_ib = K v;
+ * when trap, *sb += sum_b V_b |grad W_ib| (trapped_floor's q); with the
+ * boundary's velocities vt (a moving set), *ub += sum_b V_b v_b . grad W_ib. */
 FLOE_ROW_FN void row_boundary(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
                               const float *restrict xt, const float *restrict V, float xi, float yi, float zi,
-                              const float grav[3], int hyd, int visc, float eps, float G[3], float E[3], float K[6],
-                              const int per)
+                              const float *restrict vt, const float grav[3], int hyd, int visc, int trap, float eps,
+                              float G[3], float E[3], float K[6], float *sb, float *ub, const int per)
 {
     floe_row_grad(kc, id, cnt, xt, V, xi, yi, zi, G, per);
+    if (vt) {
+        float su = 0.0f;
+#pragma omp simd reduction(+ : su)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            su += V[j] * floe_kdw(kc, r2) * (vt[3 * j] * dx + vt[3 * j + 1] * dy + vt[3 * j + 2] * dz);
+        }
+        *ub += su;
+    }
+    if (trap) {
+        float sm = 0.0f;
+#pragma omp simd reduction(+ : sm)
+        for (uint32_t k = 0; k < cnt; k++) {
+            FLOE_X_IJ(per);
+            sm += V[j] * fabsf(floe_kdw(kc, r2)) * sqrtf(r2);
+        }
+        *sb += sm;
+    }
     if (hyd) {
         const float g0 = grav[0], g1 = grav[1], g2 = grav[2];
         FLOE_ROW_SUM3(E, V[j] * floe_kdw(kc, r2) * (g0 * dx + g1 * dy + g2 * dz));
@@ -322,15 +362,18 @@ FLOE_ROW_FN float setup_boundary(const struct setup *u, uint32_t i, const int pe
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2];
     const float vi[3] = {u->v[3 * i], u->v[3 * i + 1], u->v[3 * i + 2]};
     float G[3] = {0.0f, 0.0f, 0.0f}, E[3] = {0.0f, 0.0f, 0.0f}, K[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float sb = 0.0f, ub = 0.0f;
     uint32_t cnt = 0;
+    const int trap = u->aii_floor > 0.0f;
     for (int b = 0; b < u->nt; b++) {
         const floe_target *t = &u->t[b];
         if (t->boundary)
-            row_boundary(kc, FLOE_ROW(t, i), t->x, t->mass, xi, yi, zi, u->grav, u->hyd, u->visc_c > 0.0f, u->eps, G,
-                         E, K, per);
+            row_boundary(kc, FLOE_ROW(t, i), t->x, t->mass, xi, yi, zi, t->v, u->grav, u->hyd, u->visc_c > 0.0f,
+                         trap, u->eps, G, E, K, &sb, &ub, per);
         else
             cnt += t->cnt[i];
     }
+    s->trap[gi] = trap ? iisph_trap_weight(G[0] * G[0] + G[1] * G[1] + G[2] * G[2], sb) : 0.0f;
     float *a = u->a + 3 * i, *va = s->vadv + 3 * gi;
     const float dt = u->dt, a2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
     /* v_adv = v / (1 + dt damping) + dt a, the wall friction implicit
@@ -361,6 +404,7 @@ FLOE_ROW_FN float setup_boundary(const struct setup *u, uint32_t i, const int pe
         s->G[3 * gi + k] = gm * u->beta * u->rho0 * G[k]; /* boundary part only, completed below */
         s->E[3 * gi + k] = gm * u->rho0 * E[k];          /* divided by rho_i below */
     }
+    s->ub[gi] = gm * u->beta * u->rho0 * ub; /* the boundary's part of G_i, as the moving particles see it */
     s->cnt[gi] = cnt;
     return a2; /* the driving (non-dissipative) acceleration, for the force condition */
 }
@@ -398,11 +442,12 @@ FLOE_ROW_FN void setup_fluid(const struct setup *u, uint32_t i, const int per)
     Ei[2] /= rho;
     float *Gi = s->G + 3 * gi;
     const float *va = s->vadv + 3 * gi;
-    /* eq. 23: rho_adv = rho + dt (sum_j m_j v_adv_ij . grad W_ij + sum_b psi_b v_adv_i . grad W_ib) */
+    /* eq. 23: rho_adv = rho + dt (sum_j m_j v_adv_ij . grad W_ij + sum_b psi_b (v_adv_i - v_b) . grad W_ib),
+     * v_b = 0 but on moving boundary sets (rigid bodies: ub) */
     Gi[0] += G[0];
     Gi[1] += G[1];
     Gi[2] += G[2];
-    const float rho_adv = rho + dt * (va[0] * Gi[0] + va[1] * Gi[1] + va[2] * Gi[2] - dv);
+    const float rho_adv = rho + dt * (va[0] * Gi[0] + va[1] * Gi[1] + va[2] * Gi[2] - dv - s->ub[gi]);
     /* eq. 20: a_ii = sum_j m_j (d_ii - d_ji) . grad W_ij + beta sum_b psi_b d_ii . grad W_ib
      *         with d_ii = -dt^2 G_i / rho_i^2 and d_ji = dt^2 m_i / rho_i^2 grad W_ij */
     const float aii = -dt * dt * ir2 * (Gi[0] * Gi[0] + Gi[1] * Gi[1] + Gi[2] * Gi[2] + u->m[i] * s2);
@@ -412,8 +457,9 @@ FLOE_ROW_FN void setup_fluid(const struct setup *u, uint32_t i, const int per)
     s->b[gi] = 1.0f - rho_adv / u->rho0 + lag;
     s->lag[gi] = lag;
     s->c[gi] = dt * dt / u->rho0;
-    /* trapped_floor: a trapped particle's step bounded (aii_floor 0: aii itself) */
-    s->w[gi] = aii < -u->aii_min ? u->omega * u->rho0 / (aii < -u->aii_floor ? aii : -u->aii_floor) : 0.0f;
+    /* trapped_floor: a trapped particle's step bounded (trap 0: aii itself) */
+    const float fl = u->aii_floor * s->trap[gi];
+    s->w[gi] = aii < -u->aii_min ? u->omega * u->rho0 / (aii < -fl ? aii : -fl) : 0.0f;
     s->irho2[gi] = ir2;
     const float p0 = s->w[gi] != 0.0f ? u->warm * floe_pos(u->pold[i]) : 0.0f;
     s->p[0][gi] = p0;
@@ -625,6 +671,7 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         if ((st = floe_targets(api, ctx, &f[q], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         memcpy(tt[q], t, (size_t)nt * sizeof *t);
+        moving_boundaries(ctx, tt[q], nt);
         struct setup *w = &u[q];
         memset(w, 0, sizeof *w);
         w->kc = &kc;
@@ -845,11 +892,11 @@ static const floe_param_desc solve_params[] = {
     [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
         "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
         "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
-    [SO_TRAPPED] = FLOE_PARAM_F("trapped_floor", 0, 0, 10, "",
-        "|a_ii| taken as at least this times a particle's inside a rest lattice: bounds the Jacobi steps of "
-        "particles caught between a body and a wall, whose pressure otherwise grows without bound and kicks "
-        "a heavy body off the floor (1 keeps it down; it also slows the convergence of surface particles by "
-        "the walls; docs/iisph.md, \"Trapped particles\"); 0 = off"),
+    [SO_TRAPPED] = FLOE_PARAM_F("trapped_floor", 1, 0, 10, "",
+        "for particles caught between boundaries on opposite sides (a body and a wall: |sum_b psi_b grad W_ib| "
+        "under half of sum_b psi_b |grad W_ib|), |a_ii| taken as at least this times a particle's inside a rest "
+        "lattice: bounds their Jacobi steps, whose pressure otherwise grows without bound and kicks a heavy body off "
+        "the floor (docs/iisph.md, \"Trapped particles\"); 0 = off"),
     [SO_CHEB] = FLOE_PARAM_CHEBYSHEV,
     [SO_CHEB_DELAY] = FLOE_PARAM_CHEBYSHEV_DELAY,
     [SO_GRAD_CORR] = FLOE_PARAM_B("gradient_correction", 0,

@@ -6,6 +6,8 @@
 
 #include <floe/sph.h>
 
+#include <math.h>
+
 FLOE_MODULE_API_EXTERN; /* one `api` for iisph.c and iisph_cl.c (<floe/sph.h>) */
 
 /* iisph.solve, decoded (solve_params in iisph.c has the meaning of each) */
@@ -51,6 +53,25 @@ static inline float iisph_aii_floor(const iisph_cfg *c, const floe_sim_info *si,
             }
     const double m = rho0 * (kc.dim == 3 ? (double)d * d * d : (double)d * d);
     return (float)(c->trapped * (double)dt * dt / ((double)rho0 * rho0) * m * m * s);
+}
+
+/* Which particles trapped_floor bounds: those whose boundary neighbours
+ * push them from opposite sides. q = |sum_b psi_b grad W_ib| / sum_b psi_b
+ * |grad W_ib| is 1 by one flat wall, 0.71 in a 2D tank's corner, 0.58 in a
+ * 3D tank's corner (three walls) and near 0 between a body and a parallel
+ * wall (sin(a / 2) in a wedge of angle a). The bound applies in full at
+ * q <= IISPH_TRAP_FULL, not at all from IISPH_TRAP_NONE on, linearly
+ * between; a particle with no boundary neighbour is not trapped. gb2 =
+ * |sum_b psi_b grad W_ib|^2, sb = sum_b psi_b |grad W_ib| (the same psi_b,
+ * any common factor). kernels/iisph/iisph.cl's trap_weight is the same. */
+#define IISPH_TRAP_FULL 0.25f
+#define IISPH_TRAP_NONE 0.5f
+static inline float iisph_trap_weight(float gb2, float sb)
+{
+    if (!(sb > 0.0f))
+        return 0.0f;
+    const float q = sqrtf(gb2) / sb, t = (IISPH_TRAP_NONE - q) / (IISPH_TRAP_NONE - IISPH_TRAP_FULL);
+    return t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
 }
 
 /* gradient_correction: gamma_i is clamped to [IISPH_GAMMA_LO, 1 / IISPH_GAMMA_LO] */

@@ -353,11 +353,16 @@ int iisph_cl_solve(floe_ctx *ctx, const iisph_cfg *c, struct iisph_cl **clp)
         if ((st = floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, &rb)))
             return st;
         int32_t init = l == 0, fin = l == lb - 1;
+        /* a moving set's (a rigid body's) velocities, read undeclared as the C path does */
+        void *vb = l < nb && !b[l].info.is_static ? api->cl_attr(ctx, b[l].set, "v", FLOE_VEC3, FLOE_READ) : NULL;
+        int32_t hasv = vb != NULL;
+        if (!vb)
+            vb = rb.x; /* unread */
         double bytes = 140.0 * n + 4.0 * rb.total;
         floe_cl_arg a[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(acc), ARG(S.xm), ARG(vadv), ARG(S.G), ARG(S.E), ARG(K),
                            ARG(S.kc), ARG(S.per), ARG(gv), ARG(rho0), ARG(dt), ARG(beta), ARG(hyd), ARG(visc_c),
                            ARG(damp), ARG(init), ARG(fin), ARG(rb.has), ARG(rb.x), ARG(rb.w), ARG(rb.cnt), ARG(rb.idx),
-                           ARG(rb.pitch), ARG(S.red), ARG(corr), ARG(tr)};
+                           ARG(rb.pitch), ARG(S.red), ARG(corr), ARG(tr), ARG(hasv), ARG(vb)};
         if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, bytes)))
             return st;
     }
