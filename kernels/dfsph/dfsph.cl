@@ -3,8 +3,9 @@
  * modules/dfsph/dfsph.c (docs/dfsph.md has the equations):
  *
  *   setup_b   per boundary set: Gb = sum_b V_b grad W_ib and the neighbour
- *             count; on the last launch Gb *= beta rho0, xm = (x, m),
- *             u = v, and the group maxima of |v|^2
+ *             count, u.w = sum_b V_b v_b . grad W_ib of moving sets; on the
+ *             last launch Gb and u.w *= beta rho0, xm = (x, m), u.xyz = v,
+ *             and the group maxima of |v|^2
  *   setup_f   the fluid sums: G = Gb + sum_j m_j grad W_ij, s2 = sum_j m_i
  *             m_j |grad W_ij|^2; D = |G|^2 + s2 (0 where almost no
  *             neighbours), few (too few neighbours for the divergence
@@ -29,14 +30,15 @@
 
 /* Boundary pass, one launch per boundary set (hasb = 0: none). init: the
  * sums start at 0, else from gb (.xyz the raw sum, .w the neighbour count
- * so far); fin: the last launch, which finishes the particle. cb = (beta
- * rho0, unused...). mx[0]: bits of max |v|^2. */
+ * so far) and u.w (the raw sum of V_b v_b . grad W_ib of the moving sets:
+ * hasv, their velocities vb); fin: the last launch, which finishes the
+ * particle. mx[0]: bits of max |v|^2. */
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
 dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global const float *m,
               __global float4 *xm, __global float4 *u, __global float4 *gb, float4 kc, float4 per, float brho0,
               int init, int fin, int hasb, __global const float *xb, __global const float *Vb,
               __global const uint *cntb, __global const uint *idxb, uint pitchb, __global uint *mx, int kgc,
-              __global float *tr)
+              __global float *tr, int hasv, __global const float *vb)
 {
     __local float red[WGS];
     const uint i = get_global_id(0);
@@ -44,9 +46,10 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
     if (i < n) {
         const float3 xi = floe_load3(x, i);
         float4 G = init ? (float4)(0.0f) : gb[i];
+        float ub = init ? 0.0f : u[i].w;
         float trb = kgc && !init ? tr[i] : 0.0f; /* gradient_correction: sum_b V_b dW/dr r */
         if (hasb) {
-            float sx = 0.0f, sy = 0.0f, sz = 0.0f, st = 0.0f;
+            float sx = 0.0f, sy = 0.0f, sz = 0.0f, st = 0.0f, su = 0.0f;
             const uint cb = cntb[i];
             for (uint k = 0; k < cb; k++) {
                 const uint j = idxb[k * pitchb + i];
@@ -56,12 +59,15 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
                 sy += g * d.y;
                 sz += g * d.z;
                 st += g * r2;
+                if (hasv)
+                    su += g * dot(floe_load3(vb, j), d);
             }
             G.x += sx;
             G.y += sy;
             G.z += sz;
             G.w += (float)cb;
             trb += st;
+            ub += su;
         }
         if (kgc)
             tr[i] = trb;
@@ -70,12 +76,14 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
             G.y *= brho0;
             G.z *= brho0;
             const float3 vi = floe_load3(v, i);
-            u[i] = (float4)(vi, 0.0f);
+            u[i] = (float4)(vi, brho0 * ub);
             xm[i] = (float4)(xi, m[i]);
             v2 = vi.x * vi.x + vi.y * vi.y + vi.z * vi.z;
             if (isnan(v2)) /* the C path's maxima skip NaN */
                 v2 = 0.0f;
         }
+        else
+            u[i] = (float4)(0.0f, 0.0f, 0.0f, ub);
         gb[i] = G;
     }
     if (fin)
@@ -86,7 +94,8 @@ dfsph_setup_b(uint n, __global const float *x, __global const float *v, __global
  * tr M_i = -(sum_j m_j / rho0 dW/dr r + the boundary part from setup_b),
  * clamped to [lo, 1/lo]; the wall's gradients Gb scaled by gamma_i (the
  * pair gradients by (gamma_i + gamma_j) / 2 in every pass) */
-__kernel void dfsph_gamma(uint n, __global const float4 *xm, __global float4 *gb, __global const float *tr,
+__kernel void dfsph_gamma(uint n, __global const float4 *xm, __global float4 *gb, __global float4 *u,
+                          __global const float *tr,
                           __global float *gam, float4 kc, float4 per, float inv_rho0, float dim, float lo,
                           __global const uint *cntf, __global const uint *idxf, uint pitchf)
 {
@@ -97,6 +106,7 @@ __kernel void dfsph_gamma(uint n, __global const float4 *xm, __global float4 *gb
     gam[i] = g;
     const float4 G = gb[i];
     gb[i] = (float4)(g * G.x, g * G.y, g * G.z, G.w);
+    u[i].w *= g;
 }
 
 /* m_j dW/dr / r of a pair, times (gamma_i + gamma_j) / 2 with
@@ -165,13 +175,14 @@ __kernel void dfsph_predict(uint n, __global float4 *u, __global const float *a,
     u[i] = ui;
 }
 
-/* Drho_i/Dt of u: u_i . Gb_i + sum_j (u_i - u_j) . m_j grad W_ij */
+/* Drho_i/Dt of u: u_i . Gb_i - u_i.w (the moving boundaries' part, setup_b's)
+ * + sum_j (u_i - u_j) . m_j grad W_ij */
 inline float div_row(uint i, float3 xi, float4 ui, float4 Gb, __global const float4 *xm, __global const float4 *u,
                      float4 kc, float4 per, __global const uint *cntf, __global const uint *idxf, uint pitchf,
                      const int kgc, __global const float *gam)
 {
     const float gi = kgc ? gam[i] : 1.0f;
-    float s = ui.x * Gb.x + ui.y * Gb.y + ui.z * Gb.z;
+    float s = ui.x * Gb.x + ui.y * Gb.y + ui.z * Gb.z - ui.w;
     const uint c = cntf[i];
     for (uint k = 0; k < c; k++) {
         FLOE_XM_IJ(xm, idxf, pitchf);

@@ -88,9 +88,9 @@ static int dfsph_init(floe_ctx *ctx, void **state)
 
 static void free_particles(dfsph_state *s)
 {
-    free(s->off), free(s->Gb), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
+    free(s->off), free(s->Gb), free(s->ub), free(s->D), free(s->u), free(s->P), free(s->Pold), free(s->S), free(s->ap);
     free(s->rho), free(s->rho0), free(s->lag), free(s->gam), free(s->av), free(s->few), free(s->own), free(s->part);
-    s->off = NULL, s->Gb = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
+    s->off = NULL, s->Gb = s->ub = s->D = s->u = s->P = s->Pold = s->S = s->ap = s->rho = s->rho0 = s->lag = s->gam = s->av = NULL;
     s->few = s->own = NULL, s->part = NULL;
     s->cap_n = 0;
 }
@@ -122,6 +122,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     size_t cap = n + n / 4 + 64;
     s->off = malloc((cap + 1) * sizeof *s->off);
     s->Gb = malloc(3 * cap * sizeof(float));
+    s->ub = malloc(cap * sizeof(float));
     s->D = malloc(cap * sizeof(float));
     s->u = aligned_alloc(64, (4 * cap * sizeof(float) + 63) / 64 * 64);
     s->P = malloc(cap * sizeof(float));
@@ -136,7 +137,7 @@ static int ensure_particles(dfsph_state *s, size_t n)
     s->few = malloc(cap);
     s->own = malloc(cap);
     s->part = malloc((cap / CHUNK + 2) * sizeof(double));
-    if (!s->off || !s->Gb || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
+    if (!s->off || !s->Gb || !s->ub || !s->D || !s->u || !s->P || !s->Pold || !s->S || !s->ap || !s->rho || !s->rho0 || !s->lag || !s->gam || !s->av || !s->few ||
         !s->own || !s->part) {
         free_particles(s);
         return -1;
@@ -194,12 +195,13 @@ static inline float row_rel_dot(const float *restrict r4, const uint32_t *restri
     return d;
 }
 
-/* Drho_i/Dt of the velocities u for particle gi */
+/* Drho_i/Dt of the velocities u for particle gi (relative to the moving
+ * boundaries' particles: ub) */
 static inline float div_one(const dfsph_state *restrict s, size_t gi)
 {
     const float *restrict u = s->u;
     const float ux = u[4 * gi], uy = u[4 * gi + 1], uz = u[4 * gi + 2];
-    const float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2];
+    const float d = ux * s->Gb[3 * gi] + uy * s->Gb[3 * gi + 1] + uz * s->Gb[3 * gi + 2] - s->ub[gi];
     return d + row_rel_dot(u, s->nj, s->gx, s->gy, s->gz, s->off[gi], s->off[gi + 1], ux, uy, uz);
 }
 
@@ -446,6 +448,7 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
             continue;
         if ((st = floe_targets(api, ctx, &f[q], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t[q], &nt[q])) != FLOE_OK)
             return st;
+        floe_targets_moving(api, ctx, t[q], nt[q]); /* the density change's v_b */
         const float *rho = floe_attr_of(api, ctx, &f[q], "rho", FLOE_F32);
         if (!rho)
             return FLOE_ERR_ARG;

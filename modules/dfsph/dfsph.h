@@ -30,6 +30,7 @@ typedef struct dfsph_state {
     uint32_t *nj;       /* pairs: global index of the fluid neighbour */
     float *gx, *gy, *gz; /* pairs: m_j grad W_ij */
     float *Gb;          /* 3N: sum_b psi_b grad W_ib */
+    float *ub;          /* N: sum_b psi_b v_b . grad W_ib of the moving boundary sets (rigid bodies) */
     float *D;           /* N: the diagonal, 0 where a particle has (almost) no neighbours */
     float *u;           /* 4N: the velocity being corrected, 16-byte records (x, y, z, 0) */
     float *P;           /* N: the iterate P = p / rho^2 */

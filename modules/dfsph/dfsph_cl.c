@@ -291,10 +291,15 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
         st = floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, &rb);
         if (st)
             return st;
+        /* a moving set's (a rigid body's) velocities, read undeclared as the C path does */
+        void *vb = l < nb && !b[l].info.is_static ? api->cl_attr(ctx, b[l].set, "v", FLOE_VEC3, FLOE_READ) : NULL;
+        int32_t hasv = vb != NULL;
+        if (!vb)
+            vb = rb.x; /* unread */
         floe_cl_arg a[] = {ARG(n),     ARG(x),     ARG(S.v),   ARG(m),    ARG(S.xm),  ARG(S.u),
                            ARG(S.gb),  ARG(S.kc),  ARG(S.per), ARG(brho0), ARG(init), ARG(fin),
                            ARG(rb.has), ARG(rb.x), ARG(rb.w),  ARG(rb.cnt), ARG(rb.idx), ARG(rb.pitch),
-                           ARG(mx),     ARG(S.kgc), ARG(tr)};
+                           ARG(mx),     ARG(S.kgc), ARG(tr),   ARG(hasv), ARG(vb)};
         if ((st = api->cl_run(ctx, k_setup_b, n, (int)(sizeof a / sizeof *a), a, 80.0 * n + 4.0 * rb.total)))
             return st;
     }
@@ -325,8 +330,8 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     S.pairs = rf.total;
     if (c->corr) { /* gamma before any pair gradient uses it */
         const float ir0 = 1.0f / S.rho0, dimf = (float)si->dim, lo = 0.9f;
-        floe_cl_arg a[] = {ARG(n),   ARG(S.xm), ARG(S.gb),  ARG(tr),   ARG(S.gam),    ARG(S.kc),    ARG(S.per),
-                           ARG(ir0), ARG(dimf), ARG(lo),    ARG(S.cnt), ARG(S.idx), ARG(S.pitch)};
+        floe_cl_arg a[] = {ARG(n),   ARG(S.xm), ARG(S.gb),  ARG(S.u),  ARG(tr),    ARG(S.gam),  ARG(S.kc),
+                           ARG(S.per), ARG(ir0), ARG(dimf), ARG(lo),  ARG(S.cnt), ARG(S.idx), ARG(S.pitch)};
         if ((st = api->cl_run(ctx, k_gamma, n, (int)(sizeof a / sizeof *a), a, 56.0 * n + 20.0 * rf.total)) ||
             (ranks > 1 && (st = floe_halo(api, ctx, q->set, S.gam, sizeof(float))))) /* MPI: the ghosts' gamma */
             return st;

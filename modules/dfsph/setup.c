@@ -181,7 +181,7 @@ FLOE_ROW_FN void setup_one(const dfsph_setup *u, uint32_t i, const int per)
     dfsph_state *s = u->s;
     const size_t gi = u->off + i, gi_ = gi;
     const float xi = u->x[3 * i], yi = u->x[3 * i + 1], zi = u->x[3 * i + 2], mi = u->m[i];
-    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f, dv = 0.0f;
+    float G[3] = {0, 0, 0}, Gb[3] = {0, 0, 0}, V[3] = {0, 0, 0}, s2 = 0.0f, dv = 0.0f, ub = 0.0f;
     size_t o = s->off[gi];
     uint32_t count = 0;
     const float gam_i = s->gam[gi_], eps = u->eps;
@@ -194,6 +194,8 @@ FLOE_ROW_FN void setup_one(const dfsph_setup *u, uint32_t i, const int per)
         count += cnt;
         if (tg->boundary) {
             floe_row_grad(kc, id, cnt, xt, w, xi, yi, zi, Gb, per);
+            if (tg->v) /* a moving set: sum_b V_b v_b . grad W_ib */
+                ub += floe_row_vgrad(kc, id, cnt, xt, w, tg->v, xi, yi, zi, per);
             continue;
         }
         const float *restrict gt = s->gam + tg->off, *restrict rt = s->rho + tg->off;
@@ -221,6 +223,7 @@ FLOE_ROW_FN void setup_one(const dfsph_setup *u, uint32_t i, const int per)
     }
     /* psi_b = rho0_i V_b; the kernel's sigma is in floe_kdw's g; gamma_i
      * (1 without gradient_correction) on the boundary's gradients */
+    s->ub[gi] = ub * u->beta * u->rho0 * s->gam[gi];
     for (int k = 0; k < 3; k++) {
         Gb[k] *= u->beta * u->rho0 * s->gam[gi];
         G[k] += Gb[k];
@@ -234,7 +237,8 @@ FLOE_ROW_FN void setup_one(const dfsph_setup *u, uint32_t i, const int per)
     /* the divergence solve's source, Drho_i/Dt of u (u = v of every
      * particle is in place before the set-up), summed as div_one sums it */
     if (u->div_source)
-        s->S[gi] = s->few[gi] ? 0.0f : ui * s->Gb[3 * gi] + vi * s->Gb[3 * gi + 1] + wi * s->Gb[3 * gi + 2] + dv;
+        s->S[gi] = s->few[gi] ? 0.0f
+                              : ui * s->Gb[3 * gi] + vi * s->Gb[3 * gi + 1] + wi * s->Gb[3 * gi + 2] - s->ub[gi] + dv;
 }
 
 void dfsph_setup_rows(const dfsph_setup *u, uint32_t n)

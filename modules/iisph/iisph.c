@@ -203,20 +203,6 @@ static int ensure_pairs(iisph_state *s, size_t n)
 
 /* ---- per-step set-up --------------------------------------------------------- */
 
-/* The velocities of the moving boundary sets (rigid bodies) into their
- * targets' v, which the density prediction reads: the fluid's density
- * changes with its velocity relative to theirs. Walls at rest (and a set
- * without v) keep v = NULL and cost nothing. v is read undeclared: boundary
- * sets carry it only where a stage writes it (the rigid module). */
-static void moving_boundaries(floe_ctx *ctx, floe_target *t, int nt)
-{
-    for (int b = 0; b < nt; b++) {
-        floe_set_info bi;
-        if (t[b].boundary && api->set_info(ctx, t[b].set, &bi) == FLOE_OK && !bi.is_static)
-            t[b].v = api->attr_read(ctx, t[b].set, "v", FLOE_VEC3);
-    }
-}
-
 /* Boundary row: G += sum_b V_b grad W_ib; when hyd, E += sum_b V_b (g . x_ib)
  * grad W_ib; when visc, K += sum_b V_b dW/dr / (r (r^2 + eps)) x_ib x_ib^T
  * (xx yy zz xy xz yz), so that sum_b V_b (v . x_ib) / (r^2 + eps) grad W_ib = K v;
@@ -228,15 +214,8 @@ FLOE_ROW_FN void row_boundary(const floe_kconst *kc, const uint32_t *restrict id
                               float G[3], float E[3], float K[6], float *sb, float *ub, const int per)
 {
     floe_row_grad(kc, id, cnt, xt, V, xi, yi, zi, G, per);
-    if (vt) {
-        float su = 0.0f;
-#pragma omp simd reduction(+ : su)
-        for (uint32_t k = 0; k < cnt; k++) {
-            FLOE_X_IJ(per);
-            su += V[j] * floe_kdw(kc, r2) * (vt[3 * j] * dx + vt[3 * j + 1] * dy + vt[3 * j + 2] * dz);
-        }
-        *ub += su;
-    }
+    if (vt)
+        *ub += floe_row_vgrad(kc, id, cnt, xt, V, vt, xi, yi, zi, per);
     if (trap) {
         float sm = 0.0f;
 #pragma omp simd reduction(+ : sm)
@@ -671,7 +650,7 @@ static int solve_c(floe_ctx *ctx, iisph_state *s, const iisph_cfg *c)
         if ((st = floe_targets(api, ctx, &f[q], f, nf, FLOE_WITH_BOUNDARY, NULL, NULL, t, &nt)) != FLOE_OK)
             return st;
         memcpy(tt[q], t, (size_t)nt * sizeof *t);
-        moving_boundaries(ctx, tt[q], nt);
+        floe_targets_moving(api, ctx, tt[q], nt); /* the density prediction's v_b */
         struct setup *w = &u[q];
         memset(w, 0, sizeof *w);
         w->kc = &kc;

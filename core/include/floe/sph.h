@@ -10,10 +10,12 @@
  *   FLOE_STATE_INIT, floe_scratch     a zeroed module state, per-particle scratch arrays
  *   floe_kconst, floe_kw, floe_kdw    kernel constants and the branch-free spline
  *   FLOE_X_IJ(per)                    x_ij and r^2 of one pair, minimum image on periodic axes
- *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists
+ *   floe_target, floe_targets         the sets a fluid set interacts with, and their lists;
+ *   floe_targets_moving               the velocities of the moving boundary sets among them
  *   FLOE_ROW, FLOE_ROW_CALL           one particle's row of a target, the periodic/plain choice
  *   floe_prefetch_rows, FLOE_PAR_FOR  row prefetching, the OpenMP loop over particles
- *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib)
+ *   floe_row_w, floe_row_grad         the common row sums (density, sum_b V_b grad W_ib,
+ *   floe_row_vgrad                    sum_b V_b v_b . grad W_ib)
  *   FLOE_ROW_SUM3, FLOE_ROW_GRAD_SUM  a row sum of (pair term) x_ij, of (pair weight) grad W_ij:
  *                                     the term or weight is the physics
  *   floe_xsph_pair, floe_row_xsph     the one XSPH term (sph.xsph and wcsph.pressure_force)
@@ -146,7 +148,7 @@ typedef struct floe_target {
     const float *x;     /* positions, 3 per particle */
     const float *mass;  /* m (fluid) or V (boundary) */
     const float *rho;   /* fluid, with FLOE_NEED_RHO */
-    const float *v;     /* fluid, with FLOE_NEED_V */
+    const float *v;     /* fluid, with FLOE_NEED_V; a moving boundary set's by floe_targets_moving */
     const float *aux;   /* fluid, when floe_targets got a scratch array: its slice of the set */
     size_t off;         /* fluid: offset of the set in the module's scratch (floe_fluid.off) */
     float umass;        /* fluid: the mass all its particles share (floe_targets' umass), else 0 */
@@ -230,6 +232,20 @@ static inline int floe_targets(const floe_api *api, floe_ctx *ctx, const floe_fl
     }
     *nt = n;
     return FLOE_OK;
+}
+
+/* The velocities v of the moving boundary sets among targets t[0..nt) (a
+ * rigid body's particles, api->set_moving), for a solver whose predicted
+ * density takes the fluid's velocity relative to them; walls at rest, and
+ * a moving set without v, keep v = NULL. v is read undeclared: boundary
+ * sets carry it only where a stage writes it (the rigid module). */
+static inline void floe_targets_moving(const floe_api *api, floe_ctx *ctx, floe_target *t, int nt)
+{
+    for (int b = 0; b < nt; b++) {
+        floe_set_info bi;
+        if (t[b].boundary && api->set_info(ctx, t[b].set, &bi) == FLOE_OK && !bi.is_static)
+            t[b].v = (const float *)api->attr_read(ctx, t[b].set, "v", FLOE_VEC3);
+    }
 }
 
 /* the fluid targets come first: how many there are */
@@ -359,6 +375,21 @@ FLOE_ROW_FN void floe_row_grad(const floe_kconst *kc, const uint32_t *restrict i
                                float s[3], const int per)
 {
     FLOE_ROW_GRAD_SUM(s, w[j]);
+}
+
+/* sum_j w_j v_j . grad W_ij: a moving boundary set's part of the density
+ * change (w = V, v = the set's velocities, floe_targets_moving) */
+FLOE_ROW_FN float floe_row_vgrad(const floe_kconst *kc, const uint32_t *restrict id, uint32_t cnt,
+                                 const float *restrict xt, const float *restrict w, const float *restrict vt,
+                                 float xi, float yi, float zi, const int per)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (uint32_t k = 0; k < cnt; k++) {
+        FLOE_X_IJ(per);
+        s += w[j] * floe_kdw(kc, r2) * (vt[3 * j] * dx + vt[3 * j + 1] * dy + vt[3 * j + 2] * dz);
+    }
+    return s;
 }
 
 /* ---- XSPH (Monaghan 1989), one definition ------------------------------------
