@@ -187,4 +187,37 @@ static double stat_sum(world *w, const char *name, uint64_t *count)
 static const float TANK3[3] = {0.3f, 0.3f, 0.2f}, WATER3[3] = {0.15f, 0.2f, 0.2f};
 static const float TANK2[3] = {0.4f, 0.4f, 0}, WATER2[3] = {0.2f, 0.3f, 0};
 
+/* p of two cpu-backend worlds after two steps of 1 ms (relative L2); stages
+ * adds each world's pipeline with its options o[b]; destroys the worlds */
+static double worlds_p_change(world w[2], void (*stages)(world *, const void *), const void *const o[2])
+{
+    for (int b = 0; b < 2; b++) {
+        stages(&w[b], o[b]);
+        for (int s = 0; s < 2; s++)
+            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
+    }
+    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
+    destroy(&w[0]);
+    destroy(&w[1]);
+    return ep;
+}
+
+/* How far a moving boundary moves p: the cpu backend's 2D tank with the
+ * moving lid (W_LID | W_MOVING) after two steps, against the same lid at
+ * rest. make: the test's world (its solver loaded), stages: adds its
+ * pipeline with options o. */
+typedef world (*world_maker)(const char *backend, int dim, float d, const float tank[3], const float water[3],
+                             float jitter, unsigned opt);
+static double moving_lid_p_change(world_maker make, void (*stages)(world *, const void *), const void *o)
+{
+    world w[2];
+    for (int b = 0; b < 2; b++)
+        w[b] = make("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, W_LID | W_MOVING);
+    floe_set lid = floe_set_find(w[0].ctx, "lid"); /* the same lid at rest */
+    float *v = floe_attr(w[0].ctx, lid, "v", FLOE_VEC3);
+    memset(v, 0, 3 * sizeof *v * floe_set_size(w[0].ctx, lid));
+    const void *const oo[2] = {o, o};
+    return worlds_p_change(w, stages, oo);
+}
+
 #endif

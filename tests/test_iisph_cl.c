@@ -125,21 +125,18 @@ static void solve_agrees(int dim, unsigned opt, const solve_opt *o, const char *
     destroy(&w[1]);
 }
 
-/* how far an option moves p: the cpu backend's 2D tank after two steps of
- * 6 iterations, without (off) and with it (on); relative L2 */
+/* the step with the solve, not integrated (p_change, moving_lid_p_change) */
+static void solve_stages(world *w, const void *o) { pipeline(w, 1, 0, o); }
+
+/* how far an option moves p: the cpu backend's 2D tank (with opt) after two
+ * steps, without (off) and with it (on); relative L2 */
 static double p_change(const solve_opt *off, const solve_opt *on, unsigned opt)
 {
     world w[2];
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < 2; b++)
         w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, opt);
-        pipeline(&w[b], 1, 0, b ? on : off);
-        for (int s = 0; s < 2; s++)
-            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
-    }
-    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
-    destroy(&w[0]);
-    destroy(&w[1]);
-    return ep;
+    const void *const o[2] = {off, on};
+    return worlds_p_change(w, solve_stages, o);
 }
 
 Test(iisph_cl, stage_solve_one_iteration, .timeout = FLOE_TIMEOUT(300))
@@ -214,23 +211,9 @@ Test(iisph_cl, stage_solve_moving_boundary, .timeout = FLOE_TIMEOUT(300))
     solve_opt o = {.iterations = 6};
     solve_agrees(3, W_LID | W_MOVING, &o, "3D, a moving lid");
     solve_agrees(2, W_LID | W_MOVING, &o, "2D, a moving lid");
-    world w[2];
-    for (int b = 0; b < 2; b++) {
-        w[b] = solver_world("cpu", 2, 0.01f, TANK2, WATER2, 0.3f, W_LID | W_MOVING);
-        if (!b) { /* the same lid at rest */
-            floe_set lid = floe_set_find(w[b].ctx, "lid");
-            float *v = floe_attr(w[b].ctx, lid, "v", FLOE_VEC3);
-            memset(v, 0, 3 * sizeof *v * floe_set_size(w[b].ctx, lid));
-        }
-        pipeline(&w[b], 1, 0, &o);
-        for (int s = 0; s < 2; s++)
-            cr_assert_eq(floe_step(w[b].ctx, 1e-3), FLOE_OK, "%s", floe_ctx_error(w[b].ctx));
-    }
-    const double ep = rel_l2(&w[0], &w[1], "p", FLOE_F32);
+    const double ep = moving_lid_p_change(solver_world, solve_stages, &o);
     cr_log_info("the lid moving against at rest: p relative L2 %.3g", ep);
     cr_assert_gt(ep, 1e-3, "the lid's velocity changed p by only %.3g", ep);
-    destroy(&w[0]);
-    destroy(&w[1]);
 }
 
 Test(iisph_cl, stage_solve_two_boundary_sets, .timeout = FLOE_TIMEOUT(300))
