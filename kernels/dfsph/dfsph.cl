@@ -218,6 +218,22 @@ __kernel void dfsph_source(uint n, __global const float4 *xm, __global const flo
     Pold[i] = p;
 }
 
+/* The divergence solve's error before any iteration: per work group the
+ * sum of max(S_i, 0) / rho0 over the first nown particles (MPI: the owned
+ * ones) that take part (not few), into part[group] (divergence_min_iterations
+ * 0; the host reduces it as update's sums) */
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void
+dfsph_source_err(uint n, __global const float *S, __global const float4 *co, float rho0, uint nown,
+                 __global float *part)
+{
+    __local float red[WGS];
+    const uint i = get_global_id(0);
+    const float e = i < n && i < nown && co[i].y == 0.0f ? floe_pos(S[i]) / rho0 : 0.0f;
+    const float sum = floe_group_sum(red, e);
+    if (get_local_id(0) == 0)
+        part[get_group_id(0)] = sum;
+}
+
 /* a^p_i = -(P_i Gb_i + sum_j (P_i + P_j) m_j grad W_ij) */
 __kernel void dfsph_accel(uint n, __global const float4 *xm, __global const float *P, __global const float4 *gb,
                           __global float4 *ap, float4 kc, float4 per, __global const uint *cntf,

@@ -71,7 +71,7 @@ FLOE_MODULE_API_DEFINE;
 
 #define CHUNK 512
 
-enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY, SO_VISC };
+enum { SO_TOL, SO_DIV_TOL, SO_MIN_IT, SO_MAX_IT, SO_DIV_MAX_IT, SO_DIV_MIN_IT, SO_WARM, SO_DIVERGENCE, SO_FORCE_COURANT, SO_DT_MAX, SO_CORR_SPEED, SO_OMEGA, SO_BOUNDARY, SO_GRAD_CORR, SO_CHEB, SO_CHEB_DELAY, SO_VISC };
 
 /* ---- state: per-step scratch, grown as needed (dfsph_state, dfsph.h) ----------- */
 
@@ -381,6 +381,21 @@ static int solve(dfsph_state *s, size_t N, float dt, int divergence, const iter 
     return halo_all(h, s->u, 4);
 }
 
+/* The divergence solve's error before any iteration (its source S from the
+ * set-up, no pressure): dt mean(max(S_i, 0) / rho0_i) over the owned
+ * particles that take part, as pass_update measures an iterate's */
+static int source_error(const dfsph_state *s, size_t N, float dt, const dd_view *h, double *err)
+{
+    double e = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : e)
+    for (size_t i = 0; i < N; i++)
+        if (s->own[i] && !s->few[i])
+            e += floe_pos(s->S[i]) / s->rho0[i];
+    int st = floe_reduce(api, h->ctx, &e, 1, FLOE_REDUCE_SUM);
+    *err = h->owned > 0.0 ? dt * e / h->owned : 0.0;
+    return st;
+}
+
 /* ---- the stage ---------------------------------------------------------------------- */
 
 /* the parameters of dfsph.solve, once per call */
@@ -393,6 +408,7 @@ static void decode(const floe_stage_call *call, dfsph_cfg *c)
         .min_it = call->param[SO_MIN_IT].i,
         .max_it = call->param[SO_MAX_IT].i,
         .max_it_v = call->param[SO_DIV_MAX_IT].i,
+        .min_it_v = call->param[SO_DIV_MIN_IT].i,
         .warm = (float)call->param[SO_WARM].f,
         .omega = (float)call->param[SO_OMEGA].f,
         .cheb_rho = (float)call->param[SO_CHEB].f,
@@ -585,9 +601,15 @@ static int solve_c(const floe_stage_call *call, const dfsph_cfg *c)
                 Pq[i] = kq[i] / dt;
         }
         const iter cv = {omega, warm, cheb_rho, cheb_delay, 1, max_it_v, tol_v, 1};
-        if ((st = solve(s, N, dt, 1, &cv, &h, &it_v, &err_v)) != FLOE_OK)
+        int skip = 0; /* divergence_min_iterations 0: no iteration where the error is within tol_v already */
+        if (c->min_it_v == 0) {
+            if ((st = source_error(s, N, dt, &h, &err_v)) != FLOE_OK)
+                return st;
+            skip = err_v <= tol_v;
+        }
+        if (!skip && (st = solve(s, N, dt, 1, &cv, &h, &it_v, &err_v)) != FLOE_OK)
             return st;
-        for (int q = 0; q < nf; q++) {
+        for (int q = 0; q < nf && !skip; q++) { /* a skipped solve keeps its last P for the next warm start */
             float *restrict kq = kv[q];
             const float *restrict Pq = s->P + f[q].off;
 #pragma omp parallel for schedule(static)
@@ -716,6 +738,10 @@ static const floe_param_desc solve_params[] = {
         "constant density solver: at most this many iterations"),
     [SO_DIV_MAX_IT] = FLOE_PARAM_I("divergence_max_iterations", 100, 1, 100000, "",
         "divergence-free solver: at most this many iterations (at least 1)"),
+    [SO_DIV_MIN_IT] = FLOE_PARAM_I("divergence_min_iterations", 1, 0, 1, "",
+        "1: the divergence-free solve takes at least one iteration every step (Bender & Koschier's algorithm, "
+        "SPlisHSPlasH); 0: none in a step whose divergence error is within divergence_tolerance before any "
+        "iteration (the warm start not applied; the last P kept for the next)"),
     [SO_WARM] = FLOE_PARAM_F("warm_start", 0.5, 0, 1, "",
         "both solvers start from this times last step's summed P (0 = cold start)"),
     [SO_DIVERGENCE] = FLOE_PARAM_B("divergence", 1,

@@ -14,6 +14,7 @@ FLOE_MODULE_API_EXTERN; /* one `api` for dfsph.c and dfsph_cl.c (<floe/sph.h>) *
 typedef struct dfsph_cfg {
     double tol, tol_v;                  /* density, divergence tolerance */
     int64_t min_it, max_it, max_it_v;   /* constant density min/max, divergence max */
+    int64_t min_it_v;                   /* divergence min: 1, or 0 (skipped when within tol_v at the start) */
     float warm, omega, cheb_rho, beta;  /* warm start, relaxation, Chebyshev radius (0 = off), wall factor */
     int64_t cheb_delay;
     int divergence;                     /* run the divergence-free solver */

@@ -84,7 +84,7 @@ typedef struct solver {
     floe_ctx *ctx;
     struct dfsph_cl *cl;
     const dfsph_cfg *c;
-    void *k_source, *k_accel, *k_update, *k_reduce, *k_apply;
+    void *k_source, *k_accel, *k_update, *k_reduce, *k_apply, *k_source_err;
     uint32_t n, nown, nparts, pitch; /* nown: the particles this rank owns (MPI), n in one process */
     int ranks;
     double owned_total;              /* MPI: the owned particles of every rank */
@@ -96,6 +96,28 @@ typedef struct solver {
     int32_t kgc; /* gradient_correction */
     double pairs;
 } solver;
+
+/* The mean error from the work groups' sums in part: reduced on the device,
+ * read back (blocking), summed over the ranks, times f (dt for the
+ * divergence solve's rate) */
+static int read_error(solver *S, float f, double *err)
+{
+    floe_ctx *ctx = S->ctx;
+    const uint32_t slot = 0;
+    floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
+    int st;
+    if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 4.0 * S->nparts)))
+        return st;
+    float e = 0.0f;
+    if ((st = cl_check(ctx, S->cl->read(S->cl->queue, S->red, 1, 0, sizeof e, &e, 0, NULL, NULL),
+                       "reading the density error")))
+        return st;
+    double es = e; /* MPI: the owned particles' errors of every rank */
+    if (S->ranks > 1 && (st = floe_reduce(api, ctx, &es, 1, FLOE_REDUCE_SUM)))
+        return st;
+    *err = f * es / (S->ranks > 1 ? S->owned_total : (double)S->n);
+    return FLOE_OK;
+}
 
 /* One solve: source and warm start from `init` (dfsph_kv or p), relaxed
  * Jacobi until the mean error is at most tol (after min_it) or max_it,
@@ -118,6 +140,16 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
     if ((st = api->cl_run(ctx, S->k_source, n, (int)(sizeof sa / sizeof *sa), sa, 100.0 * n + 5.0 * row)) ||
         (S->ranks > 1 && (st = floe_halo(api, ctx, S->set, S->P, sizeof(float)))))
         return st;
+    if (divergence && min_it == 0) { /* divergence_min_iterations 0: the error before any iteration */
+        floe_cl_arg ea[] = {ARG(n), ARG(S->S), ARG(S->co), ARG(S->rho0), ARG(S->nown), ARG(S->part)};
+        if ((st = api->cl_run(ctx, S->k_source_err, n, (int)(sizeof ea / sizeof *ea), ea, 24.0 * n)) ||
+            (st = read_error(S, dtk, err)))
+            return st;
+        if (*err <= tol) { /* no iteration: u and the kept P (dfsph_kv) stay as they are */
+            *it_out = 0;
+            return FLOE_OK;
+        }
+    }
     int64_t it = 0;
     float om = 1.0f;
     for (;;) {
@@ -139,18 +171,8 @@ static int solve(solver *S, int divergence, int64_t min_it, int64_t max_it, doub
             return st;
         it++;
         if (it >= min_it || it >= max_it) {
-            const uint32_t slot = 0;
-            floe_cl_arg ra[] = {ARG(S->nparts), ARG(S->part), ARG(S->red), ARG(slot)};
-            if ((st = api->cl_run(ctx, S->k_reduce, WGS, 4, ra, 4.0 * S->nparts)))
+            if ((st = read_error(S, divergence ? dtk : 1.0f, err)))
                 return st;
-            float e = 0.0f;
-            if ((st = cl_check(ctx, S->cl->read(S->cl->queue, S->red, 1, 0, sizeof e, &e, 0, NULL, NULL),
-                               "reading the density error")))
-                return st;
-            double es = e; /* MPI: the owned particles' errors of every rank */
-            if (S->ranks > 1 && (st = floe_reduce(api, ctx, &es, 1, FLOE_REDUCE_SUM)))
-                return st;
-            *err = (divergence ? dtk : 1.0) * es / (S->ranks > 1 ? S->owned_total : (double)n);
             if (*err <= tol || it >= max_it)
                 break;
         }
@@ -226,11 +248,12 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     void *k_predict = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_predict");
     void *k_gamma = c->corr ? api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_gamma") : NULL;
     S.k_source = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_source");
+    S.k_source_err = c->min_it_v == 0 ? api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_source_err") : NULL;
     S.k_accel = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_accel");
     S.k_update = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_update");
     S.k_reduce = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_reduce");
     S.k_apply = api->cl_kernel(ctx, "dfsph", FILE_CL, "dfsph_apply");
-    if (!k_setup_b || !k_setup_f || !k_predict || (c->corr && !k_gamma) || !S.k_source || !S.k_accel || !S.k_update || !S.k_reduce ||
+    if (!k_setup_b || !k_setup_f || !k_predict || (c->corr && !k_gamma) || !S.k_source || (c->min_it_v == 0 && !S.k_source_err) || !S.k_accel || !S.k_update || !S.k_reduce ||
         !S.k_apply)
         return FLOE_ERR;
 
@@ -355,7 +378,7 @@ int dfsph_cl_solve(floe_ctx *ctx, const dfsph_cfg *c, struct dfsph_cl **clp)
     /* 1. divergence-free solver on v, from last step's P of this solver (kept as dt P) */
     int64_t it_v = 0, it = 0;
     double err_v = 0.0, err = 0.0;
-    if (c->divergence && (st = solve(&S, 1, 1, c->max_it_v, c->tol_v, &it_v, &err_v)))
+    if (c->divergence && (st = solve(&S, 1, c->min_it_v, c->max_it_v, c->tol_v, &it_v, &err_v)))
         return st;
     /* 2. constant density solver on v* = u + dt a, from last step's P = p / rho^2 */
     {
