@@ -750,10 +750,7 @@ static const floe_param_desc solve_params[] = {
         "proposes dt <= force_courant sqrt(d / |g|), g gravity (0 proposes nothing)"),
     [SO_DT_MAX] = FLOE_PARAM_F("dt_max", 0.005, 1e-7, 10, "s",
         "proposes dt <= dt_max (SPlisHSPlasH's cflMaxTimeStep, 0.005 s)"),
-    [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
-        "compression already present is removed in one step only up to max(max_correction_speed, |v|max) "
-        "dt / d (the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = "
-        "no limit"),
+    [SO_CORR_SPEED] = FLOE_PARAM_MAX_CORRECTION_SPEED,
     [SO_OMEGA] = FLOE_PARAM_F("omega", 0.5, 0.01, 1, "",
         "relaxation of the Jacobi update of P (SPlisHSPlasH's DFSPH: 0.5)"),
     [SO_BOUNDARY] = FLOE_PARAM_S("boundary_pressure", "akinci", "akinci|mirror",

@@ -868,9 +868,7 @@ static const floe_param_desc solve_params[] = {
         "increment (for settling a scene at rest; 0 = none)"),
     [SO_FORCE_COURANT] = FLOE_PARAM_F("force_courant", 0.05, 0, 10, "",
         "proposes dt <= force_courant sqrt(d / |a|max), a the non-pressure acceleration (0 proposes nothing)"),
-    [SO_CORR_SPEED] = FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",
-        "compression already present is removed in one step only up to max(max_correction_speed, |v|max) dt / d "
-        "(the rest in later steps), so an initial or wall overlap does not explode at small dt; 0 = no limit"),
+    [SO_CORR_SPEED] = FLOE_PARAM_MAX_CORRECTION_SPEED,
     [SO_TRAPPED] = FLOE_PARAM_F("trapped_floor", 1, 0, 10, "",
         "for particles caught between boundaries on opposite sides (a body and a wall: |sum_b psi_b grad W_ib| "
         "under half of sum_b psi_b |grad W_ib|), |a_ii| taken as at least this times a particle's inside a rest "

@@ -25,7 +25,8 @@
  *                                     stage over fluid and boundary neighbours reads;
  *   FLOE_ATTR_ADDS_ACCEL              the a a force stage adds its own particle's force to
  *   floe_solver_sets, floe_cheb_weight,  a pressure solve's sets, the Chebyshev weights of its
- *   FLOE_PARAM_CHEBYSHEV(_DELAY)      Jacobi iteration and their parameters (iisph, dfsph)
+ *   FLOE_PARAM_CHEBYSHEV(_DELAY)      Jacobi iteration and their parameters (iisph, dfsph);
+ *   FLOE_PARAM_MAX_CORRECTION_SPEED   the solves' bound on removing compression already present
  * Packed records for the AVX2 rows: <floe/sph_pack.h>.
  *
  * Row functions take the pair loop's inputs in one order,
@@ -580,6 +581,14 @@ static inline float floe_cheb_weight(float rho, int64_t k, int64_t delay, float 
 #define FLOE_PARAM_CHEBYSHEV_DELAY                      \
     FLOE_PARAM_I("chebyshev_delay", 4, 2, 100000, "", \
                  "plain Jacobi iterations before the Chebyshev weights start")
+
+/* A pressure solve's bound on removing compression already present
+ * (iisph's and dfsph's max_correction_speed) */
+#define FLOE_PARAM_MAX_CORRECTION_SPEED                                                                           \
+    FLOE_PARAM_F("max_correction_speed", 0.1, 0, 1e4, "m/s",                                                     \
+                 "compression already present is removed in one step only up to max(max_correction_speed, "       \
+                 "|v|max) dt / d (the rest in later steps), so an initial or wall overlap does not explode at small " \
+                 "dt; 0 = no limit")
 
 /* FLOE_PARAM_F and FLOE_STAGE: <floe/module_desc.h> */
 
