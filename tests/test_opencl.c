@@ -637,3 +637,83 @@ Test(opencl, speculative_lists_rebuilt_and_stages_replayed, .timeout = FLOE_TIME
     free(x[0]);
     free(x[1]);
 }
+
+/* The density from the kernel sums the list build makes
+ * (api->cl_kernel_sums, docs/opencl.md "Kernel sums with the lists"): from
+ * the second step on (sph.density asks for them on its first call) the
+ * device's rho is that of the density kernel's walk of the rows to the
+ * bit, so whole runs are the runs without them (FLOE_CL_KSUMS=0) to the
+ * bit. In 2D with support 3.5 d the first build overflows its stride: the
+ * rows are built again by the other kernel (nb_build), sums and all. */
+static void ksums_run(int dim, float support, int off, int steps, float **x, float **rho, uint32_t *n, int *had)
+{
+    const float *tank = dim == 3 ? TANK3 : TANK2, *water = dim == 3 ? WATER3 : WATER2;
+    const float d = dim == 3 ? 0.02f : 0.01f;
+    if (off)
+        setenv("FLOE_CL_KSUMS", "0", 1);
+    world w = make_world_h("opencl", dim, d, tank, water, 0.3f, 0, support);
+    pipeline(&w, 0, "fused", 0.01, 0);
+    const floe_api *api = floe_core_api();
+    *had = 0;
+    for (int s = 0; s < steps; s++) {
+        cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+        /* after integrate the sums are gone until the next neighbours stage */
+        cr_assert_null(api->cl_kernel_sums(w.ctx, w.fluid, w.fluid), "kernel sums offered after the particles moved");
+    }
+    /* one more neighbours stage and density, the sums then current */
+    floe_ctx_destroy(w.ctx);
+    w = make_world_h("opencl", dim, d, tank, water, 0.3f, 0, support);
+    pipeline(&w, 2, "fused", 0.01, 0);
+    for (int s = 0; s < steps; s++) {
+        cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+        *had += api->cl_kernel_sums(w.ctx, w.fluid, w.fluid) != NULL &&
+                api->cl_kernel_sums(w.ctx, w.fluid, w.bnd) != NULL;
+    }
+    floe_ctx_destroy(w.ctx);
+    /* the whole step, the state compared */
+    w = make_world_h("opencl", dim, d, tank, water, 0.3f, 0, support);
+    pipeline(&w, 0, "fused", 0.01, 0);
+    for (int s = 0; s < steps; s++)
+        cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+    unsetenv("FLOE_CL_KSUMS");
+    n[0] = floe_set_size(w.ctx, w.fluid);
+    const float *xs = floe_attr(w.ctx, w.fluid, "x", FLOE_VEC3), *rs = floe_attr(w.ctx, w.fluid, "rho", FLOE_F32);
+    const uint32_t *id = floe_attr(w.ctx, w.fluid, "id", FLOE_U32);
+    *x = malloc(3 * (size_t)n[0] * sizeof(float));
+    *rho = malloc((size_t)n[0] * sizeof(float));
+    for (uint32_t i = 0; i < n[0]; i++) {
+        memcpy(*x + 3 * (size_t)id[i], xs + 3 * (size_t)i, 3 * sizeof(float));
+        (*rho)[id[i]] = rs[i];
+    }
+    destroy(&w);
+}
+
+static void ksums_agree(int dim, float support)
+{
+    need_opencl();
+    setenv("FLOE_CL_NEIGHBOURS", "lists", 1);
+    float *x[2], *rho[2];
+    uint32_t n[2];
+    int had[2];
+    const int steps = 12;
+    for (int k = 0; k < 2; k++)
+        ksums_run(dim, support, k, steps, &x[k], &rho[k], &n[k], &had[k]);
+    unsetenv("FLOE_CL_NEIGHBOURS");
+    cr_log_info("%dD, support %.1f d: kernel sums offered after %d of %d steps (%d with FLOE_CL_KSUMS=0)", dim,
+                (double)support, had[0], steps, had[1]);
+    cr_assert_eq(had[0], steps - 1, "sums offered after %d of %d steps (all but the first expected)", had[0], steps);
+    cr_assert_eq(had[1], 0);
+    cr_assert_eq(n[0], n[1]);
+    cr_assert(memcmp(rho[0], rho[1], (size_t)n[0] * sizeof(float)) == 0,
+              "rho from the kernel sums differs from the walks' rho");
+    cr_assert(memcmp(x[0], x[1], 3 * (size_t)n[0] * sizeof(float)) == 0,
+              "runs with and without the kernel sums differ");
+    for (int k = 0; k < 2; k++) {
+        free(x[k]);
+        free(rho[k]);
+    }
+}
+
+Test(opencl, density_from_the_list_builds_kernel_sums_3d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(3, 0); }
+Test(opencl, density_from_the_list_builds_kernel_sums_2d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 0); }
+Test(opencl, density_from_kernel_sums_of_rebuilt_lists, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 3.5f); }
