@@ -237,10 +237,9 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void same_neighbours(int dim, int periodic)
+static void same_neighbours_in(int dim, int periodic, const float tank[3], const float water[3])
 {
     need_opencl();
-    const float *tank = dim == 3 ? TANK3 : TANK2, *water = dim == 3 ? WATER3 : WATER2;
     float d = dim == 3 ? 0.02f : 0.01f;
     world c = make_world("cpu", dim, d, tank, water, 0.3f, periodic);
     world g = make_world("opencl", dim, d, tank, water, 0.3f, periodic);
@@ -286,9 +285,35 @@ static void same_neighbours(int dim, int periodic)
     destroy(&g);
 }
 
+static void same_neighbours(int dim, int periodic)
+{
+    same_neighbours_in(dim, periodic, dim == 3 ? TANK3 : TANK2, dim == 3 ? WATER3 : WATER2);
+}
+
+/* water long along x: rows of cells with more particles than a work group
+ * of the list build (128), whose queries then share their candidate rows
+ * (nb_build_local's staged path; the small tanks above take the other) */
+static const float LONG3[3] = {1.6f, 0.12f, 0.1f}, LONG_WATER3[3] = {1.6f, 0.1f, 0.1f};
+static const float LONG2[3] = {1.6f, 0.12f, 0}, LONG_WATER2[3] = {1.6f, 0.06f, 0};
+
 Test(opencl, neighbours_same_sets_3d, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(3, 0); }
+Test(opencl, neighbours_same_sets_long_rows, .timeout = FLOE_TIMEOUT(600))
+{
+    same_neighbours_in(3, 0, LONG3, LONG_WATER3);
+    same_neighbours_in(2, 0, LONG2, LONG_WATER2);
+}
 Test(opencl, neighbours_same_sets_2d, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 0); }
 Test(opencl, neighbours_same_sets_periodic, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 1); }
+/* the work-group build writing each hit at once (FLOE_CL_NB_DIRECT=1, a timing variant) */
+Test(opencl, neighbours_same_sets_direct_writes, .timeout = FLOE_TIMEOUT(600))
+{
+    setenv("FLOE_CL_NB_DIRECT", "1", 1);
+    same_neighbours(3, 0);
+    same_neighbours(2, 0);
+    same_neighbours_in(3, 0, LONG3, LONG_WATER3);
+    same_neighbours_in(2, 0, LONG2, LONG_WATER2);
+    unsetenv("FLOE_CL_NB_DIRECT");
+}
 /* the water in a corner of a domain of about 2.9 million cells: the
  * cell-start scan runs over some 700 blocks, in two levels (neighbours.cl
  * scan_block, scan_add) */

@@ -292,14 +292,18 @@ __kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __glo
 #define NBL_T 256
 #define NBL_S 64
 
-__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
-void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
-                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
-                    uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums)
+/* the body of both: direct = 0 gathers the hits in local memory (hits,
+ * NBL_S words a query) and writes them out at the end; direct = 1 writes
+ * each hit to idx at once (hits unused: 4 KB of local memory a group
+ * instead of 36, for more groups in flight) */
+inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
+                     __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
+                     uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums,
+                     __local float4 *cand, __local uint *hits, __local uint *lmax_, __local uint *lsum_,
+                     const int direct)
 {
-    __local float4 cand[NBL_T];
-    __local uint hits[NBL_S * NBL_WG];
-    __local uint lmax, lsum;
+#define lmax (*lmax_)
+#define lsum (*lsum_)
     const uint lid = get_local_id(0), q = get_global_id(0);
     const uint g0 = get_group_id(0) * NBL_WG;
     const uint glast = (g0 + NBL_WG < nq ? g0 + NBL_WG : nq) - 1;
@@ -352,7 +356,10 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                             if (d2 < r2) {
                                 const uint j = as_uint(t.w);
                                 if (j != i) {
-                                    if (c < NBL_S)
+                                    if (direct) {
+                                        if (c < stride)
+                                            idx[(size_t)c * pitch + i] = j;
+                                    } else if (c < NBL_S)
                                         hits[c * NBL_WG + lid] = j;
                                     c++;
                                     if (sums)
@@ -380,7 +387,10 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                     if (d2 < r2) {
                         const uint j = as_uint(t.w);
                         if (j != i) {
-                            if (c < NBL_S)
+                            if (direct) {
+                                if (c < stride)
+                                    idx[(size_t)c * pitch + i] = j;
+                            } else if (c < NBL_S)
                                 hits[c * NBL_WG + lid] = j;
                             c++;
                             if (sums)
@@ -392,7 +402,7 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     }
     if (act) {
         const uint w = c < stride ? c : stride;
-        for (uint k = 0; k < w; k++)
+        for (uint k = 0; k < w && !direct; k++)
             idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
         count[i] = w; /* cut as nb_build does */
         if (sums)
@@ -408,6 +418,33 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         atomic_max(&stats[2 * slot], lmax);
         atomic_add(&stats[2 * slot + 1], lsum);
     }
+#undef lmax
+#undef lsum
+}
+
+__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
+void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
+                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
+                    uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums)
+{
+    __local float4 cand[NBL_T];
+    __local uint hits[NBL_S * NBL_WG];
+    __local uint lmax, lsum;
+    nbl_body(nq, spos, cs, go, gn, r2, count, idx, stride, pitch, stats, slot, nown, wt, inv_h, wsum, sums, cand, hits,
+             &lmax, &lsum, 0);
+}
+
+/* the same lists, each hit written to idx as it is found (FLOE_CL_NB_DIRECT=1) */
+__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
+void nb_build_local_direct(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn,
+                           float r2, __global uint *count, __global uint *idx, uint stride, uint pitch,
+                           __global uint *stats, uint slot, uint nown, __global const float *wt, float inv_h,
+                           __global float *wsum, int sums)
+{
+    __local float4 cand[NBL_T];
+    __local uint lmax, lsum;
+    nbl_body(nq, spos, cs, go, gn, r2, count, idx, stride, pitch, stats, slot, nown, wt, inv_h, wsum, sums, cand,
+             (__local uint *)cand, &lmax, &lsum, 1); /* hits: never read */
 }
 
 /* Verlet lists (core/src/opencl/verlet.c): lists built within support +
