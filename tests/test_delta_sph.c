@@ -178,7 +178,8 @@ static void hydrostatic(int adami, float d, double tol_slope, double tol_fit, do
     fixture f;
     const tank_log L = still_tank_d(d, DELTA_SPH, adami, "artificial", 1.0, 10.0, &A, &f);
     const uint32_t n = floe_set_size(f.ctx, f.fluid);
-    float *pa = malloc(n * sizeof *pa), *ya = malloc(n * sizeof *ya);
+    float *pa = calloc(n, sizeof *pa), *ya = calloc(n, sizeof *ya); /* calloc: gcc cannot see the loop fill them */
+    cr_assert(n > 0 && pa && ya);
     const float *ps = floe_attr(f.ctx, f.fluid, "p_sum", FLOE_F32), *ys = floe_attr(f.ctx, f.fluid, "y_sum", FLOE_F32);
     for (uint32_t i = 0; i < n; i++) {
         pa[i] = (float)(ps[i] / A.T);

@@ -196,6 +196,8 @@ static inline int floe_cl_cell_rows(const floe_api *api, floe_ctx *ctx, const fl
                                     floe_cl_row *rb, floe_cl_cellt *tf, floe_cl_cellt *tb)
 {
     int st;
+    if (l < 0)
+        return FLOE_ERR_ARG;
     if ((st = floe_cl_cell_target(api, ctx, l < nf ? &f[l] : NULL, tf)) ||
         (st = floe_cl_cell_target(api, ctx, l < nb ? &b[l] : NULL, tb)) ||
         (st = floe_cl_target_get(api, ctx, l < nf ? &f[l] : NULL, needs, rf)))
@@ -214,6 +216,8 @@ static inline int floe_cl_rows(const floe_api *api, floe_ctx *ctx, const floe_cl
                                int nf, const floe_cl_set *b, int nb, int l, unsigned needs, floe_cl_row *rf,
                                floe_cl_row *rb)
 {
+    if (l < 0) /* a launch index from 0 (and the compiler told so) */
+        return FLOE_ERR_ARG;
     int st = floe_cl_row_get(api, ctx, q, l < nf ? &f[l] : NULL, needs, rf);
     return st ? st : floe_cl_row_get(api, ctx, q, l < nb ? &b[l] : NULL, 0, rb);
 }
