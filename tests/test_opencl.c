@@ -304,16 +304,6 @@ Test(opencl, neighbours_same_sets_long_rows, .timeout = FLOE_TIMEOUT(600))
 }
 Test(opencl, neighbours_same_sets_2d, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 0); }
 Test(opencl, neighbours_same_sets_periodic, .timeout = FLOE_TIMEOUT(600)) { same_neighbours(2, 1); }
-/* the work-group build writing each hit at once (FLOE_CL_NB_DIRECT=1, a timing variant) */
-Test(opencl, neighbours_same_sets_direct_writes, .timeout = FLOE_TIMEOUT(600))
-{
-    setenv("FLOE_CL_NB_DIRECT", "1", 1);
-    same_neighbours(3, 0);
-    same_neighbours(2, 0);
-    same_neighbours_in(3, 0, LONG3, LONG_WATER3);
-    same_neighbours_in(2, 0, LONG2, LONG_WATER2);
-    unsetenv("FLOE_CL_NB_DIRECT");
-}
 /* the water in a corner of a domain of about 2.9 million cells: the
  * cell-start scan runs over some 700 blocks, in two levels (neighbours.cl
  * scan_block, scan_add) */
@@ -670,9 +660,9 @@ Test(opencl, speculative_lists_rebuilt_and_stages_replayed, .timeout = FLOE_TIME
  * bit, so whole runs are the runs without them (FLOE_CL_KSUMS=0) to the
  * bit. In 2D with support 3.5 d the first build overflows its stride: the
  * rows are built again by the other kernel (nb_build), sums and all. */
-static void ksums_run(int dim, float support, int off, int steps, float **x, float **rho, uint32_t *n, int *had)
+static void ksums_run(int dim, float support, int off, int steps, float **x, float **rho, uint32_t *n, int *had,
+                      const float *tank, const float *water)
 {
-    const float *tank = dim == 3 ? TANK3 : TANK2, *water = dim == 3 ? WATER3 : WATER2;
     const float d = dim == 3 ? 0.02f : 0.01f;
     if (off)
         setenv("FLOE_CL_KSUMS", "0", 1);
@@ -713,7 +703,7 @@ static void ksums_run(int dim, float support, int off, int steps, float **x, flo
     destroy(&w);
 }
 
-static void ksums_agree(int dim, float support)
+static void ksums_agree_in(int dim, float support, const float *tank, const float *water)
 {
     need_opencl();
     setenv("FLOE_CL_NEIGHBOURS", "lists", 1);
@@ -722,7 +712,7 @@ static void ksums_agree(int dim, float support)
     int had[2];
     const int steps = 12;
     for (int k = 0; k < 2; k++)
-        ksums_run(dim, support, k, steps, &x[k], &rho[k], &n[k], &had[k]);
+        ksums_run(dim, support, k, steps, &x[k], &rho[k], &n[k], &had[k], tank, water);
     unsetenv("FLOE_CL_NEIGHBOURS");
     cr_log_info("%dD, support %.1f d: kernel sums offered after %d of %d steps (%d with FLOE_CL_KSUMS=0)", dim,
                 (double)support, had[0], steps, had[1]);
@@ -739,6 +729,17 @@ static void ksums_agree(int dim, float support)
     }
 }
 
+static void ksums_agree(int dim, float support)
+{
+    ksums_agree_in(dim, support, dim == 3 ? TANK3 : TANK2, dim == 3 ? WATER3 : WATER2);
+}
+
+/* water long along x: the build's staged rows, their weights staged too */
+Test(opencl, density_from_kernel_sums_long_rows, .timeout = FLOE_TIMEOUT(600))
+{
+    ksums_agree_in(3, 0, LONG3, LONG_WATER3);
+    ksums_agree_in(2, 0, LONG2, LONG_WATER2);
+}
 Test(opencl, density_from_the_list_builds_kernel_sums_3d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(3, 0); }
 Test(opencl, density_from_the_list_builds_kernel_sums_2d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 0); }
 Test(opencl, density_from_kernel_sums_of_rebuilt_lists, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 3.5f); }

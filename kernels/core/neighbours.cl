@@ -292,18 +292,15 @@ __kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __glo
 #define NBL_T 256
 #define NBL_S 64
 
-/* the body of both: direct = 0 gathers the hits in local memory (hits,
- * NBL_S words a query) and writes them out at the end; direct = 1 writes
- * each hit to idx at once (hits unused: 4 KB of local memory a group
- * instead of 36, for more groups in flight) */
-inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
-                     __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
-                     uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums,
-                     __local float4 *cand, __local uint *hits, __local uint *lmax_, __local uint *lsum_,
-                     const int direct)
+__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
+void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
+                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
+                    uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums)
 {
-#define lmax (*lmax_)
-#define lsum (*lsum_)
+    __local float4 cand[NBL_T];
+    __local float candw[NBL_T]; /* the candidates' weights (sums) */
+    __local uint hits[NBL_S * NBL_WG];
+    __local uint lmax, lsum;
     const uint lid = get_local_id(0), q = get_global_id(0);
     const uint g0 = get_group_id(0) * NBL_WG;
     const uint glast = (g0 + NBL_WG < nq ? g0 + NBL_WG : nq) - 1;
@@ -339,8 +336,12 @@ inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *
                 const uint ma = cs[row + (uint)xlo], mb = cs[row + (uint)xhi + 1];
                 for (uint base = ga; base < gb; base += NBL_T) {
                     barrier(CLK_LOCAL_MEM_FENCE);
-                    for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG)
-                        cand[k] = spos[base + k];
+                    for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG) {
+                        const float4 t = spos[base + k];
+                        cand[k] = t;
+                        if (sums) /* one load a candidate for the group, not one a hit */
+                            candw[k] = wt[as_uint(t.w)];
+                    }
                     barrier(CLK_LOCAL_MEM_FENCE);
                     if (own) {
                         const uint top = base + NBL_T < gb ? base + NBL_T : gb;
@@ -356,14 +357,11 @@ inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *
                             if (d2 < r2) {
                                 const uint j = as_uint(t.w);
                                 if (j != i) {
-                                    if (direct) {
-                                        if (c < stride)
-                                            idx[(size_t)c * pitch + i] = j;
-                                    } else if (c < NBL_S)
+                                    if (c < NBL_S)
                                         hits[c * NBL_WG + lid] = j;
                                     c++;
                                     if (sums)
-                                        ws += wt[j] * floe_w_hat(kw, d2);
+                                        ws += candw[k - base] * floe_w_hat(kw, d2);
                                 }
                             }
                         }
@@ -387,10 +385,7 @@ inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *
                     if (d2 < r2) {
                         const uint j = as_uint(t.w);
                         if (j != i) {
-                            if (direct) {
-                                if (c < stride)
-                                    idx[(size_t)c * pitch + i] = j;
-                            } else if (c < NBL_S)
+                            if (c < NBL_S)
                                 hits[c * NBL_WG + lid] = j;
                             c++;
                             if (sums)
@@ -402,7 +397,7 @@ inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *
     }
     if (act) {
         const uint w = c < stride ? c : stride;
-        for (uint k = 0; k < w && !direct; k++)
+        for (uint k = 0; k < w; k++)
             idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
         count[i] = w; /* cut as nb_build does */
         if (sums)
@@ -418,33 +413,6 @@ inline void nbl_body(uint nq, __global const float4 *spos, __global const uint *
         atomic_max(&stats[2 * slot], lmax);
         atomic_add(&stats[2 * slot + 1], lsum);
     }
-#undef lmax
-#undef lsum
-}
-
-__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
-void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
-                    __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
-                    uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums)
-{
-    __local float4 cand[NBL_T];
-    __local uint hits[NBL_S * NBL_WG];
-    __local uint lmax, lsum;
-    nbl_body(nq, spos, cs, go, gn, r2, count, idx, stride, pitch, stats, slot, nown, wt, inv_h, wsum, sums, cand, hits,
-             &lmax, &lsum, 0);
-}
-
-/* the same lists, each hit written to idx as it is found (FLOE_CL_NB_DIRECT=1) */
-__kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
-void nb_build_local_direct(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn,
-                           float r2, __global uint *count, __global uint *idx, uint stride, uint pitch,
-                           __global uint *stats, uint slot, uint nown, __global const float *wt, float inv_h,
-                           __global float *wsum, int sums)
-{
-    __local float4 cand[NBL_T];
-    __local uint lmax, lsum;
-    nbl_body(nq, spos, cs, go, gn, r2, count, idx, stride, pitch, stats, slot, nown, wt, inv_h, wsum, sums, cand,
-             (__local uint *)cand, &lmax, &lsum, 1); /* hits: never read */
 }
 
 /* Verlet lists (core/src/opencl/verlet.c): lists built within support +

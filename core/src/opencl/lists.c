@@ -140,8 +140,7 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
      * work-group kernel (candidates staged in local memory; it walks the
      * sorted slots, ghosts among them, and leaves the ghosts' rows empty) */
     if (same && !per && stride <= 64 && !CL->nb_local_off)
-        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", CL->nb_direct ? "nb_build_local_direct" : "nb_build_local"),
-                    nq, WG, bytes, ARG(nqq), ARG(dt->spos),
+        rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
                     ARG(CL->stats), ARG(slot), ARG(nown), ARG(wt), ARG(inv_h), ARG(ws), ARG(sums));
     else {

@@ -250,8 +250,6 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     b->nb_local_off = nl && !strcmp(nl, "0");
     const char *ks = getenv("FLOE_CL_KSUMS"); /* 0: no kernel sums with the lists (density walks its rows) */
     b->ksum_off = ks && !strcmp(ks, "0");
-    const char *nd = getenv("FLOE_CL_NB_DIRECT"); /* 1: the work-group build writes its hits at once */
-    b->nb_direct = nd && !strcmp(nd, "1");
     const char *nn = getenv("FLOE_CL_NB_NEAR");
     b->nb_near_off = nn && !strcmp(nn, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");

@@ -160,7 +160,6 @@ typedef struct cl_backend {
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
     int ksum_off;                   /* FLOE_CL_KSUMS=0 */
-    int nb_direct;                  /* FLOE_CL_NB_DIRECT=1: nb_build_local_direct */
     int nb_near_off;        /* FLOE_CL_NB_NEAR=0: lists into a static set walk every query's block */
     /* neighbour lists built speculatively: the counts (overflow check) are
      * read without waiting and settled before the first stage that cannot
