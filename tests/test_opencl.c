@@ -743,3 +743,19 @@ Test(opencl, density_from_kernel_sums_long_rows, .timeout = FLOE_TIMEOUT(600))
 Test(opencl, density_from_the_list_builds_kernel_sums_3d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(3, 0); }
 Test(opencl, density_from_the_list_builds_kernel_sums_2d, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 0); }
 Test(opencl, density_from_kernel_sums_of_rebuilt_lists, .timeout = FLOE_TIMEOUT(600)) { ksums_agree(2, 3.5f); }
+
+/* Verlet lists (a skin) are cut from wider rows: no kernel sums with them */
+Test(opencl, no_kernel_sums_with_verlet_lists, .timeout = FLOE_TIMEOUT(600))
+{
+    need_opencl();
+    world w = make_world("opencl", 3, 0.02f, TANK3, WATER3, 0.3f, 0);
+    floe_param_kv skin[] = {KV_F("skin", 0.2)};
+    add(&w, "neighbours", 1, skin);
+    add(&w, "sph.density", 0, NULL);
+    const floe_api *api = floe_core_api();
+    for (int s = 0; s < 4; s++) {
+        cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
+        cr_assert_null(api->cl_kernel_sums(w.ctx, w.fluid, w.fluid), "step %d: kernel sums with Verlet lists", s);
+    }
+    destroy(&w);
+}

@@ -5,6 +5,8 @@
  * where an overflowed pair is widened and built again. */
 #include "state.h"
 
+#include <string.h>
+
 /* where the neighbour counts are read to (after the outside rule's words,
  * state.h's STATS_PAIR0): pinned memory where there is some */
 static cl_uint *nb_stats_host(floe_ctx *ctx)
@@ -251,6 +253,8 @@ static int cut_all(floe_ctx *ctx)
     if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
     set_pairs(ctx);
+    for (int s = 0; s < MAX_SETS; s++) /* cut lists carry no kernel sums */
+        memset(CL->sets[s].kok, 0, sizeof CL->sets[s].kok);
     if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx, 0)))
         return rc;
     CL->vbuilt = 0;
