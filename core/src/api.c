@@ -241,7 +241,6 @@ static const floe_api core_api = {
     .reduce = dd_reduce,
     .cl_cells = api_cl_cells,
     .rows = api_rows,
-    .cl_kernel_sums = api_cl_kernel_sums,
 };
 
 const floe_api *floe_core_api(void) { return &core_api; }

@@ -54,14 +54,6 @@ int api_cl_neighbours(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nl
     return ctx->dev->ops->lists(ctx, q, t, out);
 }
 
-void *api_cl_kernel_sums(floe_ctx *ctx, floe_set query, floe_set target)
-{
-    pset *q = ctx_set(ctx, query), *t = ctx_set(ctx, target);
-    if (!ctx->dev || !q || !t || q->kind != FLOE_SET_FLUID || !ctx->ksums_valid)
-        return NULL;
-    return ctx->dev->ops->kernel_sums(ctx, q, t);
-}
-
 void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes)
 {
     return ctx->dev ? ctx->dev->ops->scratch(ctx, name, bytes) : NULL;

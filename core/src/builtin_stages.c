@@ -107,12 +107,9 @@ static int stage_neighbours_cl(const floe_stage_call *c)
     int64_t every = c->param[NB_REORDER_EVERY].i;
     int reorder = every > 0 && ctx->nb_updates % (uint64_t)every == 0 && !ctx->dd; /* MPI: as above */
     ctx->nb_by_id = c->param[NB_ORDER].s && !strcmp(c->param[NB_ORDER].s, "id"); /* the cell sort's order */
-    ctx->ksums_valid = 0;
+    ctx->ksums_valid = 0; /* the device's lists come without kernel sums */
     ctx->nb_skin_dev = (float)c->param[NB_SKIN].f;
-    int rc = ctx->dev->ops->neighbours(ctx, reorder);
-    /* the device's kernel sums, where its build made them (api->cl_kernel_sums) */
-    ctx->ksums_valid = !rc && ctx->ksums_wanted;
-    return rc;
+    return ctx->dev->ops->neighbours(ctx, reorder);
 }
 
 static int stage_gravity_cl(const floe_stage_call *c) { return c->ctx->dev->ops->gravity(c->ctx); }

@@ -81,8 +81,6 @@ typedef struct floe_backend_ops {
     void *(*attr)(floe_ctx *ctx, pset *p, attr *at, unsigned access);
     /* the device lists of fluid set q in set t */
     int (*lists)(floe_ctx *ctx, pset *q, pset *t, floe_cl_nlist *out);
-    /* the kernel sums of q's rows in t built with the lists, or NULL */
-    void *(*kernel_sums)(floe_ctx *ctx, pset *q, pset *t);
     void *(*scratch)(floe_ctx *ctx, const char *name, size_t bytes);
     void *(*pinned)(floe_ctx *ctx, const char *name, size_t bytes);
     int (*launch)(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
@@ -179,7 +177,6 @@ void *api_cl_program(floe_ctx *ctx, const char *module, const char *file);
 void *api_cl_kernel(floe_ctx *ctx, const char *module, const char *file, const char *kernel);
 void *api_cl_attr(floe_ctx *ctx, floe_set set, const char *name, floe_type type, unsigned access);
 int api_cl_neighbours(floe_ctx *ctx, floe_set query, floe_set target, floe_cl_nlist *out);
-void *api_cl_kernel_sums(floe_ctx *ctx, floe_set query, floe_set target);
 void *api_cl_scratch(floe_ctx *ctx, const char *name, size_t bytes);
 int api_cl_run(floe_ctx *ctx, void *kernel, size_t n, int nargs, const floe_cl_arg *args, double bytes);
 void *api_cl_fn(const char *name);

@@ -142,8 +142,7 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
                        __global const uint *order, __global const uint *cs, float4 go, int4 gn, float r2,
                        int exclude_self, uint per, float4 plo, float4 period, __global uint *count,
                        __global uint *idx, uint stride, uint pitch, __global uint *stats, uint slot,
-                       __global const uchar *near, int use_near, __global const float *wt, float inv_h,
-                       __global float *wsum, int sums)
+                       __global const uchar *near, int use_near)
 {
     __local uint lmax, lsum;
     const uint q = get_global_id(0);
@@ -190,8 +189,6 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
         }
         const int nimg = 1 << popcount(mask);
         uint c = 0;
-        float ws = 0.0f; /* the kernel sum of the row, in its order (sums; no periodic axes) */
-        const float4 kw = (float4)(inv_h, 0.0f, 0.0f, 0.0f);
         for (int im = 0; im < nimg; im++) {
             px = qx;
             py = qy;
@@ -231,8 +228,6 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
                                 if (c < stride)
                                     idx[(size_t)c * pitch + i] = j;
                                 c++;
-                                if (sums)
-                                    ws += wt[j] * floe_w_hat(kw, d2);
                             }
                         }
                     }
@@ -241,8 +236,6 @@ __kernel void nb_build(int same_set, __global const float *xq, uint nq, __global
         /* a row longer than the stride is cut: the lists stay readable
          * (the host widens them when it sees the true count in stats) */
         count[i] = c < stride ? c : stride;
-        if (sums)
-            wsum[i] = ws;
         atomic_max(&lmax, c);
         atomic_add(&lsum, c);
     }
@@ -295,10 +288,9 @@ __kernel void nb_near_cells(__global const uint *cs, int4 gn, uint ncells, __glo
 __kernel __attribute__((reqd_work_group_size(NBL_WG, 1, 1)))
 void nb_build_local(uint nq, __global const float4 *spos, __global const uint *cs, float4 go, int4 gn, float r2,
                     __global uint *count, __global uint *idx, uint stride, uint pitch, __global uint *stats,
-                    uint slot, uint nown, __global const float *wt, float inv_h, __global float *wsum, int sums)
+                    uint slot, uint nown)
 {
     __local float4 cand[NBL_T];
-    __local float candw[NBL_T]; /* the candidates' weights (sums) */
     __local uint hits[NBL_S * NBL_WG];
     __local uint lmax, lsum;
     const uint lid = get_local_id(0), q = get_global_id(0);
@@ -323,8 +315,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
     const int ylo = iy > 0 ? iy - 1 : 0, yhi = iy < gn.y - 1 ? iy + 1 : gn.y - 1;
     const int zlo = iz > 0 ? iz - 1 : 0, zhi = iz < gn.z - 1 ? iz + 1 : gn.z - 1;
     uint c = 0;
-    float ws = 0.0f; /* the kernel sum of the row, in its order (sums) */
-    const float4 kw = (float4)(inv_h, 0.0f, 0.0f, 0.0f);
     if (ya == yb && za == zb) {
         /* one row of cells: every query has the group's y and z ranges */
         const int xa = nb_axis(pa.x, go.x, go.w, gn.x), xb = nb_axis(pb.x, go.x, go.w, gn.x);
@@ -336,12 +326,8 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                 const uint ma = cs[row + (uint)xlo], mb = cs[row + (uint)xhi + 1];
                 for (uint base = ga; base < gb; base += NBL_T) {
                     barrier(CLK_LOCAL_MEM_FENCE);
-                    for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG) {
-                        const float4 t = spos[base + k];
-                        cand[k] = t;
-                        if (sums) /* one load a candidate for the group, not one a hit */
-                            candw[k] = wt[as_uint(t.w)];
-                    }
+                    for (uint k = lid; k < NBL_T && base + k < gb; k += NBL_WG)
+                        cand[k] = spos[base + k];
                     barrier(CLK_LOCAL_MEM_FENCE);
                     if (own) {
                         const uint top = base + NBL_T < gb ? base + NBL_T : gb;
@@ -360,8 +346,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                                     if (c < NBL_S)
                                         hits[c * NBL_WG + lid] = j;
                                     c++;
-                                    if (sums)
-                                        ws += candw[k - base] * floe_w_hat(kw, d2);
                                 }
                             }
                         }
@@ -388,8 +372,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
                             if (c < NBL_S)
                                 hits[c * NBL_WG + lid] = j;
                             c++;
-                            if (sums)
-                                ws += wt[j] * floe_w_hat(kw, d2);
                         }
                     }
                 }
@@ -400,8 +382,6 @@ void nb_build_local(uint nq, __global const float4 *spos, __global const uint *c
         for (uint k = 0; k < w; k++)
             idx[(size_t)k * pitch + i] = hits[k * NBL_WG + lid];
         count[i] = w; /* cut as nb_build does */
-        if (sums)
-            wsum[i] = ws;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (own) {

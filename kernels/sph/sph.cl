@@ -42,24 +42,6 @@ __kernel void density(uint n, __global const float *x, __global const float *m, 
     rho[i] = fin ? kc.w * acc : acc;
 }
 
-/* density from the kernel sums the neighbour lists' build made
- * (api->cl_kernel_sums: each row's sum_j w_j W_hat in the row's order,
- * density's float s), added as density adds them: its rho to the bit
- * without a walk of the rows */
-__kernel void density_sums(uint n, __global const float *m, __global float *rho, float4 kc, float rho0, int init,
-                           int fin, int hasf, __global const float *wf, int hasb, __global const float *wb)
-{
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    float acc = init ? m[i] : rho[i];
-    if (hasf)
-        acc += wf[i];
-    if (hasb)
-        acc += rho0 * wb[i];
-    rho[i] = fin ? kc.w * acc : acc;
-}
-
 /* density over a cell walk (kernels/core/cells.h): the same sums in the
  * same order as density's over lists; f* / b* the fluid and boundary
  * targets' cells (selff: the query set is the fluid target) */

@@ -43,42 +43,6 @@ static int density_cells(floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set 
     return FLOE_OK;
 }
 
-/* the density of fluid set q from the kernel sums of its lists
- * (api->cl_kernel_sums), launch by launch as sph_cl_density's walks;
- * NO_SUMS where a pair has none (the rows are walked then) */
-#define NO_SUMS 1
-static int density_from_sums(floe_ctx *ctx, const floe_cl_set *q, const floe_cl_set *f, int nf, const floe_cl_set *b,
-                             int nb, const float kc[4], void *m, void *rho)
-{
-    if (api->size < offsetof(floe_api, cl_kernel_sums) + sizeof api->cl_kernel_sums || !api->cl_kernel_sums)
-        return NO_SUMS;
-    api->want_kernel_sums(ctx); /* from the next neighbours stage on */
-    const int launches = nf > nb ? nf : nb;
-    void *wf[FLOE_MAX_SETS], *wb[FLOE_MAX_SETS];
-    for (int l = 0; l < launches; l++) {
-        wf[l] = l < nf ? api->cl_kernel_sums(ctx, q->set, f[l].set) : NULL;
-        wb[l] = l < nb ? api->cl_kernel_sums(ctx, q->set, b[l].set) : NULL;
-        if ((l < nf && !wf[l]) || (l < nb && !wb[l]))
-            return NO_SUMS;
-    }
-    void *k = api->cl_kernel(ctx, "sph", FILE_CL, "density_sums");
-    void *none = api->cl_scratch(ctx, "floe.none", 16);
-    if (!k || !none)
-        return k ? FLOE_ERR_NOMEM : FLOE_ERR;
-    const uint32_t n = q->info.n;
-    const float rho0 = q->info.rest_density, kcv[4] = {kc[0], kc[1], kc[2], kc[3]};
-    int st = FLOE_OK;
-    for (int l = 0; l < (launches ? launches : 1) && !st; l++) {
-        const int32_t init = l == 0, fin = l == (launches ? launches : 1) - 1;
-        const int32_t hasf = l < nf, hasb = l < nb;
-        void *a_wf = hasf ? wf[l] : none, *a_wb = hasb ? wb[l] : none;
-        floe_cl_arg a[] = {ARG(n),    ARG(m),    ARG(rho),  ARG(kcv), ARG(rho0), ARG(init),
-                           ARG(fin),  ARG(hasf), ARG(a_wf), ARG(hasb), ARG(a_wb)};
-        st = api->cl_run(ctx, k, n, (int)(sizeof a / sizeof *a), a, 16.0 * n);
-    }
-    return st;
-}
-
 int sph_cl_density(floe_ctx *ctx)
 {
     void *k = api->cl_kernel(ctx, "sph", FILE_CL, "density");
@@ -106,10 +70,6 @@ int sph_cl_density(floe_ctx *ctx)
         }
         uint32_t n = f[s].info.n;
         float rho0 = f[s].info.rest_density;
-        if ((st = density_from_sums(ctx, &f[s], f, nf, b, nb, kc, m, rho)) < 0)
-            return st;
-        if (st == FLOE_OK)
-            continue; /* from the list build's kernel sums */
         for (int l = 0; l < (launches ? launches : 1); l++) {
             floe_cl_row rf, rb;
             if ((st = floe_cl_rows(api, ctx, &f[s], f, nf, b, nb, l, 0, &rf, &rb)))

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define FLOE_ABI_MAJOR 1
-#define FLOE_ABI_MINOR 17
+#define FLOE_ABI_MINOR 16
 
 enum { FLOE_LOG_DEBUG = 0, FLOE_LOG_INFO, FLOE_LOG_WARN, FLOE_LOG_ERROR };
 
@@ -500,14 +500,6 @@ typedef struct floe_api {
      * split; between them only the ghosts' (the particles from api->owned
      * on) attributes change, refreshed from their owners. */
     const uint32_t *(*rows)(floe_ctx *ctx, floe_set set, uint32_t *count, int *part);
-    /* ---- appended in ABI 1.17: kernel sums on the device -------------------
-     * The device buffer (cl_mem) of the kernel sums of fluid set query's
-     * rows in target (floe_nlist.wsum's sums, summed in the device lists'
-     * order by the list build itself: the float a kernel's own walk of the
-     * row with floe_w_hat gives), or NULL: not asked for (want_kernel_sums),
-     * periodic axes, Verlet lists, cell walks, or a stage may have moved the
-     * particles since the neighbours stage. Valid as the lists are. */
-    void *(*cl_kernel_sums)(floe_ctx *ctx, floe_set query, floe_set target);
 } floe_api;
 
 enum { FLOE_REDUCE_SUM = 0, FLOE_REDUCE_MAX, FLOE_REDUCE_MIN };

@@ -5,45 +5,12 @@
  * where an overflowed pair is widened and built again. */
 #include "state.h"
 
-#include <string.h>
-
 /* where the neighbour counts are read to (after the outside rule's words,
  * state.h's STATS_PAIR0): pinned memory where there is some */
 static cl_uint *nb_stats_host(floe_ctx *ctx)
 {
     cl_uint *p = cl_pinned(ctx, "core.nb_stats", sizeof CL->nb_st_page);
     return p ? p : CL->nb_st_page;
-}
-
-/* The kernel sums of pair (q, t) with its build, when a module asked for
- * them (api->want_kernel_sums) and the build finds every pair of a row
- * once within the support (no periodic axes, no Verlet lists): their
- * buffer, the target's weights (m of a fluid set, V of a boundary one) and
- * *on; else *on = 0 and any buffer in the arguments' places */
-static int ksum_args(floe_ctx *ctx, int q, int t, int per, int verlet, cl_mem *wt, cl_mem *ws, cl_int *on)
-{
-    pset *pq = &ctx->sets[q], *pt = &ctx->sets[t];
-    cl_setdev *dq = &CL->sets[q];
-    pq->ksum_ok[t] = 0; /* the host's sums are not of these lists */
-    dq->kok[t] = 0;
-    *on = 0;
-    const char *wname = pt->kind == FLOE_SET_FLUID ? "m" : "V";
-    const attr *w = pset_attr(pt, wname);
-    if (!ctx->ksums_wanted || per || verlet || !w || w->type != FLOE_F32 || CL->ksum_off)
-        return FLOE_OK;
-    if (dq->kcap[t] < pq->n || !dq->ksum[t]) {
-        cl_rel(ctx, &dq->ksum[t]);
-        dq->kcap[t] = 0;
-        const uint32_t rows = pq->cap > pq->n ? pq->cap : pq->n;
-        if (!(dq->ksum[t] = cl_mk(ctx, (size_t)(rows ? rows : 1) * 4)))
-            return FLOE_ERR_NOMEM;
-        dq->kcap[t] = rows;
-    }
-    if (!(*wt = cl_attr_named(ctx, t, wname, FLOE_F32, FLOE_READ)))
-        return FLOE_ERR;
-    *ws = dq->ksum[t];
-    *on = 1;
-    return FLOE_OK;
 }
 
 /* the cells of set t's sort with a particle of t in their block, once per
@@ -98,20 +65,11 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     dq->ln[t] = nq;
     if (nq == 0)
         return FLOE_OK;
-    const cl_uint per = ctx->nbgrid.periodic;
-    cl_mem wt = dq->cnt[t], ws = dq->cnt[t]; /* any buffers while the sums are off */
-    cl_int sums;
-    int rc = ksum_args(ctx, q, t, per != 0, verlet, &wt, &ws, &sums);
-    if (rc)
-        return rc;
     if (pt->n == 0) { /* nothing to find */
         cl_uint zero = 0;
         cl_int e = F->clEnqueueFillBuffer(CL->q, dq->cnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
         if (e == CL_SUCCESS && verlet)
             e = F->clEnqueueFillBuffer(CL->q, dq->scnt[t], &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
-        if (e == CL_SUCCESS && sums) /* float 0 is all zero bits */
-            e = F->clEnqueueFillBuffer(CL->q, ws, &zero, 4, 0, (size_t)nq * 4, 0, NULL, NULL);
-        dq->kok[t] = (uint8_t)sums;
         return e == CL_SUCCESS ? FLOE_OK : cl_err(ctx, e, "clEnqueueFillBuffer");
     }
     cl_mem xq = cl_attr_named(ctx, q, "x", FLOE_VEC3, FLOE_READ);
@@ -129,37 +87,32 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
     const float radius = verlet ? cl_dev_grid(ctx)->cell : ctx->info.support;
     cl_float r2 = radius * radius;
     cl_int same = q == t, excl = q == t;
-    cl_uint stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
-    const cl_float inv_h = floe_kernel_make(ctx->info.dim, ctx->info.support).inv_H; /* the modules' kc.x */
+    cl_uint per = ctx->nbgrid.periodic, stride = dq->lstride[t], pitch = dq->lcap[t], nqq = nq;
     cl_mem cnt = verlet ? dq->scnt[t] : dq->cnt[t], idx = sep ? dq->sidx[t] : dq->idx[t];
     /* MPI (docs/mpi.md): a ghost's rows stay empty, as on the C path
      * (nb_build_rows): what a stage computes on a ghost is never used, the
      * core refreshes what a later stage reads there */
     const cl_uint nown = ctx->dd && pq->ghosts && pq->ghosts <= nq && !verlet ? nq - pq->ghosts : nq;
     /* bytes: queries, counts, and the lists as large as the last ones */
-    double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq) + (sums ? 4.0 * nq : 0.0);
+    double bytes = 24.0 * nq + 4.0 * (dq->ltotal[t] > 0 ? dq->ltotal[t] : 30.0 * nq);
+    int rc;
     /* a set against itself, no periodic axes, lists of at most 64: the
      * work-group kernel (candidates staged in local memory; it walks the
      * sorted slots, ghosts among them, and leaves the ghosts' rows empty) */
     if (same && !per && stride <= 64 && !CL->nb_local_off)
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build_local"), nq, WG, bytes, ARG(nqq), ARG(dt->spos),
                     ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch),
-                    ARG(CL->stats), ARG(slot), ARG(nown), ARG(wt), ARG(inv_h), ARG(ws), ARG(sums));
+                    ARG(CL->stats), ARG(slot), ARG(nown));
     else {
         if (nown < nq && !same) { /* into another set the queries go by index: the owned ones only, the
                                    * ghosts' counts 0 (a set against itself walks sorted slots: all rows built) */
             cl_uint zero = 0;
             cl_int e = F->clEnqueueFillBuffer(CL->q, cnt, &zero, 4, (size_t)nown * 4, (size_t)(nq - nown) * 4, 0, NULL,
                                               NULL);
-            if (e == CL_SUCCESS && sums)
-                e = F->clEnqueueFillBuffer(CL->q, ws, &zero, 4, (size_t)nown * 4, (size_t)(nq - nown) * 4, 0, NULL,
-                                           NULL);
             if (e != CL_SUCCESS)
                 return cl_err(ctx, e, "clEnqueueFillBuffer");
-            if ((nqq = nown) == 0) {
-                dq->kok[t] = (uint8_t)sums;
+            if ((nqq = nown) == 0)
                 return FLOE_OK;
-            }
         }
         /* into a static set without periodic axes: the walks of queries
          * with none of it in their block are skipped */
@@ -170,9 +123,8 @@ static int build_pair(floe_ctx *ctx, int q, int t, cl_uint slot)
         rc = LAUNCH(cl_core_kernel(ctx, "neighbours.cl", "nb_build"), nq, WG, bytes, ARG(same), ARG(xq), ARG(nqq),
                     ARG(dt->spos), ARG(dt->order), ARG(dt->cs), ARG(go), ARG(gn), ARG(r2), ARG(excl), ARG(per),
                     ARG(plo), ARG(period), ARG(cnt), ARG(idx), ARG(stride), ARG(pitch), ARG(CL->stats), ARG(slot),
-                    ARG(near), ARG(use_near), ARG(wt), ARG(inv_h), ARG(ws), ARG(sums));
+                    ARG(near), ARG(use_near));
     }
-    dq->kok[t] = (uint8_t)(sums && !rc);
     /* Verlet: the build reports the skin lists' counts (the overflow
      * check); the cut now */
     return rc || !verlet ? rc : cl_verlet_cut(ctx, q, t, slot, 1);
@@ -253,8 +205,6 @@ static int cut_all(floe_ctx *ctx)
     if (!cl_stats(ctx))
         return FLOE_ERR_NOMEM;
     set_pairs(ctx);
-    for (int s = 0; s < MAX_SETS; s++) /* cut lists carry no kernel sums */
-        memset(CL->sets[s].kok, 0, sizeof CL->sets[s].kok);
     if ((rc = clear_counts(ctx)) || (rc = cl_verlet_moved(ctx, 0)))
         return rc;
     CL->vbuilt = 0;

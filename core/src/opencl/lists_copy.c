@@ -5,7 +5,6 @@
 #include "state.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Host lists (neighbours.c layout) from the device lists. */
 int cl_lists_to_host(floe_ctx *ctx)
@@ -126,23 +125,8 @@ static int lists_to_device(floe_ctx *ctx)
     }
     free(tmp);
     CL->lists_valid = 1;
-    for (int s = 0; s < MAX_SETS; s++) /* no device sums of these lists */
-        memset(CL->sets[s].kok, 0, sizeof CL->sets[s].kok);
     CL->vvalid = 0; /* Verlet lists: these are not cut from them */
     return FLOE_OK;
-}
-
-/* The kernel sums of fluid set q's device lists in set t, built with
- * them (lists.c), or NULL: lists copied up from the host, not built yet,
- * or built without sums (api->cl_kernel_sums; the core checked the sets
- * and that no stage moved the particles since) */
-void *cl_kernel_sums(floe_ctx *ctx, pset *q, pset *t)
-{
-    if (!CL || !CL->lists_valid || CL->lists_lazy)
-        return NULL;
-    const int qi = (int)(q - ctx->sets), ti = (int)(t - ctx->sets);
-    const cl_setdev *d = &CL->sets[qi];
-    return d->kok[ti] && d->ln[ti] >= q->n && d->kcap[ti] >= q->n ? d->ksum[ti] : NULL;
 }
 
 /* The device lists of fluid set q in set t (api->cl_neighbours; the core

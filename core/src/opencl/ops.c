@@ -89,7 +89,6 @@ static void destroy(floe_ctx *ctx)
             cl_rel(ctx, &d->idx[t]);
             cl_rel(ctx, &d->scnt[t]);
             cl_rel(ctx, &d->sidx[t]);
-            cl_rel(ctx, &d->ksum[t]);
         }
     }
     for (int k = 0; k < 6; k++)
@@ -175,7 +174,6 @@ static const floe_backend_ops opencl_ops = {
     .kernel = kernel,
     .attr = cl_attr,
     .lists = cl_lists,
-    .kernel_sums = cl_kernel_sums,
     .scratch = cl_scratch,
     .pinned = cl_pinned,
     .launch = run,
@@ -248,8 +246,6 @@ struct floe_backend *floe_opencl_open(const char *device, char *msg, size_t msgl
     const char *ac = getenv("FLOE_CL_ARGCACHE"), *nl = getenv("FLOE_CL_NB_LOCAL");
     b->argcache_off = ac && !strcmp(ac, "0");
     b->nb_local_off = nl && !strcmp(nl, "0");
-    const char *ks = getenv("FLOE_CL_KSUMS"); /* 0: no kernel sums with the lists (density walks its rows) */
-    b->ksum_off = ks && !strcmp(ks, "0");
     const char *nn = getenv("FLOE_CL_NB_NEAR");
     b->nb_near_off = nn && !strcmp(nn, "0");
     const char *sp = getenv("FLOE_CL_NB_SPECULATE");

@@ -72,13 +72,6 @@ typedef struct cl_setdev {
      * count, layout and slot generation the build saw */
     cl_mem scnt[MAX_SETS], sidx[MAX_SETS]; /* sidx: the skin rows (cut in build order) */
     cl_mem x0, xp;           /* xp: the positions as float4 for the cut */
-    /* kernel sums of the rows into set t (api->cl_kernel_sums, ABI 1.17):
-     * sum_k w_j W_hat(r_ij^2) over row i, w = m of a fluid target, V of a
-     * boundary one, summed in the row's order by the list build itself;
-     * kok[t]: the last build of the pair computed them */
-    cl_mem ksum[MAX_SETS];
-    uint32_t kcap[MAX_SETS];
-    uint8_t kok[MAX_SETS];
     uint32_t x0_cap, xp_cap, vn, vlayout;
     uint16_t vgen;
 } cl_setdev;
@@ -159,7 +152,6 @@ typedef struct cl_backend {
     cl_event ev_begin[MAX_STAGES], ev_end[MAX_STAGES];
     argcache *argc;         /* ARGC_SLOTS entries, open addressing by kernel */
     int argcache_off, nb_local_off; /* FLOE_CL_ARGCACHE=0, FLOE_CL_NB_LOCAL=0 */
-    int ksum_off;                   /* FLOE_CL_KSUMS=0 */
     int nb_near_off;        /* FLOE_CL_NB_NEAR=0: lists into a static set walk every query's block */
     /* neighbour lists built speculatively: the counts (overflow check) are
      * read without waiting and settled before the first stage that cannot
@@ -364,7 +356,6 @@ int cl_cells(floe_ctx *ctx, pset *p, floe_cl_cells *out);
 /* lists_copy.c: neighbour lists between host and device */
 int cl_lists_to_host(floe_ctx *ctx);
 int cl_lists(floe_ctx *ctx, pset *q, pset *t, floe_cl_nlist *out);
-void *cl_kernel_sums(floe_ctx *ctx, pset *q, pset *t);
 
 /* checks.c: blow-up checks on the device, read in windows of steps */
 int cl_stage_end(floe_ctx *ctx, int index, int *host_timed);
