@@ -115,12 +115,16 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
 /* Every particle adds m w and m w u to the cells within r; near a wall that
  * is not a cell face, its mirror images too (walls on cell faces are folded
  * by grid_density). acc: 4 planes of `cells` fixed-point sums. */
-/* one particle onto the grid, with its mirror images near a wall that is
- * not a cell face (splat and splat_tiled's groups that cannot use a tile) */
-inline void splat_particle(__global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp,
-                           float invR2, float scale, const float *xi, const float *vi, float mi)
+__kernel void splat(uint n, __global const float *x, __global const float *v, __global const float *m,
+                    __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
+                    float scale)
 {
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
     const int dim = gn.w, fold = gp.y, chunks = gp.z;
+    const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+    const float mi = m[i];
     const float rw = ghi.w * go.w;
     const float lo[3] = {glo.x, glo.y, glo.z}, hi[3] = {ghi.x, ghi.y, ghi.z};
     int nc[3] = {1, 1, 1}, ch[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, images = 0;
@@ -154,177 +158,6 @@ inline void splat_particle(__global long *acc, uint cells, int4 gn, float4 go, f
                 }
                 splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xp, vp, mi, scale);
             }
-}
-
-__kernel void splat(uint n, __global const float *x, __global const float *v, __global const float *m,
-                    __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
-                    float scale)
-{
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
-    const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
-    splat_particle(acc, cells, gn, go, glo, ghi, gp, invR2, scale, xi, vi, m[i]);
-}
-
-/* ---- splat through local memory (FLOE_FLIP_SPLAT_TILE=1) -------------------
- * A work group of SPLAT_WG consecutive particles first finds the box of
- * cells its particles' windows cover. Particles stored in spatial order
- * (as a fluid block is filled) keep that box small: it is then a tile of
- * local memory, every contribution goes there with a local atomic, and the
- * tile is added to the grid with one global atomic a cell and plane. A
- * group whose box is larger than the tile, or with a particle whose
- * mirror images are splatted (near a wall that is not a cell face), adds
- * straight to the grid as splat does. Fixed-point integers: the sums, and
- * so the grids, are splat's to the bit. */
-#define SPLAT_WG 128
-#define SPLAT_TILE 768 /* 24 KB of local memory: 1024 cells of 3 planes (2D), 768 of 4 (3D) */
-
-inline void add_fixed_l(__local long *p, float v, float scale)
-{
-    const long q = convert_long_rte(v * scale);
-    if (q != 0)
-        atom_add((volatile __local long *)p, q);
-}
-
-/* splat_row into the tile: lrow, li0 the row's and the window's first cell in it */
-inline void splat_row_l(__local long *t, uint tcells, int lrow, int li0, int lanes, float base, float invR2, float a,
-                        float m, float vx, float vy, float vz, int dim3, float scale)
-{
-    for (int l = 0; l < lanes; l++) {
-        const float dx = base + (float)l;
-        const float q = a - dx * dx * invR2;
-        if (!(q > 0.0f))
-            continue;
-        const float w = m * q * q * q;
-        __local long *c = t + lrow + li0 + l;
-        add_fixed_l(c, w, scale);
-        add_fixed_l(c + tcells, w * vx, scale);
-        add_fixed_l(c + 2 * tcells, w * vy, scale);
-        if (dim3)
-            add_fixed_l(c + 3 * tcells, w * vz, scale);
-    }
-}
-
-/* splat_one into the tile whose first cell is b0 and extent bw x bh */
-inline void splat_one_l(__local long *t, uint tcells, const int *b0, int bw, int bh, int4 gn, float4 go, float4 glo,
-                        float4 ghi, int chunks, float invR2, const float *xp, const float *vp, float m, float scale)
-{
-    const float R = ghi.w, R2 = R * R;
-    const float fx = (xp[0] - go.x) * glo.w, fy = (xp[1] - go.y) * glo.w;
-    const int nx = gn.x, ny = gn.y, nz = gn.z;
-    const int i0 = window_start(fx, R, nx, chunks);
-    const float base = (float)i0 - fx;
-    const int lanes = chunks * FLIP_LANES;
-    if (gn.w == 2) {
-        int j0 = (int)ceil(fy - R), j1 = (int)floor(fy + R);
-        j0 = j0 < 0 ? 0 : j0;
-        j1 = j1 > ny - 1 ? ny - 1 : j1;
-        for (int j = j0; j <= j1; j++) {
-            const float dy = (float)j - fy;
-            if (dy * dy >= R2)
-                continue;
-            splat_row_l(t, tcells, (j - b0[1]) * bw, i0 - b0[0], lanes, base, invR2, 1.0f - dy * dy * invR2, m, vp[0],
-                        vp[1], 0.0f, 0, scale);
-        }
-        return;
-    }
-    const float fz = (xp[2] - go.z) * glo.w;
-    int k0 = (int)ceil(fz - R), k1 = (int)floor(fz + R);
-    k0 = k0 < 0 ? 0 : k0;
-    k1 = k1 > nz - 1 ? nz - 1 : k1;
-    for (int k = k0; k <= k1; k++) {
-        const float dz = (float)k - fz, remz = R2 - dz * dz;
-        if (remz <= 0.0f)
-            continue;
-        const float swz = sqrt(remz);
-        int j0 = (int)ceil(fy - swz), j1 = (int)floor(fy + swz);
-        j0 = j0 < 0 ? 0 : j0;
-        j1 = j1 > ny - 1 ? ny - 1 : j1;
-        for (int j = j0; j <= j1; j++) {
-            const float dy = (float)j - fy, dyz2 = dy * dy + dz * dz;
-            if (dyz2 >= R2)
-                continue;
-            splat_row_l(t, tcells, ((k - b0[2]) * bh + (j - b0[1])) * bw, i0 - b0[0], lanes, base, invR2,
-                        1.0f - dyz2 * invR2, m, vp[0], vp[1], vp[2], 1, scale);
-        }
-    }
-}
-
-__kernel __attribute__((reqd_work_group_size(SPLAT_WG, 1, 1)))
-void splat_tiled(uint n, __global const float *x, __global const float *v, __global const float *m,
-                 __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
-                 float scale)
-{
-    __local long tile[4 * SPLAT_TILE];
-    __local int bmin[3], bmax[3], images;
-    const uint i = get_global_id(0), lid = get_local_id(0);
-    const int act = i < n;
-    const int dim = gn.w, fold = gp.y, chunks = gp.z;
-    if (lid == 0) {
-        for (int k = 0; k < 3; k++) {
-            bmin[k] = 0x7fffffff;
-            bmax[k] = -1;
-        }
-        images = 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float xi[3] = {0.0f, 0.0f, 0.0f}, vi[3] = {0.0f, 0.0f, 0.0f}, mi = 0.0f;
-    const float R = ghi.w, rw = ghi.w * go.w;
-    if (act) {
-        for (int k = 0; k < 3; k++) {
-            xi[k] = x[3 * i + k];
-            vi[k] = v[3 * i + k];
-        }
-        mi = m[i];
-        const float lo[3] = {glo.x, glo.y, glo.z}, hi[3] = {ghi.x, ghi.y, ghi.z};
-        int img = 0;
-        for (int k = 0; k < dim; k++)
-            img |= (!(fold & (1 << (2 * k))) && xi[k] - lo[k] < rw) || (!(fold & (2 << (2 * k))) && hi[k] - xi[k] < rw);
-        if (img)
-            atomic_or(&images, 1);
-        /* the cells splat_one may touch: the window along x, and along y
-         * and z the rows within R of the particle */
-        const float f[3] = {(xi[0] - go.x) * glo.w, (xi[1] - go.y) * glo.w, dim == 3 ? (xi[2] - go.z) * glo.w : 0.0f};
-        const int ns[3] = {gn.x, gn.y, gn.z};
-        const int i0 = window_start(f[0], R, gn.x, chunks);
-        atomic_min(&bmin[0], i0);
-        atomic_max(&bmax[0], i0 + chunks * FLIP_LANES - 1);
-        for (int k = 1; k < dim; k++) {
-            int a = (int)ceil(f[k] - R), b = (int)floor(f[k] + R);
-            a = a < 0 ? 0 : a;
-            b = b > ns[k] - 1 ? ns[k] - 1 : b;
-            atomic_min(&bmin[k], a);
-            atomic_max(&bmax[k], b);
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int bw = bmax[0] - bmin[0] + 1, bh = bmax[1] - bmin[1] + 1, bd = dim == 3 ? bmax[2] - bmin[2] + 1 : 1;
-    const int tc = bw * bh * bd, planes = dim == 3 ? 4 : 3; /* uniform over the group */
-    if (images || bw <= 0 || bh <= 0 || bd <= 0 || tc > (4 * SPLAT_TILE) / planes) {
-        if (!act)
-            return;
-        splat_particle(acc, cells, gn, go, glo, ghi, gp, invR2, scale, xi, vi, mi); /* as splat does */
-        return;
-    }
-    for (int c = (int)lid; c < planes * tc; c += SPLAT_WG)
-        tile[c] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (act) {
-        const int b0[3] = {bmin[0], bmin[1], dim == 3 ? bmin[2] : 0};
-        splat_one_l(tile, (uint)tc, b0, bw, bh, gn, go, glo, ghi, chunks, invR2, xi, vi, mi, scale);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    /* the tile onto the grid: one atomic a cell and plane that got something */
-    for (int c = (int)lid; c < tc; c += SPLAT_WG) {
-        const int ci = c % bw, cj = (c / bw) % bh, ck = c / (bw * bh);
-        const uint g = (uint)(((bmin[2] * (dim == 3) + ck) * gn.y + bmin[1] + cj) * gn.x + bmin[0] + ci);
-        for (int p = 0; p < planes; p++) {
-            const long q = tile[p * tc + c];
-            if (q != 0)
-                atom_add((volatile __global long *)(acc + (size_t)p * cells + g), q);
-        }
-    }
 }
 
 /* ---- grid pass ------------------------------------------------------------ */

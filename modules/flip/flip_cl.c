@@ -412,10 +412,7 @@ int flip_cl_splat(const floe_stage_call *call)
     if ((st = flip_grids_ensure(ctx, s, (float)call->param[SP_CELL].f, (float)call->param[SP_RADIUS].f)) ||
         (st = setup(ctx, s)))
         return st;
-    /* FLOE_FLIP_SPLAT_TILE=1: through a tile of local memory a work group
-     * (kernels/flip/flip.cl, splat_tiled: the same grids to the bit) */
-    const char *te = getenv("FLOE_FLIP_SPLAT_TILE");
-    void *k = api->cl_kernel(ctx, "flip", FILE_CL, te && !strcmp(te, "1") ? "splat_tiled" : "splat");
+    void *k = api->cl_kernel(ctx, "flip", FILE_CL, "splat");
     if (!k)
         return FLOE_ERR;
     const flip_geom *g = &s->g;
