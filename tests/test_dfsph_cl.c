@@ -233,8 +233,6 @@ Test(dfsph_cl, solve_moving_boundary, .timeout = FLOE_TIMEOUT(300))
     cr_assert_gt(ep, 1e-3, "the lid's velocity changed p by only %.3g", ep);
 }
 
-/* A converging solve (default tolerances): the same iteration counts per
- * step and the same final errors. */
 /* Three converging steps on both backends (jitter: of the lattice, and
  * velocities): the same iteration counts of both solvers every step, the
  * same errors, x within 1e-5. Returns the steps whose divergence solve took
