@@ -82,15 +82,27 @@ static void add(world *w, const char *stage, int n, const floe_param_kv *kv)
 
 /* splat, grid (host copies every step, so the host grids can be compared),
  * advect; extra parameters for the grid pass and advect */
-static void stages(world *w, const floe_param_kv *gx, int ngx, const floe_param_kv *ax, int nax)
+static void stages_splat(world *w, const floe_param_kv *sx, int nsx, const floe_param_kv *gx, int ngx,
+                         const floe_param_kv *ax, int nax)
 {
-    floe_param_kv sp[] = {KV_F("radius", 3)};
-    add(w, "flip.splat", 1, sp);
+    floe_param_kv sp[5] = {KV_F("radius", 3)};
+    int ns = 1;
+    for (int i = 0; i < nsx; i++)
+        if (strcmp(sx[i].name, "radius") == 0)
+            sp[0] = sx[i];
+        else
+            sp[ns++] = sx[i];
+    add(w, "flip.splat", ns, sp);
     floe_param_kv g[16] = {KV_F("speed_of_sound", 15), KV_F("host_fps", -1)};
     for (int i = 0; i < ngx; i++)
         g[2 + i] = gx[i];
     add(w, "flip.grid", 2 + ngx, g);
     add(w, "flip.advect", nax, ax);
+}
+
+static void stages(world *w, const floe_param_kv *gx, int ngx, const floe_param_kv *ax, int nax)
+{
+    stages_splat(w, NULL, 0, gx, ngx, ax, nax);
 }
 
 static void destroy(world *w) { floe_ctx_destroy(w->ctx); }
@@ -434,13 +446,14 @@ Test(flip_cl, scene_dam_break_3d, .timeout = FLOE_TIMEOUT(300)) { need_opencl();
 
 /* ---- properties of the device path -------------------------------------------------- */
 
-static float *run_cl(uint32_t *n, int steps)
+/* base2 with OB2 on the device, `steps` steps; splat parameters sx */
+static float *run_cl_splat(uint32_t *n, int steps, const floe_param_kv *sx, int nsx)
 {
     cfg c = base2();
     world w = make_world("opencl", 2, c.d, c.hi, c.wlo, c.whi, 0.3f);
     for (int i = 0; i < NOB2; i++)
         add_obstacle(&w, &OB2[i]);
-    stages(&w, NULL, 0, NULL, 0);
+    stages_splat(&w, sx, nsx, NULL, 0, NULL, 0);
     for (int s = 0; s < steps; s++)
         cr_assert_eq(floe_step(w.ctx, 2e-4), FLOE_OK, "%s", floe_ctx_error(w.ctx));
     *n = floe_set_size(w.ctx, w.f);
@@ -450,6 +463,8 @@ static float *run_cl(uint32_t *n, int steps)
     destroy(&w);
     return out;
 }
+
+static float *run_cl(uint32_t *n, int steps) { return run_cl_splat(n, steps, NULL, 0); }
 
 /* fixed-point splat: the order the work items add in does not matter */
 Test(flip_cl, deterministic_runs, .timeout = FLOE_TIMEOUT(120))
@@ -462,6 +477,34 @@ Test(flip_cl, deterministic_runs, .timeout = FLOE_TIMEOUT(120))
     cr_log_info("%u particles with 6 obstacles, 60 steps: x and v bit-identical in two OpenCL runs", n1);
     free(a);
     free(b);
+}
+
+/* The 2D gather (particles filed by cell, each cell summing its terms) adds
+ * the atomic splat's integers, so whole runs are the same to the bit: with
+ * the top wall mirrored (its particles splatted by atomics), and with cells
+ * of 5 d (25 particles a cell, past the 16 a cell holds: the rest splatted
+ * by atomics too), and with a radius that is not a whole number of cells. */
+Test(flip_cl, gather_splat_is_the_atomic_splat_to_the_bit, .timeout = FLOE_TIMEOUT(120))
+{
+    need_opencl();
+    const float cells[] = {0.0f, 0.02f, 0.0f}, radius[] = {3, 3, 2.5f}; /* cell 0: 2 d */
+    for (int k = 0; k < 3; k++) {
+        floe_param_kv g[] = {KV_S("device_splat", "gather"), KV_F("cell", cells[k]), KV_F("radius", radius[k])};
+        floe_param_kv a[] = {KV_S("device_splat", "atomics"), KV_F("cell", cells[k]), KV_F("radius", radius[k])};
+        uint32_t n1, n2;
+        float *x1 = run_cl_splat(&n1, 40, g, 3), *x2 = run_cl_splat(&n2, 40, a, 3);
+        cr_assert_eq(n1, n2);
+        size_t moved = 0;
+        for (size_t i = 0; i < (size_t)n1 * 3; i++)
+            moved += x1[3 * (size_t)n1 + i] != 0.0f;
+        cr_assert_gt(moved, (size_t)n1, "the water should move");
+        cr_expect_eq(memcmp(x1, x2, (size_t)n1 * 6 * sizeof(float)), 0, "cell %g m, radius %g: gather and atomics differ",
+                     (double)cells[k], (double)radius[k]);
+        cr_log_info("cell %g m, radius %g, %u particles with 6 obstacles, 40 steps: gather and atomics bit-identical",
+                    (double)cells[k], (double)radius[k], n1);
+        free(x1);
+        free(x2);
+    }
 }
 
 /* Distance to the obstacles OB2[0..3] at time t, in double precision,

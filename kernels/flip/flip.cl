@@ -4,8 +4,9 @@
  * path").
  *
  * A step is five launches: splat (per particle), grid_density and
- * grid_velocity (per cell), filter (one work group per grid row, sampling =
- * smooth) and advect (per particle).
+ * grid_velocity (per cell), filter (per cell, sampling = smooth) and advect
+ * (per particle); in 2D with many particles a cell, the splat is two:
+ * splat_bin (per particle) and splat_gather (per cell and row of cells).
  *
  * Splatting is a scatter onto the grid. It adds 64-bit fixed-point integers
  * with atom_add (cl_khr_int64_base_atomics): integer addition is
@@ -115,16 +116,10 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
 /* Every particle adds m w and m w u to the cells within r; near a wall that
  * is not a cell face, its mirror images too (walls on cell faces are folded
  * by grid_density). acc: 4 planes of `cells` fixed-point sums. */
-__kernel void splat(uint n, __global const float *x, __global const float *v, __global const float *m,
-                    __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
-                    float scale)
+inline void splat_particle(__global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp,
+                           float invR2, float scale, const float *xi, const float *vi, float mi)
 {
-    const uint i = get_global_id(0);
-    if (i >= n)
-        return;
     const int dim = gn.w, fold = gp.y, chunks = gp.z;
-    const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
-    const float mi = m[i];
     const float rw = ghi.w * go.w;
     const float lo[3] = {glo.x, glo.y, glo.z}, hi[3] = {ghi.x, ghi.y, ghi.z};
     int nc[3] = {1, 1, 1}, ch[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, images = 0;
@@ -158,6 +153,120 @@ __kernel void splat(uint n, __global const float *x, __global const float *v, __
                 }
                 splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xp, vp, mi, scale);
             }
+}
+
+__kernel void splat(uint n, __global const float *x, __global const float *v, __global const float *m,
+                    __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp, float invR2,
+                    float scale)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+    splat_particle(acc, cells, gn, go, glo, ghi, gp, invR2, scale, xi, vi, m[i]);
+}
+
+/* ---- the splat as a gather (2D) ----------------------------------------------
+ * The same sums as `splat` with far fewer global atomics: splat_bin files
+ * each particle under the cell its position falls in (one atomic_inc a
+ * particle, at most FLIP_BIN_CAP a cell), then splat_gather sums, per cell,
+ * the terms of the particles filed within its reach, a row of cells at a
+ * time, and adds them to the accumulator with one atomic a row and plane. Every term is the splat's fixed-point integer (the same
+ * floats in the same order, rounded the same way), and integer sums do not
+ * depend on their order, so the accumulators are the splat's to the bit.
+ * A particle that splats mirror images, lies outside the grid or finds its
+ * cell full is splatted by splat_bin itself, with the atomics of `splat`. */
+#define FLIP_BIN_CAP 16
+
+/* slot t of cell c: (fx, fy, m, v_x) at rec[t cells + c] and (v_y, window
+ * start as int bits) at recb[t cells + c], so that neighbouring cells'
+ * slots are neighbours in memory (the gather's loads coalesce) */
+__kernel void splat_bin(uint n, __global const float *x, __global const float *v, __global const float *m,
+                        __global long *acc, uint cells, int4 gn, float4 go, float4 glo, float4 ghi, int4 gp,
+                        float invR2, float scale, __global int *cnt, __global float4 *rec, __global float2 *recb)
+{
+    const uint i = get_global_id(0);
+    if (i >= n)
+        return;
+    const int fold = gp.y, nx = gn.x, ny = gn.y;
+    const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+    const float mi = m[i], rw = ghi.w * go.w;
+    /* as splat_particle: no mirror image where a wall is not folded and the particle is within rw of it */
+    const int images = (!(fold & 1) && xi[0] - glo.x < rw) || (!(fold & 2) && ghi.x - xi[0] < rw) ||
+                       (!(fold & 4) && xi[1] - glo.y < rw) || (!(fold & 8) && ghi.y - xi[1] < rw);
+    const float fx = (xi[0] - go.x) * glo.w, fy = (xi[1] - go.y) * glo.w; /* as splat_one */
+    int c = 0, slot = FLIP_BIN_CAP;
+    if (!images && fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny) {
+        c = (int)floor(fy) * nx + (int)floor(fx);
+        slot = (int)atomic_inc(cnt + c);
+    }
+    if (slot < FLIP_BIN_CAP) {
+        const size_t r = (size_t)slot * cells + (size_t)c;
+        rec[r] = (float4)(fx, fy, mi, vi[0]);
+        recb[r] = (float2)(vi[1], as_float(window_start(fx, ghi.w, nx, gp.z)));
+        return;
+    }
+    splat_particle(acc, cells, gn, go, glo, ghi, gp, invR2, scale, xi, vi, mi);
+}
+
+/* Per cell (i, j) and row of cells by: the terms splat_row would add to
+ * (i, j) from the particles filed in that row within reach, added with one
+ * atomic a plane (work item r cells + c: row r of cell c's 2 ceil(R) rows,
+ * so a cell's rows run side by side). Rows and reach: with S = ceil(R), a
+ * term needs j - R <= fy <= j + R (splat_one's rows), so floor(fy) in
+ * [j - S, j + S - 1]; and q > 0, so |i - fx| < R unless S^2 / R^2 rounds
+ * below 1 (e (1) then widens the reach by a cell each side), so floor(fx)
+ * in [i - S - e, i + S - 1 + e]. Row 0 clears cnt_next (the next step's
+ * counts). */
+__kernel void splat_gather(uint cells, int4 gn, float4 ghi, int4 gp, float invR2, float scale,
+                           __global const int *cnt, __global int *cnt_next, __global const float4 *rec,
+                           __global const float2 *recb, __global long *acc)
+{
+    const uint gid = get_global_id(0), c = gid % cells;
+    const float R = ghi.w, R2 = R * R;
+    const int S = (int)ceil(R), r = (int)(gid / cells);
+    if (r >= 2 * S)
+        return;
+    if (r == 0)
+        cnt_next[c] = 0;
+    const int nx = gn.x, ny = gn.y, i = (int)(c % (uint)nx), j = (int)(c / (uint)nx), by = j - S + r;
+    if (by < 0 || by >= ny)
+        return;
+    const int lanes = gp.z * FLIP_LANES, e = (float)(S * S) * invR2 >= 1.0f ? 0 : 1;
+    const int bx0 = max(i - S - e, 0), bx1 = min(i + S - 1 + e, nx - 1);
+    long s0 = 0, s1 = 0, s2 = 0;
+    for (int bx = bx0; bx <= bx1; bx++) {
+        const int b = by * nx + bx, k = min(cnt[b], FLIP_BIN_CAP);
+        for (int t = 0; t < k; t++) {
+            const float4 A = rec[(size_t)t * cells + (size_t)b];
+            const float fy = A.y; /* splat_one's row range and test */
+            int j0 = (int)ceil(fy - R), j1 = (int)floor(fy + R);
+            j0 = j0 < 0 ? 0 : j0;
+            j1 = j1 > ny - 1 ? ny - 1 : j1;
+            const float dy = (float)j - fy;
+            if (j < j0 || j > j1 || dy * dy >= R2)
+                continue;
+            const float2 B = recb[(size_t)t * cells + (size_t)b];
+            const int i0 = as_int(B.y), l = i - i0;
+            if (l < 0 || l >= lanes)
+                continue;
+            const float a = 1.0f - dy * dy * invR2; /* splat_row's lane l */
+            const float dx = ((float)i0 - A.x) + (float)l;
+            const float q = a - dx * dx * invR2;
+            if (!(q > 0.0f))
+                continue;
+            const float w = A.z * q * q * q;
+            s0 += convert_long_rte(w * scale);
+            s1 += convert_long_rte(w * A.w * scale);
+            s2 += convert_long_rte(w * B.x * scale);
+        }
+    }
+    if (s0 != 0)
+        atom_add((volatile __global long *)(acc + c), s0);
+    if (s1 != 0)
+        atom_add((volatile __global long *)(acc + c + cells), s1);
+    if (s2 != 0)
+        atom_add((volatile __global long *)(acc + c + 2 * (size_t)cells), s2);
 }
 
 /* ---- grid pass ------------------------------------------------------------ */

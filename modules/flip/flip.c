@@ -71,6 +71,11 @@ static const floe_param_desc splat_params[] = {
     [SP_CELL] = PF("cell", 0, 0, 1e3, "m", "grid cell edge h; 0 = 2 x the sim spacing. One grid per simulation, made on the first "
                                            "splat over the sim domain plus ceil(radius) + 1 ghost cells per side"),
     [SP_RADIUS] = PF("radius", 3, 1, 8, "cells", "splat radius r in cells: kernel w(d, r) = (1 - d^2/r^2)^3"),
+    [SP_DEVICE] = PS("device_splat", "auto", "auto|gather|atomics",
+                     "OpenCL backend, 2D: gather = particles filed by cell, each cell sums the particles within r (an "
+                     "atomic a particle and one a cell row); atomics = each particle adds to the cells within r with "
+                     "64-bit atomics; auto = gather from one particle per 4 grid cells on. The same sums to the bit; "
+                     "3D always uses atomics. Ignored on the C path"),
     {0},
 };
 

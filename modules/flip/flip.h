@@ -116,6 +116,8 @@ typedef struct flip_cl_state {
     int cur;                /* accumulator the next splat adds into (0, 1) */
     int clean[2];           /* accumulator known to be zero */
     int acc_used;           /* accumulator of this step's splat */
+    int bins_ready;         /* splat = gather: the bins' counts exist and are zero */
+    int bin_cur;            /* the counts buffer the next splat files into (0, 1) */
     int slot;               /* ctrl slot of this step: npass % FLIP_CL_RING */
     uint32_t npass;         /* grid passes so far */
     /* host copy of ctrl: the ring's two halves as last read (per step the
@@ -332,7 +334,7 @@ typedef struct flip_fluid {
 int flip_list_fluids(floe_ctx *ctx, flip_fluid *f, int *nf);
 
 /* parameter indices, in descriptor order (flip.c) */
-enum { SP_CELL, SP_RADIUS };
+enum { SP_CELL, SP_RADIUS, SP_DEVICE };
 enum { GP_STIFFNESS, GP_SPEED, GP_GAMMA, GP_EOS, GP_REST_DENSITY, GP_COURANT, GP_WALL_FRICTION, GP_OBSTACLE, GP_VISCOSITY,
        GP_HOST_FPS };
 enum { AD_PIC, AD_MARGIN, AD_SAMPLING, AD_PIC_INTERVAL };

@@ -401,6 +401,31 @@ static int ring_turn(floe_ctx *ctx, flip_state *s, void *ctrl_buf, int slot)
 
 /* ---- splat ------------------------------------------------------------------ */
 
+/* FLIP_BIN_CAP in kernels/flip/flip.cl: particles filed per cell */
+#define FLIP_CL_BIN_CAP 16
+
+/* splat = gather (2D): the two count buffers (the splat files into one and
+ * its gather clears the other for the next step), zeroed at first use, and
+ * the filed particles (a float4 and a float2 a slot, in planes of slots) */
+static int get_bins(floe_ctx *ctx, flip_state *s, void *cnt[2], void *rec[2])
+{
+    const size_t c = s->g.cells;
+    cnt[0] = api->cl_scratch(ctx, "flip.bin_count0", c * 4);
+    cnt[1] = api->cl_scratch(ctx, "flip.bin_count1", c * 4);
+    rec[0] = api->cl_scratch(ctx, "flip.bin_particles", c * FLIP_CL_BIN_CAP * 16);
+    rec[1] = api->cl_scratch(ctx, "flip.bin_particles_b", c * FLIP_CL_BIN_CAP * 8);
+    if (!cnt[0] || !cnt[1] || !rec[0] || !rec[1])
+        return api->fail(ctx, FLOE_ERR_NOMEM, "flip: no device memory for the splat's bins (%zu cells)", c);
+    if (!s->cl.bins_ready) {
+        int st;
+        if ((st = fill_zero(ctx, cnt[0], c * 4)) || (st = fill_zero(ctx, cnt[1], c * 4)))
+            return st;
+        s->cl.bins_ready = 1;
+        s->cl.bin_cur = 0;
+    }
+    return FLOE_OK;
+}
+
 int flip_cl_splat(const floe_stage_call *call)
 {
     floe_ctx *ctx = call->ctx;
@@ -412,16 +437,26 @@ int flip_cl_splat(const floe_stage_call *call)
     if ((st = flip_grids_ensure(ctx, s, (float)call->param[SP_CELL].f, (float)call->param[SP_RADIUS].f)) ||
         (st = setup(ctx, s)))
         return st;
-    void *k = api->cl_kernel(ctx, "flip", FILE_CL, "splat");
-    if (!k)
-        return FLOE_ERR;
     const flip_geom *g = &s->g;
-    bufs b;
-    if ((st = get_bufs(ctx, s, &b)))
-        return st;
     flip_fluid f[FLIP_MAX_SETS];
     int nf;
     if ((st = flip_list_fluids(ctx, f, &nf)))
+        return st;
+    /* the gather costs about a fixed amount a cell, the atomics an amount a
+     * particle: auto gathers from a particle per four cells on (docs/flip.md) */
+    const char *mode = call->param[SP_DEVICE].s ? call->param[SP_DEVICE].s : "auto";
+    size_t np = 0;
+    for (int i = 0; i < nf; i++)
+        np += f[i].info.n;
+    const int gather = g->dim == 2 && (strcmp(mode, "gather") == 0 || (strcmp(mode, "auto") == 0 && 4 * np >= g->cells));
+    void *k = api->cl_kernel(ctx, "flip", FILE_CL, gather ? "splat_bin" : "splat");
+    if (!k)
+        return FLOE_ERR;
+    bufs b;
+    if ((st = get_bufs(ctx, s, &b)))
+        return st;
+    void *cnt[2] = {NULL, NULL}, *rec[2] = {NULL, NULL};
+    if (gather && (st = get_bins(ctx, s, cnt, rec)))
         return st;
     const int a = s->cl.cur;
     const uint32_t cells = (uint32_t)g->cells;
@@ -440,10 +475,27 @@ int flip_cl_splat(const floe_stage_call *call)
         if (!x || !v || !m)
             return api->fail(ctx, FLOE_ERR_ARG, "fluid set '%s' lacks x, v or m", f[i].info.name);
         const double cpp = g->dim == 3 ? 4.19 * R2 * g->radius : 3.14 * R2; /* cells per particle */
-        floe_cl_arg args[] = {ARG(n), ARG(x), ARG(v), ARG(m), ARG(b.acc[a]), ARG(cells), ARG(ga.gn), ARG(ga.go),
-                              ARG(ga.glo), ARG(ga.ghi), ARG(ga.gp), ARG(invR2), ARG(scale)};
-        if ((st = api->cl_run(ctx, k, n, (int)(sizeof args / sizeof *args), args, 28.0 * n + 8.0 * g->dim * cpp * n)))
+        floe_cl_arg args[] = {ARG(n),      ARG(x),      ARG(v),      ARG(m),      ARG(b.acc[a]),
+                              ARG(cells),  ARG(ga.gn),  ARG(ga.go),  ARG(ga.glo), ARG(ga.ghi),
+                              ARG(ga.gp),  ARG(invR2),  ARG(scale),  ARG(cnt[s->cl.bin_cur]), ARG(rec[0]),
+                              ARG(rec[1])};
+        const int na = gather ? 16 : 13;
+        const double bytes = gather ? 28.0 * n + 36.0 * n : 28.0 * n + 8.0 * g->dim * cpp * n;
+        if ((st = api->cl_run(ctx, k, n, na, args, bytes)))
             return st;
+    }
+    if (gather) { /* each cell's sums from the particles filed near it */
+        void *kg = api->cl_kernel(ctx, "flip", FILE_CL, "splat_gather");
+        if (!kg)
+            return FLOE_ERR;
+        const int cur = s->cl.bin_cur;
+        floe_cl_arg args[] = {ARG(cells), ARG(ga.gn),   ARG(ga.ghi),     ARG(ga.gp),  ARG(invR2),
+                              ARG(scale), ARG(cnt[cur]), ARG(cnt[1 - cur]), ARG(rec[0]), ARG(rec[1]),
+                              ARG(b.acc[a])};
+        const size_t rows = 2 * (size_t)ceilf(g->radius); /* splat_gather's rows of cells per cell */
+        if ((st = api->cl_run(ctx, kg, rows * cells, (int)(sizeof args / sizeof *args), args, 32.0 * cells)))
+            return st;
+        s->cl.bin_cur = 1 - cur;
     }
     s->cl.clean[a] = 0;
     s->cl.acc_used = a;
