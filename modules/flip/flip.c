@@ -74,7 +74,7 @@ static const floe_param_desc splat_params[] = {
     [SP_DEVICE] = PS("device_splat", "auto", "auto|gather|atomics",
                      "OpenCL backend, 2D: gather = particles filed by cell, each cell sums the particles within r (an "
                      "atomic a particle and one a cell row); atomics = each particle adds to the cells within r with "
-                     "64-bit atomics; auto = gather from one particle per 4 grid cells on. The same sums to the bit; "
+                     "64-bit atomics; auto = gather from 1.5 particles per grid cell on. The same sums to the bit; "
                      "3D always uses atomics. Ignored on the C path"),
     {0},
 };

@@ -443,12 +443,12 @@ int flip_cl_splat(const floe_stage_call *call)
     if ((st = flip_list_fluids(ctx, f, &nf)))
         return st;
     /* the gather costs about a fixed amount a cell, the atomics an amount a
-     * particle: auto gathers from a particle per four cells on (docs/flip.md) */
+     * particle: auto gathers from 1.5 particles a cell on (docs/flip.md) */
     const char *mode = call->param[SP_DEVICE].s ? call->param[SP_DEVICE].s : "auto";
     size_t np = 0;
     for (int i = 0; i < nf; i++)
         np += f[i].info.n;
-    const int gather = g->dim == 2 && (strcmp(mode, "gather") == 0 || (strcmp(mode, "auto") == 0 && 4 * np >= g->cells));
+    const int gather = g->dim == 2 && (strcmp(mode, "gather") == 0 || (strcmp(mode, "auto") == 0 && 2 * np >= 3 * g->cells));
     void *k = api->cl_kernel(ctx, "flip", FILE_CL, gather ? "splat_bin" : "splat");
     if (!k)
         return FLOE_ERR;
