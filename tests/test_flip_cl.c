@@ -498,8 +498,8 @@ Test(flip_cl, gather_splat_is_the_atomic_splat_to_the_bit, .timeout = FLOE_TIMEO
         for (size_t i = 0; i < (size_t)n1 * 3; i++)
             moved += x1[3 * (size_t)n1 + i] != 0.0f;
         cr_assert_gt(moved, (size_t)n1, "the water should move");
-        cr_expect_eq(memcmp(x1, x2, (size_t)n1 * 6 * sizeof(float)), 0, "cell %g m, radius %g: gather and atomics differ",
-                     (double)cells[k], (double)radius[k]);
+        cr_expect_eq(memcmp(x1, x2, (size_t)n1 * 6 * sizeof(float)), 0,
+                     "cell %g m, radius %g: gather and atomics differ", (double)cells[k], (double)radius[k]);
         cr_log_info("cell %g m, radius %g, %u particles with 6 obstacles, 40 steps: gather and atomics bit-identical",
                     (double)cells[k], (double)radius[k], n1);
         free(x1);

@@ -171,9 +171,10 @@ __kernel void splat(uint n, __global const float *x, __global const float *v, __
  * each particle under the cell its position falls in (one atomic_inc a
  * particle, at most FLIP_BIN_CAP a cell), then splat_gather sums, per cell,
  * the terms of the particles filed within its reach, a row of cells at a
- * time, and adds them to the accumulator with one atomic a row and plane. Every term is the splat's fixed-point integer (the same
- * floats in the same order, rounded the same way), and integer sums do not
- * depend on their order, so the accumulators are the splat's to the bit.
+ * time, and adds them to the accumulator with one atomic a row and plane.
+ * Every term is the splat's fixed-point integer (the same floats in the
+ * same order, rounded the same way), and integer sums do not depend on
+ * their order, so the accumulators are the splat's to the bit.
  * A particle that splats mirror images, lies outside the grid or finds its
  * cell full is splatted by splat_bin itself, with the atomics of `splat`. */
 #define FLIP_BIN_CAP 16
@@ -191,7 +192,7 @@ __kernel void splat_bin(uint n, __global const float *x, __global const float *v
     const int fold = gp.y, nx = gn.x, ny = gn.y;
     const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
     const float mi = m[i], rw = ghi.w * go.w;
-    /* as splat_particle: no mirror image where a wall is not folded and the particle is within rw of it */
+    /* as splat_particle: images where a wall is not folded and the particle is within rw of it */
     const int images = (!(fold & 1) && xi[0] - glo.x < rw) || (!(fold & 2) && ghi.x - xi[0] < rw) ||
                        (!(fold & 4) && xi[1] - glo.y < rw) || (!(fold & 8) && ghi.y - xi[1] < rw);
     const float fx = (xi[0] - go.x) * glo.w, fy = (xi[1] - go.y) * glo.w; /* as splat_one */

@@ -448,7 +448,8 @@ int flip_cl_splat(const floe_stage_call *call)
     size_t np = 0;
     for (int i = 0; i < nf; i++)
         np += f[i].info.n;
-    const int gather = g->dim == 2 && (strcmp(mode, "gather") == 0 || (strcmp(mode, "auto") == 0 && 2 * np >= 3 * g->cells));
+    const int gather =
+        g->dim == 2 && (strcmp(mode, "gather") == 0 || (strcmp(mode, "auto") == 0 && 2 * np >= 3 * g->cells));
     void *k = api->cl_kernel(ctx, "flip", FILE_CL, gather ? "splat_bin" : "splat");
     if (!k)
         return FLOE_ERR;
