@@ -34,11 +34,33 @@
 
 /* ---- splat -------------------------------------------------------------- */
 
+/* one term in fixed-point units (the splat's and the gather's rounding) */
+inline long to_fixed(float v, float scale) { return convert_long_rte(v * scale); }
+
 inline void add_fixed(__global long *p, float v, float scale)
 {
-    const long q = convert_long_rte(v * scale);
+    const long q = to_fixed(v, scale);
     if (q != 0)
         atom_add((volatile __global long *)p, q);
+}
+
+/* the cells c of [0, n) with ceil(f - r) <= c <= floor(f + r): a kernel's rows or planes */
+inline void cell_range(float f, float r, int n, int *c0, int *c1)
+{
+    const int a = (int)ceil(f - r), b = (int)floor(f + r);
+    *c0 = a < 0 ? 0 : a;
+    *c1 = b > n - 1 ? n - 1 : b;
+}
+
+/* q = a - dx^2 / R^2 of a cell dx from the particle along x, a = 1 - (dy^2 + dz^2) / R^2; the weight m q^3 */
+inline float splat_q(float a, float dx, float invR2) { return a - dx * dx * invR2; }
+inline float splat_w(float m, float q) { return m * q * q * q; }
+
+/* axis k of a particle at x: bit 1 (2) where the low (high) wall is not folded and x is within rw of it
+ * (the particle splats a mirror image there) */
+inline int wall_images(int k, float x, int fold, float lo, float hi, float rw)
+{
+    return (!(fold & (1 << (2 * k))) && x - lo < rw ? 1 : 0) | (!(fold & (2 << (2 * k))) && hi - x < rw ? 2 : 0);
 }
 
 /* first cell of a row window of `chunks` x 8 cells covering [f - R, f + R] (splat.c) */
@@ -55,11 +77,10 @@ inline void splat_row(__global long *acc, uint cells, int row, int i0, int lanes
                       float m, float vx, float vy, float vz, int dim3, float scale)
 {
     for (int l = 0; l < lanes; l++) {
-        const float dx = base + (float)l;
-        const float q = a - dx * dx * invR2;
+        const float q = splat_q(a, base + (float)l, invR2);
         if (!(q > 0.0f))
             continue;
-        const float w = m * q * q * q;
+        const float w = splat_w(m, q);
         __global long *c = acc + row + i0 + l;
         add_fixed(c, w, scale);
         add_fixed(c + cells, w * vx, scale);
@@ -79,9 +100,8 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
     const float base = (float)i0 - fx;
     const int lanes = chunks * FLIP_LANES;
     if (gn.w == 2) {
-        int j0 = (int)ceil(fy - R), j1 = (int)floor(fy + R);
-        j0 = j0 < 0 ? 0 : j0;
-        j1 = j1 > ny - 1 ? ny - 1 : j1;
+        int j0, j1;
+        cell_range(fy, R, ny, &j0, &j1);
         for (int j = j0; j <= j1; j++) {
             const float dy = (float)j - fy;
             if (dy * dy >= R2)
@@ -92,17 +112,14 @@ inline void splat_one(__global long *acc, uint cells, int4 gn, float4 go, float4
         return;
     }
     const float fz = (xp[2] - go.z) * glo.w;
-    int k0 = (int)ceil(fz - R), k1 = (int)floor(fz + R);
-    k0 = k0 < 0 ? 0 : k0;
-    k1 = k1 > nz - 1 ? nz - 1 : k1;
+    int k0, k1;
+    cell_range(fz, R, nz, &k0, &k1);
     for (int k = k0; k <= k1; k++) {
         const float dz = (float)k - fz, remz = R2 - dz * dz;
         if (remz <= 0.0f)
             continue;
-        const float swz = sqrt(remz);
-        int j0 = (int)ceil(fy - swz), j1 = (int)floor(fy + swz);
-        j0 = j0 < 0 ? 0 : j0;
-        j1 = j1 > ny - 1 ? ny - 1 : j1;
+        int j0, j1;
+        cell_range(fy, sqrt(remz), ny, &j0, &j1);
         for (int j = j0; j <= j1; j++) {
             const float dy = (float)j - fy, dyz2 = dy * dy + dz * dz;
             if (dyz2 >= R2)
@@ -124,14 +141,12 @@ inline void splat_particle(__global long *acc, uint cells, int4 gn, float4 go, f
     const float lo[3] = {glo.x, glo.y, glo.z}, hi[3] = {ghi.x, ghi.y, ghi.z};
     int nc[3] = {1, 1, 1}, ch[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, images = 0;
     for (int k = 0; k < dim; k++) {
-        if (!(fold & (1 << (2 * k))) && xi[k] - lo[k] < rw) {
+        const int wi = wall_images(k, xi[k], fold, lo[k], hi[k], rw);
+        if (wi & 1)
             ch[k][nc[k]++] = 1;
-            images = 1;
-        }
-        if (!(fold & (2 << (2 * k))) && hi[k] - xi[k] < rw) {
+        if (wi & 2)
             ch[k][nc[k]++] = 2;
-            images = 1;
-        }
+        images |= wi;
     }
     if (!images) {
         splat_one(acc, cells, gn, go, glo, ghi, chunks, invR2, xi, vi, mi, scale);
@@ -192,9 +207,7 @@ __kernel void splat_bin(uint n, __global const float *x, __global const float *v
     const int fold = gp.y, nx = gn.x, ny = gn.y;
     const float xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
     const float mi = m[i], rw = ghi.w * go.w;
-    /* as splat_particle: images where a wall is not folded and the particle is within rw of it */
-    const int images = (!(fold & 1) && xi[0] - glo.x < rw) || (!(fold & 2) && ghi.x - xi[0] < rw) ||
-                       (!(fold & 4) && xi[1] - glo.y < rw) || (!(fold & 8) && ghi.y - xi[1] < rw);
+    const int images = wall_images(0, xi[0], fold, glo.x, ghi.x, rw) | wall_images(1, xi[1], fold, glo.y, ghi.y, rw);
     const float fx = (xi[0] - go.x) * glo.w, fy = (xi[1] - go.y) * glo.w; /* as splat_one */
     int c = 0, slot = FLIP_BIN_CAP;
     if (!images && fx >= 0.0f && fx < (float)nx && fy >= 0.0f && fy < (float)ny) {
@@ -241,9 +254,8 @@ __kernel void splat_gather(uint cells, int4 gn, float4 ghi, int4 gp, float invR2
         for (int t = 0; t < k; t++) {
             const float4 A = rec[(size_t)t * cells + (size_t)b];
             const float fy = A.y; /* splat_one's row range and test */
-            int j0 = (int)ceil(fy - R), j1 = (int)floor(fy + R);
-            j0 = j0 < 0 ? 0 : j0;
-            j1 = j1 > ny - 1 ? ny - 1 : j1;
+            int j0, j1;
+            cell_range(fy, R, ny, &j0, &j1);
             const float dy = (float)j - fy;
             if (j < j0 || j > j1 || dy * dy >= R2)
                 continue;
@@ -252,14 +264,13 @@ __kernel void splat_gather(uint cells, int4 gn, float4 ghi, int4 gp, float invR2
             if (l < 0 || l >= lanes)
                 continue;
             const float a = 1.0f - dy * dy * invR2; /* splat_row's lane l */
-            const float dx = ((float)i0 - A.x) + (float)l;
-            const float q = a - dx * dx * invR2;
+            const float q = splat_q(a, ((float)i0 - A.x) + (float)l, invR2);
             if (!(q > 0.0f))
                 continue;
-            const float w = A.z * q * q * q;
-            s0 += convert_long_rte(w * scale);
-            s1 += convert_long_rte(w * A.w * scale);
-            s2 += convert_long_rte(w * B.x * scale);
+            const float w = splat_w(A.z, q);
+            s0 += to_fixed(w, scale);
+            s1 += to_fixed(w * A.w, scale);
+            s2 += to_fixed(w * B.x, scale);
         }
     }
     if (s0 != 0)

@@ -481,7 +481,7 @@ int flip_cl_splat(const floe_stage_call *call)
                               ARG(ga.gp),  ARG(invR2),  ARG(scale),  ARG(cnt[s->cl.bin_cur]), ARG(rec[0]),
                               ARG(rec[1])};
         const int na = gather ? 16 : 13;
-        const double bytes = gather ? 28.0 * n + 36.0 * n : 28.0 * n + 8.0 * g->dim * cpp * n;
+        const double bytes = 28.0 * n + (gather ? 36.0 * n : 8.0 * g->dim * cpp * n); /* + bins, or the atomics */
         if ((st = api->cl_run(ctx, k, n, na, args, bytes)))
             return st;
     }
